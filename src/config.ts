@@ -1,0 +1,131 @@
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { ConfigError } from './errors.ts';
+
+/** The root of the installed project (where package.json and prices.json live). */
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const positive = z.coerce.number().positive();
+
+/** Every environment variable the project reads, with its default. The contract is DESIGN.md's table. */
+const EnvSchema = z.object({
+  DATABASE_URL: z.string().min(1).optional(),
+  /** Where the embedded PostgreSQL keeps its data when DATABASE_URL is unset. */
+  DATA_DIR: z.string().min(1).default('.data'),
+  PORT: int(0, 65535).default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  WORKER_NAME: z.string().min(1).max(200).optional(),
+  WORKER_CONCURRENCY: int(1, 10_000).default(32),
+  LEASE_SECONDS: positive.default(30),
+  /** Claims a run may take without finishing before it is failed as abandoned (a poison run). */
+  MAX_RUN_ATTEMPTS: int(1, 1000).default(5),
+  /** Fallback poll when no notification arrives; LISTEN/NOTIFY wakes workers sooner. */
+  POLL_INTERVAL_MS: int(10, 3_600_000).default(2000),
+  LLM_PROVIDER: z.enum(['anthropic', 'demo']).optional(),
+  ANTHROPIC_API_KEY: z.string().min(1).optional(),
+  ANTHROPIC_BASE_URL: z.string().url().optional(),
+  DEFAULT_MODEL: z.string().min(1).optional(),
+  MAX_TOKENS: int(1, 200_000).default(4096),
+  STEP_TIMEOUT_SECONDS: positive.default(120),
+  MAX_ATTEMPTS: int(1, 100).default(5),
+  RETRY_BASE_MS: int(0, 3_600_000).default(500),
+  RETRY_CAP_MS: int(0, 3_600_000).default(30_000),
+  MAX_STEPS: int(1, 1000).default(50),
+  DEFAULT_TOKEN_BUDGET: int(1, 10_000_000).default(100_000),
+  DEFAULT_TIMEOUT_SECONDS: int(1, 86_400).default(600),
+  TOOL_TIMEOUT_SECONDS: positive.default(60),
+  PRICES_FILE: z.string().min(1).default(path.join(PROJECT_ROOT, 'prices.json')),
+  DEMO_LATENCY_MS: int(0, 600_000).default(800),
+  METRICS_PORT: int(0, 65535).optional(),
+  LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+export interface Config {
+  databaseUrl: string | null;
+  dataDir: string;
+  port: number;
+  host: string;
+  workerName: string;
+  workerConcurrency: number;
+  leaseMs: number;
+  maxRunAttempts: number;
+  pollIntervalMs: number;
+  llmProvider: 'anthropic' | 'demo';
+  /** True when the provider was chosen because no key was set, so the banner can warn. */
+  llmProviderDefaulted: boolean;
+  anthropicApiKey: string | null;
+  anthropicBaseUrl: string | null;
+  defaultModel: string;
+  maxTokens: number;
+  stepTimeoutMs: number;
+  maxAttempts: number;
+  retryBaseMs: number;
+  retryCapMs: number;
+  maxSteps: number;
+  defaultTokenBudget: number;
+  defaultTimeoutSeconds: number;
+  toolTimeoutMs: number;
+  pricesFile: string;
+  demoLatencyMs: number;
+  metricsPort: number | null;
+  logFormat: 'json' | 'pretty';
+  logLevel: Env['LOG_LEVEL'];
+}
+
+export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-5';
+export const DEMO_MODEL = 'demo';
+
+/** Reads the environment (and flag overrides) once into a frozen Config; the only reader of process.env. */
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Env> = {}): Readonly<Config> {
+  // An empty variable means "unset", as in most shells' `VAR= command`.
+  const cleaned = Object.fromEntries(Object.entries({ ...env, ...overrides }).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = EnvSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]!;
+    throw new ConfigError(`invalid configuration: ${first.path.join('.')}: ${first.message}`);
+  }
+  const e = parsed.data;
+  const llmProvider = e.LLM_PROVIDER ?? (e.ANTHROPIC_API_KEY ? 'anthropic' : 'demo');
+  if (llmProvider === 'anthropic' && !e.ANTHROPIC_API_KEY) {
+    throw new ConfigError('invalid configuration: LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY');
+  }
+  if (e.RETRY_CAP_MS < e.RETRY_BASE_MS) {
+    throw new ConfigError('invalid configuration: RETRY_CAP_MS must be at least RETRY_BASE_MS');
+  }
+  return Object.freeze({
+    databaseUrl: e.DATABASE_URL ?? null,
+    dataDir: path.resolve(e.DATA_DIR),
+    port: e.PORT,
+    host: e.HOST,
+    workerName: e.WORKER_NAME ?? `${os.hostname()}-${process.pid}`,
+    workerConcurrency: e.WORKER_CONCURRENCY,
+    leaseMs: Math.round(e.LEASE_SECONDS * 1000),
+    maxRunAttempts: e.MAX_RUN_ATTEMPTS,
+    pollIntervalMs: e.POLL_INTERVAL_MS,
+    llmProvider,
+    llmProviderDefaulted: e.LLM_PROVIDER === undefined && llmProvider === 'demo',
+    anthropicApiKey: e.ANTHROPIC_API_KEY ?? null,
+    anthropicBaseUrl: e.ANTHROPIC_BASE_URL ?? null,
+    defaultModel: e.DEFAULT_MODEL ?? (llmProvider === 'demo' ? DEMO_MODEL : DEFAULT_ANTHROPIC_MODEL),
+    maxTokens: e.MAX_TOKENS,
+    stepTimeoutMs: Math.round(e.STEP_TIMEOUT_SECONDS * 1000),
+    maxAttempts: e.MAX_ATTEMPTS,
+    retryBaseMs: e.RETRY_BASE_MS,
+    retryCapMs: e.RETRY_CAP_MS,
+    maxSteps: e.MAX_STEPS,
+    defaultTokenBudget: e.DEFAULT_TOKEN_BUDGET,
+    defaultTimeoutSeconds: e.DEFAULT_TIMEOUT_SECONDS,
+    toolTimeoutMs: Math.round(e.TOOL_TIMEOUT_SECONDS * 1000),
+    pricesFile: path.resolve(e.PRICES_FILE),
+    demoLatencyMs: e.DEMO_LATENCY_MS,
+    metricsPort: e.METRICS_PORT ?? null,
+    logFormat: e.LOG_FORMAT,
+    logLevel: e.LOG_LEVEL,
+  });
+}

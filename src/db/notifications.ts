@@ -1,0 +1,56 @@
+import pg from 'pg';
+
+export const RUN_QUEUED_CHANNEL = 'durable_agent_run_queued';
+
+export interface Subscription {
+  close(): Promise<void>;
+}
+
+/**
+ * LISTENs on a channel with a dedicated connection (LISTEN does not survive a pooled client being
+ * handed to someone else), reconnecting after a failure. `onNotify` is also called after every
+ * (re)connect, since notifications sent while disconnected are lost.
+ */
+export function subscribe(url: string, channel: string, onNotify: () => void, onError: (e: Error) => void): Subscription {
+  let client: pg.Client | null = null;
+  let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+
+  const connect = async (delayMs: number): Promise<void> => {
+    if (closed) return;
+    const c = new pg.Client({ connectionString: url, application_name: 'durable-agent-listener' });
+    c.on('notification', () => onNotify());
+    c.on('error', (e) => {
+      onError(e);
+      c.end().catch(() => {});
+      if (client === c) schedule(Math.min(delayMs * 2, 30_000));
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      if (closed) {
+        await c.end();
+        return;
+      }
+      client = c;
+      onNotify();
+    } catch (e) {
+      onError(e as Error);
+      await c.end().catch(() => {});
+      schedule(Math.min(delayMs * 2, 30_000));
+    }
+  };
+  const schedule = (delayMs: number) => {
+    client = null;
+    if (!closed) retry = setTimeout(() => void connect(delayMs), delayMs);
+  };
+
+  void connect(500);
+  return {
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      await client?.end().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,42 @@
+import pg from 'pg';
+import type { Config } from '../config.ts';
+import { ensureDatabase, ensureEmbeddedPostgres } from './embedded.ts';
+
+// numeric (money) as a JS number: costs are far below 2^53 micro-dollars; bigint token counters likewise.
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+export const APPLICATION_NAME = 'durable-agent';
+const EMBEDDED_DATABASE = 'durable_agent';
+
+export interface Database {
+  url: string;
+  /** Where the data lives, safe to print: the URL without its password, or the embedded data directory. */
+  description: string;
+  embedded: boolean;
+}
+
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable DATABASE_URL)';
+  }
+}
+
+/** DATABASE_URL when set; otherwise the embedded PostgreSQL under DATA_DIR, started or found. */
+export async function resolveDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Database> {
+  if (config.databaseUrl) return { url: config.databaseUrl, description: redactUrl(config.databaseUrl), embedded: false };
+  const cluster = await ensureEmbeddedPostgres(config.dataDir);
+  const url = await ensureDatabase(cluster.adminUrl, EMBEDDED_DATABASE);
+  return { url, description: `embedded PostgreSQL in ${cluster.dataDir} (port ${cluster.port})`, embedded: true };
+}
+
+export function createPool(url: string, max = 10): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, application_name: APPLICATION_NAME });
+  // An idle client losing its connection must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  return pool;
+}

@@ -1,0 +1,161 @@
+/**
+ * The project's vocabulary.
+ *
+ * - run: one agent task, a row in `run`. It is the unit that is queued, claimed, driven and finished.
+ * - step: one checkpointed unit of work inside a run, a row in `run_step`: a MODEL call or a TOOL call.
+ *   Steps are numbered 1, 2, 3 … by `seq`; the ordered steps are the log, and the log is the truth.
+ * - worker: a loop that claims runs and drives them; its name is written to `locked_by` and `run_step.worker`.
+ * - lease: the worker's right to drive a run until `locked_until`. Every write is fenced on it: a write
+ *   by a worker that no longer holds the lease changes nothing and raises `LeaseLostError`.
+ * - attempt: one claim of a run. A run that is claimed too often without finishing is abandoned.
+ * - checkpoint: the single transaction that records a finished step together with its token counts
+ *   and a renewal of the lease.
+ * - replay: the pure fold from the ordered steps to the conversation and the work still pending.
+ * - guard: the pure check, before every step, of cancel, deadline, token budget and step cap.
+ * - driver: the state machine that guards, decides the next action and performs it.
+ */
+
+export type RunId = string & { readonly __brand: 'RunId' };
+export type WorkerName = string;
+
+export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export type TerminalStatus = Exclude<RunStatus, 'QUEUED' | 'RUNNING'>;
+export const TERMINAL_STATUSES: readonly TerminalStatus[] = ['SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
+
+export const STEP_KINDS = ['MODEL', 'TOOL'] as const;
+export type StepKind = (typeof STEP_KINDS)[number];
+export const STEP_STATUSES = ['STARTED', 'DONE', 'ERROR'] as const;
+export type StepStatus = (typeof STEP_STATUSES)[number];
+
+export function isTerminal(status: RunStatus): status is TerminalStatus {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
+}
+
+/** A content block of the Messages API, kept verbatim: blocks we do not interpret pass through untouched. */
+export interface ContentBlock {
+  type: string;
+  [key: string]: unknown;
+}
+export interface TextBlock extends ContentBlock {
+  type: 'text';
+  text: string;
+}
+export interface ToolUseBlock extends ContentBlock {
+  type: 'tool_use';
+  id: string;
+  name: string;
+  input: unknown;
+}
+export interface ToolResultBlock extends ContentBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  content: string;
+  is_error?: boolean;
+}
+
+export interface Message {
+  role: 'user' | 'assistant';
+  content: string | ContentBlock[];
+}
+
+export function isToolUse(block: ContentBlock): block is ToolUseBlock {
+  return block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string';
+}
+
+export function textOf(content: readonly ContentBlock[]): string {
+  return content
+    .filter((b): b is TextBlock => b.type === 'text' && typeof b.text === 'string')
+    .map((b) => b.text)
+    .join('');
+}
+
+/** Token counts of one model call, as the provider reports them. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheCreationInputTokens: number;
+  cacheReadInputTokens: number;
+}
+
+export const ZERO_USAGE: Usage = Object.freeze({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheCreationInputTokens: 0,
+  cacheReadInputTokens: 0,
+});
+
+/**
+ * Tokens that count against a run's budget. Cache reads are left out on purpose: they are the cheap
+ * re-reading of a prefix the run already paid for, so counting them would make a long cached run
+ * look more expensive than an uncached one. Cache writes are new input and do count.
+ */
+export function budgetTokens(u: Usage): number {
+  return u.inputTokens + u.cacheCreationInputTokens + u.outputTokens;
+}
+
+export interface Run {
+  id: RunId;
+  status: RunStatus;
+  input: string;
+  model: string;
+  tokenBudget: number;
+  tokensUsed: number;
+  costUsd: number;
+  maxSteps: number;
+  deadlineAt: Date;
+  runAt: Date;
+  lockedBy: string | null;
+  lockedUntil: Date | null;
+  cancelRequested: boolean;
+  attempts: number;
+  metadata: Record<string, unknown>;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+  output: string | null;
+  /** The final model step's stop reason; "max_tokens" means the output was cut short. */
+  stopReason: string | null;
+  error: string | null;
+}
+
+/** What a model step stores of its request: the parameters, never the message list (that is the log). */
+export interface ModelRequestParams {
+  model: string;
+  maxTokens: number;
+  /** Digest of the system prompt text, stored once in `content_blob`. */
+  systemDigest: string | null;
+  /** Digest of the tool definitions JSON, stored once in `content_blob`. */
+  toolsDigest: string | null;
+}
+
+export interface Step {
+  runId: RunId;
+  seq: number;
+  kind: StepKind;
+  status: StepStatus;
+  toolName: string | null;
+  toolUseId: string | null;
+  /** MODEL: the request parameters; TOOL: null (the input is the tool_use block of the model step). */
+  request: ModelRequestParams | null;
+  /** MODEL: the assistant content blocks; TOOL: the result text (null while STARTED). */
+  response: ContentBlock[] | string | null;
+  stopReason: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  cacheCreationInputTokens: number;
+  cacheReadInputTokens: number;
+  costUsd: number;
+  /** Calls to the provider this step took (retries included); 1 for tool steps. */
+  attempts: number;
+  latencyMs: number | null;
+  worker: string | null;
+  startedAt: Date;
+  finishedAt: Date | null;
+}
+
+/** What the worker learns about its run from every fenced write, so guard needs no extra query. */
+export interface RunProgress {
+  tokensUsed: number;
+  cancelRequested: boolean;
+}

@@ -1,0 +1,155 @@
+/**
+ * The driver: the seed's state machine for one attempt at one run. Before every step it guards, then
+ * decides from the replayed conversation whether to call the model, run a tool, or finish.
+ *
+ * What ends an attempt without finishing the run (so another worker resumes from the last checkpoint):
+ * a FatalError (a simulated crash), a database failure, LeaseLostError, and a hand-back at shutdown.
+ * A failing tool does not: it becomes an is_error result for the model.
+ */
+import { budgetTokens, type Run, type RunProgress, type TerminalStatus, type Usage } from '../domain.ts';
+import { LlmError } from '../errors.ts';
+import type { LlmClient, ToolDefinition } from '../llm/types.ts';
+import { withContext } from '../observability/context.ts';
+import type { EngineStore, LeaseOwner, RunEnd } from '../store/ports.ts';
+import type { ToolExecutor } from '../tools/executor.ts';
+import { decide } from './decide.ts';
+import type { EngineEvents } from './events.ts';
+import { guard } from './guard.ts';
+import { type Conversation, foldStep, type PendingTool, replay } from './replay.ts';
+
+/** The agent a worker runs: its prompt and tools, with the digests under which their texts are stored. */
+export interface PreparedAgent {
+  system: string | null;
+  systemDigest: string | null;
+  tools: ToolExecutor;
+  /** The tools as the model is told of them, computed once. */
+  toolDefinitions: readonly ToolDefinition[];
+  toolsDigest: string | null;
+  maxTokens: number;
+}
+
+export interface DriverDeps {
+  store: EngineStore;
+  llm: LlmClient;
+  agent: PreparedAgent;
+  owner: LeaseOwner;
+  events: Required<EngineEvents>;
+  costOf: (model: string, usage: Usage) => number;
+  now: () => Date;
+  /** Aborted when the run must be given up at once; in-flight calls are cancelled. */
+  signal: AbortSignal;
+  /** True when the worker is shutting down: hand the run back at the next step boundary. */
+  shouldYield: () => boolean;
+}
+
+/** The worker is shutting down; the run goes back to the queue with nothing lost. */
+export class HandBackSignal extends Error {
+  constructor() {
+    super('run handed back at a step boundary');
+  }
+}
+
+function describeLlmFailure(e: unknown): string {
+  if (e instanceof LlmError) {
+    const what = e.status === -1 ? 'network error or timeout' : `HTTP ${e.status}${e.type ? ` ${e.type}` : ''}`;
+    return `model call failed (${what}): ${e.message}`;
+  }
+  return `model call failed: ${e instanceof Error ? e.message : String(e)}`;
+}
+
+class RunDriver {
+  private progress: RunProgress;
+
+  constructor(private readonly run: Run, private readonly c: Conversation, private readonly d: DriverDeps) {
+    this.progress = { tokensUsed: run.tokensUsed, cancelRequested: run.cancelRequested };
+  }
+
+  async loop(): Promise<TerminalStatus> {
+    const { run, c, d } = this;
+    for (;;) {
+      if (d.shouldYield()) throw new HandBackSignal();
+      d.signal.throwIfAborted();
+      const stop = guard({ ...this.progress, deadlineAt: run.deadlineAt, tokenBudget: run.tokenBudget, steps: c.lastSeq, maxSteps: run.maxSteps }, d.now());
+      if (stop) return this.finish(stop);
+      const action = decide(c, (name) => d.agent.tools.isIdempotent(name));
+      if (action.type === 'finish') return this.finish(action.end);
+      const seq = c.lastSeq + 1;
+      const step = action.type === 'model' ? () => this.modelStep(seq) : () => this.toolStep(action.pending, seq);
+      const outcome = await withContext({ run_id: run.id, worker: d.owner.worker, step_seq: action.type === 'tool' ? (action.pending.startedSeq ?? seq) : seq }, step);
+      if (outcome) return this.finish(outcome);
+    }
+  }
+
+  private async finish(end: RunEnd): Promise<TerminalStatus> {
+    await this.d.store.finish(this.run.id, this.d.owner, end);
+    this.d.events.runFinished({ run: this.run, status: end.status, error: end.error ?? null, tokensUsed: this.progress.tokensUsed });
+    return end.status;
+  }
+
+  /** Returns how the run ends when the model call failed for good; undefined to go on. */
+  private async modelStep(seq: number): Promise<RunEnd | undefined> {
+    const { run, c, d } = this;
+    const { agent } = d;
+    const started = performance.now();
+    let response;
+    try {
+      response = await d.llm.send(
+        { model: run.model, maxTokens: agent.maxTokens, system: agent.system, messages: c.messages, tools: agent.toolDefinitions },
+        { signal: d.signal },
+      );
+    } catch (e) {
+      if (d.signal.aborted) throw d.signal.reason;
+      d.events.modelFailed({ run, seq, error: e as Error, latencyMs: performance.now() - started });
+      if (!(e instanceof LlmError)) throw e;
+      return { status: 'FAILED', error: describeLlmFailure(e) };
+    }
+    const latencyMs = performance.now() - started;
+    const costUsd = d.costOf(run.model, response.usage);
+    this.progress = await d.store.checkpointModel(run.id, d.owner, {
+      seq,
+      request: { model: run.model, maxTokens: agent.maxTokens, systemDigest: agent.systemDigest, toolsDigest: agent.toolsDigest },
+      content: response.content,
+      stopReason: response.stopReason,
+      usage: response.usage,
+      budgetTokens: budgetTokens(response.usage),
+      attempts: response.attempts,
+      costUsd,
+      latencyMs,
+    });
+    foldStep(c, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
+    d.events.modelStep({ run, seq, response, latencyMs, costUsd });
+    return undefined;
+  }
+
+  private async toolStep(p: PendingTool, nextSeq: number): Promise<undefined> {
+    const { run, c, d } = this;
+    const { id: toolUseId, name: toolName } = p.use;
+    let seq = p.startedSeq;
+    if (seq === null) {
+      const started = await d.store.startTool(run.id, d.owner, { seq: nextSeq, toolUseId, toolName });
+      this.progress = started;
+      seq = started.seq;
+      foldStep(c, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
+    }
+    d.events.toolStarted({ run, seq, toolName, toolUseId, resumed: p.startedSeq !== null });
+    const t0 = performance.now();
+    const outcome = await d.agent.tools.execute(p.use, { runId: run.id, signal: d.signal });
+    const latencyMs = performance.now() - t0;
+    this.progress = await d.store.finishTool(run.id, d.owner, { toolUseId, status: outcome.status, result: outcome.result, latencyMs });
+    foldStep(c, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
+    d.events.toolStep({ run, seq, toolName, toolUseId, status: outcome.status, latencyMs });
+    return undefined;
+  }
+}
+
+/**
+ * Drives a claimed run until it ends or the attempt is given up. Reads the log once, then folds each
+ * new step onto the state it holds while it holds the lease.
+ */
+export async function drive(run: Run, d: DriverDeps): Promise<TerminalStatus> {
+  return withContext({ run_id: run.id, worker: d.owner.worker }, async () => {
+    const conversation = replay(run.input, await d.store.steps(run.id));
+    d.events.runClaimed({ run, worker: d.owner.worker, resumedAtSeq: conversation.lastSeq });
+    return new RunDriver(run, conversation, d).loop();
+  });
+}

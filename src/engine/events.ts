@@ -1,0 +1,46 @@
+/**
+ * What the engine reports as it works. Logs, metrics and traces listen to these events instead of
+ * being called from inside the loop. Listeners run synchronously inside the run's context, must be
+ * cheap, and must not throw (a throwing listener is ignored).
+ */
+import type { Run, RunId, StepStatus, TerminalStatus } from '../domain.ts';
+import type { LlmResponse } from '../llm/types.ts';
+
+export interface EngineEvents {
+  runClaimed?(e: { run: Run; worker: string; resumedAtSeq: number }): void;
+  modelStep?(e: { run: Run; seq: number; response: LlmResponse; latencyMs: number; costUsd: number }): void;
+  modelFailed?(e: { run: Run; seq: number; error: Error; latencyMs: number }): void;
+  toolStarted?(e: { run: Run; seq: number; toolName: string; toolUseId: string; resumed: boolean }): void;
+  toolStep?(e: { run: Run; seq: number; toolName: string; toolUseId: string; status: StepStatus; latencyMs: number }): void;
+  runFinished?(e: { run: Run; status: TerminalStatus; error: string | null; tokensUsed: number }): void;
+  leaseLost?(e: { runId: RunId; worker: string }): void;
+  /** The attempt ended without finishing the run: a crash, a database failure, a hand-back. */
+  attemptEnded?(e: { runId: RunId; worker: string; reason: 'crash' | 'handed-back' | 'database'; error?: unknown }): void;
+}
+
+type Handler<K extends keyof EngineEvents> = NonNullable<EngineEvents[K]>;
+
+/** One listener that forwards each event to all of `listeners`, isolating their failures. */
+export function combineEvents(...listeners: EngineEvents[]): Required<EngineEvents> {
+  const forward =
+    <K extends keyof EngineEvents>(key: K) =>
+    (e: Parameters<Handler<K>>[0]) => {
+      for (const l of listeners) {
+        try {
+          (l[key] as ((x: typeof e) => void) | undefined)?.(e);
+        } catch {
+          // an observer must never break the run it observes
+        }
+      }
+    };
+  return {
+    runClaimed: forward('runClaimed'),
+    modelStep: forward('modelStep'),
+    modelFailed: forward('modelFailed'),
+    toolStarted: forward('toolStarted'),
+    toolStep: forward('toolStep'),
+    runFinished: forward('runFinished'),
+    leaseLost: forward('leaseLost'),
+    attemptEnded: forward('attemptEnded'),
+  };
+}

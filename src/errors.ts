@@ -1,0 +1,79 @@
+/** One hierarchy for everything the runtime throws on purpose. */
+export class DurableAgentError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A fenced write found that this worker no longer owns the run; it must stop driving it. */
+export class LeaseLostError extends DurableAgentError {
+  constructor(readonly runId: string, readonly worker: string) {
+    super(`worker ${worker} no longer holds the lease on run ${runId}`);
+  }
+}
+
+/**
+ * A failure of a model call. `status` is the HTTP status, or -1 for a network failure or timeout.
+ * Whether it is worth another attempt is decided here, once, for every caller.
+ */
+export class LlmError extends DurableAgentError {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly details: {
+      /** Milliseconds the server asked us to wait, from retry-after / retry-after-ms. */
+      retryAfterMs?: number | null;
+      /** The API's error type, e.g. "rate_limit_error", "overloaded_error". */
+      type?: string | null;
+      requestId?: string | null;
+      cause?: unknown;
+    } = {},
+  ) {
+    super(message, { cause: details.cause });
+  }
+
+  get retryAfterMs(): number | null {
+    return this.details.retryAfterMs ?? null;
+  }
+  get type(): string | null {
+    return this.details.type ?? null;
+  }
+  get requestId(): string | null {
+    return this.details.requestId ?? null;
+  }
+
+  get retryable(): boolean {
+    return isRetryableStatus(this.status);
+  }
+}
+
+/** 429 and 529 are back-pressure, 5xx are the server's trouble, -1 is the network or our timeout. */
+export function isRetryableStatus(status: number): boolean {
+  return status === -1 || status === 429 || status === 529 || [500, 502, 503, 504].includes(status);
+}
+
+/** A tool failed in an ordinary way; the model sees the message as an `is_error` result. */
+export class ToolError extends DurableAgentError {}
+
+/**
+ * Thrown to abort the current attempt at driving a run without recording anything, as a crash would:
+ * the lease stays held until it lapses and another worker resumes from the last checkpoint.
+ * Tests use subclasses of it to simulate a worker dying at an exact point.
+ */
+export class FatalError extends DurableAgentError {}
+
+/** Bad input from a user: an HTTP 400 or a CLI exit code, never a stack trace. */
+export class InputError extends DurableAgentError {
+  constructor(message: string, readonly issues: readonly { path: string; message: string }[] = []) {
+    super(message);
+  }
+}
+
+export class NotFoundError extends DurableAgentError {}
+
+/** The request conflicts with the current state, e.g. cancelling a finished run. */
+export class ConflictError extends DurableAgentError {}
+
+/** Configuration that cannot work; the process says so in one line and exits. */
+export class ConfigError extends DurableAgentError {}

@@ -1,0 +1,63 @@
+import type { ContentBlock, ModelRequestParams, Run, RunId, RunProgress, Step, StepStatus, TerminalStatus, Usage } from '../domain.ts';
+
+/** Who writes, and for how long a successful write extends the lease. Every engine write is fenced on it. */
+export interface LeaseOwner {
+  worker: string;
+  leaseMs: number;
+}
+
+export interface ModelCheckpoint {
+  seq: number;
+  request: ModelRequestParams;
+  content: ContentBlock[];
+  stopReason: string;
+  usage: Usage;
+  /** What the step counts against the token budget (see `budgetTokens`). */
+  budgetTokens: number;
+  /** Provider calls the step took, retries included. */
+  attempts: number;
+  costUsd: number;
+  latencyMs: number;
+}
+
+export interface ToolStart {
+  seq: number;
+  toolUseId: string;
+  toolName: string;
+}
+
+export interface ToolFinish {
+  toolUseId: string;
+  status: Exclude<StepStatus, 'STARTED'>;
+  result: string;
+  latencyMs: number;
+}
+
+export interface RunEnd {
+  status: TerminalStatus;
+  output?: string | null;
+  error?: string | null;
+  /** The final model step's stop reason, when the run ends on one (e.g. "max_tokens" for a cut-short answer). */
+  stopReason?: string | null;
+}
+
+/**
+ * The database operations the engine needs. Every write checks that `owner` still holds the run's
+ * lease, in the same statement as the write, and raises `LeaseLostError` (writing nothing) if not.
+ * Each write returns the run's progress, so the guard needs no query of its own.
+ */
+export interface EngineStore {
+  /** Takes up to `limit` runs that are QUEUED, or RUNNING with a lapsed lease; one statement. */
+  claim(owner: LeaseOwner, limit: number): Promise<Run[]>;
+  steps(runId: RunId): Promise<Step[]>;
+  checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint): Promise<RunProgress>;
+  /** Records a tool call as STARTED before it runs. `created` is false when the row already existed. */
+  startTool(runId: RunId, owner: LeaseOwner, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }>;
+  finishTool(runId: RunId, owner: LeaseOwner, finish: ToolFinish): Promise<RunProgress>;
+  finish(runId: RunId, owner: LeaseOwner, end: RunEnd): Promise<void>;
+  renewLease(runId: RunId, owner: LeaseOwner): Promise<RunProgress>;
+  /** Hands a run back (graceful shutdown): QUEUED again at once, and the claim does not count as an attempt. */
+  release(runId: RunId, owner: LeaseOwner): Promise<void>;
+  /** Stores a text once under its SHA-256 and returns the digest. */
+  putBlob(body: string): Promise<string>;
+}

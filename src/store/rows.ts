@@ -1,0 +1,106 @@
+/** Rows (snake_case, as PostgreSQL returns them) converted to domain types in one place. */
+import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, StepKind, StepStatus } from '../domain.ts';
+
+export interface RunRow {
+  id: string;
+  status: string;
+  input: string;
+  model: string;
+  token_budget: number;
+  tokens_used: number;
+  cost_usd: number;
+  max_steps: number;
+  deadline_at: Date;
+  run_at: Date;
+  locked_by: string | null;
+  locked_until: Date | null;
+  cancel_requested: boolean;
+  attempts: number;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+  output: string | null;
+  stop_reason: string | null;
+  error: string | null;
+}
+
+export interface StepRow {
+  run_id: string;
+  seq: number;
+  kind: string;
+  status: string;
+  tool_name: string | null;
+  tool_use_id: string | null;
+  request: ModelRequestParams | null;
+  response: string | null;
+  stop_reason: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+  cost_usd: number;
+  attempts: number;
+  latency_ms: number | null;
+  worker: string | null;
+  started_at: Date;
+  finished_at: Date | null;
+}
+
+export const RUN_COLUMNS = `id, status, input, model, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
+  locked_by, locked_until, cancel_requested, attempts, metadata, created_at, updated_at, finished_at, output, stop_reason, error`;
+
+export const STEP_COLUMNS = `run_id, seq, kind, status, tool_name, tool_use_id, request, response, stop_reason,
+  input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts,
+  latency_ms, worker, started_at, finished_at`;
+
+export function toRun(r: RunRow): Run {
+  return {
+    id: r.id as RunId,
+    status: r.status as RunStatus,
+    input: r.input,
+    model: r.model,
+    tokenBudget: r.token_budget,
+    tokensUsed: r.tokens_used,
+    costUsd: r.cost_usd,
+    maxSteps: r.max_steps,
+    deadlineAt: r.deadline_at,
+    runAt: r.run_at,
+    lockedBy: r.locked_by,
+    lockedUntil: r.locked_until,
+    cancelRequested: r.cancel_requested,
+    attempts: r.attempts,
+    metadata: r.metadata,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    finishedAt: r.finished_at,
+    output: r.output,
+    stopReason: r.stop_reason,
+    error: r.error,
+  };
+}
+
+export function toStep(r: StepRow): Step {
+  const kind = r.kind as StepKind;
+  return {
+    runId: r.run_id as RunId,
+    seq: r.seq,
+    kind,
+    status: r.status as StepStatus,
+    toolName: r.tool_name,
+    toolUseId: r.tool_use_id,
+    request: r.request,
+    response: kind === 'MODEL' && r.response !== null ? (JSON.parse(r.response) as ContentBlock[]) : r.response,
+    stopReason: r.stop_reason,
+    inputTokens: r.input_tokens,
+    outputTokens: r.output_tokens,
+    cacheCreationInputTokens: r.cache_creation_input_tokens,
+    cacheReadInputTokens: r.cache_read_input_tokens,
+    costUsd: r.cost_usd,
+    attempts: r.attempts,
+    latencyMs: r.latency_ms,
+    worker: r.worker,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
+  };
+}

@@ -1,0 +1,212 @@
+/**
+ * Every SQL statement about runs and steps that the engine and the API need. Engine writes are fenced:
+ * each is ONE statement (a data-modifying CTE) that checks the lease and writes, so a checkpoint costs
+ * one round trip and one commit, and a worker that lost its lease changes nothing.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { Run, RunId, RunProgress, Step } from '../domain.ts';
+import { ConflictError, LeaseLostError, NotFoundError } from '../errors.ts';
+import type { EngineStore, LeaseOwner, ModelCheckpoint, RunEnd, ToolFinish, ToolStart } from './ports.ts';
+import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, type StepRow, toRun, toStep } from './rows.ts';
+
+export interface NewRun {
+  input: string;
+  model: string;
+  tokenBudget: number;
+  timeoutSeconds: number;
+  maxSteps: number;
+  metadata?: Record<string, unknown>;
+}
+
+interface ProgressRow {
+  tokens_used: number;
+  cancel_requested: boolean;
+}
+
+const progress = (r: ProgressRow): RunProgress => ({ tokensUsed: r.tokens_used, cancelRequested: r.cancel_requested });
+
+/** The fence: renews the lease of a run this worker still owns, and yields nothing otherwise. */
+const OWNED = (extraSet = '') => `owner AS (
+  UPDATE run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()${extraSet}
+  WHERE id = $1 AND locked_by = $2 AND status = 'RUNNING'
+  RETURNING id, tokens_used, cancel_requested)`;
+
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+export class RunStore implements EngineStore {
+  constructor(private readonly db: pg.Pool) {}
+
+  async create(r: NewRun): Promise<Run> {
+    const { rows } = await this.db.query<RunRow>(
+      `INSERT INTO run (id, input, model, token_budget, max_steps, deadline_at, metadata)
+       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7)
+       RETURNING ${RUN_COLUMNS}`,
+      [randomUUID(), r.input, r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}],
+    );
+    return toRun(rows[0]!);
+  }
+
+  async get(id: RunId): Promise<Run | null> {
+    const { rows } = await this.db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM run WHERE id = $1`, [id]);
+    return rows[0] ? toRun(rows[0]) : null;
+  }
+
+  /** The run as it is now; throws NotFoundError when there is none. */
+  async state(id: RunId): Promise<Run> {
+    const run = await this.get(id);
+    if (!run) throw new NotFoundError(`run ${id} not found`);
+    return run;
+  }
+
+  async steps(runId: RunId): Promise<Step[]> {
+    const { rows } = await this.db.query<StepRow>(`SELECT ${STEP_COLUMNS} FROM run_step WHERE run_id = $1 ORDER BY seq`, [runId]);
+    return rows.map(toStep);
+  }
+
+  /** Steps 1..upTo (inclusive), enough to rebuild the request of step upTo. */
+  async stepsThrough(runId: RunId, upTo: number): Promise<Step[]> {
+    const { rows } = await this.db.query<StepRow>(
+      `SELECT ${STEP_COLUMNS} FROM run_step WHERE run_id = $1 AND seq <= $2 ORDER BY seq`,
+      [runId, upTo],
+    );
+    return rows.map(toStep);
+  }
+
+  /**
+   * The seed's cooperative cancel: a queued run ends at once, a running one stops at its next guard.
+   * Cancelling a finished run, or a running run a second time, is a conflict.
+   */
+  async cancel(id: RunId): Promise<Run> {
+    const { rows } = await this.db.query<RunRow>(
+      `UPDATE run SET cancel_requested = true,
+              status = CASE WHEN status = 'QUEUED' THEN 'CANCELLED' ELSE status END,
+              finished_at = CASE WHEN status = 'QUEUED' THEN now() ELSE finished_at END,
+              error = CASE WHEN status = 'QUEUED' THEN 'cancelled before it started' ELSE error END,
+              updated_at = now()
+       WHERE id = $1 AND status IN ('QUEUED', 'RUNNING') AND NOT cancel_requested
+       RETURNING ${RUN_COLUMNS}`,
+      [id],
+    );
+    if (rows[0]) return toRun(rows[0]);
+    const run = await this.state(id);
+    throw new ConflictError(
+      run.status === 'RUNNING' ? `run ${id} is already being cancelled` : `run ${id} has already finished (${run.status})`,
+    );
+  }
+
+  async claim(owner: LeaseOwner, limit: number): Promise<Run[]> {
+    const { rows } = await this.db.query<RunRow>(
+      `WITH next AS (
+         SELECT id FROM run
+         WHERE status IN ('QUEUED', 'RUNNING') AND run_at <= now()
+           AND (status = 'QUEUED' OR locked_until < now())
+         ORDER BY run_at
+         LIMIT $3
+         FOR UPDATE SKIP LOCKED)
+       UPDATE run r SET status = 'RUNNING', locked_by = $1,
+              locked_until = now() + $2 * interval '1 millisecond',
+              attempts = r.attempts + 1, updated_at = now()
+       FROM next WHERE r.id = next.id
+       RETURNING r.*`,
+      [owner.worker, owner.leaseMs, limit],
+    );
+    return rows.map(toRun);
+  }
+
+  async checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint): Promise<RunProgress> {
+    const u = cp.usage;
+    const { rows } = await this.db.query<ProgressRow>(
+      `WITH ${OWNED(', tokens_used = tokens_used + $4, cost_usd = cost_usd + $5')},
+       step AS (
+         INSERT INTO run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
+                               cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms,
+                               worker, started_at, finished_at)
+         SELECT id, $6, 'MODEL', 'DONE', $7, $8, $9, $10, $11, $12, $13, $5, $14, $15::int, $2,
+                now() - $15::int * interval '1 millisecond', now()
+         FROM owner)
+       SELECT tokens_used, cancel_requested FROM owner`,
+      [
+        runId, owner.worker, owner.leaseMs, cp.budgetTokens, cp.costUsd, cp.seq, cp.request, JSON.stringify(cp.content),
+        cp.stopReason, u.inputTokens, u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts,
+        Math.round(cp.latencyMs),
+      ],
+    );
+    if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
+    return progress(rows[0]);
+  }
+
+  async startTool(runId: RunId, owner: LeaseOwner, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }> {
+    const { rows } = await this.db.query<ProgressRow & { inserted: number | null; existing: number | null }>(
+      `WITH ${OWNED()},
+       ins AS (
+         INSERT INTO run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
+         SELECT id, $4, 'TOOL', 'STARTED', $5, $6, $2 FROM owner
+         ON CONFLICT (run_id, tool_use_id) WHERE kind = 'TOOL' DO NOTHING
+         RETURNING seq)
+       SELECT tokens_used, cancel_requested, (SELECT seq FROM ins) AS inserted,
+              (SELECT seq FROM run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing
+       FROM owner`,
+      [runId, owner.worker, owner.leaseMs, start.seq, start.toolName, start.toolUseId],
+    );
+    const row = rows[0];
+    if (!row) throw new LeaseLostError(runId, owner.worker);
+    return { ...progress(row), seq: (row.inserted ?? row.existing)!, created: row.inserted !== null };
+  }
+
+  async finishTool(runId: RunId, owner: LeaseOwner, f: ToolFinish): Promise<RunProgress> {
+    const { rows } = await this.db.query<ProgressRow & { updated: number }>(
+      `WITH ${OWNED()},
+       done AS (
+         UPDATE run_step s SET status = $5, response = $6, latency_ms = $7, worker = $2, finished_at = now()
+         FROM owner WHERE s.run_id = owner.id AND s.kind = 'TOOL' AND s.tool_use_id = $4 AND s.status = 'STARTED'
+         RETURNING s.seq)
+       SELECT tokens_used, cancel_requested, (SELECT count(*)::int FROM done) AS updated FROM owner`,
+      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, f.result, Math.round(f.latencyMs)],
+    );
+    const row = rows[0];
+    if (!row) throw new LeaseLostError(runId, owner.worker);
+    if (row.updated !== 1) throw new Error(`tool step ${f.toolUseId} of run ${runId} is not STARTED`);
+    return progress(row);
+  }
+
+  async finish(runId: RunId, owner: LeaseOwner, end: RunEnd): Promise<void> {
+    const { rowCount } = await this.db.query(
+      `UPDATE run SET status = $3, output = $4, error = $5, stop_reason = $6, finished_at = now(), updated_at = now(),
+              locked_until = NULL
+       WHERE id = $1 AND locked_by = $2 AND status = 'RUNNING'`,
+      [runId, owner.worker, end.status, end.output ?? null, end.error ?? null, end.stopReason ?? null],
+    );
+    if (rowCount !== 1) throw new LeaseLostError(runId, owner.worker);
+  }
+
+  async renewLease(runId: RunId, owner: LeaseOwner): Promise<RunProgress> {
+    const { rows } = await this.db.query<ProgressRow>(`WITH ${OWNED()} SELECT tokens_used, cancel_requested FROM owner`, [
+      runId, owner.worker, owner.leaseMs,
+    ]);
+    if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
+    return progress(rows[0]);
+  }
+
+  async release(runId: RunId, owner: LeaseOwner): Promise<void> {
+    await this.db.query(
+      `UPDATE run SET status = 'QUEUED', locked_by = NULL, locked_until = NULL,
+              attempts = greatest(attempts - 1, 0), updated_at = now()
+       WHERE id = $1 AND locked_by = $2 AND status = 'RUNNING'`,
+      [runId, owner.worker],
+    );
+  }
+
+  async putBlob(body: string): Promise<string> {
+    const digest = sha256(body);
+    await this.db.query('INSERT INTO content_blob (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING', [digest, body]);
+    return digest;
+  }
+
+  async blob(digest: string): Promise<string | null> {
+    const { rows } = await this.db.query<{ body: string }>('SELECT body FROM content_blob WHERE digest = $1', [digest]);
+    return rows[0]?.body ?? null;
+  }
+}

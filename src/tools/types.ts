@@ -1,0 +1,28 @@
+import type { RunId } from '../domain.ts';
+
+export interface ToolContext {
+  /** Stable across re-executions of the same tool call (the model's tool_use id): pass it downstream. */
+  idempotencyKey: string;
+  runId: RunId;
+  /** Aborted when the tool's time is up or the worker gives the run up. */
+  signal: AbortSignal;
+}
+
+export interface Tool<Input = any> {
+  name: string;
+  description: string;
+  /** JSON Schema of the input, as the model is told. */
+  inputSchema: Record<string, unknown>;
+  /**
+   * Whether running the call twice with the same idempotency key has the effect of running it once.
+   * A non-idempotent tool found STARTED after a crash is not re-run: the run stops for a human.
+   * Default true.
+   */
+  idempotent?: boolean;
+  /** The result the model sees: a string, or a value sent as JSON. Throwing gives the model an is_error result. */
+  execute(input: Input, context: ToolContext): Promise<unknown>;
+}
+
+export function defineTool<Input>(tool: Tool<Input>): Tool<Input> {
+  return tool;
+}

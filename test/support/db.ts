@@ -1,0 +1,44 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { createPool } from '../../src/db/pool.ts';
+import { RunStore } from '../../src/store/run-store.ts';
+
+export interface TestDatabase {
+  url: string;
+  pool: pg.Pool;
+  store: RunStore;
+  close(): Promise<void>;
+}
+
+/** A fresh database cloned from the migrated template: real PostgreSQL, isolated per test file. */
+export async function testDatabase(): Promise<TestDatabase> {
+  const adminUrl = inject('adminUrl');
+  const name = `${inject('dbPrefix')}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(inject('templateDb'))}`);
+      break;
+    } catch (e) {
+      // 55006: another file is cloning the same template at this instant.
+      if ((e as { code?: string }).code !== '55006' || attempt > 20) throw e;
+      await new Promise((r) => setTimeout(r, 50 * attempt));
+    }
+  }
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  const url = u.toString();
+  const pool = createPool(url, 20);
+  return {
+    url,
+    pool,
+    store: new RunStore(pool),
+    async close() {
+      await pool.end();
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`).catch(() => {});
+      await admin.end();
+    },
+  };
+}

@@ -1,0 +1,59 @@
+import { FatalError } from '../../src/errors.ts';
+import { Worker, type WorkerOptions } from '../../src/engine/worker.ts';
+import type { LlmClient } from '../../src/llm/types.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import type { EngineStore } from '../../src/store/ports.ts';
+import type { RunStore } from '../../src/store/run-store.ts';
+import { ToolExecutor } from '../../src/tools/executor.ts';
+import type { Tool } from '../../src/tools/types.ts';
+import type { EngineEvents } from '../../src/engine/events.ts';
+
+/** A crash: escapes the tool executor and the driver, as an Error subclass would in the seed's Java. */
+export class SimulatedCrash extends FatalError {}
+
+export const silentLogger = createLogger({ level: 'silent' });
+
+export function testWorker(
+  store: EngineStore,
+  llm: LlmClient,
+  tools: Tool[],
+  opts: Partial<WorkerOptions> & { name: string; events?: EngineEvents[]; toolTimeoutMs?: number },
+): Worker {
+  return new Worker(
+    {
+      store,
+      llm,
+      agent: { system: 'You are a test agent.', tools: new ToolExecutor(tools, opts.toolTimeoutMs ?? 10_000), maxTokens: 1024 },
+      costOf: () => 0,
+      logger: silentLogger,
+      events: opts.events ?? [],
+    },
+    {
+      name: opts.name,
+      concurrency: opts.concurrency ?? 4,
+      leaseMs: opts.leaseMs ?? 30_000,
+      maxRunAttempts: opts.maxRunAttempts ?? 5,
+      pollIntervalMs: opts.pollIntervalMs ?? 100,
+      shutdownGraceMs: opts.shutdownGraceMs ?? 5_000,
+    },
+  );
+}
+
+export function newRun(store: RunStore, input = 'find x', extra: Partial<Parameters<RunStore['create']>[0]> = {}) {
+  return store.create({ input, model: 'test-model', tokenBudget: 10_000, timeoutSeconds: 300, maxSteps: 50, ...extra });
+}
+
+/** Makes the run's lease lapse now, as if its worker had died LEASE_SECONDS ago. */
+export async function expireLease(pool: import('pg').Pool, runId: string): Promise<void> {
+  await pool.query(`UPDATE run SET locked_until = now() - interval '1 second' WHERE id = $1`, [runId]);
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

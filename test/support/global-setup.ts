@@ -1,0 +1,60 @@
+/**
+ * One PostgreSQL for the whole suite: DATABASE_URL when set (CI's second pass), otherwise a throwaway
+ * embedded cluster in a temporary directory. A template database is migrated once; every test file
+ * clones it (see db.ts), which takes milliseconds and isolates the files from each other.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { ensureEmbeddedPostgres, stopEmbeddedPostgres } from '../../src/db/embedded.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { createPool } from '../../src/db/pool.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    adminUrl: string;
+    templateDb: string;
+    dbPrefix: string;
+  }
+}
+
+function withDatabase(url: string, db: string): string {
+  const u = new URL(url);
+  u.pathname = `/${db}`;
+  return u.toString();
+}
+
+export default async function setup(project: TestProject) {
+  let dataDir: string | null = null;
+  let adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agent-test-'));
+    fs.chmodSync(dataDir, 0o755);
+    adminUrl = (await ensureEmbeddedPostgres(dataDir)).adminUrl;
+  }
+  const dbPrefix = `da_test_${process.pid}_${Date.now().toString(36)}`;
+  const templateDb = `${dbPrefix}_tpl`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(templateDb)}`);
+  const pool = createPool(withDatabase(adminUrl, templateDb), 2);
+  await migrate(pool);
+  await pool.end();
+  project.provide('adminUrl', adminUrl);
+  project.provide('templateDb', templateDb);
+  project.provide('dbPrefix', dbPrefix);
+
+  return async () => {
+    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${dbPrefix}%`]);
+    for (const { datname } of rows) {
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`).catch(() => {});
+    }
+    await admin.end();
+    if (dataDir) {
+      await stopEmbeddedPostgres(dataDir);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  };
+}
