@@ -1,3 +1,4 @@
+import { RUN_QUEUED_CHANNEL, subscribe } from '../../src/db/notifications.ts';
 import { FatalError } from '../../src/errors.ts';
 import { Worker, type WorkerOptions } from '../../src/engine/worker.ts';
 import type { LlmClient } from '../../src/llm/types.ts';
@@ -17,7 +18,7 @@ export function testWorker(
   store: EngineStore,
   llm: LlmClient,
   tools: Tool[],
-  opts: Partial<WorkerOptions> & { name: string; events?: EngineEvents[]; toolTimeoutMs?: number },
+  opts: Partial<WorkerOptions> & { name: string; events?: EngineEvents[]; toolTimeoutMs?: number; subscribeUrl?: string },
 ): Worker {
   return new Worker(
     {
@@ -27,6 +28,7 @@ export function testWorker(
       costOf: () => 0,
       logger: silentLogger,
       events: opts.events ?? [],
+      ...(opts.subscribeUrl ? { subscribe: (onNotify: () => void) => subscribe(opts.subscribeUrl!, RUN_QUEUED_CHANNEL, onNotify, () => {}) } : {}),
     },
     {
       name: opts.name,

@@ -1,0 +1,190 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunId } from '../../src/domain.ts';
+import { defineTool } from '../../src/tools/types.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { expireLease, newRun, SimulatedCrash, testWorker, waitFor } from '../support/engine.ts';
+import { ScriptedLlm, toolThenTextLlm } from '../support/scripted-llm.ts';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await testDatabase();
+});
+afterAll(async () => {
+  await db.close();
+});
+
+const sleepTool = (ms: number, onRun?: (runId: string) => void) =>
+  defineTool({
+    name: 'sleep',
+    description: 'waits',
+    inputSchema: { type: 'object' },
+    async execute(_input, ctx) {
+      onRun?.(ctx.runId);
+      await new Promise((r) => setTimeout(r, ms));
+      return 'slept';
+    },
+  });
+
+describe('worker', () => {
+  it('keeps the lease of a step that runs longer than the lease while its worker is alive (heartbeat)', async () => {
+    const run = await newRun(db.store, 'long step');
+    const llm = toolThenTextLlm('sleep');
+    const a = testWorker(db.store, llm, [sleepTool(2_500)], { name: 'A', leaseMs: 600 });
+    const b = testWorker(db.store, llm, [sleepTool(0)], { name: 'B', leaseMs: 600, pollIntervalMs: 50 });
+    await a.start();
+    await waitFor('A to start the tool', async () => (await db.store.steps(run.id)).some((s) => s.kind === 'TOOL'));
+    await b.start(); // B polls every 50 ms for lapsed leases for the whole 2.5 s step
+    await waitFor('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 15_000);
+    await Promise.all([a.stop(), b.stop()]);
+    const final = await db.store.state(run.id);
+    expect(final.attempts).toBe(1);
+    expect((await db.store.steps(run.id)).map((s) => s.worker)).toEqual(['A', 'A', 'A']);
+  });
+
+  it('drives 200 runs with three workers: all SUCCEEDED, never two live owners, no duplicate or missing seq', async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 200; i++) ids.add((await newRun(db.store, `run ${i}`)).id);
+    const live = new Map<string, string>();
+    let overlaps = 0;
+    const tracking = (worker: string) =>
+      defineTool({
+        name: 'sleep',
+        description: 'marks who is driving the run while it works',
+        inputSchema: { type: 'object' },
+        async execute(_input, ctx) {
+          if (live.has(ctx.runId)) overlaps++;
+          live.set(ctx.runId, worker);
+          await new Promise((r) => setTimeout(r, 2));
+          live.delete(ctx.runId);
+          return worker;
+        },
+      });
+    const workers = ['W1', 'W2', 'W3'].map((name) =>
+      testWorker(db.store, toolThenTextLlm('sleep'), [tracking(name)], {
+        name,
+        concurrency: 8,
+        leaseMs: 5_000,
+        subscribeUrl: db.url,
+      }),
+    );
+    await Promise.all(workers.map((w) => w.start()));
+    await waitFor('all runs to finish', async () => {
+      const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM run WHERE id = ANY($1) AND status = 'SUCCEEDED'`, [[...ids]]);
+      return rows[0].n === 200;
+    }, 60_000);
+    await Promise.all(workers.map((w) => w.stop()));
+
+    expect(overlaps).toBe(0);
+    const { rows } = await db.pool.query<{ id: string; attempts: number; seqs: number[]; workers: string[] }>(
+      `SELECT r.id, r.attempts, array_agg(s.seq ORDER BY s.seq) AS seqs, array_agg(DISTINCT s.worker) AS workers
+       FROM run r JOIN run_step s ON s.run_id = r.id WHERE r.id = ANY($1) GROUP BY r.id, r.attempts`,
+      [[...ids]],
+    );
+    expect(rows).toHaveLength(200);
+    for (const r of rows) {
+      expect(r.seqs).toEqual([1, 2, 3]);
+      expect(r.attempts).toBe(1);
+      expect(r.workers).toHaveLength(1);
+    }
+    const byWorker = new Set(rows.map((r) => r.workers[0]));
+    expect(byWorker.size).toBe(3); // the load was shared
+  });
+
+  it('fails a poison run after the attempt limit while other runs flow', async () => {
+    const poison = await newRun(db.store, 'poison');
+    const healthy = await Promise.all([1, 2, 3].map((i) => newRun(db.store, `healthy ${i}`)));
+    let crashes = 0;
+    const killer = defineTool({
+      name: 'sleep',
+      description: 'kills the worker on the poison run',
+      inputSchema: { type: 'object' },
+      async execute(_input, ctx) {
+        if (ctx.runId === poison.id) {
+          crashes++;
+          throw new SimulatedCrash('this input kills every worker');
+        }
+        return 'ok';
+      },
+    });
+    const w = testWorker(db.store, toolThenTextLlm('sleep'), [killer], { name: 'P', leaseMs: 200, pollIntervalMs: 50, maxRunAttempts: 3 });
+    await w.start();
+    await waitFor('the poison run to be failed', async () => (await db.store.state(poison.id)).status === 'FAILED', 20_000);
+    await waitFor('the healthy runs', async () => (await Promise.all(healthy.map((r) => db.store.state(r.id)))).every((r) => r.status === 'SUCCEEDED'));
+    await w.stop();
+    const final = await db.store.state(poison.id);
+    expect(final.error).toMatch(/abandoned: claimed 3 times without finishing \(limit 3\)/);
+    expect(crashes).toBe(3);
+  });
+
+  it('hands its runs back on shutdown so another worker continues at once, without counting an attempt', async () => {
+    const run = await newRun(db.store, 'handback');
+    let started!: () => void;
+    const toolStarted = new Promise<void>((r) => (started = r));
+    const llm = toolThenTextLlm('sleep');
+    const a = testWorker(db.store, llm, [sleepTool(300, () => started())], { name: 'A', leaseMs: 60_000, shutdownGraceMs: 5_000 });
+    await a.start();
+    await toolStarted;
+    await a.stop(); // the in-flight tool finishes within the grace period, then the run is handed back
+    const handedBack = await db.store.state(run.id);
+    expect(handedBack).toMatchObject({ status: 'QUEUED', lockedBy: null, attempts: 0 });
+    expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'DONE']]);
+    const b = await testWorker(db.store, llm, [sleepTool(0)], { name: 'B' }).runOnce();
+    expect(b?.status).toBe('SUCCEEDED');
+    expect(llm.seen).toHaveLength(2);
+  });
+
+  it('does not re-run a STARTED non-idempotent tool after a crash: the run fails for a human', async () => {
+    const run = await newRun(db.store, 'pay');
+    let charges = 0;
+    const charge = defineTool({
+      name: 'charge_card',
+      description: 'charges a card; the payment API has no idempotency key',
+      inputSchema: { type: 'object' },
+      idempotent: false,
+      async execute() {
+        charges++;
+        throw new SimulatedCrash('died after charging, before recording');
+      },
+    });
+    const llm = new ScriptedLlm().thenToolUse('toolu_pay', 'charge_card', { cents: 500 });
+    await expect(testWorker(db.store, llm, [charge], { name: 'A' }).runOnce()).rejects.toThrow(SimulatedCrash);
+    await expireLease(db.pool, run.id);
+    expect((await testWorker(db.store, llm, [charge], { name: 'B' }).runOnce())?.status).toBe('FAILED');
+    expect(charges).toBe(1);
+    expect((await db.store.state(run.id)).error).toMatch(/charge_card \(toolu_pay, step 2\) was started .* human must decide/);
+  });
+
+  it('stops at the next guard: cancel, token budget, step cap', async () => {
+    const cancelled = await newRun(db.store, 'cancel me');
+    const llm = new ScriptedLlm().then(async (req) => {
+      await db.store.cancel(cancelled.id as RunId);
+      return (await import('../support/scripted-llm.ts')).response([{ type: 'tool_use', id: 't1', name: 'sleep', input: {} }], 'tool_use', { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 });
+    });
+    expect((await testWorker(db.store, llm, [sleepTool(0)], { name: 'A' }).runOnce())?.status).toBe('CANCELLED');
+    expect(await db.store.steps(cancelled.id)).toHaveLength(1); // the tool never ran
+
+    const budget = await newRun(db.store, 'budget', { tokenBudget: 150 });
+    const looping = new ScriptedLlm((req) => ({
+      id: null, model: 'm', requestId: null, attempts: 1, stopReason: 'tool_use',
+      content: [{ type: 'tool_use', id: `t${req.messages.length}`, name: 'sleep', input: {} }],
+      usage: { inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 50 },
+    }));
+    expect((await testWorker(db.store, looping, [sleepTool(0)], { name: 'A' }).runOnce())?.status).toBe('FAILED');
+    const b = await db.store.state(budget.id);
+    expect(b.error).toBe('token budget exhausted (240 of 150 tokens used)'); // cache reads do not count
+    expect(await db.store.steps(budget.id)).toHaveLength(3); // 120 < 150 allowed one more model step: overshoot bounded by one step
+
+    const capped = await newRun(db.store, 'cap', { maxSteps: 3 });
+    expect((await testWorker(db.store, looping, [sleepTool(0)], { name: 'A' }).runOnce())?.status).toBe('FAILED');
+    expect((await db.store.state(capped.id)).error).toBe('step cap reached (3 of 3 steps)');
+  });
+
+  it('wakes on NOTIFY instead of waiting for the poll', async () => {
+    const w = testWorker(db.store, toolThenTextLlm('sleep'), [sleepTool(0)], { name: 'N', pollIntervalMs: 60_000, subscribeUrl: db.url });
+    await w.start();
+    await new Promise((r) => setTimeout(r, 300)); // the first poll found nothing; the next is a minute away
+    const run = await newRun(db.store, 'notify');
+    await waitFor('the notified worker to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 10_000);
+    await w.stop();
+  });
+});

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { guard, type GuardInput } from '../../src/engine/guard.ts';
+
+const now = new Date('2026-01-01T12:00:00Z');
+const ok: GuardInput = { cancelRequested: false, deadlineAt: new Date('2026-01-01T12:05:00Z'), tokensUsed: 10, tokenBudget: 100, steps: 3, maxSteps: 10 };
+
+describe('guard', () => {
+  it('lets a run within every limit go on', () => {
+    expect(guard(ok, now)).toBeNull();
+  });
+  it('cancels on request, before anything else', () => {
+    expect(guard({ ...ok, cancelRequested: true, tokensUsed: 1000 }, now)).toMatchObject({ status: 'CANCELLED' });
+  });
+  it('times out once the deadline has passed', () => {
+    expect(guard({ ...ok, deadlineAt: now }, now)).toMatchObject({ status: 'TIMED_OUT' });
+    expect(guard({ ...ok, deadlineAt: new Date(now.getTime() + 1) }, now)).toBeNull();
+  });
+  it('fails when the token budget is used up', () => {
+    expect(guard({ ...ok, tokensUsed: 100 }, now)).toEqual({ status: 'FAILED', error: 'token budget exhausted (100 of 100 tokens used)' });
+    expect(guard({ ...ok, tokensUsed: 99 }, now)).toBeNull();
+  });
+  it('fails when the step cap is reached', () => {
+    expect(guard({ ...ok, steps: 10 }, now)).toEqual({ status: 'FAILED', error: 'step cap reached (10 of 10 steps)' });
+  });
+});

@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { decide } from '../../src/engine/decide.ts';
+import { type FoldableStep, isFinished, replay } from '../../src/engine/replay.ts';
+
+const model = (seq: number, content: object[], stopReason: string): FoldableStep => ({
+  seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: content as never, stopReason,
+});
+const tool = (seq: number, toolUseId: string, status: 'STARTED' | 'DONE' | 'ERROR', response: string | null = null): FoldableStep => ({
+  seq, kind: 'TOOL', status, toolUseId, response, stopReason: null,
+});
+const use = (id: string, name = 'lookup') => ({ type: 'tool_use', id, name, input: { id } });
+
+describe('replay', () => {
+  it('starts with the user input and nothing pending', () => {
+    const c = replay('hello', []);
+    expect(c.messages).toEqual([{ role: 'user', content: 'hello' }]);
+    expect(c.pending.size).toBe(0);
+    expect(isFinished(c)).toBe(false);
+  });
+
+  it('groups the results of parallel tool uses into one user message, in the order of the tool uses', () => {
+    const turn = [{ type: 'text', text: 'let me look' }, use('a'), use('b'), use('c')];
+    // Results recorded out of order: b, c, a.
+    const c = replay('q', [model(1, turn, 'tool_use'), tool(2, 'b', 'DONE', 'B'), tool(3, 'c', 'DONE', 'C'), tool(4, 'a', 'DONE', 'A')]);
+    expect(c.messages).toEqual([
+      { role: 'user', content: 'q' },
+      { role: 'assistant', content: turn },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'a', content: 'A' },
+          { type: 'tool_result', tool_use_id: 'b', content: 'B' },
+          { type: 'tool_result', tool_use_id: 'c', content: 'C' },
+        ],
+      },
+    ]);
+    expect(c.pending.size).toBe(0);
+    expect(c.lastSeq).toBe(4);
+  });
+
+  it('keeps the results of an unfinished turn out of the messages, and the rest pending in order', () => {
+    const c = replay('q', [model(1, [use('a'), use('b'), use('c')], 'tool_use'), tool(2, 'b', 'DONE', 'B')]);
+    expect(c.messages).toHaveLength(2);
+    expect([...c.pending.keys()]).toEqual(['a', 'c']);
+  });
+
+  it('treats a STARTED tool as still pending, remembering its seq', () => {
+    const c = replay('q', [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'STARTED')]);
+    expect(c.pending.get('a')).toMatchObject({ startedSeq: 2, use: { id: 'a' } });
+    expect(c.messages).toHaveLength(2);
+    expect(isFinished(c)).toBe(false);
+  });
+
+  it('marks an ERROR step is_error for the model', () => {
+    const c = replay('q', [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'STARTED'), tool(2, 'a', 'ERROR', 'error: boom')]);
+    expect(c.messages[2]).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: 'error: boom', is_error: true }] });
+  });
+
+  it('is finished when the model ends its turn with nothing pending', () => {
+    const steps = [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'DONE', 'x'), model(3, [{ type: 'text', text: 'bye' }], 'end_turn')];
+    expect(isFinished(replay('q', steps.slice(0, 2)))).toBe(false);
+    const c = replay('q', steps);
+    expect(isFinished(c)).toBe(true);
+    expect(c.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+  });
+
+  it('continues a paused turn in the same assistant message', () => {
+    const c = replay('q', [model(1, [{ type: 'text', text: 'part 1' }], 'pause_turn'), model(2, [{ type: 'text', text: 'part 2' }], 'end_turn')]);
+    expect(c.messages).toEqual([
+      { role: 'user', content: 'q' },
+      { role: 'assistant', content: [{ type: 'text', text: 'part 1' }, { type: 'text', text: 'part 2' }] },
+    ]);
+  });
+
+  it('rejects a tool step the model never asked for', () => {
+    expect(() => replay('q', [model(1, [use('a')], 'tool_use'), tool(2, 'zzz', 'DONE', 'x')])).toThrow(/did not ask for/);
+  });
+});
+
+describe('decide', () => {
+  const idempotent = () => true;
+  it('calls the model first, runs pending tools, then finishes with the text', () => {
+    expect(decide(replay('q', []), idempotent)).toEqual({ type: 'model' });
+    const c = replay('q', [model(1, [use('a')], 'tool_use')]);
+    expect(decide(c, idempotent)).toMatchObject({ type: 'tool', pending: { use: { id: 'a' } } });
+    const done = replay('q', [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'DONE', 'x'), model(3, [{ type: 'text', text: 'hi' }], 'end_turn')]);
+    expect(decide(done, idempotent)).toEqual({ type: 'finish', end: { status: 'SUCCEEDED', output: 'hi', stopReason: 'end_turn' } });
+  });
+
+  it('fails a run whose STARTED tool is not idempotent, for a human to decide', () => {
+    const c = replay('q', [model(1, [use('a', 'charge_card')], 'tool_use'), tool(2, 'a', 'STARTED')]);
+    const action = decide(c, (name) => name !== 'charge_card');
+    expect(action).toMatchObject({ type: 'finish', end: { status: 'FAILED' } });
+    expect(action.type === 'finish' && action.end.error).toMatch(/charge_card.*not idempotent.*human/);
+    expect(decide(c, idempotent)).toMatchObject({ type: 'tool' });
+  });
+
+  it('handles every stop reason on purpose', () => {
+    const after = (stop: string) => decide(replay('q', [model(1, [{ type: 'text', text: 't' }], stop)]), idempotent);
+    expect(after('stop_sequence')).toMatchObject({ end: { status: 'SUCCEEDED', output: 't' } });
+    expect(after('max_tokens')).toMatchObject({ end: { status: 'SUCCEEDED', output: 't', stopReason: 'max_tokens' } });
+    expect(after('pause_turn')).toEqual({ type: 'model' });
+    expect(after('refusal')).toMatchObject({ end: { status: 'FAILED', error: expect.stringMatching(/refused/) } });
+    expect(after('something_new')).toMatchObject({ end: { status: 'FAILED', error: expect.stringMatching(/unknown stop reason "something_new"/) } });
+  });
+});
