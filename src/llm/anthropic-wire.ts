@@ -1,0 +1,105 @@
+import type Anthropic from '@anthropic-ai/sdk';
+import type { ContentBlock, Message } from '../domain.ts';
+import type { LlmRequest, LlmResponse } from './types.ts';
+
+/** The API accepts at most this many blocks marked with cache_control in one request. */
+export const MAX_CACHE_BREAKPOINTS = 4;
+
+const EPHEMERAL = Object.freeze({ type: 'ephemeral' as const });
+
+/** Blocks the API refuses to mark: thinking blocks, and text blocks with no text. */
+function cacheable(block: ContentBlock): boolean {
+  if (block.type === 'thinking' || block.type === 'redacted_thinking') return false;
+  return !(block.type === 'text' && block.text === '');
+}
+
+/**
+ * The Messages API request for one step, with prompt-caching breakpoints on the system prompt, on the
+ * end of the conversation (so the next step reads this whole prefix from cache) and on the end of the
+ * previous user turn (where the previous step wrote its cache entry: the API only looks back about
+ * 20 blocks from a breakpoint, and one turn of parallel tool results can be longer than that).
+ *
+ * `request.messages` is the engine's folded state and is never mutated: annotated messages and blocks
+ * are shallow copies, everything else is passed by reference.
+ */
+export function toMessageParams(request: LlmRequest): Anthropic.MessageCreateParamsNonStreaming {
+  const messages: Message[] = [...request.messages];
+  const targets = breakpointTargets(messages);
+  const existing = messages.reduce((n, m) => n + (typeof m.content === 'string' ? 0 : m.content.filter(hasCacheControl).length), 0);
+  const system = request.system ? [{ type: 'text' as const, text: request.system, cache_control: EPHEMERAL }] : undefined;
+  let budget = MAX_CACHE_BREAKPOINTS - (system ? 1 : 0) - existing;
+  for (const index of targets) {
+    if (budget <= 0) break;
+    const marked = withBreakpoint(messages[index]!);
+    if (marked) {
+      messages[index] = marked;
+      budget--;
+    }
+  }
+  const params: Anthropic.MessageCreateParamsNonStreaming = {
+    model: request.model,
+    max_tokens: request.maxTokens,
+    messages: messages as Anthropic.MessageParam[],
+  };
+  if (system) params.system = system;
+  if (request.tools.length > 0) {
+    params.tools = request.tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      input_schema: t.input_schema as Anthropic.Tool.InputSchema,
+    }));
+  }
+  return params;
+}
+
+/** Indexes of the messages to mark, most valuable first: the last one, then the previous user turn. */
+function breakpointTargets(messages: readonly Message[]): number[] {
+  const last = messages.length - 1;
+  if (last < 0) return [];
+  const targets = [last];
+  for (let i = last - 1; i >= 0; i--) {
+    if (messages[i]!.role === 'user') {
+      targets.push(i);
+      break;
+    }
+  }
+  return targets;
+}
+
+function hasCacheControl(block: ContentBlock): boolean {
+  return block.cache_control != null;
+}
+
+/** A copy of the message whose last cacheable block carries a breakpoint, or null if none can. */
+function withBreakpoint(message: Message): Message | null {
+  const blocks: ContentBlock[] =
+    typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : [...message.content];
+  for (let i = blocks.length - 1; i >= 0; i--) {
+    const block = blocks[i]!;
+    if (!cacheable(block)) continue;
+    if (hasCacheControl(block)) return null;
+    blocks[i] = { ...block, cache_control: EPHEMERAL };
+    return { ...message, content: blocks };
+  }
+  return null;
+}
+
+/** The provider's answer in our terms; content blocks are kept verbatim for the log and for replay. */
+export function toLlmResponse(message: Anthropic.Message, requestId: string | null): LlmResponse {
+  const usage = message.usage;
+  return {
+    id: message.id ?? null,
+    model: message.model,
+    content: message.content as unknown as ContentBlock[],
+    // The API always sets it on a finished non-streaming response; "unknown" lets the driver fail loudly.
+    stopReason: message.stop_reason ?? 'unknown',
+    usage: {
+      inputTokens: usage.input_tokens ?? 0,
+      outputTokens: usage.output_tokens ?? 0,
+      cacheCreationInputTokens: usage.cache_creation_input_tokens ?? 0,
+      cacheReadInputTokens: usage.cache_read_input_tokens ?? 0,
+    },
+    requestId,
+    attempts: 1,
+  };
+}

@@ -1,0 +1,194 @@
+import { createHash } from 'node:crypto';
+import type { ContentBlock, Message, ToolResultBlock } from '../domain.ts';
+import { LlmError } from '../errors.ts';
+import { timerSleeper, type Sleeper } from './sleep.ts';
+import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ToolDefinition } from './types.ts';
+
+/** Every text the demo model writes starts with this, so nobody mistakes it for a real model's answer. */
+export const DEMO_LABEL = '[demo model]';
+
+export interface DemoLlmClientOptions {
+  /** @unit milliseconds — how long each call pretends to think. */
+  latencyMs: number;
+  sleeper?: Sleeper;
+}
+
+/**
+ * An offline, deterministic stand-in for a model, so the quickstart works without an API key. It
+ * does one thing a real agent does: when the user's words match an available tool it calls it, and
+ * once the results are back it answers from them. The same conversation always gets the same answer.
+ */
+export class DemoLlmClient implements LlmClient {
+  readonly provider = 'demo';
+  private readonly sleeper: Sleeper;
+
+  constructor(private readonly options: DemoLlmClientOptions) {
+    this.sleeper = options.sleeper ?? timerSleeper;
+  }
+
+  async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
+    try {
+      await this.sleeper.sleep(this.options.latencyMs, options.signal);
+    } catch (error) {
+      throw new LlmError(-1, 'request aborted', { type: 'aborted', cause: error });
+    }
+    const digest = createHash('sha256').update(JSON.stringify(request.messages)).digest('hex').slice(0, 12);
+    const content = demoReply(request, `toolu_demo_${request.messages.length}_${digest}`);
+    return {
+      id: `msg_demo_${digest}`,
+      model: request.model,
+      content,
+      stopReason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn',
+      usage: {
+        inputTokens: approxTokens(JSON.stringify([request.system, request.messages, request.tools])),
+        outputTokens: approxTokens(JSON.stringify(content)),
+        cacheCreationInputTokens: 0,
+        cacheReadInputTokens: 0,
+      },
+      requestId: null,
+      attempts: 1,
+    };
+  }
+}
+
+/** About four characters a token, as for English text. */
+function approxTokens(text: string): number {
+  return Math.max(1, Math.ceil(text.length / 4));
+}
+
+/** The demo model's whole behaviour, pure: the content blocks it answers `request` with. */
+export function demoReply(request: LlmRequest, toolUseId: string): ContentBlock[] {
+  const last = request.messages.at(-1);
+  const results = last && typeof last.content !== 'string' ? last.content.filter(isToolResult) : [];
+  if (results.length > 0) return [text(results.map(describeResult).join('\n'))];
+
+  const said = last?.role === 'user' ? plainText(last) : '';
+  const tool = pickTool(said, request.tools);
+  if (tool) return [{ type: 'tool_use', id: toolUseId, name: tool.name, input: toolInput(said, tool) }];
+  const available = request.tools.length > 0 ? ` I know the tools ${request.tools.map((t) => t.name).join(', ')}, but none fits.` : '';
+  return [
+    text(`I am the offline demo model (set ANTHROPIC_API_KEY to use Claude), so I cannot really answer "${clip(said, 120)}".${available}`),
+  ];
+}
+
+const STOP_WORDS = new Set(['the', 'and', 'for', 'are', 'which', 'what', 'with', 'that', 'this', 'from', 'one', 'all', 'any', 'our', 'my', 'me']);
+const ID_PATTERN = /\b[A-Za-z]+-\d+\b/;
+
+/** Lower-cased words, plurals folded to singular, so "tickets" meets "ticket". */
+function words(text: string): string[] {
+  return (text.toLowerCase().match(/[a-z0-9]+/g) ?? []).map((w) => (w.length > 3 && w.endsWith('s') ? w.slice(0, -1) : w));
+}
+
+function properties(tool: ToolDefinition): Record<string, { type?: unknown }> {
+  const props = tool.input_schema.properties;
+  return props && typeof props === 'object' ? (props as Record<string, { type?: unknown }>) : {};
+}
+
+/**
+ * Which tool the words call for, by keyword overlap (ties go to the tool listed first; null when no
+ * tool scores at least 2, i.e. at least one word of a tool's name must appear):
+ * - 2 points per word of the tool's name in the text ("list_tickets" ← "tickets"),
+ * - 1 point per longer word of its description in the text,
+ * - 1 point per input property named in the text ("overdue"),
+ * - 2 points when the text holds an id like ACME-12 and the tool takes an id (get_ticket).
+ */
+export function pickTool(input: string, tools: readonly ToolDefinition[]): ToolDefinition | null {
+  const said = new Set(words(input));
+  const hasId = ID_PATTERN.test(input);
+  let best: ToolDefinition | null = null;
+  let bestScore = 1;
+  for (const tool of tools) {
+    const overlap = (ws: string[]) => new Set(ws.filter((w) => said.has(w))).size;
+    const nameWords = words(tool.name.replace(/[_-]/g, ' '));
+    const descriptionWords = words(tool.description).filter((w) => w.length > 3 && !STOP_WORDS.has(w) && !nameWords.includes(w));
+    const propNames = Object.keys(properties(tool));
+    const propWords = propNames.flatMap((p) => words(p.replace(/_/g, ' '))).filter((w) => !nameWords.includes(w));
+    let score = 2 * overlap(nameWords) + overlap(descriptionWords) + overlap(propWords);
+    if (hasId && propNames.some((p) => /(^|_)id$/i.test(p))) score += 2;
+    if (score > bestScore) {
+      best = tool;
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
+/**
+ * The tool's input, from what the schema asks for and the text offers: an id-like token for an `…id`
+ * property, true for a boolean property the text names ("overdue"), and for another string property
+ * the word just before a word of the tool's name ("acme" in "acme tickets"). Nothing is invented.
+ */
+export function toolInput(input: string, tool: ToolDefinition): Record<string, unknown> {
+  const said = words(input);
+  const nameWords = new Set(words(tool.name.replace(/[_-]/g, ' ')));
+  const result: Record<string, unknown> = {};
+  let qualifierUsed = false;
+  for (const [name, schema] of Object.entries(properties(tool))) {
+    if (/(^|_)id$/i.test(name)) {
+      const id = input.match(ID_PATTERN)?.[0];
+      if (id) result[name] = id;
+    } else if (schema.type === 'boolean') {
+      if (words(name.replace(/_/g, ' ')).every((w) => said.includes(w))) result[name] = true;
+    } else if (schema.type === 'string' && !qualifierUsed) {
+      const at = said.findIndex((w, i) => i > 0 && nameWords.has(w));
+      const qualifier = at > 0 ? said[at - 1]! : '';
+      if (qualifier && !STOP_WORDS.has(qualifier) && !(properties(tool)[qualifier]?.type === 'boolean')) {
+        result[name] = qualifier;
+        qualifierUsed = true;
+      }
+    }
+  }
+  return result;
+}
+
+function isToolResult(block: ContentBlock): block is ToolResultBlock {
+  return block.type === 'tool_result';
+}
+
+function plainText(message: Message): string {
+  if (typeof message.content === 'string') return message.content;
+  return message.content.map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : '')).join(' ');
+}
+
+function text(body: string): ContentBlock {
+  return { type: 'text', text: `${DEMO_LABEL} ${body}` };
+}
+
+function clip(s: string, max: number): string {
+  const flat = s.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** One sentence about one tool result: the items it lists when it is JSON, else a short quote. */
+function describeResult(block: ToolResultBlock): string {
+  const raw: unknown = block.content;
+  const body = typeof raw === 'string' ? raw : Array.isArray(raw) ? raw.map((b) => (b as { text?: string }).text ?? '').join('') : '';
+  if (block.is_error) return `The tool reported an error: ${clip(body, 200)}`;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return `The tool answered: "${clip(body, 200)}"`;
+  }
+  const items = Array.isArray(parsed) ? parsed : firstArrayIn(parsed);
+  if (!items) return `The tool answered: ${clip(body, 200)}`;
+  if (items.length === 0) return 'The tool found nothing.';
+  const listed = items.slice(0, 10).map(describeItem).join('; ');
+  const more = items.length > 10 ? ` and ${items.length - 10} more` : '';
+  return `I found ${items.length} item${items.length === 1 ? '' : 's'}: ${listed}${more}.`;
+}
+
+function firstArrayIn(value: unknown): unknown[] | null {
+  if (!value || typeof value !== 'object') return null;
+  const found = Object.values(value).find(Array.isArray);
+  return found ?? null;
+}
+
+function describeItem(item: unknown): string {
+  if (!item || typeof item !== 'object') return clip(String(item), 60);
+  const o = item as Record<string, unknown>;
+  const id = o.id ?? o.key ?? o.number;
+  const title = o.title ?? o.name ?? o.summary ?? o.subject;
+  const parts = [id, title].filter((v) => typeof v === 'string' || typeof v === 'number').map(String);
+  return parts.length > 0 ? parts.join(' ') : clip(JSON.stringify(item), 60);
+}

@@ -1,0 +1,63 @@
+import type { Config } from '../config.ts';
+import { ConfigError } from '../errors.ts';
+import { AnthropicClient } from './anthropic.ts';
+import { DemoLlmClient } from './demo.ts';
+import { RetryingLlmClient, type RetryingOptions } from './retrying.ts';
+import { TimeLimitedLlmClient } from './time-limited.ts';
+import type { LlmClient } from './types.ts';
+
+export type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ToolDefinition } from './types.ts';
+export { AnthropicClient, toLlmError } from './anthropic.ts';
+export { DemoLlmClient, DEMO_LABEL } from './demo.ts';
+export { RetryingLlmClient, backoffMs, parseRetryAfterMs, retryReason } from './retrying.ts';
+export type { RandomSource, RetryListener, RetryPolicy, RetryingOptions, Sleeper } from './retrying.ts';
+export { TimeLimitedLlmClient } from './time-limited.ts';
+export { PriceTable, loadPrices, parsePrices, type ModelPrice } from './prices.ts';
+export { timerSleeper } from './sleep.ts';
+
+export type LlmConfig = Pick<
+  Config,
+  | 'llmProvider'
+  | 'anthropicApiKey'
+  | 'anthropicBaseUrl'
+  | 'demoLatencyMs'
+  | 'stepTimeoutMs'
+  | 'maxAttempts'
+  | 'retryBaseMs'
+  | 'retryCapMs'
+>;
+
+/**
+ * The SDK's own HTTP timeout sits this far above the step timeout, so that our abort, which yields a
+ * clean "step timeout", always fires first and the SDK's limit only catches what slips through.
+ */
+const SDK_TIMEOUT_MARGIN_MS = 5_000;
+
+/** The model client the worker uses: Retrying(TimeLimited(provider)), the time limit per attempt. */
+export function createLlmClient(config: LlmConfig, options: RetryingOptions = {}): LlmClient {
+  const limited = new TimeLimitedLlmClient(createProvider(config), config.stepTimeoutMs);
+  return new RetryingLlmClient(
+    limited,
+    { maxAttempts: config.maxAttempts, baseMs: config.retryBaseMs, capMs: config.retryCapMs },
+    options,
+  );
+}
+
+/** The bare provider named by the configuration, without retries or time limit. */
+export function createProvider(config: LlmConfig): LlmClient {
+  switch (config.llmProvider) {
+    case 'anthropic':
+      if (!config.anthropicApiKey) throw new ConfigError('LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY');
+      return new AnthropicClient({
+        apiKey: config.anthropicApiKey,
+        baseUrl: config.anthropicBaseUrl,
+        timeoutMs: config.stepTimeoutMs + SDK_TIMEOUT_MARGIN_MS,
+      });
+    case 'demo':
+      return new DemoLlmClient({ latencyMs: config.demoLatencyMs });
+    default: {
+      const unknown: never = config.llmProvider;
+      throw new ConfigError(`unknown LLM provider ${String(unknown)}`);
+    }
+  }
+}

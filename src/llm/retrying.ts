@@ -1,0 +1,122 @@
+import { LlmError } from '../errors.ts';
+import { timerSleeper, type Sleeper } from './sleep.ts';
+import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
+
+export type { Sleeper } from './sleep.ts';
+
+export interface RetryPolicy {
+  /** Calls to the delegate at most, the first one included. */
+  maxAttempts: number;
+  /** @unit milliseconds — the ceiling of the first backoff; it doubles per attempt. */
+  baseMs: number;
+  /** @unit milliseconds — the ceiling never grows past this. */
+  capMs: number;
+}
+
+/** A number in [0, 1), like Math.random. */
+export type RandomSource = () => number;
+
+/**
+ * Told before each wait: the error that failed attempt number `attempt` (1-based) and how long the
+ * decorator will wait before the next one. `retryReason(error)` gives a low-cardinality metric label.
+ */
+export type RetryListener = (error: LlmError, attempt: number, waitMs: number) => void;
+
+export interface RetryingOptions {
+  sleeper?: Sleeper;
+  random?: RandomSource;
+  onRetry?: RetryListener;
+}
+
+/**
+ * The wait after failed attempt `attempt` (0-based): full jitter, a uniform draw below
+ * min(cap, base·2^attempt), so workers that recover together do not stampede together. The server's
+ * retry-after wins when it is longer, because retrying sooner while rate limited prolongs the limit.
+ */
+export function backoffMs(
+  attempt: number,
+  policy: Pick<RetryPolicy, 'baseMs' | 'capMs'>,
+  random: RandomSource = Math.random,
+  retryAfterMs: number | null = null,
+): number {
+  // The exponent is clamped so a large attempt number cannot overflow to Infinity.
+  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.min(Math.max(attempt, 0), 40));
+  const draw = Math.min(Math.max(random(), 0), 1);
+  const jitter = Math.min(Math.floor(draw * ceiling), ceiling);
+  return Math.max(jitter, retryAfterMs ?? 0);
+}
+
+/** A metric label for why an attempt is retried: "429", "529", "5xx", "timeout" or "network". */
+export function retryReason(error: LlmError): string {
+  if (error.status === 429 || error.status === 529) return String(error.status);
+  if (error.status >= 500) return '5xx';
+  if (error.status === -1) return error.type === 'timeout' ? 'timeout' : 'network';
+  return String(error.status);
+}
+
+interface HeaderSource {
+  get(name: string): string | null | undefined;
+}
+
+/**
+ * Reads how long the server asked us to wait. `retry-after-ms` is preferred because it is exact;
+ * `retry-after` is either seconds or an HTTP date (RFC 9110). Unreadable values count as absent.
+ * @returns milliseconds, or null when the server said nothing usable
+ */
+export function parseRetryAfterMs(headers: HeaderSource | null | undefined, now: number = Date.now()): number | null {
+  if (!headers) return null;
+  const ms = headers.get('retry-after-ms');
+  if (ms != null && ms.trim() !== '') {
+    const value = Number(ms);
+    if (Number.isFinite(value) && value >= 0) return Math.ceil(value);
+  }
+  const after = headers.get('retry-after')?.trim();
+  if (!after) return null;
+  if (/^\d+(\.\d+)?$/.test(after)) return Math.ceil(Number(after) * 1000);
+  const date = Date.parse(after);
+  return Number.isNaN(date) ? null : Math.max(0, date - now);
+}
+
+/**
+ * Retries transient failures of the delegate (see `LlmError.retryable`); everything else, including
+ * errors that are not `LlmError`s, passes straight through. Sits outside the per-attempt time limit.
+ */
+export class RetryingLlmClient implements LlmClient {
+  private readonly sleeper: Sleeper;
+  private readonly random: RandomSource;
+  private readonly onRetry: RetryListener | undefined;
+
+  constructor(
+    private readonly delegate: LlmClient,
+    private readonly policy: RetryPolicy,
+    options: RetryingOptions = {},
+  ) {
+    if (!Number.isInteger(policy.maxAttempts) || policy.maxAttempts < 1) {
+      throw new RangeError(`maxAttempts must be a positive integer, got ${policy.maxAttempts}`);
+    }
+    this.sleeper = options.sleeper ?? timerSleeper;
+    this.random = options.random ?? Math.random;
+    this.onRetry = options.onRetry;
+  }
+
+  get provider(): string {
+    return this.delegate.provider;
+  }
+
+  async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const response = await this.delegate.send(request, options);
+        return { ...response, attempts: attempt + 1 };
+      } catch (error) {
+        if (!(error instanceof LlmError) || !error.retryable) throw error;
+        if (attempt + 1 >= this.policy.maxAttempts) throw error;
+        // An abort by the caller surfaces as a network error (-1); it is a decision, not a fault.
+        if (options.signal?.aborted) throw error;
+        const waitMs = backoffMs(attempt, this.policy, this.random, error.retryAfterMs);
+        this.onRetry?.(error, attempt + 1, waitMs);
+        await this.sleeper.sleep(waitMs, options.signal);
+      }
+    }
+  }
+}

@@ -1,0 +1,221 @@
+import http, { type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { check } from './fake-anthropic-checks.ts';
+
+export { credentialOf } from './fake-anthropic-checks.ts';
+
+/**
+ * A local stand-in for the Anthropic Messages API (POST /v1/messages), speaking its wire format, so
+ * the real SDK and real worker processes can be tested offline. Replies are scripted in a queue;
+ * every request is recorded; requests the real API would reject get the real API's kind of 400.
+ */
+
+export interface FakeUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_creation_input_tokens?: number;
+  cache_read_input_tokens?: number;
+}
+
+/** One scripted HTTP answer. */
+export interface FakeResponse {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+  /** @unit milliseconds — wait before answering (the client may give up meanwhile). */
+  delayMs?: number;
+  /** Close the connection without answering, as a dropped network would. */
+  hangUp?: boolean;
+}
+
+export interface RecordedRequest {
+  seq: number;
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The parsed JSON body (the raw text when it was not JSON). */
+  body: any;
+  /** The status answered; null until answered, and forever if the client went away first. */
+  status: number | null;
+  /** The client closed the connection before the answer was sent. */
+  aborted: boolean;
+  /** The 400 message when the request failed validation (no scripted reply was used for it). */
+  invalid: string | null;
+}
+
+export type Responder = (request: RecordedRequest) => FakeResponse;
+
+let messageCounter = 0;
+
+/** Builders of scripted answers, usable with `enqueue` and in a `fallback` responder. */
+export const fake = {
+  reply(opts: { content: unknown[]; stopReason?: string; usage?: FakeUsage; model?: string }): FakeResponse {
+    const u = opts.usage ?? {};
+    return {
+      status: 200,
+      body: {
+        id: `msg_fake_${++messageCounter}`,
+        type: 'message',
+        role: 'assistant',
+        model: opts.model ?? null, // null: echo the request's model
+        content: opts.content,
+        stop_reason: opts.stopReason ?? 'end_turn',
+        stop_sequence: null,
+        usage: {
+          input_tokens: u.input_tokens ?? 10,
+          output_tokens: u.output_tokens ?? 5,
+          cache_creation_input_tokens: u.cache_creation_input_tokens ?? 0,
+          cache_read_input_tokens: u.cache_read_input_tokens ?? 0,
+        },
+      },
+    };
+  },
+  text(text: string, usage?: FakeUsage): FakeResponse {
+    return fake.reply({ content: [{ type: 'text', text }], stopReason: 'end_turn', usage });
+  },
+  toolUse(id: string, name: string, input: unknown, usage?: FakeUsage): FakeResponse {
+    return fake.reply({ content: [{ type: 'tool_use', id, name, input }], stopReason: 'tool_use', usage });
+  },
+  error(status: number, type: string, message: string, opts: { retryAfter?: string | number; retryAfterMs?: number } = {}): FakeResponse {
+    const headers: Record<string, string> = {};
+    if (opts.retryAfter !== undefined) headers['retry-after'] = String(opts.retryAfter);
+    if (opts.retryAfterMs !== undefined) headers['retry-after-ms'] = String(opts.retryAfterMs);
+    return { status, body: { type: 'error', error: { type, message } }, headers };
+  },
+};
+
+export interface FakeAnthropic {
+  /** The base URL to give the SDK (ANTHROPIC_BASE_URL). */
+  url: string;
+  requests: RecordedRequest[];
+  /** Queues answers, used in order, one per valid request. */
+  enqueue(...responses: FakeResponse[]): FakeAnthropic;
+  reply(opts: Parameters<typeof fake.reply>[0]): FakeAnthropic;
+  text(text: string, usage?: FakeUsage): FakeAnthropic;
+  toolUse(id: string, name: string, input: unknown, usage?: FakeUsage): FakeAnthropic;
+  error(status: number, type: string, message: string, opts?: Parameters<typeof fake.error>[3]): FakeAnthropic;
+  /** Makes the next queued answer wait `ms` first: `delay(5000).text("late")`. */
+  delay(ms: number): FakeAnthropic;
+  /** Queues a dropped connection: that request gets no answer at all. */
+  hangUp(): FakeAnthropic;
+  /** How requests are answered once the queue is empty; default: a 500 saying the script ran out. */
+  fallback(responder: Responder | FakeResponse | null): FakeAnthropic;
+  /** Scripted answers not used yet. */
+  pending(): number;
+  close(): Promise<void>;
+}
+
+export interface FakeAnthropicOptions {
+  /** When set, requests must carry exactly this key (401 otherwise), as with a real key. */
+  apiKey?: string;
+  fallback?: Responder | FakeResponse;
+}
+
+export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
+  const queue: FakeResponse[] = [];
+  const requests: RecordedRequest[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+  let nextDelay = 0;
+  let fallback: Responder | null = null;
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      let body: any = raw;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        /* recorded raw; validation answers it */
+      }
+      const recorded: RecordedRequest = {
+        seq: requests.length + 1, method: req.method ?? '', path: req.url ?? '', headers: req.headers,
+        body, status: null, aborted: false, invalid: null,
+      };
+      requests.push(recorded);
+      res.on('close', () => {
+        if (!res.writableFinished) recorded.aborted = true;
+      });
+      const rejection = check(recorded, options.apiKey);
+      if (rejection?.status === 400) recorded.invalid = rejection.body.error.message;
+      const answer: FakeResponse = rejection ?? queue.shift() ?? fallback?.(recorded) ?? scriptExhausted(recorded);
+      const send = () => {
+        if (res.destroyed) return;
+        if (answer.hangUp) {
+          req.socket.destroy();
+          return;
+        }
+        const payload = withModel(answer.body, body);
+        res.writeHead(answer.status, {
+          'content-type': 'application/json',
+          'request-id': `req_fake_${recorded.seq}`,
+          ...answer.headers,
+        });
+        res.end(JSON.stringify(payload));
+        recorded.status = answer.status;
+      };
+      if (!answer.delayMs) return send();
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        send();
+      }, answer.delayMs);
+      timers.add(timer);
+      res.on('close', () => {
+        clearTimeout(timer);
+        timers.delete(timer);
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  const self: FakeAnthropic = {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    enqueue(...responses) {
+      for (const r of responses) {
+        queue.push({ ...r, delayMs: r.delayMs ?? nextDelay });
+        nextDelay = 0;
+      }
+      return self;
+    },
+    reply: (opts) => self.enqueue(fake.reply(opts)),
+    text: (text, usage) => self.enqueue(fake.text(text, usage)),
+    toolUse: (id, name, input, usage) => self.enqueue(fake.toolUse(id, name, input, usage)),
+    error: (status, type, message, opts) => self.enqueue(fake.error(status, type, message, opts)),
+    delay(ms) {
+      nextDelay = ms;
+      return self;
+    },
+    hangUp() {
+      return self.enqueue({ status: 0, body: null, hangUp: true });
+    },
+    fallback(responder) {
+      fallback = responder === null ? null : typeof responder === 'function' ? responder : () => responder;
+      return self;
+    },
+    pending: () => queue.length,
+    async close() {
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  if (options.fallback) self.fallback(options.fallback);
+  return self;
+}
+
+function scriptExhausted(request: RecordedRequest): FakeResponse {
+  return fake.error(500, 'api_error', `fake-anthropic: no scripted response left for request #${request.seq}`);
+}
+
+/** A reply scripted without a model answers with the model the request asked for, as the API does. */
+function withModel(payload: unknown, requestBody: any): unknown {
+  if (payload && typeof payload === 'object' && (payload as { type?: unknown }).type === 'message') {
+    const message = payload as { model: unknown };
+    if (message.model === null) return { ...message, model: requestBody?.model ?? 'unknown' };
+  }
+  return payload;
+}

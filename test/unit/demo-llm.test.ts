@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { textOf, type Message, type ToolUseBlock } from '../../src/domain.ts';
+import { LlmError } from '../../src/errors.ts';
+import { DEMO_LABEL, DemoLlmClient, pickTool, toolInput } from '../../src/llm/demo.ts';
+import type { LlmRequest, ToolDefinition } from '../../src/llm/types.ts';
+
+const listTickets: ToolDefinition = {
+  name: 'list_tickets',
+  description: 'List support tickets, optionally only the overdue ones of one customer.',
+  input_schema: { type: 'object', properties: { customer: { type: 'string' }, overdue: { type: 'boolean' } } },
+};
+const getTicket: ToolDefinition = {
+  name: 'get_ticket',
+  description: 'Get one ticket with its history.',
+  input_schema: { type: 'object', properties: { ticket_id: { type: 'string' } }, required: ['ticket_id'] },
+};
+const tools = [getTicket, listTickets];
+const question = 'Which acme tickets are overdue?';
+
+function requestWith(messages: Message[]): LlmRequest {
+  return { model: 'demo', maxTokens: 1024, system: 'You help a support team.', messages, tools };
+}
+const demo = new DemoLlmClient({ latencyMs: 0 });
+
+describe('DemoLlmClient', () => {
+  it('calls list_tickets for the overdue question, with the same id every time', async () => {
+    const request = requestWith([{ role: 'user', content: question }]);
+    const first = await demo.send(request);
+    const again = await demo.send(request);
+    expect(first.stopReason).toBe('tool_use');
+    expect(first.content).toEqual([
+      { type: 'tool_use', id: expect.stringMatching(/^toolu_demo_/), name: 'list_tickets', input: { customer: 'acme', overdue: true } },
+    ]);
+    expect(again).toEqual(first);
+    expect(first.usage.inputTokens).toBeGreaterThan(20);
+    expect(first.usage.outputTokens).toBeGreaterThan(5);
+    expect(first.usage.cacheReadInputTokens + first.usage.cacheCreationInputTokens).toBe(0);
+    expect(first.attempts).toBe(1);
+  });
+
+  it('answers from the tool result with an end_turn text', async () => {
+    const first = await demo.send(requestWith([{ role: 'user', content: question }]));
+    const use = first.content[0] as ToolUseBlock;
+    const result = JSON.stringify([
+      { id: 'ACME-12', title: 'Login fails on Safari', due: '2025-01-03' },
+      { id: 'ACME-15', title: 'Invoice shows wrong VAT', due: '2025-01-05' },
+    ]);
+    const second = await demo.send(requestWith([
+      { role: 'user', content: question },
+      { role: 'assistant', content: first.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: result }] },
+    ]));
+    expect(second.stopReason).toBe('end_turn');
+    const text = textOf(second.content);
+    expect(text.startsWith(DEMO_LABEL)).toBe(true);
+    expect(text).toContain('ACME-12 Login fails on Safari');
+    expect(text).toContain('ACME-15');
+  });
+
+  it('quotes a result that is not JSON, and reports a tool error', async () => {
+    const base: Message[] = [{ role: 'user', content: question }, { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'list_tickets', input: {} }] }];
+    const plain = await demo.send(requestWith([...base, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'no tickets today' }] }]));
+    expect(textOf(plain.content)).toContain('no tickets today');
+    const failed = await demo.send(requestWith([...base, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'db down', is_error: true }] }]));
+    expect(textOf(failed.content)).toMatch(/error: db down/);
+  });
+
+  it('says it is the demo model when no tool fits', async () => {
+    const response = await demo.send({ ...requestWith([{ role: 'user', content: 'Write me a poem about autumn' }]), tools: [] });
+    expect(response.stopReason).toBe('end_turn');
+    expect(textOf(response.content)).toMatch(/^\[demo model\] .*demo model/);
+  });
+
+  it('waits its latency, and an abort ends the wait as an LlmError', async () => {
+    const slow = new DemoLlmClient({ latencyMs: 60_000 });
+    const controller = new AbortController();
+    const pending = slow.send(requestWith([{ role: 'user', content: question }]), { signal: controller.signal });
+    controller.abort();
+    const error = await pending.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LlmError);
+    expect(error).toMatchObject({ status: -1 });
+  });
+});
+
+describe('pickTool', () => {
+  it('matches words of the input against tool names, descriptions and inputs', () => {
+    expect(pickTool(question, tools)?.name).toBe('list_tickets');
+    expect(pickTool('show ticket ACME-12', tools)?.name).toBe('get_ticket');
+    expect(pickTool('What is the weather?', tools)).toBeNull();
+    expect(pickTool(question, [])).toBeNull();
+  });
+
+  it('fills only what the schema asks for and the text offers', () => {
+    expect(toolInput('show ticket ACME-12', getTicket)).toEqual({ ticket_id: 'ACME-12' });
+    expect(toolInput('list all tickets', listTickets)).toEqual({});
+    expect(toolInput('list overdue tickets', listTickets)).toEqual({ overdue: true });
+  });
+});
