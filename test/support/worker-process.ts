@@ -1,0 +1,32 @@
+/**
+ * A real worker process for crash tests: a scripted model (one slow tool call, then an answer) and a
+ * tool that takes SLOW_TOOL_MS, so the parent can SIGKILL it mid-step. Configured by environment.
+ */
+import { createPool } from '../../src/db/pool.ts';
+import { RUN_QUEUED_CHANNEL, subscribe } from '../../src/db/notifications.ts';
+import { RunStore } from '../../src/store/run-store.ts';
+import { defineTool } from '../../src/tools/types.ts';
+import { testWorker } from './engine.ts';
+import { toolThenTextLlm } from './scripted-llm.ts';
+
+const url = process.env.DATABASE_URL!;
+const pool = createPool(url, 4);
+const slow = defineTool({
+  name: 'slow',
+  description: 'takes a while',
+  inputSchema: { type: 'object' },
+  async execute(_input, ctx) {
+    console.log(JSON.stringify({ event: 'tool', runId: ctx.runId, key: ctx.idempotencyKey }));
+    await new Promise((r) => setTimeout(r, Number(process.env.SLOW_TOOL_MS ?? 1000)));
+    return 'slow result';
+  },
+});
+const worker = testWorker(new RunStore(pool), toolThenTextLlm('slow'), [slow], {
+  name: process.env.WORKER_NAME!,
+  leaseMs: Number(process.env.LEASE_MS ?? 1000),
+  pollIntervalMs: 100,
+  subscribeUrl: url,
+});
+await worker.start();
+console.log(JSON.stringify({ event: 'ready' }));
+process.on('SIGTERM', () => void worker.stop().then(() => pool.end()).then(() => process.exit(0)));
