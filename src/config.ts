@@ -78,7 +78,7 @@ export interface Config {
   logLevel: Env['LOG_LEVEL'];
 }
 
-export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-5';
+export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-6';
 export const DEMO_MODEL = 'demo';
 
 /** Reads the environment (and flag overrides) once into a frozen Config; the only reader of process.env. */

@@ -1,0 +1,65 @@
+/** SQL of the demo tools' ticket data (see migration 0002). */
+import type pg from 'pg';
+
+export interface Ticket {
+  id: string;
+  customer: string;
+  title: string;
+  status: 'open' | 'closed';
+  priority: string;
+  dueDate: string;
+  overdue: boolean;
+}
+
+export interface TicketComment {
+  id: number;
+  body: string;
+  createdAt: string;
+}
+
+const TICKET = `id, customer, title, status, priority, to_char(due_date, 'YYYY-MM-DD') AS "dueDate",
+  (status = 'open' AND due_date < current_date) AS overdue`;
+
+export class TicketStore {
+  constructor(private readonly db: pg.Pool) {}
+
+  async list(filter: { customer?: string; overdue?: boolean; status?: 'open' | 'closed' }): Promise<Ticket[]> {
+    const { rows } = await this.db.query<Ticket>(
+      `SELECT ${TICKET} FROM demo_ticket
+       WHERE ($1::text IS NULL OR customer = lower($1))
+         AND ($2::boolean IS NULL OR (status = 'open' AND due_date < current_date) = $2)
+         AND ($3::text IS NULL OR status = $3)
+       ORDER BY due_date, id`,
+      [filter.customer ?? null, filter.overdue ?? null, filter.status ?? null],
+    );
+    return rows;
+  }
+
+  async get(id: string): Promise<(Ticket & { comments: TicketComment[] }) | null> {
+    const { rows } = await this.db.query<Ticket>(`SELECT ${TICKET} FROM demo_ticket WHERE id = upper($1)`, [id]);
+    if (!rows[0]) return null;
+    const comments = await this.db.query<TicketComment>(
+      `SELECT id, body, created_at AS "createdAt" FROM demo_ticket_comment WHERE ticket_id = $1 ORDER BY id`,
+      [rows[0].id],
+    );
+    return { ...rows[0], comments: comments.rows };
+  }
+
+  /** Adds a comment once per idempotency key; a repeated call returns the comment made the first time. */
+  async comment(ticketId: string, body: string, idempotencyKey: string): Promise<{ commentId: number; created: boolean } | null> {
+    const { rows } = await this.db.query<{ id: number; created: boolean }>(
+      `WITH ticket AS (SELECT id FROM demo_ticket WHERE id = upper($1)),
+       ins AS (
+         INSERT INTO demo_ticket_comment (ticket_id, body, idempotency_key)
+         SELECT id, $2, $3 FROM ticket
+         ON CONFLICT (idempotency_key) DO NOTHING
+         RETURNING id)
+       SELECT id, true AS created FROM ins
+       UNION ALL
+       SELECT id, false FROM demo_ticket_comment WHERE idempotency_key = $3
+       LIMIT 1`,
+      [ticketId, body, idempotencyKey],
+    );
+    return rows[0] ? { commentId: Number(rows[0].id), created: rows[0].created } : null;
+  }
+}
