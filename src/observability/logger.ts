@@ -4,12 +4,25 @@ import { prettyStream } from './pretty.ts';
 
 export type Logger = pino.Logger;
 
-/** Never printed, whatever a caller passes to the logger. */
+/** Secrets: censored wherever they sit in the top three levels of a logged object (e.g. req.headers.authorization). */
+const SECRET_KEYS = ['apiKey', 'api_key', 'authorization', 'Authorization', '["x-api-key"]', '["X-Api-Key"]', 'password', 'databaseUrl', 'cookie'];
+/** Conversation text and tool inputs: censored at the top two levels; logs say what happened, not what was said. */
+const CONTENT_KEYS = ['messages', 'content', 'input'];
+
+const at = (key: string, depth: number) => [...Array<string>(depth).fill('*'), key].join('.').replace('.[', '[');
 const REDACT = [
-  'apiKey', '*.apiKey', 'api_key', '*.api_key', 'authorization', '*.authorization', 'headers.authorization',
-  '*.headers["x-api-key"]', 'headers["x-api-key"]', 'password', '*.password', 'databaseUrl', '*.databaseUrl',
-  'messages', '*.messages', 'content', '*.content', 'input', '*.input',
+  ...SECRET_KEYS.flatMap((k) => [0, 1, 2].map((d) => at(k, d))),
+  ...CONTENT_KEYS.flatMap((k) => [0, 1].map((d) => at(k, d))),
 ];
+
+/**
+ * The last line of defence, applied to every serialized line: a key that slipped into an error
+ * message or an unexpected field is still cut out. Anthropic keys (sk-ant-…), other sk- keys, bearer tokens.
+ */
+const SECRET_TEXT = /sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{20,}|Bearer [A-Za-z0-9._~+/=-]{8,}/g;
+function scrub(line: string): string {
+  return line.replace(SECRET_TEXT, '[redacted]');
+}
 
 export interface LoggerOptions {
   level?: string;
@@ -23,7 +36,9 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     level: opts.level ?? 'info',
     base: undefined,
     redact: { paths: REDACT, censor: '[redacted]' },
-    // Every line written inside a run carries its run_id, step_seq and worker.
+    hooks: { streamWrite: scrub },
+    // Every line written inside a run carries its run_id, step_seq and worker. Fields the caller passes
+    // win over the context (pino merges the caller's object last).
     mixin: () => ({ ...currentContext() }),
   };
   if (opts.destination) return pino(options, opts.destination);

@@ -8,6 +8,7 @@ import type { RunStore } from '../../src/store/run-store.ts';
 import { ToolExecutor } from '../../src/tools/executor.ts';
 import type { Tool } from '../../src/tools/types.ts';
 import type { EngineEvents } from '../../src/engine/events.ts';
+import type { Usage } from '../../src/domain.ts';
 
 /** A crash: escapes the tool executor and the driver, as an Error subclass would in the seed's Java. */
 export class SimulatedCrash extends FatalError {}
@@ -18,14 +19,21 @@ export function testWorker(
   store: EngineStore,
   llm: LlmClient,
   tools: Tool[],
-  opts: Partial<WorkerOptions> & { name: string; events?: EngineEvents[]; toolTimeoutMs?: number; subscribeUrl?: string },
+  opts: Partial<WorkerOptions> & {
+    name: string;
+    events?: EngineEvents[];
+    toolTimeoutMs?: number;
+    subscribeUrl?: string;
+    /** Prices model calls; every call is free when absent. */
+    costOf?: (model: string, usage: Usage) => number;
+  },
 ): Worker {
   return new Worker(
     {
       store,
       llm,
       agent: { system: 'You are a test agent.', tools: new ToolExecutor(tools, opts.toolTimeoutMs ?? 10_000), maxTokens: 1024 },
-      costOf: () => 0,
+      costOf: opts.costOf ?? (() => 0),
       logger: silentLogger,
       events: opts.events ?? [],
       ...(opts.subscribeUrl ? { subscribe: (onNotify: () => void) => subscribe(opts.subscribeUrl!, RUN_QUEUED_CHANNEL, onNotify, () => {}) } : {}),

@@ -1,0 +1,184 @@
+/**
+ * Prometheus metrics, fed by engine events rather than calls sprinkled through the loop.
+ *
+ * Counters and the latency histogram count what THIS process did (Prometheus sums them across
+ * processes). The two gauges describe the whole system, so they are read from the database at scrape
+ * time: every process reports the same truth, however many workers share the database.
+ *
+ * Labels are bounded on purpose: model, direction, kind, outcome, status, reason. Run ids belong in
+ * logs and traces, never in labels, where each one would be a new time series.
+ */
+import client from 'prom-client';
+import { RUN_STATUSES } from '../domain.ts';
+import type { EngineEvents } from '../engine/events.ts';
+
+export interface MetricsSources {
+  /** Runs per status, from the database. */
+  countRunsByStatus: () => Promise<Record<string, number>>;
+  /** Runs a worker could claim right now, from the database. */
+  queueDepth: () => Promise<number>;
+  /**
+   * @unit milliseconds — how long a scrape waits for one database read before it keeps the last
+   * values; a scrape must not hang on a slow database. Default 2000.
+   */
+  readTimeoutMs?: number;
+}
+
+export interface Metrics {
+  registry: client.Registry;
+  events: EngineEvents;
+  /** Give it to the retry decorator: `onRetry: (e) => metrics.onLlmRetry(retryReason(e))`. */
+  onLlmRetry(reason: string): void;
+  render(): Promise<{ contentType: string; body: string }>;
+}
+
+/** @unit seconds — from a fast tool (10 ms) to a long model call (2 min). */
+const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
+
+/** Runs `read`, failing when it throws, rejects, or takes longer than `ms`. */
+function readWithin<T>(read: () => Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`database read took longer than ${ms} ms`)), ms);
+  });
+  return Promise.race([Promise.resolve().then(read), timeout]).finally(() => clearTimeout(timer));
+}
+
+export function createMetrics(sources: MetricsSources): Metrics {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const readTimeoutMs = sources.readTimeoutMs ?? 2000;
+  const registers = [registry];
+
+  const tokens = new client.Counter({
+    name: 'agent_tokens_total',
+    help: 'Tokens of model calls, by model and direction (input, output, cache_write, cache_read)',
+    labelNames: ['model', 'direction'] as const,
+    registers,
+  });
+  const cost = new client.Counter({
+    name: 'agent_cost_usd_total',
+    help: 'Cost of model calls in USD, priced from the prices file',
+    labelNames: ['model'] as const,
+    registers,
+  });
+  const latency = new client.Histogram({
+    name: 'agent_step_latency_seconds',
+    help: 'Duration of steps; outcome is ok, error, or retried (a model step that took more than one call)',
+    labelNames: ['kind', 'outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const retries = new client.Counter({
+    name: 'agent_llm_retries_total',
+    help: 'Model calls retried, by reason (429, 529, 5xx, timeout, network)',
+    labelNames: ['reason'] as const,
+    registers,
+  });
+  const leaseLost = new client.Counter({
+    name: 'agent_lease_lost_total',
+    help: 'Attempts stopped because another worker took the run over (the lease had lapsed)',
+    registers,
+  });
+  const claimed = new client.Counter({ name: 'agent_runs_claimed_total', help: 'Runs claimed by this process', registers });
+  const finished = new client.Counter({
+    name: 'agent_runs_finished_total',
+    help: 'Runs finished by this process, by terminal status',
+    labelNames: ['status'] as const,
+    registers,
+  });
+  const attemptsEnded = new client.Counter({
+    name: 'agent_attempts_ended_total',
+    help: 'Attempts that ended without finishing their run (crash, database, handed-back); another worker resumes it',
+    labelNames: ['reason'] as const,
+    registers,
+  });
+  // The gauges are read from the database once per scrape: the first collect() starts the reads and
+  // the others share them, so the failure counter below reports a failure in the same scrape.
+  const runs = new client.Gauge({
+    name: 'agent_runs',
+    help: 'Runs by status, read from the database at scrape time',
+    labelNames: ['status'] as const,
+    registers,
+    collect: () => refresh(),
+  });
+  const depth = new client.Gauge({
+    name: 'agent_queue_depth',
+    help: 'Runs claimable now: QUEUED and due, or RUNNING with a lapsed lease; read from the database',
+    registers,
+    collect: () => refresh(),
+  });
+  const readFailures = new client.Counter({
+    name: 'agent_metrics_read_failures_total',
+    help: 'Database reads for the gauges that failed or timed out at scrape time; the gauges then kept their last values',
+    labelNames: ['gauge'] as const,
+    registers,
+    collect: () => refresh(),
+  });
+
+  // A failed or slow read keeps the previous values (the gauge holds them) instead of failing the
+  // whole scrape: losing every metric because the database blinked would hide the very incident.
+  let inFlight: Promise<void> | null = null;
+  function refresh(): Promise<void> {
+    inFlight ??= Promise.allSettled([
+      readWithin(sources.countRunsByStatus, readTimeoutMs).then((counts) => {
+        // Every known status is present, 0 when none, so dashboards and alerts never see a gap;
+        // a status added by a later migration shows up before this list learns of it.
+        for (const status of RUN_STATUSES) runs.set({ status }, counts[status] ?? 0);
+        for (const [status, n] of Object.entries(counts)) runs.set({ status }, n);
+      }, () => readFailures.inc({ gauge: 'agent_runs' })),
+      readWithin(sources.queueDepth, readTimeoutMs).then(
+        (n) => depth.set(n),
+        () => readFailures.inc({ gauge: 'agent_queue_depth' }),
+      ),
+    ]).then(() => {
+      inFlight = null;
+    });
+    return inFlight;
+  }
+
+  const events: EngineEvents = {
+    runClaimed() {
+      claimed.inc();
+    },
+    modelStep({ run, response, latencyMs, costUsd }) {
+      // The model the run asked for: the price table priced the call under that name, and only models
+      // the provider accepted reach this point, so the label stays bounded.
+      const model = run.model;
+      const u = response.usage;
+      tokens.inc({ model, direction: 'input' }, u.inputTokens);
+      tokens.inc({ model, direction: 'output' }, u.outputTokens);
+      tokens.inc({ model, direction: 'cache_write' }, u.cacheCreationInputTokens);
+      tokens.inc({ model, direction: 'cache_read' }, u.cacheReadInputTokens);
+      // Incremented even by 0 so the series exists from the first call (rate() works at once).
+      cost.inc({ model }, Math.max(0, costUsd));
+      latency.observe({ kind: 'MODEL', outcome: response.attempts > 1 ? 'retried' : 'ok' }, latencyMs / 1000);
+    },
+    modelFailed({ latencyMs }) {
+      latency.observe({ kind: 'MODEL', outcome: 'error' }, latencyMs / 1000);
+    },
+    toolStep({ status, latencyMs }) {
+      latency.observe({ kind: 'TOOL', outcome: status === 'ERROR' ? 'error' : 'ok' }, latencyMs / 1000);
+    },
+    runFinished({ status }) {
+      finished.inc({ status });
+    },
+    leaseLost() {
+      leaseLost.inc();
+    },
+    attemptEnded({ reason }) {
+      attemptsEnded.inc({ reason });
+    },
+  };
+
+  return {
+    registry,
+    events,
+    onLlmRetry(reason) {
+      retries.inc({ reason });
+    },
+    async render() {
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+  };
+}

@@ -1,0 +1,156 @@
+/**
+ * OpenTelemetry spans from engine events, with the GenAI semantic conventions' names and attributes.
+ * Only @opentelemetry/api is used: without an SDK registered by the user every call is a no-op.
+ *
+ *   invoke_agent            one attempt at a run (claim → finish, crash, hand-back or lost lease)
+ *   ├── chat {model}        one model step (retries included)
+ *   └── execute_tool {name} one tool call
+ *
+ * The engine reports a step when it has finished, so step spans are created after the fact, starting
+ * `latency` before now. No prompt or response text is put on spans: content capture is off.
+ */
+import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import type { Run, TerminalStatus } from '../domain.ts';
+import type { EngineEvents } from '../engine/events.ts';
+import { LlmError } from '../errors.ts';
+
+export interface TraceOptions {
+  /** gen_ai.provider.name, e.g. "anthropic" (the LlmClient's `provider`). */
+  provider: string;
+  tracer?: Tracer;
+}
+
+/** A run's end that the user sees as a failure; a cancel is what the user asked for. */
+const FAILED: ReadonlySet<TerminalStatus> = new Set(['FAILED', 'TIMED_OUT']);
+
+function errorType(error: unknown): string {
+  if (error instanceof LlmError) return error.status === -1 ? (error.type ?? 'network') : String(error.status);
+  return error instanceof Error ? error.name : 'unknown';
+}
+
+export function traceEvents(opts: TraceOptions): EngineEvents {
+  const tracer = opts.tracer ?? trace.getTracer('durable-agent');
+  const provider = opts.provider;
+  // Open attempt spans, by run and worker: two workers of one process can hold attempts at the same
+  // run at once (one whose lease lapsed, one that took over), and each attempt ends its own span.
+  const attempts = new Map<string, Span>();
+  const key = (runId: string, worker: string | null) => `${runId}\u0000${worker ?? ''}`;
+  // The claimed run's lockedBy is the worker driving it; step events carry the run, not the worker.
+  const parentOf = (run: Run) => attempts.get(key(run.id, run.lockedBy));
+
+  /** A child of the attempt span that began `latencyMs` ago and ends now; `finish` adds to it first. */
+  function stepSpan(run: Run, seq: number, name: string, kind: SpanKind, latencyMs: number, attributes: Attributes, finish?: (span: Span) => void): void {
+    const parent = parentOf(run);
+    const ctx = parent ? trace.setSpan(context.active(), parent) : context.active();
+    const now = Date.now();
+    const span = tracer.startSpan(
+      name,
+      { kind, startTime: now - latencyMs, attributes: { ...attributes, 'durable_agent.run.id': run.id, 'durable_agent.step.seq': seq } },
+      ctx,
+    );
+    finish?.(span);
+    span.end(now);
+  }
+
+  function endAttempt(runId: string, worker: string, end: (span: Span) => void): void {
+    const span = attempts.get(key(runId, worker));
+    if (!span) return;
+    attempts.delete(key(runId, worker));
+    end(span);
+    span.end();
+  }
+
+  return {
+    runClaimed({ run, worker, resumedAtSeq }) {
+      attempts.get(key(run.id, worker))?.end(); // a leftover of an attempt whose end was never reported
+      attempts.set(
+        key(run.id, worker),
+        tracer.startSpan('invoke_agent', {
+          kind: SpanKind.INTERNAL,
+          attributes: {
+            'gen_ai.operation.name': 'invoke_agent',
+            'gen_ai.provider.name': provider,
+            'gen_ai.request.model': run.model,
+            'durable_agent.run.id': run.id,
+            'durable_agent.run.attempt': run.attempts,
+            'durable_agent.worker': worker,
+            'durable_agent.resumed_at_seq': resumedAtSeq,
+          },
+        }),
+      );
+    },
+
+    modelStep({ run, seq, response, latencyMs, costUsd }) {
+      const u = response.usage;
+      stepSpan(run, seq, `chat ${run.model}`, SpanKind.CLIENT, latencyMs, {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': provider,
+        'gen_ai.request.model': run.model,
+        'gen_ai.response.model': response.model,
+        ...(response.id ? { 'gen_ai.response.id': response.id } : {}),
+        'gen_ai.response.finish_reasons': [response.stopReason],
+        // The convention counts cached tokens as input too; Anthropic reports them apart, so add them.
+        'gen_ai.usage.input_tokens': u.inputTokens + u.cacheReadInputTokens + u.cacheCreationInputTokens,
+        'gen_ai.usage.output_tokens': u.outputTokens,
+        'gen_ai.usage.cache_read.input_tokens': u.cacheReadInputTokens,
+        'gen_ai.usage.cache_creation.input_tokens': u.cacheCreationInputTokens,
+        'durable_agent.step.attempts': response.attempts,
+        'durable_agent.cost_usd': costUsd,
+        ...(response.requestId ? { 'durable_agent.provider.request_id': response.requestId } : {}),
+      });
+    },
+
+    modelFailed({ run, seq, error, latencyMs }) {
+      const attributes = {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': provider,
+        'gen_ai.request.model': run.model,
+        'error.type': errorType(error),
+      };
+      stepSpan(run, seq, `chat ${run.model}`, SpanKind.CLIENT, latencyMs, attributes, (span) => {
+        span.recordException(error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+      });
+    },
+
+    toolStep({ run, seq, toolName, toolUseId, status, latencyMs }) {
+      const attributes = {
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': toolName,
+        'gen_ai.tool.call.id': toolUseId,
+        'gen_ai.tool.type': 'function',
+      };
+      stepSpan(run, seq, `execute_tool ${toolName}`, SpanKind.INTERNAL, latencyMs, attributes, (span) => {
+        // The tool's failure is information for the model, but the span still reports it.
+        if (status !== 'ERROR') return;
+        span.setAttribute('error.type', 'tool_error');
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      });
+    },
+
+    runFinished({ run, status, error, tokensUsed }) {
+      endAttempt(run.id, run.lockedBy ?? '', (span) => {
+        span.setAttributes({ 'durable_agent.run.status': status, 'durable_agent.run.tokens_used': tokensUsed });
+        if (FAILED.has(status)) span.setStatus({ code: SpanStatusCode.ERROR, message: error ?? status });
+      });
+    },
+
+    leaseLost({ runId, worker }) {
+      endAttempt(runId, worker, (span) => {
+        span.setAttribute('durable_agent.attempt.end', 'lease-lost');
+        // Work since the last checkpoint is thrown away and another worker redoes it.
+        span.setStatus({ code: SpanStatusCode.ERROR, message: 'lease lost' });
+      });
+    },
+
+    attemptEnded({ runId, worker, reason, error }) {
+      endAttempt(runId, worker, (span) => {
+        span.setAttribute('durable_agent.attempt.end', reason);
+        if (reason === 'handed-back') return;
+        if (error instanceof Error) span.recordException(error);
+        span.setAttribute('error.type', errorType(error));
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : reason });
+      });
+    },
+  };
+}
