@@ -1,0 +1,55 @@
+/**
+ * Errors → HTTP status and the one error shape, `{"error":{"code","message"}}`. Anything not recognised
+ * here is a bug of ours: a 500 with a generic message, because a raw message can carry SQL, row values
+ * or a connection string. The details go to the log instead.
+ */
+import type { z } from 'zod';
+import { ConflictError, InputError, NotFoundError } from '../errors.ts';
+import type { ErrorBody } from './schemas.ts';
+
+export interface HttpError {
+  status: number;
+  body: ErrorBody;
+}
+
+const error = (status: number, code: string, message: string, issues?: InputError['issues']): HttpError => ({
+  status,
+  body: { error: issues && issues.length ? { code, message, issues: [...issues] } : { code, message } },
+});
+
+/** Fastify's own client errors (its codes start with FST_): our status, code and fixed message for each. */
+const FASTIFY_ERRORS: Record<string, [status: number, code: string, message: string]> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: [400, 'invalid_json', 'the request body is not valid JSON'],
+  FST_ERR_CTP_BODY_TOO_LARGE: [413, 'payload_too_large', 'the request body is larger than 1 MiB'],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, 'unsupported_media_type', 'the request body must be application/json'],
+  FST_ERR_BAD_URL: [400, 'bad_request', 'the URL is not valid'],
+  // An overlong path parameter can only be a malformed id: the same 400 as any other malformed id.
+  FST_ERR_MAX_PARAM_LENGTH: [400, 'invalid_request', 'a path parameter is too long'],
+};
+
+export function toHttpError(e: unknown): HttpError {
+  if (e instanceof InputError) return error(400, 'invalid_request', e.message, e.issues);
+  if (e instanceof NotFoundError) return error(404, 'not_found', e.message);
+  if (e instanceof ConflictError) return error(409, 'conflict', e.message);
+  const f = e as { code?: unknown; statusCode?: unknown; message?: unknown };
+  if (typeof f.code === 'string' && f.code.startsWith('FST_') && typeof f.statusCode === 'number' && f.statusCode >= 400 && f.statusCode < 500) {
+    const known = FASTIFY_ERRORS[f.code];
+    if (known) return error(...known);
+    // Fastify's other messages are its own texts, at most quoting the client's request back to it.
+    return error(f.statusCode, f.statusCode === 404 ? 'not_found' : 'bad_request', String(f.message).slice(0, 300));
+  }
+  return error(500, 'internal_error', 'internal server error');
+}
+
+/** Parses a request part with its schema; a failure is an InputError naming every failing field. */
+export function parseInput<T>(schema: z.ZodType<T>, value: unknown, part: 'body' | 'query' | 'path'): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issues = result.error.issues.map((i) => ({
+    path: i.code === 'unrecognized_keys' ? i.keys.join(', ') : i.path.join('.') || part,
+    message: i.code === 'unrecognized_keys' ? 'unknown field' : i.message,
+  }));
+  const first = issues[0]!;
+  const where = part === 'body' ? 'request body' : part === 'query' ? 'query parameters' : 'path';
+  throw new InputError(`invalid ${where}: ${first.path}: ${first.message}`, issues);
+}

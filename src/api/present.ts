@@ -1,0 +1,51 @@
+/** Domain types → the API's JSON, in one place: camelCase keys, dates as ISO strings, no internals (leases). */
+import type { Run, Step } from '../domain.ts';
+import type { RunJson, TimelineItem } from './schemas.ts';
+
+const iso = (d: Date) => d.toISOString();
+const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function runJson(r: Run): RunJson {
+  return {
+    id: r.id,
+    status: r.status,
+    input: r.input,
+    model: r.model,
+    tokenBudget: r.tokenBudget,
+    tokensUsed: r.tokensUsed,
+    costUsd: r.costUsd,
+    maxSteps: r.maxSteps,
+    deadlineAt: iso(r.deadlineAt),
+    createdAt: iso(r.createdAt),
+    updatedAt: iso(r.updatedAt),
+    finishedAt: isoOrNull(r.finishedAt),
+    output: r.output,
+    error: r.error,
+    stopReason: r.stopReason,
+    attempts: r.attempts,
+    cancelRequested: r.cancelRequested,
+    metadata: r.metadata,
+  };
+}
+
+/** A step without its bodies: the timeline stays small however long the conversation grows. */
+export function timelineItem(s: Step): TimelineItem {
+  return {
+    seq: s.seq,
+    kind: s.kind,
+    status: s.status,
+    toolName: s.toolName,
+    toolUseId: s.toolUseId,
+    stopReason: s.stopReason,
+    inputTokens: s.inputTokens,
+    outputTokens: s.outputTokens,
+    cacheCreationInputTokens: s.cacheCreationInputTokens,
+    cacheReadInputTokens: s.cacheReadInputTokens,
+    costUsd: s.costUsd,
+    attempts: s.attempts,
+    latencyMs: s.latencyMs,
+    worker: s.worker,
+    startedAt: iso(s.startedAt),
+    finishedAt: isoOrNull(s.finishedAt),
+  };
+}

@@ -1,0 +1,49 @@
+/**
+ * A route as data: its path, its zod schemas and a handler that gets the parsed input. The server
+ * registers these and /openapi.json is generated from the very same objects, so the document cannot
+ * drift from what the server accepts.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { z } from 'zod';
+
+export interface RouteInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  log: FastifyBaseLogger;
+}
+
+export interface RouteResult {
+  status?: number;
+  body: unknown;
+  /** Defaults to JSON. */
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+export interface ResponseDoc {
+  description: string;
+  /** A schema registered in responseSchemas (referenced by name) or any other zod schema (inlined). */
+  schema?: z.ZodType;
+  /** For responses that are not JSON, e.g. the Prometheus text. */
+  contentType?: string;
+}
+
+export interface ApiRoute<P = unknown, Q = unknown, B = unknown> {
+  method: 'GET' | 'POST';
+  /** OpenAPI style, `/api/runs/{id}`; the server turns it into fastify's `/api/runs/:id`. */
+  path: string;
+  summary: string;
+  params?: z.ZodType<P>;
+  /** Without a query schema, query parameters are ignored. */
+  query?: z.ZodType<Q>;
+  body?: z.ZodType<B>;
+  /** The answers; the usual error answers (400, 404, 413, 415, 500) are implied by the schemas (see openapi.ts). */
+  responses: Record<number, ResponseDoc>;
+  handle(input: RouteInput<P, Q, B>): Promise<RouteResult>;
+}
+
+/** Infers P, Q and B from the schemas, so the handler sees the parsed types, then erases them for the route table. */
+export function defineRoute<P = undefined, Q = undefined, B = undefined>(route: ApiRoute<P, Q, B>): ApiRoute {
+  return route as unknown as ApiRoute;
+}

@@ -1,0 +1,189 @@
+/**
+ * Every shape the HTTP API accepts or returns, as zod schemas. Requests are parsed with them; responses
+ * are typed by them (present.ts must produce exactly these); /openapi.json is generated from them.
+ * Schemas with an id in `requestSchemas` / `responseSchemas` become named OpenAPI components.
+ */
+import { z } from 'zod';
+import { RUN_STATUSES, STEP_KINDS, STEP_STATUSES } from '../domain.ts';
+
+export const requestSchemas = z.registry<{ id: string }>();
+export const responseSchemas = z.registry<{ id: string }>();
+
+export const LIMITS = {
+  inputChars: 100_000,
+  modelChars: 200,
+  tokenBudget: 10_000_000,
+  timeoutSeconds: 86_400,
+  maxSteps: 1_000,
+  metadataBytes: 16 * 1024,
+  /** Deep nesting is of no use in metadata and costs stack in JSON.stringify and in PostgreSQL's jsonb parser. */
+  metadataDepth: 32,
+  pageSize: 100,
+  /** PostgreSQL's integer: a larger seq would make the query fail instead of finding nothing. */
+  maxSeq: 2_147_483_647,
+} as const;
+
+/** PostgreSQL text and jsonb cannot hold U+0000; reject it here rather than fail the INSERT. */
+const noNul = (s: string) => !s.includes('\u0000');
+const text = (max: number, description: string) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .refine((s) => s.trim().length > 0, 'must not be blank')
+    .refine(noNul, 'must not contain NUL characters')
+    .describe(description);
+const int = (min: number, max: number, description: string) => z.number().int().min(min).max(max).describe(description);
+
+/** Nesting deeper than `limit`? Recursion stops at the limit, so a hostile value cannot exhaust the stack. */
+function deeperThan(value: unknown, limit: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (limit === 0) return true;
+  return Object.values(value).some((v) => deeperThan(v, limit - 1));
+}
+
+const Metadata = z
+  .record(z.string(), z.unknown())
+  .superRefine((m, ctx) => {
+    if (deeperThan(m, LIMITS.metadataDepth)) {
+      ctx.addIssue({ code: 'custom', message: `must not nest deeper than ${LIMITS.metadataDepth} levels` });
+      return;
+    }
+    const json = JSON.stringify(m);
+    if (Buffer.byteLength(json) > LIMITS.metadataBytes) {
+      ctx.addIssue({ code: 'custom', message: `must be at most ${LIMITS.metadataBytes} bytes as JSON` });
+    } else if (json.includes('\\u0000')) {
+      ctx.addIssue({ code: 'custom', message: 'must not contain NUL characters' });
+    }
+  })
+  .describe(`Any JSON object, kept with the run; at most ${LIMITS.metadataBytes} bytes as JSON.`);
+
+export const CreateRunBody = z.strictObject({
+  input: text(LIMITS.inputChars, 'The task: the first user message of the conversation.'),
+  model: text(LIMITS.modelChars, "The model to call; the server's DEFAULT_MODEL when absent.").optional(),
+  tokenBudget: int(1, LIMITS.tokenBudget, 'Tokens the run may use (input, cache writes and output).').optional(),
+  timeoutSeconds: int(1, LIMITS.timeoutSeconds, 'Wall-clock limit from now; the run is TIMED_OUT after it.').optional(),
+  maxSteps: int(1, LIMITS.maxSteps, "Step cap; at most the server's MAX_STEPS.").optional(),
+  metadata: Metadata.optional(),
+});
+requestSchemas.add(CreateRunBody, { id: 'CreateRunRequest' });
+export type CreateRunBody = z.infer<typeof CreateRunBody>;
+
+export const RunParams = z.strictObject({ id: z.guid().describe('The run id (a UUID).') });
+export const StepParams = RunParams.extend({
+  seq: z.coerce.number().int().min(1).max(LIMITS.maxSeq).describe('The step number, from 1.'),
+});
+export const ListRunsQuery = z.strictObject({
+  status: z.enum(RUN_STATUSES).optional().describe('Only runs in this status.'),
+  limit: z.coerce.number().int().min(1).max(LIMITS.pageSize).default(20).describe('Runs per page.'),
+  cursor: z.string().min(1).max(512).optional().describe('The nextCursor of the previous page.'),
+});
+
+// ---- responses ----
+
+const timestamp = z.string().meta({ format: 'date-time' });
+const count = z.number().int().nonnegative();
+
+export const ErrorDetail = z.object({
+  code: z.string().describe('Stable, machine-readable: invalid_request, not_found, conflict, …'),
+  message: z.string(),
+  issues: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe('The failing fields (400 only).'),
+});
+export const ErrorBody = z.object({ error: ErrorDetail });
+responseSchemas.add(ErrorBody, { id: 'Error' });
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+export const CreatedRun = z.object({ id: z.guid(), status: z.literal('QUEUED') });
+responseSchemas.add(CreatedRun, { id: 'CreatedRun' });
+
+export const CancelledRun = z.object({
+  id: z.guid(),
+  status: z.enum(RUN_STATUSES).describe('CANCELLED for a queued run; RUNNING until the worker notices.'),
+  cancelRequested: z.literal(true),
+});
+responseSchemas.add(CancelledRun, { id: 'CancelResult' });
+
+export const RunJson = z.object({
+  id: z.guid(),
+  status: z.enum(RUN_STATUSES),
+  input: z.string(),
+  model: z.string(),
+  tokenBudget: count,
+  tokensUsed: count,
+  costUsd: z.number(),
+  maxSteps: count,
+  deadlineAt: timestamp,
+  createdAt: timestamp,
+  updatedAt: timestamp,
+  finishedAt: timestamp.nullable(),
+  output: z.string().nullable(),
+  error: z.string().nullable(),
+  stopReason: z.string().nullable().describe('The final model stop reason; "max_tokens" means the output was cut short.'),
+  attempts: count.describe('Times a worker claimed the run.'),
+  cancelRequested: z.boolean(),
+  metadata: z.record(z.string(), z.unknown()),
+});
+responseSchemas.add(RunJson, { id: 'Run' });
+export type RunJson = z.infer<typeof RunJson>;
+
+export const RunPageJson = z.object({
+  runs: z.array(RunJson),
+  nextCursor: z.string().nullable().describe('Pass as ?cursor= for the next page; null on the last page.'),
+});
+responseSchemas.add(RunPageJson, { id: 'RunPage' });
+
+export const TimelineItem = z.object({
+  seq: count,
+  kind: z.enum(STEP_KINDS),
+  status: z.enum(STEP_STATUSES),
+  toolName: z.string().nullable(),
+  toolUseId: z.string().nullable(),
+  stopReason: z.string().nullable(),
+  inputTokens: count,
+  outputTokens: count,
+  cacheCreationInputTokens: count,
+  cacheReadInputTokens: count,
+  costUsd: z.number(),
+  attempts: count.describe('Provider calls the step took, retries included.'),
+  latencyMs: count.nullable(),
+  worker: z.string().nullable(),
+  startedAt: timestamp,
+  finishedAt: timestamp.nullable(),
+});
+responseSchemas.add(TimelineItem, { id: 'TimelineStep' });
+export type TimelineItem = z.infer<typeof TimelineItem>;
+
+export const Timeline = z.array(TimelineItem);
+responseSchemas.add(Timeline, { id: 'Timeline' });
+
+const Block = z.looseObject({ type: z.string() }).describe('A Messages API content block, verbatim.');
+const MessageJson = z.object({ role: z.enum(['user', 'assistant']), content: z.union([z.string(), z.array(Block)]) });
+
+export const ModelRequestJson = z
+  .object({
+    model: z.string(),
+    max_tokens: count,
+    system: z.string().optional(),
+    tools: z.array(z.object({ name: z.string(), description: z.string(), input_schema: z.record(z.string(), z.unknown()) })).optional(),
+    messages: z.array(MessageJson),
+  })
+  .describe('MODEL step: the Messages API request, rebuilt from the log (without cache_control marks).');
+export const ToolRequestJson = z
+  .object({ toolUseId: z.string(), name: z.string(), input: z.unknown() })
+  .describe("TOOL step: the model's tool_use call.");
+
+export const StepDetail = TimelineItem.extend({
+  request: z.union([ModelRequestJson, ToolRequestJson]).nullable(),
+  response: z
+    .union([z.array(Block), z.string()])
+    .nullable()
+    .describe('MODEL: the content blocks; TOOL: the result text (null while STARTED).'),
+});
+responseSchemas.add(StepDetail, { id: 'StepDetail' });
+export type StepDetail = z.infer<typeof StepDetail>;
+export type ModelRequestJson = z.infer<typeof ModelRequestJson>;
+
+export const HealthOk = z.object({ ok: z.literal(true) });
+responseSchemas.add(HealthOk, { id: 'Health' });
+export const HealthDown = z.object({ ok: z.literal(false), error: ErrorDetail });
+responseSchemas.add(HealthDown, { id: 'HealthDown' });

@@ -1,0 +1,78 @@
+/**
+ * The HTTP server: fastify with the route table of routes-runs.ts and routes-ops.ts. Requests are
+ * parsed with zod (no fastify schema compiler), every error leaves in the one shape of errors.ts, and
+ * nothing a client sends can cause a 500. Where to listen is the caller's business.
+ */
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { Logger } from '../observability/logger.ts';
+import { parseInput, toHttpError, type HttpError } from './errors.ts';
+import { openApiDocument } from './openapi.ts';
+import type { ApiRoute } from './route.ts';
+import { opsRoutes, type OpsDeps } from './routes-ops.ts';
+import { runRoutes, type RunsDeps } from './routes-runs.ts';
+
+export type { RunDefaults } from './routes-runs.ts';
+
+export interface ApiDeps extends RunsDeps, OpsDeps {
+  /** Request lines (method, url, status, time; never bodies) and 500s go here; none when absent or false. */
+  logger?: Logger | false | undefined;
+}
+
+/** Larger bodies are refused with 413 before they are read to the end. */
+export const BODY_LIMIT = 1_048_576;
+
+const fastifyPath = (openApiPath: string) => openApiPath.replace(/\{(\w+)\}/g, ':$1');
+
+function send(reply: FastifyReply, e: HttpError): FastifyReply {
+  return reply.code(e.status).type('application/json; charset=utf-8').send(e.body);
+}
+
+export function createServer(deps: ApiDeps): FastifyInstance {
+  const app = Fastify({
+    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    bodyLimit: BODY_LIMIT,
+    // Malformed URLs (bad percent-encoding) fail before routing; they still get our error shape.
+    frameworkErrors: (err, _req, reply) => send(reply, toHttpError(err)),
+  }) as unknown as FastifyInstance;
+
+  // JSON only: fastify also parses text/plain by default, which must be a 415 here instead.
+  app.removeAllContentTypeParsers();
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    // An empty body is no body (e.g. a cancel sent with a JSON content type); routes that need one say so.
+    if (body.length === 0) done(null, undefined);
+    else parseJson(req, body as string, done);
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const e = toHttpError(err);
+    if (e.status >= 500) req.log.error({ err }, 'request failed');
+    return send(reply, e);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const where = (req.url.split('?')[0] ?? '').slice(0, 200);
+    return send(reply, { status: 404, body: { error: { code: 'not_found', message: `no route ${req.method} ${where}` } } });
+  });
+
+  let document: unknown;
+  const routes: ApiRoute[] = [...runRoutes(deps), ...opsRoutes(deps, () => (document ??= openApiDocument(routes)))];
+  for (const r of routes) {
+    app.route({
+      method: r.method,
+      url: fastifyPath(r.path),
+      async handler(req, reply) {
+        const result = await r.handle({
+          params: r.params ? parseInput(r.params, req.params, 'path') : undefined,
+          query: r.query ? parseInput(r.query, req.query, 'query') : undefined,
+          body: r.body ? parseInput(r.body, req.body, 'body') : undefined,
+          log: req.log,
+        });
+        reply.code(result.status ?? 200);
+        if (result.headers) reply.headers(result.headers);
+        if (result.contentType) reply.type(result.contentType);
+        return result.body;
+      },
+    });
+  }
+  return app;
+}

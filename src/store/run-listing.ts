@@ -1,0 +1,98 @@
+/**
+ * The SQL behind `GET /api/runs`: runs newest first, paged by keyset on (created_at DESC, id DESC),
+ * which `run_created_idx` and `run_status_created_idx` serve directly, so a page costs the same on
+ * page 1 and page 10,000 (OFFSET would re-read every skipped row).
+ *
+ * The cursor is opaque to clients: base64url of JSON {createdAt, id} naming the last run of the page.
+ * createdAt is the exact timestamptz as text with microseconds: a JS Date keeps only milliseconds,
+ * and a cursor rounded to the millisecond would skip or repeat runs created within the same one.
+ */
+import type pg from 'pg';
+import { z } from 'zod';
+import type { Run, RunStatus } from '../domain.ts';
+import { InputError } from '../errors.ts';
+import { RUN_COLUMNS, type RunRow, toRun } from './rows.ts';
+
+export interface RunPageQuery {
+  status?: RunStatus | undefined;
+  /** 1..100; the caller validates it. */
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export interface RunPage {
+  runs: Run[];
+  /** Where the next page starts; null on the last page. */
+  nextCursor: string | null;
+}
+
+interface Position {
+  createdAt: string;
+  id: string;
+}
+
+/** created_at in UTC with all six fractional digits: what the cursor carries. */
+const EXACT_CREATED_AT = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+const EXACT_PATTERN = /^[1-9]\d{3}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+const PositionSchema = z.strictObject({
+  createdAt: z.string().regex(EXACT_PATTERN),
+  id: z.guid(),
+});
+
+export function encodeCursor(p: Position): string {
+  return Buffer.from(JSON.stringify(p)).toString('base64url');
+}
+
+/** Parses a client's cursor, or throws InputError: a bad cursor is a 400, never a failed query. */
+export function decodeCursor(cursor: string): Position {
+  const invalid = () => new InputError('invalid cursor', [{ path: 'cursor', message: 'not a cursor this server issued' }]);
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  const parsed = PositionSchema.safeParse(decoded);
+  if (!parsed.success) throw invalid();
+  // The pattern admits 2025-02-30; PostgreSQL would reject it with an error, so check the calendar here.
+  const millis = parsed.data.createdAt.slice(0, 23);
+  const date = new Date(`${millis}Z`);
+  if (Number.isNaN(date.getTime()) || date.toISOString().slice(0, 23) !== millis) throw invalid();
+  return parsed.data;
+}
+
+export class RunListing {
+  constructor(private readonly db: Pick<pg.Pool, 'query'>) {}
+
+  async list(q: RunPageQuery): Promise<RunPage> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.status) {
+      params.push(q.status);
+      where.push(`status = $${params.length}`);
+    }
+    if (q.cursor) {
+      const after = decodeCursor(q.cursor);
+      params.push(after.createdAt, after.id);
+      // A row comparison, so the index scan starts right after the cursor instead of filtering.
+      where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
+    }
+    // One extra row tells whether there is a next page without a count query.
+    params.push(q.limit + 1);
+    const { rows } = await this.db.query<RunRow & { exact_created_at: string }>(
+      `SELECT ${RUN_COLUMNS}, ${EXACT_CREATED_AT} AS exact_created_at
+       FROM run
+       ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+       ORDER BY created_at DESC, id DESC
+       LIMIT $${params.length}`,
+      params,
+    );
+    const page = rows.slice(0, q.limit);
+    const last = page.at(-1);
+    return {
+      runs: page.map(toRun),
+      nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: last.exact_created_at, id: last.id }) : null,
+    };
+  }
+}
