@@ -38,6 +38,8 @@ const EnvSchema = z.object({
   DEFAULT_TIMEOUT_SECONDS: int(1, 86_400).default(600),
   TOOL_TIMEOUT_SECONDS: positive.default(60),
   PRICES_FILE: z.string().min(1).default(path.join(PROJECT_ROOT, 'prices.json')),
+  /** How long a stopping worker lets in-flight steps finish before handing their runs back. */
+  SHUTDOWN_GRACE_SECONDS: z.coerce.number().nonnegative().default(20),
   DEMO_LATENCY_MS: int(0, 600_000).default(800),
   METRICS_PORT: int(0, 65535).optional(),
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
@@ -72,6 +74,7 @@ export interface Config {
   defaultTimeoutSeconds: number;
   toolTimeoutMs: number;
   pricesFile: string;
+  shutdownGraceMs: number;
   demoLatencyMs: number;
   metricsPort: number | null;
   logFormat: 'json' | 'pretty';
@@ -123,6 +126,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     defaultTimeoutSeconds: e.DEFAULT_TIMEOUT_SECONDS,
     toolTimeoutMs: Math.round(e.TOOL_TIMEOUT_SECONDS * 1000),
     pricesFile: path.resolve(e.PRICES_FILE),
+    shutdownGraceMs: Math.round(e.SHUTDOWN_GRACE_SECONDS * 1000),
     demoLatencyMs: e.DEMO_LATENCY_MS,
     metricsPort: e.METRICS_PORT ?? null,
     logFormat: e.LOG_FORMAT,

@@ -235,6 +235,33 @@ export async function stopEmbeddedPostgres(dataDir: string): Promise<void> {
   await run(bin.pg_ctl, ['-D', pgDir, '-m', 'fast', '-w', 'stop'], unprivilegedUser(), 'stop');
 }
 
+/**
+ * Stops the server when no other client is connected: the last process of the project to exit turns
+ * it off, while a `serve` that exits leaves it running for the workers still using it.
+ */
+export async function stopEmbeddedPostgresIfUnused(dataDir: string): Promise<boolean> {
+  const credsFile = path.join(path.resolve(dataDir), 'credentials.json');
+  if (!fs.existsSync(credsFile)) return false;
+  const creds = JSON.parse(fs.readFileSync(credsFile, 'utf8')) as Credentials;
+  const client = new pg.Client({ connectionString: urlFor(creds), connectionTimeoutMillis: 2000 });
+  client.on('error', () => {});
+  let others: number;
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+    );
+    others = rows[0]!.n;
+  } catch {
+    return false; // not running, or not ours to judge
+  } finally {
+    await client.end().catch(() => {});
+  }
+  if (others > 0) return false;
+  await stopEmbeddedPostgres(dataDir);
+  return true;
+}
+
 /** Creates a database on the server unless it exists (CREATE DATABASE cannot run in a transaction or IF NOT EXISTS). */
 export async function ensureDatabase(adminUrl: string, name: string): Promise<string> {
   const client = new pg.Client({ connectionString: adminUrl });

@@ -6,13 +6,13 @@
  * a FatalError (a simulated crash), a database failure, LeaseLostError, and a hand-back at shutdown.
  * A failing tool does not: it becomes an is_error result for the model.
  */
-import { budgetTokens, type Run, type RunProgress, type TerminalStatus, type Usage } from '../domain.ts';
+import { budgetTokens, isToolUse, type Run, type RunProgress, type TerminalStatus, type ToolUseBlock, type Usage } from '../domain.ts';
 import { LlmError } from '../errors.ts';
 import type { LlmClient, ToolDefinition } from '../llm/types.ts';
 import { withContext } from '../observability/context.ts';
-import type { EngineStore, LeaseOwner, RunEnd } from '../store/ports.ts';
+import type { EngineStore, FencedWrite, LeaseOwner, RunEnd, ToolStart } from '../store/ports.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
-import { decide } from './decide.ts';
+import { decide, type NextAction } from './decide.ts';
 import type { EngineEvents } from './events.ts';
 import { guard } from './guard.ts';
 import { type Conversation, foldStep, type PendingTool, replay } from './replay.ts';
@@ -59,9 +59,19 @@ function describeLlmFailure(e: unknown): string {
 
 class RunDriver {
   private progress: RunProgress;
+  /**
+   * The tool call whose STARTED row this attempt wrote in the same statement as the previous step
+   * (see `nextToStart`); it was guarded then, so it runs next without another guard.
+   */
+  private preStarted: string | null = null;
 
   constructor(private readonly run: Run, private readonly c: Conversation, private readonly d: DriverDeps) {
     this.progress = { tokensUsed: run.tokensUsed, cancelRequested: run.cancelRequested };
+  }
+
+  private guardAt(progress: RunProgress, steps: number) {
+    const { run } = this;
+    return guard({ ...progress, deadlineAt: run.deadlineAt, tokenBudget: run.tokenBudget, steps, maxSteps: run.maxSteps }, this.d.now());
   }
 
   async loop(): Promise<TerminalStatus> {
@@ -69,13 +79,20 @@ class RunDriver {
     for (;;) {
       if (d.shouldYield()) throw new HandBackSignal();
       d.signal.throwIfAborted();
-      const stop = guard({ ...this.progress, deadlineAt: run.deadlineAt, tokenBudget: run.tokenBudget, steps: c.lastSeq, maxSteps: run.maxSteps }, d.now());
-      if (stop) return this.finish(stop);
-      const action = decide(c, (name) => d.agent.tools.isIdempotent(name));
+      const preStarted = this.preStarted !== null ? c.pending.get(this.preStarted) : undefined;
+      this.preStarted = null;
+      let action: NextAction;
+      if (preStarted) {
+        action = { type: 'tool', pending: preStarted };
+      } else {
+        const stop = this.guardAt(this.progress, c.lastSeq);
+        if (stop) return this.finish(stop);
+        action = decide(c, (name) => d.agent.tools.isIdempotent(name));
+      }
       if (action.type === 'finish') return this.finish(action.end);
-      const seq = c.lastSeq + 1;
-      const step = action.type === 'model' ? () => this.modelStep(seq) : () => this.toolStep(action.pending, seq);
-      const outcome = await withContext({ run_id: run.id, worker: d.owner.worker, step_seq: action.type === 'tool' ? (action.pending.startedSeq ?? seq) : seq }, step);
+      const seq = action.type === 'tool' ? (action.pending.startedSeq ?? c.lastSeq + 1) : c.lastSeq + 1;
+      const step = action.type === 'model' ? () => this.modelStep(seq) : () => this.toolStep(action.pending, seq, preStarted !== undefined);
+      const outcome = await withContext({ run_id: run.id, worker: d.owner.worker, step_seq: seq }, step);
       if (outcome) return this.finish(outcome);
     }
   }
@@ -84,6 +101,23 @@ class RunDriver {
     await this.d.store.finish(this.run.id, this.d.owner, end);
     this.d.events.runFinished({ run: this.run, status: end.status, error: end.error ?? null, tokensUsed: this.progress.tokensUsed });
     return end.status;
+  }
+
+  /**
+   * The tool call to start in the same statement as the step being recorded, saving a round trip and a
+   * commit: only for an idempotent tool (a STARTED row written a moment before a crash just means it
+   * runs once on resume) and only when the guard would let it run.
+   */
+  private nextToStart(use: ToolUseBlock | undefined, progressAfter: RunProgress, stepsAfter: number): ToolStart | undefined {
+    if (!use || !this.d.agent.tools.isIdempotent(use.name) || this.guardAt(progressAfter, stepsAfter)) return undefined;
+    return { seq: stepsAfter + 1, toolUseId: use.id, toolName: use.name };
+  }
+
+  private foldStarted(write: FencedWrite, start: ToolStart | undefined): void {
+    this.progress = write;
+    if (!start || !write.nextStarted) return;
+    foldStep(this.c, { seq: start.seq, kind: 'TOOL', status: 'STARTED', toolUseId: start.toolUseId, response: null, stopReason: null });
+    this.preStarted = start.toolUseId;
   }
 
   /** Returns how the run ends when the model call failed for good; undefined to go on. */
@@ -105,38 +139,50 @@ class RunDriver {
     }
     const latencyMs = performance.now() - started;
     const costUsd = d.costOf(run.model, response.usage);
-    this.progress = await d.store.checkpointModel(run.id, d.owner, {
-      seq,
-      request: { model: run.model, maxTokens: agent.maxTokens, systemDigest: agent.systemDigest, toolsDigest: agent.toolsDigest },
-      content: response.content,
-      stopReason: response.stopReason,
-      usage: response.usage,
-      budgetTokens: budgetTokens(response.usage),
-      attempts: response.attempts,
-      costUsd,
-      latencyMs,
-    });
+    const tokens = budgetTokens(response.usage);
+    const firstUse = response.stopReason === 'tool_use' ? response.content.find(isToolUse) : undefined;
+    const start = this.nextToStart(firstUse, { tokensUsed: this.progress.tokensUsed + tokens, cancelRequested: false }, seq);
+    const write = await d.store.checkpointModel(
+      run.id,
+      d.owner,
+      {
+        seq,
+        request: { model: run.model, maxTokens: agent.maxTokens, systemDigest: agent.systemDigest, toolsDigest: agent.toolsDigest },
+        content: response.content,
+        stopReason: response.stopReason,
+        usage: response.usage,
+        budgetTokens: tokens,
+        attempts: response.attempts,
+        costUsd,
+        latencyMs,
+      },
+      start,
+    );
     foldStep(c, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
+    this.foldStarted(write, start);
     d.events.modelStep({ run, seq, response, latencyMs, costUsd });
     return undefined;
   }
 
-  private async toolStep(p: PendingTool, nextSeq: number): Promise<undefined> {
+  private async toolStep(p: PendingTool, seq: number, startedHere: boolean): Promise<undefined> {
     const { run, c, d } = this;
     const { id: toolUseId, name: toolName } = p.use;
-    let seq = p.startedSeq;
-    if (seq === null) {
-      const started = await d.store.startTool(run.id, d.owner, { seq: nextSeq, toolUseId, toolName });
+    const resumed = p.startedSeq !== null && !startedHere;
+    if (p.startedSeq === null) {
+      const started = await d.store.startTool(run.id, d.owner, { seq, toolUseId, toolName });
       this.progress = started;
       seq = started.seq;
       foldStep(c, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
     }
-    d.events.toolStarted({ run, seq, toolName, toolUseId, resumed: p.startedSeq !== null });
+    d.events.toolStarted({ run, seq, toolName, toolUseId, resumed });
     const t0 = performance.now();
     const outcome = await d.agent.tools.execute(p.use, { runId: run.id, signal: d.signal });
     const latencyMs = performance.now() - t0;
-    this.progress = await d.store.finishTool(run.id, d.owner, { toolUseId, status: outcome.status, result: outcome.result, latencyMs });
+    const following = [...c.pending.values()].find((q) => q.use.id !== toolUseId);
+    const start = following?.startedSeq === null ? this.nextToStart(following.use, this.progress, c.lastSeq) : undefined;
+    const write = await d.store.finishTool(run.id, d.owner, { toolUseId, status: outcome.status, result: outcome.result, latencyMs }, start);
     foldStep(c, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
+    this.foldStarted(write, start);
     d.events.toolStep({ run, seq, toolName, toolUseId, status: outcome.status, latencyMs });
     return undefined;
   }

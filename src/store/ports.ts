@@ -41,6 +41,11 @@ export interface RunEnd {
   stopReason?: string | null;
 }
 
+export interface FencedWrite extends RunProgress {
+  /** Whether the STARTED row of `startNext` was written. */
+  nextStarted: boolean;
+}
+
 /**
  * The database operations the engine needs. Every write checks that `owner` still holds the run's
  * lease, in the same statement as the write, and raises `LeaseLostError` (writing nothing) if not.
@@ -50,10 +55,15 @@ export interface EngineStore {
   /** Takes up to `limit` runs that are QUEUED, or RUNNING with a lapsed lease; one statement. */
   claim(owner: LeaseOwner, limit: number): Promise<Run[]>;
   steps(runId: RunId): Promise<Step[]>;
-  checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint): Promise<RunProgress>;
+  /**
+   * Records a model step. With `startNext`, the same statement also writes the STARTED row of the tool
+   * call that comes next (unless a cancel was requested), saving a round trip and a commit per step.
+   */
+  checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint, startNext?: ToolStart): Promise<FencedWrite>;
   /** Records a tool call as STARTED before it runs. `created` is false when the row already existed. */
   startTool(runId: RunId, owner: LeaseOwner, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }>;
-  finishTool(runId: RunId, owner: LeaseOwner, finish: ToolFinish): Promise<RunProgress>;
+  /** Records a tool's result; `startNext` as for checkpointModel. */
+  finishTool(runId: RunId, owner: LeaseOwner, finish: ToolFinish, startNext?: ToolStart): Promise<FencedWrite>;
   finish(runId: RunId, owner: LeaseOwner, end: RunEnd): Promise<void>;
   renewLease(runId: RunId, owner: LeaseOwner): Promise<RunProgress>;
   /** Hands a run back (graceful shutdown): QUEUED again at once, and the claim does not count as an attempt. */

@@ -7,7 +7,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Run, RunId, RunProgress, Step } from '../domain.ts';
 import { ConflictError, LeaseLostError, NotFoundError } from '../errors.ts';
-import type { EngineStore, LeaseOwner, ModelCheckpoint, RunEnd, ToolFinish, ToolStart } from './ports.ts';
+import type { EngineStore, FencedWrite, LeaseOwner, ModelCheckpoint, RunEnd, ToolFinish, ToolStart } from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, type StepRow, toRun, toStep } from './rows.ts';
 
 export interface NewRun {
@@ -31,6 +31,18 @@ const OWNED = (extraSet = '') => `owner AS (
   UPDATE run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()${extraSet}
   WHERE id = $1 AND locked_by = $2 AND status = 'RUNNING'
   RETURNING id, tokens_used, cancel_requested)`;
+
+/**
+ * The optional STARTED row of the next tool call, written in the same statement as a checkpoint.
+ * Skipped when a cancel is pending: the guard would stop the run before that tool.
+ */
+const START_NEXT = (p: number) => `next AS (
+  INSERT INTO run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
+  SELECT id, $${p}::int, 'TOOL', 'STARTED', $${p + 1}::text, $${p + 2}::text, $2 FROM owner
+  WHERE $${p}::int IS NOT NULL AND NOT cancel_requested
+  RETURNING seq)`;
+
+const startParams = (s?: ToolStart) => [s?.seq ?? null, s?.toolName ?? null, s?.toolUseId ?? null];
 
 export function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -116,9 +128,9 @@ export class RunStore implements EngineStore {
     return rows.map(toRun);
   }
 
-  async checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint): Promise<RunProgress> {
+  async checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint, startNext?: ToolStart): Promise<FencedWrite> {
     const u = cp.usage;
-    const { rows } = await this.db.query<ProgressRow>(
+    const { rows } = await this.db.query<ProgressRow & { next_started: boolean }>(
       `WITH ${OWNED(', tokens_used = tokens_used + $4, cost_usd = cost_usd + $5')},
        step AS (
          INSERT INTO run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
@@ -126,16 +138,17 @@ export class RunStore implements EngineStore {
                                worker, started_at, finished_at)
          SELECT id, $6, 'MODEL', 'DONE', $7, $8, $9, $10, $11, $12, $13, $5, $14, $15::int, $2,
                 now() - $15::int * interval '1 millisecond', now()
-         FROM owner)
-       SELECT tokens_used, cancel_requested FROM owner`,
+         FROM owner),
+       ${START_NEXT(16)}
+       SELECT tokens_used, cancel_requested, EXISTS (SELECT 1 FROM next) AS next_started FROM owner`,
       [
         runId, owner.worker, owner.leaseMs, cp.budgetTokens, cp.costUsd, cp.seq, cp.request, JSON.stringify(cp.content),
         cp.stopReason, u.inputTokens, u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts,
-        Math.round(cp.latencyMs),
+        Math.round(cp.latencyMs), ...startParams(startNext),
       ],
     );
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
-    return progress(rows[0]);
+    return { ...progress(rows[0]), nextStarted: rows[0].next_started };
   }
 
   async startTool(runId: RunId, owner: LeaseOwner, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }> {
@@ -156,20 +169,23 @@ export class RunStore implements EngineStore {
     return { ...progress(row), seq: (row.inserted ?? row.existing)!, created: row.inserted !== null };
   }
 
-  async finishTool(runId: RunId, owner: LeaseOwner, f: ToolFinish): Promise<RunProgress> {
-    const { rows } = await this.db.query<ProgressRow & { updated: number }>(
+  async finishTool(runId: RunId, owner: LeaseOwner, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
+    const { rows } = await this.db.query<ProgressRow & { updated: number; next_started: boolean }>(
       `WITH ${OWNED()},
        done AS (
          UPDATE run_step s SET status = $5, response = $6, latency_ms = $7, worker = $2, finished_at = now()
          FROM owner WHERE s.run_id = owner.id AND s.kind = 'TOOL' AND s.tool_use_id = $4 AND s.status = 'STARTED'
-         RETURNING s.seq)
-       SELECT tokens_used, cancel_requested, (SELECT count(*)::int FROM done) AS updated FROM owner`,
-      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, f.result, Math.round(f.latencyMs)],
+         RETURNING s.seq),
+       ${START_NEXT(8)}
+       SELECT tokens_used, cancel_requested, (SELECT count(*)::int FROM done) AS updated,
+              EXISTS (SELECT 1 FROM next) AS next_started
+       FROM owner`,
+      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, f.result, Math.round(f.latencyMs), ...startParams(startNext)],
     );
     const row = rows[0];
     if (!row) throw new LeaseLostError(runId, owner.worker);
     if (row.updated !== 1) throw new Error(`tool step ${f.toolUseId} of run ${runId} is not STARTED`);
-    return progress(row);
+    return { ...progress(row), nextStarted: row.next_started };
   }
 
   async finish(runId: RunId, owner: LeaseOwner, end: RunEnd): Promise<void> {

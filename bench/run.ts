@@ -1,0 +1,192 @@
+/**
+ * `npm run bench`: the runtime's overhead against the physical floor of the PostgreSQL it would use
+ * (DATABASE_URL, or the embedded one under ./.data). Works in a scratch database that it drops after.
+ * Prints a table and writes bench/results/latest.json.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { loadConfig } from '../src/config.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { RUN_QUEUED_CHANNEL, subscribe } from '../src/db/notifications.ts';
+import { createPool, resolveDatabase } from '../src/db/pool.ts';
+import type { RunId } from '../src/domain.ts';
+import { Worker } from '../src/engine/worker.ts';
+import type { LlmClient, LlmRequest, LlmResponse } from '../src/llm/types.ts';
+import { createLogger } from '../src/observability/logger.ts';
+import { RunStore } from '../src/store/run-store.ts';
+import { ToolExecutor } from '../src/tools/executor.ts';
+import type { Tool } from '../src/tools/types.ts';
+
+const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const round = (x: number, d = 3) => Number(x.toFixed(d));
+
+/** A zero-latency model: `turns(req)` decides the tool calls of each turn; none left means answer. */
+function scriptedModel(toolCalls: (assistantTurns: number) => number): LlmClient {
+  let n = 0;
+  return {
+    provider: 'bench',
+    async send(req: LlmRequest): Promise<LlmResponse> {
+      const turns = req.messages.filter((m) => m.role === 'assistant').length;
+      const calls = toolCalls(turns);
+      const content = calls
+        ? Array.from({ length: calls }, () => ({ type: 'tool_use', id: `toolu_${++n}`, name: 'noop', input: {} }))
+        : [{ type: 'text', text: 'done' }];
+      const usage = { inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 };
+      return { id: null, model: 'bench', content, stopReason: calls ? 'tool_use' : 'end_turn', usage, requestId: null, attempts: 1 };
+    },
+  };
+}
+
+const noop = (result: string): Tool => ({ name: 'noop', description: 'returns at once', inputSchema: { type: 'object' }, execute: async () => result });
+
+async function main() {
+  const config = loadConfig();
+  const database = await resolveDatabase(config);
+  const admin = new pg.Client({ connectionString: database.url });
+  await admin.connect();
+  const scratch = `durable_agent_bench_${process.pid}`;
+  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(scratch)}`);
+  const url = new URL(database.url);
+  url.pathname = `/${scratch}`;
+  const pool = createPool(url.toString(), 40);
+  const logger = createLogger({ level: 'silent' });
+  try {
+    await migrate(pool);
+    const store = new RunStore(pool);
+    const newRun = (maxSteps = 1000) => store.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps });
+    const owner = { worker: 'bench', leaseMs: 60_000 };
+    const results: Record<string, number | string> = { database: database.description, at: new Date().toISOString() };
+
+    // The floor: one single-row INSERT committed on its own (one round trip, one WAL flush).
+    await pool.query('CREATE TABLE bench_commit (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text)');
+    const commits: number[] = [];
+    for (let i = 0; i < 2000; i++) {
+      const t = performance.now();
+      await pool.query('INSERT INTO bench_commit (body) VALUES ($1)', ['x']);
+      commits.push(performance.now() - t);
+    }
+    results.commitP50Ms = round(p50(commits));
+
+    // A fenced model checkpoint, as the driver writes it.
+    const checkpoints: number[] = [];
+    const toolSteps: number[] = [];
+    const tools = new ToolExecutor([noop('ok')], 10_000);
+    for (let r = 0; r < 10; r++) {
+      const run = await newRun();
+      await store.claim(owner, 1);
+      for (let seq = 1; seq <= 400; seq += 2) {
+        const t = performance.now();
+        await store.checkpointModel(run.id, owner, {
+          seq, request: { model: 'bench', maxTokens: 1024, systemDigest: null, toolsDigest: null },
+          content: [{ type: 'tool_use', id: `t${seq}`, name: 'noop', input: {} }], stopReason: 'tool_use',
+          usage: { inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+          budgetTokens: 120, attempts: 1, costUsd: 0.001, latencyMs: 0,
+        });
+        checkpoints.push(performance.now() - t);
+        const t2 = performance.now();
+        await store.startTool(run.id, owner, { seq: seq + 1, toolUseId: `t${seq}`, toolName: 'noop' });
+        const out = await tools.execute({ type: 'tool_use', id: `t${seq}`, name: 'noop', input: {} }, { runId: run.id, signal: new AbortController().signal });
+        await store.finishTool(run.id, owner, { toolUseId: `t${seq}`, status: out.status, result: out.result, latencyMs: 0 });
+        toolSteps.push(performance.now() - t2);
+      }
+      await store.finish(run.id, owner, { status: 'SUCCEEDED', output: 'bench' });
+    }
+    results.modelCheckpointP50Ms = round(p50(checkpoints));
+    results.toolStepP50Ms = round(p50(toolSteps));
+
+    const worker = (llm: LlmClient, tool: Tool, concurrency: number, events = {}) =>
+      new Worker(
+        { store, llm, agent: { system: 'bench', tools: new ToolExecutor([tool], 10_000), maxTokens: 1024 }, costOf: () => 0, logger, events: [events],
+          subscribe: (onNotify) => subscribe(url.toString(), RUN_QUEUED_CHANNEL, onNotify, () => {}) },
+        { name: 'bench-worker', concurrency, leaseMs: 60_000, maxRunAttempts: 5, pollIntervalMs: 1000, shutdownGraceMs: 5000 },
+      );
+    const untilDone = async (ids: RunId[]) => {
+      for (;;) {
+        const { rows } = await pool.query(`SELECT count(*)::int AS n FROM run WHERE id = ANY($1) AND status IN ('QUEUED','RUNNING')`, [ids]);
+        if (rows[0].n === 0) return;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+
+    // Throughput: 100 concurrent runs of 10 steps each (tool turns of 1, 1, 1, 2 calls, then the answer).
+    {
+      const ids: RunId[] = [];
+      for (let i = 0; i < 100; i++) ids.push((await newRun()).id);
+      const w = worker(scriptedModel((turns) => [1, 1, 1, 2][turns] ?? 0), noop('ok'), 100);
+      const t = performance.now();
+      await w.start();
+      await untilDone(ids);
+      const seconds = (performance.now() - t) / 1000;
+      await w.stop();
+      if (process.env.BENCH_DEBUG) console.log((await pool.query(`SELECT r.attempts, min(s.started_at) AS a, max(s.finished_at) AS b, count(*) FROM run r JOIN run_step s ON s.run_id = r.id WHERE r.id = ANY($1) GROUP BY r.id ORDER BY a LIMIT 5`, [ids])).rows, seconds);
+      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM run_step WHERE run_id = ANY($1)`, [ids]);
+      const { rows: ok } = await pool.query(`SELECT count(*)::int AS n FROM run WHERE id = ANY($1) AND status = 'SUCCEEDED'`, [ids]);
+      if (ok[0].n !== 100 || rows[0].n !== 1000) throw new Error(`throughput runs did not all succeed with 10 steps (${ok[0].n}, ${rows[0].n})`);
+      results.stepsPerSecond = Math.round(rows[0].n / seconds);
+    }
+
+    // Latency from a committed POST to the first checkpointed step, with an idle worker woken by NOTIFY.
+    {
+      const w = worker(scriptedModel(() => 0), noop('ok'), 4);
+      await w.start();
+      await new Promise((r) => setTimeout(r, 200));
+      const samples: number[] = [];
+      for (let i = 0; i < 50; i++) {
+        const run = await newRun();
+        await untilDone([run.id]);
+        const { rows } = await pool.query<{ ms: number }>(
+          `SELECT extract(epoch FROM (s.finished_at - r.created_at)) * 1000 AS ms FROM run r JOIN run_step s ON s.run_id = r.id AND s.seq = 1 WHERE r.id = $1`,
+          [run.id],
+        );
+        samples.push(Number(rows[0]!.ms));
+      }
+      await w.stop();
+      results.queuedToFirstStepP50Ms = round(p50(samples));
+    }
+
+    // A 200-step run with 2 KB tool results: cost per step early and late, and storage growth.
+    {
+      const result = randomBytes(1536).toString('base64'); // 2,048 characters
+      const at = new Map<number, number>();
+      const mark = (e: { seq: number }) => at.set(e.seq, performance.now());
+      const run = await newRun(1000);
+      const w = worker(scriptedModel((turns) => (turns < 105 ? 1 : 0)), noop(result), 1, { modelStep: mark, toolStep: mark });
+      await w.start();
+      await untilDone([run.id]);
+      await w.stop();
+      const perStep = (from: number) => (at.get(from + 10)! - at.get(from)!) / 10;
+      results.perStepMsAt10 = round(perStep(5));
+      results.perStepMsAt200 = round(perStep(195));
+      const bytes = async (upTo: number) =>
+        Number((await pool.query(`SELECT sum(pg_column_size(s.*))::bigint AS b FROM run_step s WHERE run_id = $1 AND seq <= $2`, [run.id, upTo])).rows[0].b);
+      results.storageBytesAt10 = await bytes(10);
+      results.storageBytesAt200 = await bytes(200);
+    }
+
+    const num = (k: string) => results[k] as number;
+    const rows: [string, string, string][] = [
+      ['bare INSERT commit p50 (floor)', `${num('commitP50Ms')} ms`, ''],
+      ['model checkpoint p50', `${num('modelCheckpointP50Ms')} ms`, `${round(num('modelCheckpointP50Ms') / num('commitP50Ms'), 2)}× floor (target ≤ 1.5×)`],
+      ['tool step overhead p50', `${num('toolStepP50Ms')} ms`, 'STARTED + execute + DONE, zero-latency tool'],
+      ['steps per second', `${num('stepsPerSecond')}`, '100 runs × 10 steps, one worker (target ≥ 2,100)'],
+      ['queued → first step p50', `${num('queuedToFirstStepP50Ms')} ms`, 'NOTIFY wake-up'],
+      ['per step at 10 / at 200', `${num('perStepMsAt10')} / ${num('perStepMsAt200')} ms`, `${round(num('perStepMsAt200') / num('perStepMsAt10'), 2)}× (target ≤ 1.2×)`],
+      ['storage after 10 / 200 steps', `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`, `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`],
+    ];
+    console.log(`durable-agent bench on ${database.description}\n`);
+    for (const [k, v, note] of rows) console.log(`${k.padEnd(32)} ${v.padStart(16)}   ${note}`);
+    const out = path.resolve('bench/results/latest.json');
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    fs.writeFileSync(out, JSON.stringify(results, null, 2) + '\n');
+    console.log(`\nwrote ${path.relative(process.cwd(), out)}`);
+  } finally {
+    await pool.end();
+    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(scratch)} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+await main();
+process.exit(0);
