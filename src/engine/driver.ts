@@ -6,13 +6,13 @@
  * a FatalError (a simulated crash), a database failure, LeaseLostError, and a hand-back at shutdown.
  * A failing tool does not: it becomes an is_error result for the model.
  */
-import { budgetTokens, isToolUse, type Run, type RunProgress, type TerminalStatus, type ToolUseBlock, type Usage } from '../domain.ts';
+import { budgetTokens, type Run, type RunProgress, type TerminalStatus, type ToolUseBlock, type Usage } from '../domain.ts';
 import { LlmError } from '../errors.ts';
 import type { LlmClient, ToolDefinition } from '../llm/types.ts';
 import { withContext } from '../observability/context.ts';
 import type { EngineStore, FencedWrite, LeaseOwner, RunEnd, ToolStart } from '../store/ports.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
-import { decide, type NextAction } from './decide.ts';
+import { decide } from './decide.ts';
 import type { EngineEvents } from './events.ts';
 import { guard } from './guard.ts';
 import { type Conversation, foldStep, type PendingTool, replay } from './replay.ts';
@@ -57,6 +57,8 @@ function describeLlmFailure(e: unknown): string {
   return `model call failed: ${e instanceof Error ? e.message : String(e)}`;
 }
 
+type StepOutcome = { end: RunEnd; written: boolean } | undefined;
+
 class RunDriver {
   private progress: RunProgress;
   /**
@@ -81,24 +83,28 @@ class RunDriver {
       d.signal.throwIfAborted();
       const preStarted = this.preStarted !== null ? c.pending.get(this.preStarted) : undefined;
       this.preStarted = null;
-      let action: NextAction;
-      if (preStarted) {
-        action = { type: 'tool', pending: preStarted };
-      } else {
+      // Finishing is not a step: a run whose last step answered ends with that answer, whatever it cost.
+      const action = preStarted ? ({ type: 'tool', pending: preStarted } as const) : decide(c, (name) => d.agent.tools.isIdempotent(name));
+      if (action.type === 'finish') return this.finish(action.end);
+      if (!preStarted) {
         const stop = this.guardAt(this.progress, c.lastSeq);
         if (stop) return this.finish(stop);
-        action = decide(c, (name) => d.agent.tools.isIdempotent(name));
       }
-      if (action.type === 'finish') return this.finish(action.end);
       const seq = action.type === 'tool' ? (action.pending.startedSeq ?? c.lastSeq + 1) : c.lastSeq + 1;
       const step = action.type === 'model' ? () => this.modelStep(seq) : () => this.toolStep(action.pending, seq, preStarted !== undefined);
       const outcome = await withContext({ run_id: run.id, worker: d.owner.worker, step_seq: seq }, step);
-      if (outcome) return this.finish(outcome);
+      if (outcome === undefined) continue;
+      // Reported here, outside the step's log context: the run's end is not part of the step.
+      return outcome.written ? this.finished(outcome.end) : this.finish(outcome.end);
     }
   }
 
   private async finish(end: RunEnd): Promise<TerminalStatus> {
     await this.d.store.finish(this.run.id, this.d.owner, end);
+    return this.finished(end);
+  }
+
+  private finished(end: RunEnd): TerminalStatus {
     this.d.events.runFinished({ run: this.run, status: end.status, error: end.error ?? null, tokensUsed: this.progress.tokensUsed });
     return end.status;
   }
@@ -120,8 +126,8 @@ class RunDriver {
     this.preStarted = start.toolUseId;
   }
 
-  /** Returns how the run ends when the model call failed for good; undefined to go on. */
-  private async modelStep(seq: number): Promise<RunEnd | undefined> {
+  /** Returns how the run ends (`written` when the checkpoint already recorded it), or undefined to go on. */
+  private async modelStep(seq: number): Promise<StepOutcome> {
     const { run, c, d } = this;
     const { agent } = d;
     const started = performance.now();
@@ -135,13 +141,20 @@ class RunDriver {
       if (d.signal.aborted) throw d.signal.reason;
       d.events.modelFailed({ run, seq, error: e as Error, latencyMs: performance.now() - started });
       if (!(e instanceof LlmError)) throw e;
-      return { status: 'FAILED', error: describeLlmFailure(e) };
+      return { end: { status: 'FAILED', error: describeLlmFailure(e) }, written: false };
     }
     const latencyMs = performance.now() - started;
     const costUsd = d.costOf(run.model, response.usage);
     const tokens = budgetTokens(response.usage);
-    const firstUse = response.stopReason === 'tool_use' ? response.content.find(isToolUse) : undefined;
-    const start = this.nextToStart(firstUse, { tokensUsed: this.progress.tokensUsed + tokens, cancelRequested: false }, seq);
+    // Fold first: what comes next decides what the checkpoint can do in the same statement. If the
+    // write fails, this attempt ends and its in-memory state is dropped with it.
+    foldStep(c, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
+    const next = decide(c, (name) => agent.tools.isIdempotent(name));
+    const end = next.type === 'finish' ? next.end : undefined;
+    const startNext =
+      next.type === 'tool' && next.pending.startedSeq === null
+        ? this.nextToStart(next.pending.use, { tokensUsed: this.progress.tokensUsed + tokens, cancelRequested: false }, seq)
+        : undefined;
     const write = await d.store.checkpointModel(
       run.id,
       d.owner,
@@ -156,15 +169,14 @@ class RunDriver {
         costUsd,
         latencyMs,
       },
-      start,
+      { startNext, end },
     );
-    foldStep(c, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
-    this.foldStarted(write, start);
+    this.foldStarted(write, startNext);
     d.events.modelStep({ run, seq, response, latencyMs, costUsd });
-    return undefined;
+    return end && { end, written: true };
   }
 
-  private async toolStep(p: PendingTool, seq: number, startedHere: boolean): Promise<undefined> {
+  private async toolStep(p: PendingTool, seq: number, startedHere: boolean): Promise<StepOutcome> {
     const { run, c, d } = this;
     const { id: toolUseId, name: toolName } = p.use;
     const resumed = p.startedSeq !== null && !startedHere;

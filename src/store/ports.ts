@@ -41,6 +41,13 @@ export interface RunEnd {
   stopReason?: string | null;
 }
 
+export interface AfterCheckpoint {
+  /** Write the STARTED row of the tool call that runs next (unless a cancel was requested meanwhile). */
+  startNext?: ToolStart;
+  /** The run ends with this step: finish it in the same transaction. */
+  end?: RunEnd;
+}
+
 export interface FencedWrite extends RunProgress {
   /** Whether the STARTED row of `startNext` was written. */
   nextStarted: boolean;
@@ -56,10 +63,10 @@ export interface EngineStore {
   claim(owner: LeaseOwner, limit: number): Promise<Run[]>;
   steps(runId: RunId): Promise<Step[]>;
   /**
-   * Records a model step. With `startNext`, the same statement also writes the STARTED row of the tool
-   * call that comes next (unless a cancel was requested), saving a round trip and a commit per step.
+   * Records a model step, and in the same statement what follows it when that is already known (see
+   * AfterCheckpoint), saving a round trip and a commit per step.
    */
-  checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint, startNext?: ToolStart): Promise<FencedWrite>;
+  checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint, then?: AfterCheckpoint): Promise<FencedWrite>;
   /** Records a tool call as STARTED before it runs. `created` is false when the row already existed. */
   startTool(runId: RunId, owner: LeaseOwner, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }>;
   /** Records a tool's result; `startNext` as for checkpointModel. */

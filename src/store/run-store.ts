@@ -7,7 +7,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Run, RunId, RunProgress, Step } from '../domain.ts';
 import { ConflictError, LeaseLostError, NotFoundError } from '../errors.ts';
-import type { EngineStore, FencedWrite, LeaseOwner, ModelCheckpoint, RunEnd, ToolFinish, ToolStart } from './ports.ts';
+import type { AfterCheckpoint, EngineStore, FencedWrite, LeaseOwner, ModelCheckpoint, RunEnd, ToolFinish, ToolStart } from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, type StepRow, toRun, toStep } from './rows.ts';
 
 export interface NewRun {
@@ -42,6 +42,15 @@ const START_NEXT = (p: number) => `next AS (
   WHERE $${p}::int IS NOT NULL AND NOT cancel_requested
   RETURNING seq)`;
 
+/** The MODEL step row: $2 worker, $5 cost, $6 seq, $7..$15 request, response and usage. */
+const MODEL_STEP = `step AS (
+  INSERT INTO run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
+                        cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms,
+                        worker, started_at, finished_at)
+  SELECT id, $6, 'MODEL', 'DONE', $7, $8, $9, $10, $11, $12, $13, $5, $14, $15::int, $2,
+         now() - $15::int * interval '1 millisecond', now()
+  FROM owner)`;
+
 const startParams = (s?: ToolStart) => [s?.seq ?? null, s?.toolName ?? null, s?.toolUseId ?? null];
 
 export function sha256(text: string): string {
@@ -51,8 +60,13 @@ export function sha256(text: string): string {
 export class RunStore implements EngineStore {
   constructor(private readonly db: pg.Pool) {}
 
+  /** A named statement: each connection parses and plans it once, which matters on the step path. */
+  private prepared<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    return this.db.query<R>({ name: `durable_agent_${name}`, text, values });
+  }
+
   async create(r: NewRun): Promise<Run> {
-    const { rows } = await this.db.query<RunRow>(
+    const { rows } = await this.prepared<RunRow>('create', 
       `INSERT INTO run (id, input, model, token_budget, max_steps, deadline_at, metadata)
        VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7)
        RETURNING ${RUN_COLUMNS}`,
@@ -74,7 +88,7 @@ export class RunStore implements EngineStore {
   }
 
   async steps(runId: RunId): Promise<Step[]> {
-    const { rows } = await this.db.query<StepRow>(`SELECT ${STEP_COLUMNS} FROM run_step WHERE run_id = $1 ORDER BY seq`, [runId]);
+    const { rows } = await this.prepared<StepRow>('steps', `SELECT ${STEP_COLUMNS} FROM run_step WHERE run_id = $1 ORDER BY seq`, [runId]);
     return rows.map(toStep);
   }
 
@@ -110,7 +124,7 @@ export class RunStore implements EngineStore {
   }
 
   async claim(owner: LeaseOwner, limit: number): Promise<Run[]> {
-    const { rows } = await this.db.query<RunRow>(
+    const { rows } = await this.prepared<RunRow>('claim', 
       `WITH next AS (
          SELECT id FROM run
          WHERE status IN ('QUEUED', 'RUNNING') AND run_at <= now()
@@ -128,31 +142,39 @@ export class RunStore implements EngineStore {
     return rows.map(toRun);
   }
 
-  async checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint, startNext?: ToolStart): Promise<FencedWrite> {
+  async checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {
     const u = cp.usage;
-    const { rows } = await this.db.query<ProgressRow & { next_started: boolean }>(
-      `WITH ${OWNED(', tokens_used = tokens_used + $4, cost_usd = cost_usd + $5')},
-       step AS (
-         INSERT INTO run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
-                               cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms,
-                               worker, started_at, finished_at)
-         SELECT id, $6, 'MODEL', 'DONE', $7, $8, $9, $10, $11, $12, $13, $5, $14, $15::int, $2,
-                now() - $15::int * interval '1 millisecond', now()
-         FROM owner),
-       ${START_NEXT(16)}
-       SELECT tokens_used, cancel_requested, EXISTS (SELECT 1 FROM next) AS next_started FROM owner`,
-      [
-        runId, owner.worker, owner.leaseMs, cp.budgetTokens, cp.costUsd, cp.seq, cp.request, JSON.stringify(cp.content),
-        cp.stopReason, u.inputTokens, u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts,
-        Math.round(cp.latencyMs), ...startParams(startNext),
-      ],
-    );
+    const stepValues = [
+      cp.budgetTokens, cp.costUsd, cp.seq, cp.request, JSON.stringify(cp.content), cp.stopReason, u.inputTokens,
+      u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts, Math.round(cp.latencyMs),
+    ];
+    const { end } = then;
+    const { rows } = end
+      ? await this.prepared<ProgressRow & { next_started: boolean }>(
+          'checkpoint_model_final',
+          `WITH owner AS (
+             UPDATE run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, status = $3, output = $16,
+                    error = $17, stop_reason = $18, finished_at = now(), updated_at = now(), locked_until = NULL
+             WHERE id = $1 AND locked_by = $2 AND status = 'RUNNING'
+             RETURNING id, tokens_used, cancel_requested),
+           ${MODEL_STEP}
+           SELECT tokens_used, cancel_requested, false AS next_started FROM owner`,
+          [runId, owner.worker, end.status, ...stepValues, end.output ?? null, end.error ?? null, end.stopReason ?? null],
+        )
+      : await this.prepared<ProgressRow & { next_started: boolean }>(
+          'checkpoint_model',
+          `WITH ${OWNED(', tokens_used = tokens_used + $4, cost_usd = cost_usd + $5')},
+           ${MODEL_STEP},
+           ${START_NEXT(16)}
+           SELECT tokens_used, cancel_requested, EXISTS (SELECT 1 FROM next) AS next_started FROM owner`,
+          [runId, owner.worker, owner.leaseMs, ...stepValues, ...startParams(then.startNext)],
+        );
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
     return { ...progress(rows[0]), nextStarted: rows[0].next_started };
   }
 
   async startTool(runId: RunId, owner: LeaseOwner, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }> {
-    const { rows } = await this.db.query<ProgressRow & { inserted: number | null; existing: number | null }>(
+    const { rows } = await this.prepared<ProgressRow & { inserted: number | null; existing: number | null }>('start_tool', 
       `WITH ${OWNED()},
        ins AS (
          INSERT INTO run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
@@ -170,7 +192,7 @@ export class RunStore implements EngineStore {
   }
 
   async finishTool(runId: RunId, owner: LeaseOwner, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
-    const { rows } = await this.db.query<ProgressRow & { updated: number; next_started: boolean }>(
+    const { rows } = await this.prepared<ProgressRow & { updated: number; next_started: boolean }>('finish_tool', 
       `WITH ${OWNED()},
        done AS (
          UPDATE run_step s SET status = $5, response = $6, latency_ms = $7, worker = $2, finished_at = now()
@@ -189,7 +211,7 @@ export class RunStore implements EngineStore {
   }
 
   async finish(runId: RunId, owner: LeaseOwner, end: RunEnd): Promise<void> {
-    const { rowCount } = await this.db.query(
+    const { rowCount } = await this.prepared('finish', 
       `UPDATE run SET status = $3, output = $4, error = $5, stop_reason = $6, finished_at = now(), updated_at = now(),
               locked_until = NULL
        WHERE id = $1 AND locked_by = $2 AND status = 'RUNNING'`,
@@ -199,7 +221,7 @@ export class RunStore implements EngineStore {
   }
 
   async renewLease(runId: RunId, owner: LeaseOwner): Promise<RunProgress> {
-    const { rows } = await this.db.query<ProgressRow>(`WITH ${OWNED()} SELECT tokens_used, cancel_requested FROM owner`, [
+    const { rows } = await this.prepared<ProgressRow>('renew_lease', `WITH ${OWNED()} SELECT tokens_used, cancel_requested FROM owner`, [
       runId, owner.worker, owner.leaseMs,
     ]);
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
