@@ -204,9 +204,9 @@ class RunDriver {
  * Drives a claimed run until it ends or the attempt is given up. Reads the log once, then folds each
  * new step onto the state it holds while it holds the lease.
  */
-export async function drive(run: Run, d: DriverDeps): Promise<TerminalStatus> {
+export async function drive(run: Run & { hasSteps?: boolean }, d: DriverDeps): Promise<TerminalStatus> {
   return withContext({ run_id: run.id, worker: d.owner.worker }, async () => {
-    const conversation = replay(run.input, await d.store.steps(run.id));
+    const conversation = replay(run.input, run.hasSteps === false ? [] : await d.store.steps(run.id));
     d.events.runClaimed({ run, worker: d.owner.worker, resumedAtSeq: conversation.lastSeq });
     return new RunDriver(run, conversation, d).loop();
   });

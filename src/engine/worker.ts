@@ -7,7 +7,7 @@ import type { Run, RunId, TerminalStatus, Usage } from '../domain.ts';
 import { FatalError, LeaseLostError } from '../errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { EngineStore, LeaseOwner } from '../store/ports.ts';
+import type { ClaimedRun, EngineStore, LeaseOwner } from '../store/ports.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
 import { drive, HandBackSignal, type PreparedAgent } from './driver.ts';
 import { combineEvents, type EngineEvents } from './events.ts';
@@ -42,7 +42,7 @@ export interface WorkerDeps {
 }
 
 interface Held {
-  run: Run;
+  run: ClaimedRun;
   controller: AbortController;
   done: Promise<void>;
 }
@@ -161,7 +161,7 @@ export class Worker {
   }
 
   /** One attempt at one run, with its heartbeat. Returns the terminal status, or null when handed back. */
-  private async hold(run: Run, rethrow: boolean, controller = new AbortController()): Promise<TerminalStatus | null> {
+  private async hold(run: ClaimedRun, rethrow: boolean, controller = new AbortController()): Promise<TerminalStatus | null> {
     const { store, logger } = this.deps;
     let finished = false;
     const heartbeat = setInterval(() => {

@@ -41,6 +41,11 @@ export interface RunEnd {
   stopReason?: string | null;
 }
 
+export interface ClaimedRun extends Run {
+  /** False when the run has no steps yet, so a fresh run needs no read of its (empty) log. */
+  hasSteps: boolean;
+}
+
 export interface AfterCheckpoint {
   /** Write the STARTED row of the tool call that runs next (unless a cancel was requested meanwhile). */
   startNext?: ToolStart;
@@ -60,7 +65,7 @@ export interface FencedWrite extends RunProgress {
  */
 export interface EngineStore {
   /** Takes up to `limit` runs that are QUEUED, or RUNNING with a lapsed lease; one statement. */
-  claim(owner: LeaseOwner, limit: number): Promise<Run[]>;
+  claim(owner: LeaseOwner, limit: number): Promise<ClaimedRun[]>;
   steps(runId: RunId): Promise<Step[]>;
   /**
    * Records a model step, and in the same statement what follows it when that is already known (see

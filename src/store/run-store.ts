@@ -7,7 +7,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Run, RunId, RunProgress, Step } from '../domain.ts';
 import { ConflictError, LeaseLostError, NotFoundError } from '../errors.ts';
-import type { AfterCheckpoint, EngineStore, FencedWrite, LeaseOwner, ModelCheckpoint, RunEnd, ToolFinish, ToolStart } from './ports.ts';
+import type { AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, LeaseOwner, ModelCheckpoint, RunEnd, ToolFinish, ToolStart } from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, type StepRow, toRun, toStep } from './rows.ts';
 
 export interface NewRun {
@@ -123,8 +123,8 @@ export class RunStore implements EngineStore {
     );
   }
 
-  async claim(owner: LeaseOwner, limit: number): Promise<Run[]> {
-    const { rows } = await this.prepared<RunRow>('claim', 
+  async claim(owner: LeaseOwner, limit: number): Promise<ClaimedRun[]> {
+    const { rows } = await this.prepared<RunRow & { has_steps: boolean }>('claim', 
       `WITH next AS (
          SELECT id FROM run
          WHERE status IN ('QUEUED', 'RUNNING') AND run_at <= now()
@@ -136,10 +136,10 @@ export class RunStore implements EngineStore {
               locked_until = now() + $2 * interval '1 millisecond',
               attempts = r.attempts + 1, updated_at = now()
        FROM next WHERE r.id = next.id
-       RETURNING r.*`,
+       RETURNING r.*, EXISTS (SELECT 1 FROM run_step s WHERE s.run_id = r.id) AS has_steps`,
       [owner.worker, owner.leaseMs, limit],
     );
-    return rows.map(toRun);
+    return rows.map((r) => ({ ...toRun(r), hasSteps: r.has_steps }));
   }
 
   async checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {
