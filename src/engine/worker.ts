@@ -3,7 +3,7 @@
  * fenced heartbeat, wakes on LISTEN/NOTIFY (polling only as a fallback), and on shutdown stops
  * claiming, lets in-flight steps finish for a grace period and hands every run back to the queue.
  */
-import type { Run, RunId, TerminalStatus, Usage } from '../domain.ts';
+import type { RunId, TerminalStatus, Usage } from '../domain.ts';
 import { FatalError, LeaseLostError } from '../errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';

@@ -2,7 +2,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiDeps, createServer } from '../../src/api/server.ts';
 import type { RunId } from '../../src/domain.ts';
-import { encodeCursor, RunListing } from '../../src/store/run-listing.ts';
+import { RunListing } from '../../src/store/run-listing.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';

@@ -3,7 +3,6 @@
  * tool that takes SLOW_TOOL_MS, so the parent can SIGKILL it mid-step. Configured by environment.
  */
 import { createPool } from '../../src/db/pool.ts';
-import { RUN_QUEUED_CHANNEL, subscribe } from '../../src/db/notifications.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testWorker } from './engine.ts';
