@@ -1,0 +1,59 @@
+/**
+ * The embedded PostgreSQL lifecycle on a cluster of its own (not the suite's): shared by concurrent
+ * processes, restarted after its server was killed with SIGKILL (stale postmaster.pid), data kept.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ensureEmbeddedPostgres, stopEmbeddedPostgres } from '../../src/db/embedded.ts';
+
+const run = promisify(execFile);
+let dataDir: string;
+beforeAll(() => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agent-embedded-'));
+  fs.chmodSync(dataDir, 0o755);
+});
+afterAll(async () => {
+  await stopEmbeddedPostgres(dataDir).catch(() => {});
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function query(url: string, sql: string): Promise<unknown[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(sql)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+it('is started once when three processes ask for it at the same moment, and shared', async () => {
+  const script = `import { ensureEmbeddedPostgres } from ${JSON.stringify(path.resolve('src/db/embedded.ts'))};
+    const c = await ensureEmbeddedPostgres(${JSON.stringify(dataDir)});
+    console.log(JSON.stringify({ port: c.port, startedHere: c.startedHere }));`;
+  const outs = await Promise.all(
+    [1, 2, 3].map(() => run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { timeout: 90_000 })),
+  );
+  const results = outs.map((o) => JSON.parse(o.stdout.trim().split('\n').at(-1)!) as { port: number; startedHere: boolean });
+  expect(new Set(results.map((r) => r.port)).size).toBe(1);
+  expect(results.filter((r) => r.startedHere)).toHaveLength(1);
+});
+
+it('comes back after its server was killed with SIGKILL, with its data', async () => {
+  const first = await ensureEmbeddedPostgres(dataDir);
+  await query(first.adminUrl, 'CREATE TABLE IF NOT EXISTS kept (v text); INSERT INTO kept VALUES (\'before the kill\')');
+  const pid = Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  process.kill(pid, 'SIGKILL');
+  for (let i = 0; i < 100 && fs.existsSync(`/proc/${pid}`); i++) await new Promise((r) => setTimeout(r, 50));
+  expect(fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(true); // stale
+
+  const again = await ensureEmbeddedPostgres(dataDir);
+  expect(again.startedHere).toBe(true);
+  expect(again.port).toBe(first.port);
+  expect(await query(again.adminUrl, 'SELECT v FROM kept')).toEqual([{ v: 'before the kill' }]);
+});
