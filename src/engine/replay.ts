@@ -38,7 +38,7 @@ export interface Conversation {
   lastSeq: number;
   /** Stop reason of the latest model step; null before the first. */
   stopReason: string | null;
-  /** Content of the latest model step. */
+  /** Content of the latest assistant turn (a paused turn's parts together). */
   lastContent: ContentBlock[] | null;
 }
 
@@ -73,9 +73,11 @@ function foldModel(c: Conversation, step: FoldableStep): void {
   const content = step.response as ContentBlock[];
   flushResults(c);
   const last = c.messages[c.messages.length - 1]!;
+  let turnContent = content;
   if (last.role === 'assistant' && c.stopReason === 'pause_turn') {
     // A paused turn continues: the API treats consecutive assistant content as one turn, so we keep one message.
-    c.messages[c.messages.length - 1] = { role: 'assistant', content: [...(last.content as ContentBlock[]), ...content] };
+    turnContent = [...(last.content as ContentBlock[]), ...content];
+    c.messages[c.messages.length - 1] = { role: 'assistant', content: turnContent };
   } else {
     c.messages.push({ role: 'assistant', content });
   }
@@ -83,7 +85,7 @@ function foldModel(c: Conversation, step: FoldableStep): void {
   c.pending.clear();
   for (const use of c.turn) c.pending.set(use.id, { use, startedSeq: null });
   c.stopReason = step.stopReason;
-  c.lastContent = content;
+  c.lastContent = turnContent;
 }
 
 function foldTool(c: Conversation, step: FoldableStep): void {

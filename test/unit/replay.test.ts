@@ -70,6 +70,7 @@ describe('replay', () => {
       { role: 'user', content: 'q' },
       { role: 'assistant', content: [{ type: 'text', text: 'part 1' }, { type: 'text', text: 'part 2' }] },
     ]);
+    expect(decide(c, () => true)).toMatchObject({ end: { status: 'SUCCEEDED', output: 'part 1part 2' } });
   });
 
   it('rejects a tool step the model never asked for', () => {
