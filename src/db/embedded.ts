@@ -235,23 +235,34 @@ export async function stopEmbeddedPostgres(dataDir: string): Promise<void> {
   await run(bin.pg_ctl, ['-D', pgDir, '-m', 'fast', '-w', 'stop'], unprivilegedUser(), 'stop');
 }
 
+/** The application_name of the connection that asks whether the server is still in use. */
+const STOP_CHECK_APPLICATION = 'durable-agent-stop-check';
+
 /**
  * Stops the server when no other client is connected: the last process of the project to exit turns
- * it off, while a `serve` that exits leaves it running for the workers still using it.
+ * it off, while a `serve` that exits leaves it running for the workers still using it. Processes that
+ * exit together must not count each other's check connections (else neither stops the server), and a
+ * pool just closed may leave its backends listed for a moment, so a busy answer is asked again briefly.
  */
 export async function stopEmbeddedPostgresIfUnused(dataDir: string): Promise<boolean> {
   const credsFile = path.join(path.resolve(dataDir), 'credentials.json');
   if (!fs.existsSync(credsFile)) return false;
   const creds = JSON.parse(fs.readFileSync(credsFile, 'utf8')) as Credentials;
-  const client = new pg.Client({ connectionString: urlFor(creds), connectionTimeoutMillis: 2000 });
+  const client = new pg.Client({ connectionString: urlFor(creds), connectionTimeoutMillis: 2000, application_name: STOP_CHECK_APPLICATION });
   client.on('error', () => {});
-  let others: number;
+  let others = 0;
   try {
     await client.connect();
-    const { rows } = await client.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
-    );
-    others = rows[0]!.n;
+    for (let check = 0; check < 5; check++) {
+      if (check > 0) await new Promise((r) => setTimeout(r, 100));
+      const { rows } = await client.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name IS DISTINCT FROM $1`,
+        [STOP_CHECK_APPLICATION],
+      );
+      others = rows[0]!.n;
+      if (others === 0) break;
+    }
   } catch {
     return false; // not running, or not ours to judge
   } finally {

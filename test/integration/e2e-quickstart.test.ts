@@ -1,0 +1,353 @@
+/**
+ * The quickstart, end to end: `durable-agent serve` with nothing configured but a data directory
+ * starts its own embedded PostgreSQL, answers the README's curl with the offline demo model, shares
+ * that server with a second `worker` process, stops it when the last process exits, keeps the data
+ * across restarts, and recovers when the process that started it (or the server itself) was killed.
+ * The tests below run in order and share one data directory.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
+import { stopEmbeddedPostgres } from '../../src/db/embedded.ts';
+
+const BIN = path.resolve('bin/durable-agent.js');
+const QUESTION = 'Which acme tickets are overdue?';
+const STEP_TIMEOUT = 120_000;
+
+/** Every variable config.ts reads: the quickstart sets none of them (CI's second pass sets DATABASE_URL). */
+const CONFIG_VARIABLES = [
+  'DATABASE_URL', 'DATA_DIR', 'PORT', 'HOST', 'WORKER_NAME', 'WORKER_CONCURRENCY', 'LEASE_SECONDS', 'MAX_RUN_ATTEMPTS',
+  'POLL_INTERVAL_MS', 'LLM_PROVIDER', 'DEFAULT_MODEL', 'MAX_TOKENS', 'STEP_TIMEOUT_SECONDS', 'MAX_ATTEMPTS',
+  'RETRY_BASE_MS', 'RETRY_CAP_MS', 'MAX_STEPS', 'DEFAULT_TOKEN_BUDGET', 'DEFAULT_TIMEOUT_SECONDS', 'TOOL_TIMEOUT_SECONDS',
+  'PRICES_FILE', 'SHUTDOWN_GRACE_SECONDS', 'DEMO_LATENCY_MS', 'METRICS_PORT', 'LOG_FORMAT', 'LOG_LEVEL',
+];
+
+interface Proc {
+  name: string;
+  child: ChildProcess;
+  out: string;
+  err: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const procs: Proc[] = [];
+let dataDir: string;
+let port: number;
+
+function env(): NodeJS.ProcessEnv {
+  const e: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of Object.keys(e)) if (CONFIG_VARIABLES.includes(k) || k.startsWith('ANTHROPIC_')) delete e[k];
+  return { ...e, DATA_DIR: dataDir, PORT: String(port), DEMO_LATENCY_MS: '50' };
+}
+
+function startCli(name: string, args: string[]): Proc {
+  const child = spawn(process.execPath, [BIN, ...args], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const p: Proc = {
+    name,
+    child,
+    out: '',
+    err: '',
+    exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
+  };
+  child.stdout!.on('data', (c: Buffer) => (p.out += c.toString('utf8')));
+  child.stderr!.on('data', (c: Buffer) => (p.err += c.toString('utf8')));
+  procs.push(p);
+  return p;
+}
+
+const alive = (p: Proc) => p.child.exitCode === null && p.child.signalCode === null;
+
+function transcript(): string {
+  const log = path.join(dataDir, 'postgres.log');
+  const pgLog = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').slice(-40).join('\n') : '(none)';
+  return [
+    ...procs.map((p) => `----- ${p.name} (pid ${p.child.pid}) stdout -----\n${p.out}\n----- ${p.name} stderr -----\n${p.err}`),
+    `----- ${log} (last lines) -----\n${pgLog}`,
+    `----- processes -----\n${processes().map((q) => `${q.pid} ${q.ppid} ${q.args}`).join('\n')}`,
+  ].join('\n');
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+async function waitForOutput(p: Proc, pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
+  return until(
+    `${p.name} to print ${pattern}`,
+    () => {
+      const m = p.out.match(pattern);
+      if (m) return m;
+      if (!alive(p)) throw new Error(`${p.name} exited (${p.child.exitCode ?? p.child.signalCode}) before printing ${pattern}`);
+      return null;
+    },
+    timeoutMs,
+  );
+}
+
+async function exitWithin(p: Proc, timeoutMs: number) {
+  return Promise.race([
+    p.exited,
+    sleep(timeoutMs).then(() => {
+      throw new Error(`${p.name} did not exit within ${timeoutMs} ms`);
+    }),
+  ]);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port: p } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(p));
+    });
+  });
+}
+
+interface ProcessRow {
+  pid: number;
+  ppid: number;
+  args: string;
+}
+
+function processes(): ProcessRow[] {
+  return execFileSync('ps', ['-eww', '-o', 'pid=,ppid=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3]! }));
+}
+
+/** Processes naming the data directory: the postmaster (`postgres -D <dir>/pg`), and pg_ctl while it runs. */
+const mentioningDataDir = () => processes().filter((p) => p.args.includes(dataDir));
+const postmasters = () => mentioningDataDir().filter((p) => /postgres\s+-D\s/.test(p.args) && !/pg_ctl/.test(p.args));
+
+function pidFile(): number | null {
+  const f = path.join(dataDir, 'pg', 'postmaster.pid');
+  return fs.existsSync(f) ? Number(fs.readFileSync(f, 'utf8').split('\n')[0]) : null;
+}
+
+interface Banner {
+  url: string;
+  pgPort: number;
+  body: string;
+}
+
+async function startServe(name: string): Promise<{ proc: Proc; banner: Banner }> {
+  const proc = startCli(name, ['serve']);
+  // The first start runs initdb (a few seconds); later ones find or start the server.
+  await waitForOutput(proc, /Then: curl/, 60_000);
+  const url = proc.out.match(/durable-agent listening on (http:\/\/\S+)/)![1]!;
+  const pgPort = Number(proc.out.match(/database: embedded PostgreSQL in (.+) \(port (\d+)\)/)?.[2]);
+  const body = proc.out.match(/-d '(\{.*\})'/)?.[1] ?? '';
+  return { proc, banner: { url, pgPort, body } };
+}
+
+type Json = Record<string, any>;
+const api = async (url: string, init?: RequestInit): Promise<{ status: number; body: any }> => {
+  const res = await fetch(url, init);
+  return { status: res.status, body: await res.json() };
+};
+
+async function startRun(base: string, body: string): Promise<string> {
+  const res = await api(`${base}/api/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  expect(res.body.status).toBe('QUEUED');
+  return res.body.id as string;
+}
+
+async function finished(base: string, id: string): Promise<Json> {
+  return until(
+    `run ${id} to finish`,
+    async () => {
+      const { body } = await api(`${base}/api/runs/${id}`);
+      return body.status !== 'QUEUED' && body.status !== 'RUNNING' && (body as Json);
+    },
+    30_000,
+  );
+}
+
+async function stopped(p: Proc, signal: NodeJS.Signals = 'SIGTERM') {
+  p.child.kill(signal);
+  return exitWithin(p, 30_000);
+}
+
+/** Waits until no process names the data directory: the embedded server is down. */
+async function serverGone(timeoutMs = 15_000) {
+  await until('the embedded PostgreSQL to stop', () => mentioningDataDir().length === 0, timeoutMs);
+}
+
+const timings: Record<string, number> = {};
+async function timed<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  const t0 = Date.now();
+  try {
+    return await fn();
+  } finally {
+    timings[what] = Date.now() - t0;
+  }
+}
+
+beforeAll(async () => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agent-quickstart-'));
+  // Under root the embedded server runs as an unprivileged user, who must be able to enter the directory.
+  fs.chmodSync(dataDir, 0o755);
+  port = await freePort();
+});
+
+afterAll(async () => {
+  for (const p of procs) if (alive(p)) p.child.kill('SIGKILL');
+  await Promise.all(procs.map((p) => p.exited));
+  if (dataDir) {
+    await stopEmbeddedPostgres(dataDir).catch(() => {});
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+  console.log(`e2e-quickstart timings (ms): ${JSON.stringify(timings)}`);
+});
+
+beforeEach(({ onTestFailed }) => {
+  onTestFailed(() => console.error(transcript()));
+});
+
+// Shared by the tests below, in order.
+let firstRunId = '';
+let firstOutput = '';
+let serverPid = 0;
+let pgPort = 0;
+
+it('`serve` with nothing configured starts the embedded PostgreSQL and the demo model answers the README curl', async () => {
+  const { proc: serve, banner } = await timed('first serve (initdb) to banner', () => startServe('serve#1'));
+  expect(banner.url).toBe(`http://127.0.0.1:${port}`);
+  expect(serve.out).toContain(`database: embedded PostgreSQL in ${dataDir} (port `);
+  expect(serve.out).toContain('model:    demo (offline stand-in; set ANTHROPIC_API_KEY for Claude)');
+  expect(serve.out).toContain(`curl -s -X POST ${banner.url}/api/runs -H 'Content-Type: application/json'`);
+  expect(serve.out + serve.err).toContain('ANTHROPIC_API_KEY is not set: using the offline demo model');
+  // The curl printed is the README's.
+  expect(fs.readFileSync('README.md', 'utf8')).toContain(`-d '${banner.body}'`);
+  expect(JSON.parse(banner.body)).toEqual({ input: QUESTION, tokenBudget: 50000, timeoutSeconds: 300 });
+
+  // The server lives under DATA_DIR, one postmaster, started by this serve.
+  expect(fs.existsSync(path.join(dataDir, 'pg', 'PG_VERSION'))).toBe(true);
+  const pms = postmasters();
+  expect(pms).toHaveLength(1);
+  expect(pidFile()).toBe(pms[0]!.pid);
+  serverPid = pms[0]!.pid;
+  pgPort = banner.pgPort;
+
+  const health = await api(`${banner.url}/healthz`);
+  expect(health).toEqual({ status: 200, body: { ok: true } });
+
+  const id = await timed('first run', async () => {
+    const runId = await startRun(banner.url, banner.body);
+    await finished(banner.url, runId);
+    return runId;
+  });
+  const { body: run } = await api(`${banner.url}/api/runs/${id}`);
+  expect(run.status, JSON.stringify(run)).toBe('SUCCEEDED');
+  expect(run.model).toBe('demo');
+  expect(run.output).toMatch(/^\[demo model\] /);
+  expect(run.output).toMatch(/ACME-\d+/);
+  expect(run.tokensUsed).toBeGreaterThan(0);
+  expect(run.tokenBudget).toBe(50000);
+
+  const { body: timeline } = await api(`${banner.url}/api/runs/${id}/timeline`);
+  expect(timeline.map((s: Json) => [s.seq, s.kind, s.status, s.toolName, s.stopReason])).toEqual([
+    [1, 'MODEL', 'DONE', null, 'tool_use'],
+    [2, 'TOOL', 'DONE', 'list_tickets', null],
+    [3, 'MODEL', 'DONE', null, 'end_turn'],
+  ]);
+  const { body: firstStep } = await api(`${banner.url}/api/runs/${id}/steps/1`);
+  expect(JSON.stringify(firstStep.response)).toContain('"customer":"acme"');
+  firstRunId = id;
+  firstOutput = run.output;
+}, STEP_TIMEOUT);
+
+it('a second `worker` process shares the running server; both stop on SIGTERM and the server stops with the last', async () => {
+  const serve = procs.find((p) => p.name === 'serve#1')!;
+  expect(alive(serve)).toBe(true);
+  const worker = startCli('worker', ['worker']);
+  const [line] = await timed('worker to start', () => waitForOutput(worker, /\{[^\n]*"msg":"worker [^"\n]+ started"[^\n]*\}/, 30_000));
+  const started = JSON.parse(line) as Json;
+  expect(started.msg).toBe(`worker ${os.hostname()}-${worker.child.pid} started`);
+  // It found the running server rather than starting another.
+  expect(started.database).toBe(`embedded PostgreSQL in ${dataDir} (port ${pgPort})`);
+  expect(postmasters().map((p) => p.pid)).toEqual([serverPid]);
+
+  // Runs queued now may be taken by either process; they all succeed.
+  const base = `http://127.0.0.1:${port}`;
+  const ids = await Promise.all(Array.from({ length: 4 }, () => startRun(base, JSON.stringify({ input: QUESTION }))));
+  const runs = await Promise.all(ids.map((id) => finished(base, id)));
+  expect(runs.map((r) => r.status)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+  const names = new Set([`${os.hostname()}-${serve.child.pid}`, `${os.hostname()}-${worker.child.pid}`]);
+  for (const id of ids) {
+    const { body: steps } = await api(`${base}/api/runs/${id}/timeline`);
+    for (const s of steps as Json[]) expect(names).toContain(s.worker);
+  }
+
+  // Both asked to stop at the same moment: both exit 0, and the last one out stops the server.
+  const [a, b] = await timed('serve and worker to exit', () => Promise.all([stopped(serve), stopped(worker)]));
+  expect(a).toEqual({ code: 0, signal: null });
+  expect(b).toEqual({ code: 0, signal: null });
+  await timed('embedded server to stop', () => serverGone());
+  expect(pidFile()).toBeNull();
+}, STEP_TIMEOUT);
+
+it('a restart on the same DATA_DIR keeps the earlier runs', async () => {
+  const { proc: serve, banner } = await timed('second serve (existing cluster) to banner', () => startServe('serve#2'));
+  expect(banner.pgPort).toBe(pgPort); // the port is the cluster's, kept with its data
+  const { body: run } = await api(`${banner.url}/api/runs/${firstRunId}`);
+  expect(run).toMatchObject({ id: firstRunId, status: 'SUCCEEDED', output: firstOutput });
+  const { body: page } = await api(`${banner.url}/api/runs?limit=10`);
+  expect(page.runs).toHaveLength(5);
+  expect(postmasters()).toHaveLength(1);
+  serverPid = postmasters()[0]!.pid;
+  expect(alive(serve)).toBe(true);
+}, STEP_TIMEOUT);
+
+it('after SIGKILL of the serve that started it, the orphaned server is reused by the next serve', async () => {
+  const owner = procs.find((p) => p.name === 'serve#2')!;
+  expect(await stopped(owner, 'SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+  // The server outlives its starter (it runs as its own daemon).
+  expect(postmasters().map((p) => p.pid)).toEqual([serverPid]);
+
+  const { banner } = await timed('serve after SIGKILL (orphaned server) to banner', () => startServe('serve#3'));
+  expect(postmasters().map((p) => p.pid)).toEqual([serverPid]);
+  const { body: run } = await api(`${banner.url}/api/runs/${firstRunId}`);
+  expect(run).toMatchObject({ status: 'SUCCEEDED', output: firstOutput });
+  const id = await startRun(banner.url, JSON.stringify({ input: QUESTION }));
+  expect((await finished(banner.url, id)).status).toBe('SUCCEEDED');
+}, STEP_TIMEOUT);
+
+it('after the server itself is killed (stale postmaster.pid), the next serve starts it again', async () => {
+  const owner = procs.find((p) => p.name === 'serve#3')!;
+  expect(await stopped(owner, 'SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+  const children = processes().filter((p) => p.ppid === serverPid).map((p) => p.pid);
+  process.kill(serverPid, 'SIGKILL');
+  // Its backends notice the postmaster's death and exit; only then may a new server use the directory.
+  await until('the killed server and its children to be gone', () => {
+    const pids = new Set(processes().map((p) => p.pid));
+    return !pids.has(serverPid) && children.every((c) => !pids.has(c));
+  }, 15_000);
+  expect(pidFile()).toBe(serverPid); // left behind, naming a dead process
+
+  const { proc: serve, banner } = await timed('serve after the server was killed to banner', () => startServe('serve#4'));
+  const pms = postmasters();
+  expect(pms).toHaveLength(1);
+  expect(pms[0]!.pid).not.toBe(serverPid);
+  expect(pidFile()).toBe(pms[0]!.pid);
+  const { body: run } = await api(`${banner.url}/api/runs/${firstRunId}`);
+  expect(run).toMatchObject({ status: 'SUCCEEDED', output: firstOutput });
+
+  expect(await stopped(serve)).toEqual({ code: 0, signal: null });
+  await serverGone();
+}, STEP_TIMEOUT);
