@@ -75,10 +75,10 @@ async function main() {
     const tools = new ToolExecutor([noop('ok')], 10_000);
     for (let r = 0; r < 10; r++) {
       const run = await newRun();
-      await store.claim(owner, 1);
+      const lease = (await store.claim(owner, 1))[0]!.lease;
       for (let seq = 1; seq <= 400; seq += 2) {
         const t = performance.now();
-        await store.checkpointModel(run.id, owner, {
+        await store.checkpointModel(run.id, lease, {
           seq, request: { model: 'bench', maxTokens: 1024, systemDigest: null, toolsDigest: null },
           content: [{ type: 'tool_use', id: `t${seq}`, name: 'noop', input: {} }], stopReason: 'tool_use',
           usage: { inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
@@ -86,12 +86,12 @@ async function main() {
         });
         checkpoints.push(performance.now() - t);
         const t2 = performance.now();
-        await store.startTool(run.id, owner, { seq: seq + 1, toolUseId: `t${seq}`, toolName: 'noop' });
+        await store.startTool(run.id, lease, { seq: seq + 1, toolUseId: `t${seq}`, toolName: 'noop' });
         const out = await tools.execute({ type: 'tool_use', id: `t${seq}`, name: 'noop', input: {} }, { runId: run.id, signal: new AbortController().signal });
-        await store.finishTool(run.id, owner, { toolUseId: `t${seq}`, status: out.status, result: out.result, latencyMs: 0 });
+        await store.finishTool(run.id, lease, { toolUseId: `t${seq}`, status: out.status, result: out.result, latencyMs: 0 });
         toolSteps.push(performance.now() - t2);
       }
-      await store.finish(run.id, owner, { status: 'SUCCEEDED', output: 'bench' });
+      await store.finish(run.id, lease, { status: 'SUCCEEDED', output: 'bench' });
     }
     results.modelCheckpointP50Ms = round(p50(checkpoints));
     results.toolStepP50Ms = round(p50(toolSteps));
@@ -100,7 +100,7 @@ async function main() {
       new Worker(
         { store, llm, agent: { system: 'bench', tools: new ToolExecutor([tool], 10_000), maxTokens: 1024 }, costOf: () => 0, logger, events: [events],
           subscribe: (onNotify) => subscribe(url.toString(), RUN_QUEUED_CHANNEL, onNotify, () => {}) },
-        { name: 'bench-worker', concurrency, leaseMs: 60_000, maxRunAttempts: 5, pollIntervalMs: 1000, shutdownGraceMs: 5000 },
+        { name: 'bench-worker', concurrency, leaseMs: 60_000, maxRunAttempts: 5, pollIntervalMs: 1000, shutdownGraceMs: 5000, requeueDelayMs: 1000 },
       );
     const untilDone = async (ids: RunId[]) => {
       for (;;) {

@@ -115,6 +115,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         maxRunAttempts: config.maxRunAttempts,
         pollIntervalMs: config.pollIntervalMs,
         shutdownGraceMs: config.shutdownGraceMs,
+        requeueDelayMs: config.retryCapMs,
       },
     );
     await worker.start();

@@ -10,7 +10,7 @@ import { budgetTokens, type Run, type RunProgress, type TerminalStatus, type Too
 import { LlmError } from '../errors.ts';
 import type { LlmClient, ToolDefinition } from '../llm/types.ts';
 import { withContext } from '../observability/context.ts';
-import type { EngineStore, FencedWrite, LeaseOwner, RunEnd, ToolStart } from '../store/ports.ts';
+import type { EngineStore, FencedWrite, Lease, RunEnd, ToolStart } from '../store/ports.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
 import { decide } from './decide.ts';
 import type { EngineEvents } from './events.ts';
@@ -32,7 +32,8 @@ export interface DriverDeps {
   store: EngineStore;
   llm: LlmClient;
   agent: PreparedAgent;
-  owner: LeaseOwner;
+  /** The lease of this claim: every write presents it. */
+  owner: Lease;
   events: Required<EngineEvents>;
   costOf: (model: string, usage: Usage) => number;
   now: () => Date;
@@ -46,6 +47,13 @@ export interface DriverDeps {
 export class HandBackSignal extends Error {
   constructor() {
     super('run handed back at a step boundary');
+  }
+}
+
+/** The model provider kept failing in a way that passes; put the run back in the queue for later. */
+export class RequeueSignal extends Error {
+  constructor(message: string, readonly retryAfterMs: number | null) {
+    super(message);
   }
 }
 
@@ -141,6 +149,9 @@ class RunDriver {
       if (d.signal.aborted) throw d.signal.reason;
       d.events.modelFailed({ run, seq, error: e as Error, latencyMs: performance.now() - started });
       if (!(e instanceof LlmError)) throw e;
+      // Out of retries on a passing failure (rate limit, overload, outage): not the run's fault, so the
+      // run waits in the queue and tries again; the attempt limit still ends a run that never gets through.
+      if (e.retryable) throw new RequeueSignal(describeLlmFailure(e), e.retryAfterMs);
       return { end: { status: 'FAILED', error: describeLlmFailure(e) }, written: false };
     }
     const latencyMs = performance.now() - started;

@@ -14,8 +14,8 @@ export interface EngineEvents {
   toolStep?(e: { run: Run; seq: number; toolName: string; toolUseId: string; status: StepStatus; latencyMs: number }): void;
   runFinished?(e: { run: Run; status: TerminalStatus; error: string | null; tokensUsed: number }): void;
   leaseLost?(e: { runId: RunId; worker: string }): void;
-  /** The attempt ended without finishing the run: a crash, a database failure, a hand-back. */
-  attemptEnded?(e: { runId: RunId; worker: string; reason: 'crash' | 'handed-back' | 'database'; error?: unknown }): void;
+  /** The attempt ended without finishing the run: a crash, a database failure, a hand-back, a requeue. */
+  attemptEnded?(e: { runId: RunId; worker: string; reason: 'crash' | 'handed-back' | 'requeued' | 'database'; error?: unknown }): void;
 }
 
 type Handler<K extends keyof EngineEvents> = NonNullable<EngineEvents[K]>;

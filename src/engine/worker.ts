@@ -9,7 +9,7 @@ import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ClaimedRun, EngineStore, LeaseOwner } from '../store/ports.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
-import { drive, HandBackSignal, type PreparedAgent } from './driver.ts';
+import { drive, HandBackSignal, type PreparedAgent, RequeueSignal } from './driver.ts';
 import { combineEvents, type EngineEvents } from './events.ts';
 
 export interface WorkerOptions {
@@ -21,6 +21,8 @@ export interface WorkerOptions {
   pollIntervalMs: number;
   /** How long shutdown waits for in-flight steps before cancelling them. */
   shutdownGraceMs: number;
+  /** How long a run waits in the queue after its model provider kept failing (at least its retry-after). */
+  requeueDelayMs: number;
 }
 
 export interface AgentDefinition {
@@ -114,7 +116,7 @@ export class Worker {
   /** Claims one run and drives it to the end of this attempt, rethrowing what ended it (for tests and tools). */
   async runOnce(): Promise<{ runId: RunId; status: TerminalStatus | null } | null> {
     await this.prepare();
-    const [run] = await this.deps.store.claim(this.owner, 1);
+    const [run] = await this.deps.store.claim(this.owner, 1, [...this.held.keys()]);
     if (!run) return null;
     return { runId: run.id, status: await this.hold(run, true) };
   }
@@ -131,7 +133,7 @@ export class Worker {
       let claimed = 0;
       if (free > 0) {
         try {
-          const runs = await this.deps.store.claim(this.owner, free);
+          const runs = await this.deps.store.claim(this.owner, free, [...this.held.keys()]);
           claimed = runs.length;
           for (const run of runs) {
             const controller = new AbortController();
@@ -140,7 +142,7 @@ export class Worker {
             h.done = this.hold(run, false, controller)
               .then(() => undefined, () => undefined)
               .finally(() => {
-                this.held.delete(run.id);
+                if (this.held.get(run.id) === h) this.held.delete(run.id);
                 this.wake();
               });
           }
@@ -165,7 +167,7 @@ export class Worker {
     const { store, logger } = this.deps;
     let finished = false;
     const heartbeat = setInterval(() => {
-      store.renewLease(run.id, this.owner).catch((e: unknown) => {
+      store.renewLease(run.id, run.lease).catch((e: unknown) => {
         if (finished) return;
         if (e instanceof LeaseLostError) controller.abort(e);
         else logger.warn({ err: e, run_id: run.id }, 'lease renewal failed');
@@ -173,8 +175,9 @@ export class Worker {
     }, Math.max(10, Math.floor(this.opts.leaseMs / 3)));
     try {
       if (run.attempts > this.opts.maxRunAttempts) {
-        const error = `abandoned: claimed ${run.attempts - 1} times without finishing (limit ${this.opts.maxRunAttempts})`;
-        await store.finish(run.id, this.owner, { status: 'FAILED', error });
+        const last = run.error ? `; last error: ${run.error}` : '';
+        const error = `abandoned: claimed ${run.attempts - 1} times without finishing (limit ${this.opts.maxRunAttempts})${last}`;
+        await store.finish(run.id, run.lease, { status: 'FAILED', error });
         this.events.runFinished({ run, status: 'FAILED', error, tokensUsed: run.tokensUsed });
         return 'FAILED';
       }
@@ -182,7 +185,7 @@ export class Worker {
         store,
         llm: this.deps.llm,
         agent: await this.prepare(),
-        owner: this.owner,
+        owner: run.lease,
         events: this.events,
         costOf: this.deps.costOf,
         now: this.deps.now ?? (() => new Date()),
@@ -192,8 +195,14 @@ export class Worker {
     } catch (e) {
       const reason = controller.signal.aborted ? controller.signal.reason : e;
       if (reason instanceof HandBackSignal) {
-        await store.release(run.id, this.owner).catch(() => {});
+        await store.release(run.id, run.lease).catch(() => {});
         this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: 'handed-back' });
+        return null;
+      }
+      if (reason instanceof RequeueSignal) {
+        const delayMs = Math.max(this.opts.requeueDelayMs, reason.retryAfterMs ?? 0);
+        await store.release(run.id, run.lease, { countAttempt: true, delayMs, error: reason.message }).catch(() => {});
+        this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: 'requeued', error: reason });
         return null;
       }
       if (reason instanceof LeaseLostError) {

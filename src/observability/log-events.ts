@@ -107,9 +107,10 @@ export function logEvents(logger: Logger): EngineEvents {
     attemptEnded({ runId, worker, reason, error }) {
       const fields = { event: 'attempt_ended', run_id: runId, worker, reason, err: error };
       const msg = `attempt ended (${reason}); the run resumes from its last checkpoint`;
-      // Handing back at shutdown is routine; a database failure is usually transient; a crash is a bug.
+      // Handing back at shutdown is routine; a requeue after a model outage and a database failure are
+      // usually transient; a crash is a bug.
       if (reason === 'handed-back') logger.info(fields, msg);
-      else if (reason === 'database') logger.warn(fields, msg);
+      else if (reason === 'database' || reason === 'requeued') logger.warn(fields, msg);
       else logger.error(fields, msg);
     },
   };

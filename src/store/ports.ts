@@ -6,6 +6,21 @@ export interface LeaseOwner {
   leaseMs: number;
 }
 
+/** The right to write to one claimed run: the worker's name plus the token of that claim. */
+export interface Lease extends LeaseOwner {
+  token: string;
+}
+
+/** How a run goes back to the queue without finishing. */
+export interface Release {
+  /** True when this attempt counts toward the abandon limit (a transient failure), false for a hand-back. */
+  countAttempt: boolean;
+  /** Not claimable again before this delay. */
+  delayMs?: number;
+  /** Why, kept in the run's `error` while it waits. */
+  error?: string;
+}
+
 export interface ModelCheckpoint {
   seq: number;
   request: ModelRequestParams;
@@ -44,6 +59,8 @@ export interface RunEnd {
 export interface ClaimedRun extends Run {
   /** False when the run has no steps yet, so a fresh run needs no read of its (empty) log. */
   hasSteps: boolean;
+  /** The lease this claim gave; every later write about the run presents it. */
+  lease: Lease;
 }
 
 export interface AfterCheckpoint {
@@ -65,21 +82,24 @@ export interface FencedWrite extends RunProgress {
  */
 export interface EngineStore {
   /** Takes up to `limit` runs that are QUEUED, or RUNNING with a lapsed lease; one statement. */
-  claim(owner: LeaseOwner, limit: number): Promise<ClaimedRun[]>;
+  claim(owner: LeaseOwner, limit: number, holding?: readonly RunId[]): Promise<ClaimedRun[]>;
   steps(runId: RunId): Promise<Step[]>;
   /**
    * Records a model step, and in the same statement what follows it when that is already known (see
    * AfterCheckpoint), saving a round trip and a commit per step.
    */
-  checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint, then?: AfterCheckpoint): Promise<FencedWrite>;
+  checkpointModel(runId: RunId, owner: Lease, cp: ModelCheckpoint, then?: AfterCheckpoint): Promise<FencedWrite>;
   /** Records a tool call as STARTED before it runs. `created` is false when the row already existed. */
-  startTool(runId: RunId, owner: LeaseOwner, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }>;
+  startTool(runId: RunId, owner: Lease, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }>;
   /** Records a tool's result; `startNext` as for checkpointModel. */
-  finishTool(runId: RunId, owner: LeaseOwner, finish: ToolFinish, startNext?: ToolStart): Promise<FencedWrite>;
-  finish(runId: RunId, owner: LeaseOwner, end: RunEnd): Promise<void>;
-  renewLease(runId: RunId, owner: LeaseOwner): Promise<RunProgress>;
-  /** Hands a run back (graceful shutdown): QUEUED again at once, and the claim does not count as an attempt. */
-  release(runId: RunId, owner: LeaseOwner): Promise<void>;
+  finishTool(runId: RunId, owner: Lease, finish: ToolFinish, startNext?: ToolStart): Promise<FencedWrite>;
+  finish(runId: RunId, owner: Lease, end: RunEnd): Promise<void>;
+  renewLease(runId: RunId, owner: Lease): Promise<RunProgress>;
+  /**
+   * Puts a run back in the queue: at once and without counting the attempt for a hand-back at
+   * shutdown; after a delay, counted, when the attempt failed for a passing reason (a model outage).
+   */
+  release(runId: RunId, owner: Lease, how?: Release): Promise<void>;
   /** Stores a text once under its SHA-256 and returns the digest. */
   putBlob(body: string): Promise<string>;
 }

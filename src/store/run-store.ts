@@ -7,7 +7,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Run, RunId, RunProgress, Step } from '../domain.ts';
 import { ConflictError, LeaseLostError, NotFoundError } from '../errors.ts';
-import type { AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, LeaseOwner, ModelCheckpoint, RunEnd, ToolFinish, ToolStart } from './ports.ts';
+import type { AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, Lease, LeaseOwner, Release, ModelCheckpoint, RunEnd, ToolFinish, ToolStart } from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, type StepRow, toRun, toStep } from './rows.ts';
 
 export interface NewRun {
@@ -26,10 +26,16 @@ interface ProgressRow {
 
 const progress = (r: ProgressRow): RunProgress => ({ tokensUsed: r.tokens_used, cancelRequested: r.cancel_requested });
 
-/** The fence: renews the lease of a run this worker still owns, and yields nothing otherwise. */
-const OWNED = (extraSet = '') => `owner AS (
+/**
+ * The fence: the run is still RUNNING under the claim this lease came from. The token is new at every
+ * claim, so a driver whose lease lapsed and was claimed again — even by its own worker — is stale.
+ */
+const FENCE = (tokenParam: number) => `id = $1 AND locked_by = $2 AND lease_token = $${tokenParam}::uuid AND status = 'RUNNING'`;
+
+/** Renews the lease of a run this claim still owns ($1 run, $2 worker, $3 lease ms), and yields nothing otherwise. */
+const OWNED = (tokenParam: number, extraSet = '') => `owner AS (
   UPDATE run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()${extraSet}
-  WHERE id = $1 AND locked_by = $2 AND status = 'RUNNING'
+  WHERE ${FENCE(tokenParam)}
   RETURNING id, tokens_used, cancel_requested)`;
 
 /**
@@ -123,26 +129,28 @@ export class RunStore implements EngineStore {
     );
   }
 
-  async claim(owner: LeaseOwner, limit: number): Promise<ClaimedRun[]> {
-    const { rows } = await this.prepared<RunRow & { has_steps: boolean }>('claim', 
+  /** `holding`: runs this worker is driving already; never claimed twice, even when their lease lapsed. */
+  async claim(owner: LeaseOwner, limit: number, holding: readonly RunId[] = []): Promise<ClaimedRun[]> {
+    const { rows } = await this.prepared<RunRow & { has_steps: boolean; lease_token: string }>('claim', 
       `WITH next AS (
          SELECT id FROM run
          WHERE status IN ('QUEUED', 'RUNNING') AND run_at <= now()
            AND (status = 'QUEUED' OR locked_until < now())
+           AND id <> ALL ($4::uuid[])
          ORDER BY run_at
          LIMIT $3
          FOR UPDATE SKIP LOCKED)
-       UPDATE run r SET status = 'RUNNING', locked_by = $1,
+       UPDATE run r SET status = 'RUNNING', locked_by = $1, lease_token = gen_random_uuid(),
               locked_until = now() + $2 * interval '1 millisecond',
               attempts = r.attempts + 1, updated_at = now()
        FROM next WHERE r.id = next.id
        RETURNING r.*, EXISTS (SELECT 1 FROM run_step s WHERE s.run_id = r.id) AS has_steps`,
-      [owner.worker, owner.leaseMs, limit],
+      [owner.worker, owner.leaseMs, limit, holding],
     );
-    return rows.map((r) => ({ ...toRun(r), hasSteps: r.has_steps }));
+    return rows.map((r) => ({ ...toRun(r), hasSteps: r.has_steps, lease: { ...owner, token: r.lease_token } }));
   }
 
-  async checkpointModel(runId: RunId, owner: LeaseOwner, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {
+  async checkpointModel(runId: RunId, owner: Lease, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {
     const u = cp.usage;
     const stepValues = [
       cp.budgetTokens, cp.costUsd, cp.seq, cp.request, JSON.stringify(cp.content), cp.stopReason, u.inputTokens,
@@ -155,27 +163,27 @@ export class RunStore implements EngineStore {
           `WITH owner AS (
              UPDATE run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, status = $3, output = $16,
                     error = $17, stop_reason = $18, finished_at = now(), updated_at = now(), locked_until = NULL
-             WHERE id = $1 AND locked_by = $2 AND status = 'RUNNING'
+             WHERE ${FENCE(19)}
              RETURNING id, tokens_used, cancel_requested),
            ${MODEL_STEP}
            SELECT tokens_used, cancel_requested, false AS next_started FROM owner`,
-          [runId, owner.worker, end.status, ...stepValues, end.output ?? null, end.error ?? null, end.stopReason ?? null],
+          [runId, owner.worker, end.status, ...stepValues, end.output ?? null, end.error ?? null, end.stopReason ?? null, owner.token],
         )
       : await this.prepared<ProgressRow & { next_started: boolean }>(
           'checkpoint_model',
-          `WITH ${OWNED(', tokens_used = tokens_used + $4, cost_usd = cost_usd + $5')},
+          `WITH ${OWNED(19, ', tokens_used = tokens_used + $4, cost_usd = cost_usd + $5')},
            ${MODEL_STEP},
            ${START_NEXT(16)}
            SELECT tokens_used, cancel_requested, EXISTS (SELECT 1 FROM next) AS next_started FROM owner`,
-          [runId, owner.worker, owner.leaseMs, ...stepValues, ...startParams(then.startNext)],
+          [runId, owner.worker, owner.leaseMs, ...stepValues, ...startParams(then.startNext), owner.token],
         );
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
     return { ...progress(rows[0]), nextStarted: rows[0].next_started };
   }
 
-  async startTool(runId: RunId, owner: LeaseOwner, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }> {
+  async startTool(runId: RunId, owner: Lease, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }> {
     const { rows } = await this.prepared<ProgressRow & { inserted: number | null; existing: number | null }>('start_tool', 
-      `WITH ${OWNED()},
+      `WITH ${OWNED(7)},
        ins AS (
          INSERT INTO run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
          SELECT id, $4, 'TOOL', 'STARTED', $5, $6, $2 FROM owner
@@ -184,16 +192,16 @@ export class RunStore implements EngineStore {
        SELECT tokens_used, cancel_requested, (SELECT seq FROM ins) AS inserted,
               (SELECT seq FROM run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing
        FROM owner`,
-      [runId, owner.worker, owner.leaseMs, start.seq, start.toolName, start.toolUseId],
+      [runId, owner.worker, owner.leaseMs, start.seq, start.toolName, start.toolUseId, owner.token],
     );
     const row = rows[0];
     if (!row) throw new LeaseLostError(runId, owner.worker);
     return { ...progress(row), seq: (row.inserted ?? row.existing)!, created: row.inserted !== null };
   }
 
-  async finishTool(runId: RunId, owner: LeaseOwner, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
+  async finishTool(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
     const { rows } = await this.prepared<ProgressRow & { updated: number; next_started: boolean }>('finish_tool', 
-      `WITH ${OWNED()},
+      `WITH ${OWNED(11)},
        done AS (
          UPDATE run_step s SET status = $5, response = $6, latency_ms = $7, worker = $2, finished_at = now()
          FROM owner WHERE s.run_id = owner.id AND s.kind = 'TOOL' AND s.tool_use_id = $4 AND s.status = 'STARTED'
@@ -202,7 +210,7 @@ export class RunStore implements EngineStore {
        SELECT tokens_used, cancel_requested, (SELECT count(*)::int FROM done) AS updated,
               EXISTS (SELECT 1 FROM next) AS next_started
        FROM owner`,
-      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, f.result, Math.round(f.latencyMs), ...startParams(startNext)],
+      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, f.result, Math.round(f.latencyMs), ...startParams(startNext), owner.token],
     );
     const row = rows[0];
     if (!row) throw new LeaseLostError(runId, owner.worker);
@@ -210,30 +218,32 @@ export class RunStore implements EngineStore {
     return { ...progress(row), nextStarted: row.next_started };
   }
 
-  async finish(runId: RunId, owner: LeaseOwner, end: RunEnd): Promise<void> {
+  async finish(runId: RunId, owner: Lease, end: RunEnd): Promise<void> {
     const { rowCount } = await this.prepared('finish', 
       `UPDATE run SET status = $3, output = $4, error = $5, stop_reason = $6, finished_at = now(), updated_at = now(),
               locked_until = NULL
-       WHERE id = $1 AND locked_by = $2 AND status = 'RUNNING'`,
-      [runId, owner.worker, end.status, end.output ?? null, end.error ?? null, end.stopReason ?? null],
+       WHERE ${FENCE(7)}`,
+      [runId, owner.worker, end.status, end.output ?? null, end.error ?? null, end.stopReason ?? null, owner.token],
     );
     if (rowCount !== 1) throw new LeaseLostError(runId, owner.worker);
   }
 
-  async renewLease(runId: RunId, owner: LeaseOwner): Promise<RunProgress> {
-    const { rows } = await this.prepared<ProgressRow>('renew_lease', `WITH ${OWNED()} SELECT tokens_used, cancel_requested FROM owner`, [
-      runId, owner.worker, owner.leaseMs,
+  async renewLease(runId: RunId, owner: Lease): Promise<RunProgress> {
+    const { rows } = await this.prepared<ProgressRow>('renew_lease', `WITH ${OWNED(4)} SELECT tokens_used, cancel_requested FROM owner`, [
+      runId, owner.worker, owner.leaseMs, owner.token,
     ]);
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
     return progress(rows[0]);
   }
 
-  async release(runId: RunId, owner: LeaseOwner): Promise<void> {
+  async release(runId: RunId, owner: Lease, how: Release = { countAttempt: false }): Promise<void> {
     await this.db.query(
-      `UPDATE run SET status = 'QUEUED', locked_by = NULL, locked_until = NULL,
-              attempts = greatest(attempts - 1, 0), updated_at = now()
-       WHERE id = $1 AND locked_by = $2 AND status = 'RUNNING'`,
-      [runId, owner.worker],
+      `UPDATE run SET status = 'QUEUED', locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now(),
+              attempts = CASE WHEN $4 THEN attempts ELSE greatest(attempts - 1, 0) END,
+              run_at = now() + $5 * interval '1 millisecond',
+              error = coalesce($6, error)
+       WHERE ${FENCE(3)}`,
+      [runId, owner.worker, owner.token, how.countAttempt, how.delayMs ?? 0, how.error ?? null],
     );
   }
 

@@ -101,18 +101,19 @@ describe('fencing', () => {
 
   it("rejects a late checkpoint from a worker whose lapsed lease another took over, writing nothing", async () => {
     const run = await newRun(db.store);
-    const a = { worker: 'A', leaseMs: 30_000 };
-    const b = { worker: 'B', leaseMs: 30_000 };
-    const claimedA = await db.store.claim(a, 10);
-    expect(claimedA.map((r) => r.id)).toContain(run.id);
+    const [claimedA] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
+    expect(claimedA?.id).toBe(run.id);
     await expireLease(db.pool, run.id);
-    const claimedB = await db.store.claim(b, 10);
-    expect(claimedB.map((r) => r.id)).toContain(run.id);
+    const [claimedB] = await db.store.claim({ worker: 'B', leaseMs: 30_000 }, 10);
+    expect(claimedB?.id).toBe(run.id);
+    const a = claimedA!.lease;
+    const b = claimedB!.lease;
 
     await expect(db.store.checkpointModel(run.id, a, cp(1))).rejects.toBeInstanceOf(LeaseLostError);
     await expect(db.store.startTool(run.id, a, { seq: 1, toolUseId: 't', toolName: 'x' })).rejects.toBeInstanceOf(LeaseLostError);
     await expect(db.store.finish(run.id, a, { status: 'SUCCEEDED', output: 'A wins' })).rejects.toBeInstanceOf(LeaseLostError);
     await expect(db.store.renewLease(run.id, a)).rejects.toBeInstanceOf(LeaseLostError);
+    await db.store.release(run.id, a); // a stale hand-back changes nothing either
 
     const state = await db.store.state(run.id);
     expect(state).toMatchObject({ status: 'RUNNING', lockedBy: 'B', tokensUsed: 0, costUsd: 0, output: null });
@@ -120,6 +121,21 @@ describe('fencing', () => {
     // B, the owner, writes fine.
     await db.store.checkpointModel(run.id, b, cp(1));
     expect((await db.store.state(run.id)).tokensUsed).toBe(20);
+  });
+
+  it('fences a stale driver even when its own worker claimed the run again (same worker name)', async () => {
+    const run = await newRun(db.store);
+    const [first] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
+    await expireLease(db.pool, run.id); // e.g. the database was unreachable for longer than the lease
+    const [second] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
+    expect(second?.id).toBe(run.id);
+    expect(second!.lease.token).not.toBe(first!.lease.token);
+    await expect(db.store.checkpointModel(run.id, first!.lease, cp(1))).rejects.toBeInstanceOf(LeaseLostError);
+    await db.store.checkpointModel(run.id, second!.lease, cp(1));
+    // A worker never claims a run it is still driving, lapsed lease or not.
+    await expireLease(db.pool, run.id);
+    expect(await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10, [run.id])).toEqual([]);
+    await db.store.finish(run.id, second!.lease, { status: 'CANCELLED', error: 'test over' });
   });
 
   it('a driver whose model call outlives its lease stops with LeaseLostError when another worker took over', async () => {

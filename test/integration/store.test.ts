@@ -38,8 +38,9 @@ describe('store', () => {
 
   it('records a tool call once per tool_use id, whoever starts it again', async () => {
     const run = await newRun(db.store);
-    const owner = { worker: 'W', leaseMs: 10_000 };
-    await db.pool.query(`UPDATE run SET status = 'RUNNING', locked_by = 'W', locked_until = now() + interval '1 minute' WHERE id = $1`, [run.id]);
+    const [claimed] = await db.store.claim({ worker: 'W', leaseMs: 10_000 }, 1);
+    expect(claimed?.id).toBe(run.id);
+    const owner = claimed!.lease;
     const first = await db.store.startTool(run.id, owner, { seq: 1, toolUseId: 'toolu_x', toolName: 'lookup' });
     const again = await db.store.startTool(run.id, owner, { seq: 2, toolUseId: 'toolu_x', toolName: 'lookup' });
     expect(first).toMatchObject({ seq: 1, created: true });

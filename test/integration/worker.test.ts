@@ -188,3 +188,36 @@ describe('worker', () => {
     await w.stop();
   });
 });
+
+describe('model outages', () => {
+  it('puts a run back in the queue when the model keeps failing in a passing way, and finishes it later', async () => {
+    const { LlmError } = await import('../../src/errors.ts');
+    const run = await newRun(db.store, 'overloaded');
+    const llm = new ScriptedLlm()
+      .thenFail(new LlmError(529, 'Overloaded', { type: 'overloaded_error', retryAfterMs: 300 }))
+      .thenText('finally');
+    const w = testWorker(db.store, llm, [], { name: 'A', requeueDelayMs: 50 });
+    expect(await w.runOnce()).toEqual({ runId: run.id, status: null });
+    const waiting = await db.store.state(run.id);
+    expect(waiting).toMatchObject({ status: 'QUEUED', attempts: 1, lockedBy: null });
+    expect(waiting.error).toMatch(/HTTP 529 overloaded_error\): Overloaded/);
+    expect(waiting.runAt.getTime() - waiting.updatedAt.getTime()).toBeGreaterThanOrEqual(299); // its retry-after
+    expect(await w.runOnce()).toBeNull(); // not claimable before then
+    await new Promise((r) => setTimeout(r, 350));
+    expect(await w.runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
+    expect(await db.store.state(run.id)).toMatchObject({ status: 'SUCCEEDED', output: 'finally', attempts: 2 });
+  });
+
+  it('gives up after the attempt limit with the last error, when the outage never ends', async () => {
+    const { LlmError } = await import('../../src/errors.ts');
+    const run = await newRun(db.store, 'never gets through');
+    const llm = new ScriptedLlm(() => {
+      throw new LlmError(503, 'Service Unavailable', { type: 'api_error' });
+    });
+    const w = testWorker(db.store, llm, [], { name: 'A', requeueDelayMs: 0, maxRunAttempts: 2 });
+    for (let i = 0; i < 3; i++) await w.runOnce();
+    const final = await db.store.state(run.id);
+    expect(final.status).toBe('FAILED');
+    expect(final.error).toMatch(/abandoned: claimed 2 times without finishing \(limit 2\); last error: model call failed \(HTTP 503 api_error\)/);
+  });
+});

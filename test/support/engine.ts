@@ -45,6 +45,7 @@ export function testWorker(
       maxRunAttempts: opts.maxRunAttempts ?? 5,
       pollIntervalMs: opts.pollIntervalMs ?? 100,
       shutdownGraceMs: opts.shutdownGraceMs ?? 5_000,
+      requeueDelayMs: opts.requeueDelayMs ?? 50,
     },
   );
 }

@@ -14,6 +14,8 @@ CREATE TABLE run (
     run_at           timestamptz NOT NULL DEFAULT now(),
     locked_by        text,
     locked_until     timestamptz,
+    -- New at every claim: the fence. A driver whose lease lapsed and was claimed again writes nothing.
+    lease_token      uuid,
     cancel_requested boolean NOT NULL DEFAULT false,
     attempts         integer NOT NULL DEFAULT 0,
     metadata         jsonb NOT NULL DEFAULT '{}',
