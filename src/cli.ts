@@ -100,6 +100,7 @@ async function run(argv: string[]): Promise<number> {
         process.stdout.write(applied.length ? `applied ${applied.join(', ')} to ${database.description}\n` : `${database.description} is up to date\n`);
       } finally {
         await pool.end();
+        await database.release();
       }
       return 0;
     }

@@ -7,7 +7,6 @@ import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
-import { stopEmbeddedPostgresIfUnused } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { RUN_QUEUED_CHANNEL, subscribe } from './db/notifications.ts';
 import { createPool, type Database, resolveDatabase } from './db/pool.ts';
@@ -78,75 +77,9 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
   const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
   const database = await resolveDatabase(config);
   const pool = createPool(database.url, (opts.worker ? config.workerConcurrency : 0) + 10);
-  await migrate(pool);
-  const store = new RunStore(pool);
-  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) });
-  const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
-  const llm =
-    opts.llm ??
-    createLlmClient(config, {
-      onRetry: (error, attempt, waitMs) => {
-        metrics.onLlmRetry(retryReason(error));
-        logger.warn({ attempt, wait_ms: waitMs, status: error.status, request_id: error.requestId, err_message: error.message }, 'model call retried');
-      },
-    });
-
   let worker: Worker | null = null;
-  if (opts.worker) {
-    const tools = opts.agent?.tools ?? demoTools(new TicketStore(pool));
-    worker = new Worker(
-      {
-        store,
-        llm,
-        agent: {
-          system: opts.agent?.system === undefined ? DEFAULT_SYSTEM_PROMPT : opts.agent.system,
-          tools: new ToolExecutor(tools, config.toolTimeoutMs),
-          maxTokens: config.maxTokens,
-        },
-        costOf: (model, usage) => prices.costOf(model, usage),
-        logger,
-        events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider })],
-        subscribe: (onNotify) => subscribe(database.url, RUN_QUEUED_CHANNEL, onNotify, (e) => logger.warn({ err_message: e.message }, 'LISTEN connection failed; reconnecting')),
-      },
-      {
-        name: config.workerName,
-        concurrency: config.workerConcurrency,
-        leaseMs: config.leaseMs,
-        maxRunAttempts: config.maxRunAttempts,
-        pollIntervalMs: config.pollIntervalMs,
-        shutdownGraceMs: config.shutdownGraceMs,
-        requeueDelayMs: config.retryCapMs,
-      },
-    );
-    await worker.start();
-  }
-
   let server: FastifyInstance | null = null;
   let plainMetrics: http.Server | null = null;
-  let url: string | null = null;
-  if (opts.api) {
-    server = createServer({
-      store,
-      listing: new RunListing(pool),
-      defaults: {
-        model: config.defaultModel,
-        tokenBudget: config.defaultTokenBudget,
-        timeoutSeconds: config.defaultTimeoutSeconds,
-        maxSteps: config.maxSteps,
-      },
-      checkDatabase: async () => {
-        await pool.query('SELECT 1');
-      },
-      metrics: () => metrics.render(),
-      logger: false,
-    });
-    url = await server.listen({ host: config.host, port: config.port });
-  } else if (config.metricsPort !== null) {
-    plainMetrics = await metricsServer(metrics, config.host, config.metricsPort);
-    const addr = plainMetrics.address() as { port: number };
-    url = `http://${config.host}:${addr.port}`;
-  }
-
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
@@ -154,9 +87,81 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       await new Promise((r) => (plainMetrics ? plainMetrics.close(r) : r(undefined)));
       await worker?.stop();
       await pool.end();
-      if (database.embedded) await stopEmbeddedPostgresIfUnused(config.dataDir).catch(() => {});
+      await database.release().catch(() => {});
       logger.flush?.();
     })());
 
-  return { config, database, store, llm, logger, metrics, worker, server, url, close };
+  try {
+    await migrate(pool);
+    const store = new RunStore(pool);
+    const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) });
+    const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
+    const llm =
+      opts.llm ??
+      createLlmClient(config, {
+        onRetry: (error, attempt, waitMs) => {
+          metrics.onLlmRetry(retryReason(error));
+          logger.warn({ attempt, wait_ms: waitMs, status: error.status, request_id: error.requestId, err_message: error.message }, 'model call retried');
+        },
+      });
+
+    let url: string | null = null;
+    // Listen before the worker claims anything: a port already taken must fail before runs are held.
+    if (opts.api) {
+      server = createServer({
+        store,
+        listing: new RunListing(pool),
+        defaults: {
+          model: config.defaultModel,
+          tokenBudget: config.defaultTokenBudget,
+          timeoutSeconds: config.defaultTimeoutSeconds,
+          maxSteps: config.maxSteps,
+        },
+        checkDatabase: async () => {
+          await pool.query('SELECT 1');
+        },
+        metrics: () => metrics.render(),
+        logger,
+      });
+      url = await server.listen({ host: config.host, port: config.port });
+    } else if (config.metricsPort !== null) {
+      plainMetrics = await metricsServer(metrics, config.host, config.metricsPort);
+      const addr = plainMetrics.address() as { port: number };
+      url = `http://${config.host}:${addr.port}`;
+    }
+
+    if (opts.worker) {
+      const tools = opts.agent?.tools ?? demoTools(new TicketStore(pool));
+      worker = new Worker(
+        {
+          store,
+          llm,
+          agent: {
+            system: opts.agent?.system === undefined ? DEFAULT_SYSTEM_PROMPT : opts.agent.system,
+            tools: new ToolExecutor(tools, config.toolTimeoutMs),
+            maxTokens: config.maxTokens,
+          },
+          costOf: (model, usage) => prices.costOf(model, usage),
+          logger,
+          events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider })],
+          subscribe: (onNotify) =>
+            subscribe(database.url, RUN_QUEUED_CHANNEL, onNotify, (e) => logger.warn({ err_message: e.message }, 'LISTEN connection failed; reconnecting')),
+        },
+        {
+          name: config.workerName,
+          concurrency: config.workerConcurrency,
+          leaseMs: config.leaseMs,
+          maxRunAttempts: config.maxRunAttempts,
+          pollIntervalMs: config.pollIntervalMs,
+          shutdownGraceMs: config.shutdownGraceMs,
+          requeueDelayMs: config.retryCapMs,
+        },
+      );
+      await worker.start();
+    }
+    return { config, database, store, llm, logger, metrics, worker, server, url, close };
+  } catch (e) {
+    await close().catch(() => {});
+    throw e;
+  }
 }

@@ -29,7 +29,8 @@ function send(reply: FastifyReply, e: HttpError): FastifyReply {
 
 export function createServer(deps: ApiDeps): FastifyInstance {
   const app = Fastify({
-    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    // Failures only: a line per request would drown the run lines, and bodies never reach the log.
+    ...(deps.logger ? { loggerInstance: deps.logger, disableRequestLogging: true } : { logger: false }),
     bodyLimit: BODY_LIMIT,
     // Malformed URLs (bad percent-encoding) fail before routing; they still get our error shape.
     frameworkErrors: (err, _req, reply) => send(reply, toHttpError(err)),

@@ -28,7 +28,7 @@ export interface EmbeddedCluster {
   startedHere: boolean;
 }
 
-interface Credentials {
+export interface Credentials {
   port: number;
   password: string;
 }
@@ -90,7 +90,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-function urlFor(c: Credentials, database = 'postgres'): string {
+export function urlFor(c: Credentials, database = 'postgres'): string {
   return `postgres://postgres:${encodeURIComponent(c.password)}@127.0.0.1:${c.port}/${database}`;
 }
 
@@ -165,7 +165,10 @@ async function initCluster(bin: Binaries, dataDir: string, pgDir: string, runAs:
     path.join(pgDir, 'postgresql.conf'),
     `\n# durable-agent\nport = ${creds.port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 300\n`,
   );
-  fs.writeFileSync(path.join(dataDir, 'credentials.json'), JSON.stringify(creds), { mode: 0o600 });
+  // Written whole or not at all: a torn file would lock everyone out of the cluster.
+  const tmp = path.join(dataDir, `.credentials-${process.pid}.json`);
+  fs.writeFileSync(tmp, JSON.stringify(creds), { mode: 0o600 });
+  fs.renameSync(tmp, path.join(dataDir, 'credentials.json'));
   return creds;
 }
 
@@ -189,42 +192,46 @@ async function startServer(bin: Binaries, dataDir: string, pgDir: string, runAs:
   });
 }
 
+export const startLockOf = (dataDir: string) => path.join(path.resolve(dataDir), 'start.lock');
+
 /**
- * Finds the project's PostgreSQL under `dataDir`, initialising and starting it when needed. Safe when
- * several processes call it at once: one starts the server, the others wait on the lock and share it.
+ * Finds the project's PostgreSQL under `dataDir`, initialising and starting it when needed. Must run
+ * under the start lock (`startLockOf`), which makes starting and stopping one decision at a time.
  */
-export async function ensureEmbeddedPostgres(dataDir: string): Promise<EmbeddedCluster> {
+export async function findOrStartLocked(dataDir: string): Promise<EmbeddedCluster> {
   dataDir = path.resolve(dataDir);
-  fs.mkdirSync(dataDir, { recursive: true });
   const pgDir = path.join(dataDir, 'pg');
   const credsFile = path.join(dataDir, 'credentials.json');
-  const readCreds = (): Credentials | null =>
-    fs.existsSync(credsFile) && fs.existsSync(path.join(pgDir, 'PG_VERSION'))
-      ? (JSON.parse(fs.readFileSync(credsFile, 'utf8')) as Credentials)
-      : null;
-
-  const existing = readCreds();
-  if (existing && (await canConnect(urlFor(existing)))) {
-    return { adminUrl: urlFor(existing), port: existing.port, dataDir, startedHere: false };
+  const initialised = fs.existsSync(path.join(pgDir, 'PG_VERSION'));
+  let creds = fs.existsSync(credsFile) ? (JSON.parse(fs.readFileSync(credsFile, 'utf8')) as Credentials) : null;
+  if (initialised && !creds) {
+    // Never wipe a cluster that may hold runs: without its credentials nothing can connect, so say so.
+    throw new ConfigError(`${pgDir} holds a PostgreSQL cluster but ${credsFile} is missing; restore it, or remove ${dataDir} to start afresh`);
   }
-  return withDirectoryLock(path.join(dataDir, 'start.lock'), async () => {
-    const bin = await binaries();
-    const runAs = unprivilegedUser();
-    if (runAs) {
-      assertReachable(dataDir, runAs);
-      assertReachable(path.dirname(bin.pg_ctl), runAs);
-    }
-    let creds = readCreds();
-    if (creds && (await canConnect(urlFor(creds)))) {
-      return { adminUrl: urlFor(creds), port: creds.port, dataDir, startedHere: false };
-    }
-    if (!creds) {
-      fs.rmSync(pgDir, { recursive: true, force: true }); // a half-finished initdb from a killed process
-      creds = await initCluster(bin, dataDir, pgDir, runAs);
-    }
-    await startServer(bin, dataDir, pgDir, runAs);
-    return { adminUrl: urlFor(creds), port: creds.port, dataDir, startedHere: true };
-  });
+  if (creds && initialised && (await canConnect(urlFor(creds)))) {
+    return { adminUrl: urlFor(creds), port: creds.port, dataDir, startedHere: false };
+  }
+  const bin = await binaries();
+  const runAs = unprivilegedUser();
+  if (runAs) {
+    assertReachable(dataDir, runAs);
+    assertReachable(path.dirname(bin.pg_ctl), runAs);
+  }
+  if (!initialised) {
+    fs.rmSync(pgDir, { recursive: true, force: true }); // a half-finished initdb of a killed process
+    creds = await initCluster(bin, dataDir, pgDir, runAs);
+  }
+  await startServer(bin, dataDir, pgDir, runAs);
+  return { adminUrl: urlFor(creds!), port: creds!.port, dataDir, startedHere: true };
+}
+
+/**
+ * Finds or starts the project's PostgreSQL under `dataDir`. Safe when several processes call it at
+ * once: one starts the server, the others wait on the lock and share it.
+ */
+export async function ensureEmbeddedPostgres(dataDir: string): Promise<EmbeddedCluster> {
+  fs.mkdirSync(path.resolve(dataDir), { recursive: true });
+  return withDirectoryLock(startLockOf(dataDir), () => findOrStartLocked(dataDir));
 }
 
 /** Stops the server (fast shutdown: connections are closed, data is kept). */
@@ -233,44 +240,6 @@ export async function stopEmbeddedPostgres(dataDir: string): Promise<void> {
   if (!fs.existsSync(path.join(pgDir, 'postmaster.pid'))) return;
   const bin = await binaries();
   await run(bin.pg_ctl, ['-D', pgDir, '-m', 'fast', '-w', 'stop'], unprivilegedUser(), 'stop');
-}
-
-/** The application_name of the connection that asks whether the server is still in use. */
-const STOP_CHECK_APPLICATION = 'durable-agent-stop-check';
-
-/**
- * Stops the server when no other client is connected: the last process of the project to exit turns
- * it off, while a `serve` that exits leaves it running for the workers still using it. Processes that
- * exit together must not count each other's check connections (else neither stops the server), and a
- * pool just closed may leave its backends listed for a moment, so a busy answer is asked again briefly.
- */
-export async function stopEmbeddedPostgresIfUnused(dataDir: string): Promise<boolean> {
-  const credsFile = path.join(path.resolve(dataDir), 'credentials.json');
-  if (!fs.existsSync(credsFile)) return false;
-  const creds = JSON.parse(fs.readFileSync(credsFile, 'utf8')) as Credentials;
-  const client = new pg.Client({ connectionString: urlFor(creds), connectionTimeoutMillis: 2000, application_name: STOP_CHECK_APPLICATION });
-  client.on('error', () => {});
-  let others = 0;
-  try {
-    await client.connect();
-    for (let check = 0; check < 5; check++) {
-      if (check > 0) await new Promise((r) => setTimeout(r, 100));
-      const { rows } = await client.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name IS DISTINCT FROM $1`,
-        [STOP_CHECK_APPLICATION],
-      );
-      others = rows[0]!.n;
-      if (others === 0) break;
-    }
-  } catch {
-    return false; // not running, or not ours to judge
-  } finally {
-    await client.end().catch(() => {});
-  }
-  if (others > 0) return false;
-  await stopEmbeddedPostgres(dataDir);
-  return true;
 }
 
 /** Creates a database on the server unless it exists (CREATE DATABASE cannot run in a transaction or IF NOT EXISTS). */

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Config } from '../config.ts';
-import { ensureDatabase, ensureEmbeddedPostgres } from './embedded.ts';
+import { ensureDatabase } from './embedded.ts';
+import { attachEmbeddedPostgres } from './embedded-sharing.ts';
 
 // numeric (money) as a JS number: costs are far below 2^53 micro-dollars; bigint token counters likewise.
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
@@ -14,6 +15,8 @@ export interface Database {
   /** Where the data lives, safe to print: the URL without its password, or the embedded data directory. */
   description: string;
   embedded: boolean;
+  /** Done with the database: the last process to leave the embedded server stops it. */
+  release(): Promise<void>;
 }
 
 export function redactUrl(url: string): string {
@@ -28,10 +31,18 @@ export function redactUrl(url: string): string {
 
 /** DATABASE_URL when set; otherwise the embedded PostgreSQL under DATA_DIR, started or found. */
 export async function resolveDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Database> {
-  if (config.databaseUrl) return { url: config.databaseUrl, description: redactUrl(config.databaseUrl), embedded: false };
-  const cluster = await ensureEmbeddedPostgres(config.dataDir);
-  const url = await ensureDatabase(cluster.adminUrl, EMBEDDED_DATABASE);
-  return { url, description: `embedded PostgreSQL in ${cluster.dataDir} (port ${cluster.port})`, embedded: true };
+  if (config.databaseUrl) {
+    return { url: config.databaseUrl, description: redactUrl(config.databaseUrl), embedded: false, release: async () => {} };
+  }
+  const cluster = await attachEmbeddedPostgres(config.dataDir);
+  try {
+    const url = await ensureDatabase(cluster.adminUrl, EMBEDDED_DATABASE);
+    const description = `embedded PostgreSQL in ${cluster.dataDir} (port ${cluster.port})`;
+    return { url, description, embedded: true, release: async () => void (await cluster.detach()) };
+  } catch (e) {
+    await cluster.detach();
+    throw e;
+  }
 }
 
 export function createPool(url: string, max = 10): pg.Pool {

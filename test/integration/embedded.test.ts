@@ -57,3 +57,25 @@ it('comes back after its server was killed with SIGKILL, with its data', async (
   expect(again.port).toBe(first.port);
   expect(await query(again.adminUrl, 'SELECT v FROM kept')).toEqual([{ v: 'before the kill' }]);
 });
+
+it('stays up while any process is attached, even one with no open pool, and stops with the last', async () => {
+  const { attachEmbeddedPostgres } = await import('../../src/db/embedded-sharing.ts');
+  const api = await attachEmbeddedPostgres(dataDir); // e.g. an idle `serve --no-worker`: its pool has closed
+  const worker = await attachEmbeddedPostgres(dataDir);
+  expect(worker.port).toBe(api.port);
+  expect(await worker.detach()).toBe(false);
+  expect(await query(api.adminUrl, 'SELECT 1 AS up')).toEqual([{ up: 1 }]);
+  expect(await api.detach()).toBe(true);
+  await expect(query(api.adminUrl, 'SELECT 1')).rejects.toThrow();
+});
+
+it('refuses to touch a cluster whose credentials are missing, instead of starting afresh', async () => {
+  const creds = path.join(dataDir, 'credentials.json');
+  fs.renameSync(creds, `${creds}.bak`);
+  try {
+    await expect(ensureEmbeddedPostgres(dataDir)).rejects.toThrow(/holds a PostgreSQL cluster but .*credentials.json is missing/);
+    expect(fs.existsSync(path.join(dataDir, 'pg', 'PG_VERSION'))).toBe(true);
+  } finally {
+    fs.renameSync(`${creds}.bak`, creds);
+  }
+});

@@ -1,0 +1,56 @@
+/**
+ * How the processes of the project share one embedded PostgreSQL: each holds a "presence" connection
+ * for as long as it uses the server, and the last one to leave stops it. Attaching and leaving both
+ * happen under the start lock, so a process that is starting can never be stopped under.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { withDirectoryLock } from './dir-lock.ts';
+import { type EmbeddedCluster, findOrStartLocked, startLockOf, stopEmbeddedPostgres } from './embedded.ts';
+
+/** Marks a process's presence; pools come and go (idle connections close), this one stays. */
+const PRESENCE_APPLICATION = 'durable-agent-presence';
+
+export interface AttachedCluster extends EmbeddedCluster {
+  /** Leaves the server; stops it when no other process uses it. Returns whether it was stopped. */
+  detach(): Promise<boolean>;
+}
+
+export async function attachEmbeddedPostgres(dataDir: string): Promise<AttachedCluster> {
+  fs.mkdirSync(path.resolve(dataDir), { recursive: true });
+  return withDirectoryLock(startLockOf(dataDir), async () => {
+    const cluster = await findOrStartLocked(dataDir);
+    const presence = new pg.Client({ connectionString: cluster.adminUrl, application_name: PRESENCE_APPLICATION });
+    presence.on('error', () => {}); // a server stopped by hand; the pools report it where it matters
+    await presence.connect();
+    let detached: Promise<boolean> | null = null;
+    return {
+      ...cluster,
+      detach: () => (detached ??= withDirectoryLock(startLockOf(dataDir), async () => {
+        const others = await otherClients(presence).catch(() => null);
+        await presence.end().catch(() => {});
+        if (others !== 0) return false;
+        await stopEmbeddedPostgres(dataDir);
+        return true;
+      })),
+    };
+  });
+}
+
+/**
+ * Client connections other than `own`. A pool closed a moment ago may still be listed, so a busy
+ * answer is asked again briefly before it counts.
+ */
+async function otherClients(own: pg.Client): Promise<number> {
+  let others = 0;
+  for (let check = 0; check < 5; check++) {
+    if (check > 0) await new Promise((r) => setTimeout(r, 100));
+    const { rows } = await own.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+    );
+    others = rows[0]!.n;
+    if (others === 0) break;
+  }
+  return others;
+}
