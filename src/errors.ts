@@ -63,6 +63,9 @@ export class ToolError extends DurableAgentError {}
  */
 export class FatalError extends DurableAgentError {}
 
+/** The steps of a run cannot be folded into a conversation (a tool result for a call never made). */
+export class InconsistentLogError extends DurableAgentError {}
+
 /** Bad input from a user: an HTTP 400 or a CLI exit code, never a stack trace. */
 export class InputError extends DurableAgentError {
   constructor(message: string, readonly issues: readonly { path: string; message: string }[] = []) {

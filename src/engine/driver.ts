@@ -7,7 +7,7 @@
  * A failing tool does not: it becomes an is_error result for the model.
  */
 import { budgetTokens, type Run, type RunProgress, type TerminalStatus, type ToolUseBlock, type Usage } from '../domain.ts';
-import { LlmError } from '../errors.ts';
+import { InconsistentLogError, LlmError } from '../errors.ts';
 import type { LlmClient, ToolDefinition } from '../llm/types.ts';
 import { withContext } from '../observability/context.ts';
 import type { EngineStore, FencedWrite, Lease, RunEnd, ToolStart } from '../store/ports.ts';
@@ -217,7 +217,16 @@ class RunDriver {
  */
 export async function drive(run: Run & { hasSteps?: boolean }, d: DriverDeps): Promise<TerminalStatus> {
   return withContext({ run_id: run.id, worker: d.owner.worker }, async () => {
-    const conversation = replay(run.input, run.hasSteps === false ? [] : await d.store.steps(run.id));
+    let conversation;
+    try {
+      conversation = replay(run.input, run.hasSteps === false ? [] : await d.store.steps(run.id));
+    } catch (e) {
+      // No attempt can do better with the same log: end the run now rather than crash on it again and again.
+      if (!(e instanceof InconsistentLogError)) throw e;
+      await d.store.finish(run.id, d.owner, { status: 'FAILED', error: `the run's log is inconsistent: ${e.message}` });
+      d.events.runFinished({ run, status: 'FAILED', error: e.message, tokensUsed: run.tokensUsed });
+      return 'FAILED';
+    }
     d.events.runClaimed({ run, worker: d.owner.worker, resumedAtSeq: conversation.lastSeq });
     return new RunDriver(run, conversation, d).loop();
   });

@@ -19,6 +19,7 @@ import {
   type ToolResultBlock,
   type ToolUseBlock,
 } from '../domain.ts';
+import { InconsistentLogError } from '../errors.ts';
 
 export interface PendingTool {
   use: ToolUseBlock;
@@ -47,8 +48,6 @@ export type FoldableStep = Pick<Step, 'seq' | 'kind' | 'status' | 'toolUseId' | 
   kind: StepKind;
   status: StepStatus;
 };
-
-export class InconsistentLogError extends Error {}
 
 export function emptyConversation(input: string): Conversation {
   return {
@@ -115,9 +114,4 @@ export function foldStep(c: Conversation, step: FoldableStep): Conversation {
 
 export function replay(input: string, steps: readonly FoldableStep[]): Conversation {
   return steps.reduce(foldStep, emptyConversation(input));
-}
-
-/** A model answered without asking for more tools, so the loop is over. */
-export function isFinished(c: Conversation): boolean {
-  return c.stopReason !== null && c.stopReason !== 'tool_use' && c.stopReason !== 'pause_turn' && c.pending.size === 0;
 }

@@ -42,7 +42,10 @@ export class ToolExecutor {
     if (!tool) return { status: 'ERROR', result: `error: unknown tool "${use.name}"` };
     const controller = new AbortController();
     const onOuterAbort = () => controller.abort(ctx.signal.reason);
-    ctx.signal.addEventListener('abort', onOuterAbort, { once: true });
+    // A tool that cannot be re-run safely is never cut off by the worker giving the run up: cut off,
+    // it would be left STARTED and the run would have to stop for a human. Its own timeout still holds.
+    const cancellable = tool.idempotent !== false;
+    if (cancellable) ctx.signal.addEventListener('abort', onOuterAbort, { once: true });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -59,7 +62,7 @@ export class ToolExecutor {
       return { status: 'DONE', result: render(value) };
     } catch (e) {
       if (e instanceof FatalError) throw e;
-      if (ctx.signal.aborted) throw ctx.signal.reason;
+      if (cancellable && ctx.signal.aborted) throw ctx.signal.reason;
       return { status: 'ERROR', result: `error: ${e instanceof Error ? e.message : String(e)}` };
     } finally {
       clearTimeout(timer);

@@ -221,3 +221,48 @@ describe('model outages', () => {
     expect(final.error).toMatch(/abandoned: claimed 2 times without finishing \(limit 2\); last error: model call failed \(HTTP 503 api_error\)/);
   });
 });
+
+describe('shutdown and bad logs', () => {
+  it('lets a non-idempotent tool finish at shutdown instead of cutting it off, then hands the run back', async () => {
+    const run = await newRun(db.store, 'pay at shutdown');
+    let started!: () => void;
+    const inTool = new Promise<void>((r) => (started = r));
+    let charges = 0;
+    const charge = defineTool({
+      name: 'charge_card',
+      description: 'charges a card; cannot be repeated safely',
+      inputSchema: { type: 'object' },
+      idempotent: false,
+      async execute(_input, ctx) {
+        started();
+        await new Promise((r) => setTimeout(r, 400));
+        charges++;
+        return ctx.signal.aborted ? 'charged (the worker was stopping)' : 'charged';
+      },
+    });
+    const llm = new ScriptedLlm().thenToolUse('toolu_pay', 'charge_card', {}).thenText('paid');
+    const a = testWorker(db.store, llm, [charge], { name: 'A', shutdownGraceMs: 50 });
+    await a.start();
+    await inTool;
+    await a.stop(); // the grace period ends while the charge is in flight
+    expect(charges).toBe(1);
+    expect(await db.store.state(run.id)).toMatchObject({ status: 'QUEUED', attempts: 0 });
+    expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'DONE']]);
+    expect((await testWorker(db.store, llm, [charge], { name: 'B' }).runOnce())?.status).toBe('SUCCEEDED');
+    expect(charges).toBe(1);
+  });
+
+  it('fails a run whose log cannot be replayed at once, instead of crashing on it until abandoned', async () => {
+    const run = await newRun(db.store, 'broken log');
+    await db.pool.query(
+      `INSERT INTO run_step (run_id, seq, kind, status, tool_name, tool_use_id, response) VALUES ($1, 1, 'TOOL', 'DONE', 'x', 'toolu_nobody_asked', 'r')`,
+      [run.id],
+    );
+    const llm = new ScriptedLlm();
+    expect((await testWorker(db.store, llm, [], { name: 'A' }).runOnce())?.status).toBe('FAILED');
+    const final = await db.store.state(run.id);
+    expect(final).toMatchObject({ status: 'FAILED', attempts: 1 });
+    expect(final.error).toMatch(/log is inconsistent: step 1: tool step for toolu_nobody_asked/);
+    expect(llm.seen).toHaveLength(0);
+  });
+});

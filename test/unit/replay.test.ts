@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decide } from '../../src/engine/decide.ts';
-import { type FoldableStep, isFinished, replay } from '../../src/engine/replay.ts';
+import { type FoldableStep, replay } from '../../src/engine/replay.ts';
 
 const model = (seq: number, content: object[], stopReason: string): FoldableStep => ({
   seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: content as never, stopReason,
@@ -15,7 +15,7 @@ describe('replay', () => {
     const c = replay('hello', []);
     expect(c.messages).toEqual([{ role: 'user', content: 'hello' }]);
     expect(c.pending.size).toBe(0);
-    expect(isFinished(c)).toBe(false);
+    expect(decide(c, () => true)).toEqual({ type: 'model' });
   });
 
   it('groups the results of parallel tool uses into one user message, in the order of the tool uses', () => {
@@ -48,7 +48,7 @@ describe('replay', () => {
     const c = replay('q', [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'STARTED')]);
     expect(c.pending.get('a')).toMatchObject({ startedSeq: 2, use: { id: 'a' } });
     expect(c.messages).toHaveLength(2);
-    expect(isFinished(c)).toBe(false);
+    expect(decide(c, () => true)).toMatchObject({ type: 'tool', pending: { startedSeq: 2 } });
   });
 
   it('marks an ERROR step is_error for the model', () => {
@@ -56,11 +56,11 @@ describe('replay', () => {
     expect(c.messages[2]).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: 'error: boom', is_error: true }] });
   });
 
-  it('is finished when the model ends its turn with nothing pending', () => {
+  it('finishes when the model ends its turn with nothing pending', () => {
     const steps = [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'DONE', 'x'), model(3, [{ type: 'text', text: 'bye' }], 'end_turn')];
-    expect(isFinished(replay('q', steps.slice(0, 2)))).toBe(false);
+    expect(decide(replay('q', steps.slice(0, 2)), () => true)).toEqual({ type: 'model' });
     const c = replay('q', steps);
-    expect(isFinished(c)).toBe(true);
+    expect(decide(c, () => true)).toMatchObject({ type: 'finish', end: { status: 'SUCCEEDED', output: 'bye' } });
     expect(c.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
   });
 
