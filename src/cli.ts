@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { type Config, type Env, loadConfig } from './config.ts';
 import { migrate } from './db/migrate.ts';
-import { createPool, resolveDatabase } from './db/pool.ts';
+import { checkConnection, createPool, resolveDatabase } from './db/pool.ts';
 import { DurableAgentError } from './errors.ts';
 import { startRuntime } from './runtime.ts';
 
@@ -96,6 +96,7 @@ async function run(argv: string[]): Promise<number> {
       const database = await resolveDatabase(config);
       const pool = createPool(database.url, 1);
       try {
+        await checkConnection(pool, database);
         const applied = await migrate(pool);
         process.stdout.write(applied.length ? `applied ${applied.join(', ')} to ${database.description}\n` : `${database.description} is up to date\n`);
       } finally {

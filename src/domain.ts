@@ -16,21 +16,16 @@
  */
 
 export type RunId = string & { readonly __brand: 'RunId' };
-export type WorkerName = string;
 
 export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export type TerminalStatus = Exclude<RunStatus, 'QUEUED' | 'RUNNING'>;
-export const TERMINAL_STATUSES: readonly TerminalStatus[] = ['SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
 
 export const STEP_KINDS = ['MODEL', 'TOOL'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 export const STEP_STATUSES = ['STARTED', 'DONE', 'ERROR'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
-export function isTerminal(status: RunStatus): status is TerminalStatus {
-  return (TERMINAL_STATUSES as readonly string[]).includes(status);
-}
 
 /** A content block of the Messages API, kept verbatim: blocks we do not interpret pass through untouched. */
 export interface ContentBlock {
@@ -78,12 +73,6 @@ export interface Usage {
   cacheReadInputTokens: number;
 }
 
-export const ZERO_USAGE: Usage = Object.freeze({
-  inputTokens: 0,
-  outputTokens: 0,
-  cacheCreationInputTokens: 0,
-  cacheReadInputTokens: 0,
-});
 
 /**
  * Tokens that count against a run's budget. Cache reads are left out on purpose: they are the cheap

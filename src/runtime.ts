@@ -9,7 +9,7 @@ import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
 import { migrate } from './db/migrate.ts';
 import { RUN_QUEUED_CHANNEL, subscribe } from './db/notifications.ts';
-import { createPool, type Database, resolveDatabase } from './db/pool.ts';
+import { checkConnection, createPool, type Database, resolveDatabase } from './db/pool.ts';
 import { Worker } from './engine/worker.ts';
 import { createLlmClient, loadPrices, retryReason } from './llm/index.ts';
 import type { LlmClient } from './llm/types.ts';
@@ -92,6 +92,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     })());
 
   try {
+    await checkConnection(pool, database);
     await migrate(pool);
     const store = new RunStore(pool);
     const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) });

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import { ensureDatabase } from './embedded.ts';
 import { attachEmbeddedPostgres } from './embedded-sharing.ts';
 
@@ -50,4 +51,13 @@ export function createPool(url: string, max = 10): pg.Pool {
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   return pool;
+}
+
+/** Fails with one readable line naming the database (never its password) when it cannot be reached. */
+export async function checkConnection(pool: pg.Pool, db: Pick<Database, 'description'>): Promise<void> {
+  try {
+    await pool.query('SELECT 1');
+  } catch (e) {
+    throw new ConfigError(`cannot use the database ${db.description}: ${(e as Error).message}`);
+  }
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { ContentBlock, Message, ToolResultBlock } from '../domain.ts';
 import { LlmError } from '../errors.ts';
 import { timerSleeper, type Sleeper } from './sleep.ts';
@@ -32,10 +32,12 @@ export class DemoLlmClient implements LlmClient {
     } catch (error) {
       throw new LlmError(-1, 'request aborted', { type: 'aborted', cause: error });
     }
-    const digest = createHash('sha256').update(JSON.stringify(request.messages)).digest('hex').slice(0, 12);
-    const content = demoReply(request, `toolu_demo_${request.messages.length}_${digest}`);
+    // Fresh ids on every call, as the API's: a tool_use id is the idempotency key of the tool call, so
+    // two runs asking the same question must not share one.
+    const id = randomBytes(9).toString('hex');
+    const content = demoReply(request, `toolu_demo_${id}`);
     return {
-      id: `msg_demo_${digest}`,
+      id: `msg_demo_${id}`,
       model: request.model,
       content,
       stopReason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn',

@@ -22,8 +22,3 @@ export function withContext<T>(ctx: RunContext, fn: () => T): T {
   return storage.run(ctx, fn);
 }
 
-/** Adds fields to the current context (e.g. the provider's request id once it is known). */
-export function annotateContext(fields: Partial<RunContext>): void {
-  const ctx = storage.getStore();
-  if (ctx) Object.assign(ctx, fields);
-}

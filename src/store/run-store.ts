@@ -59,7 +59,7 @@ const MODEL_STEP = `step AS (
 
 const startParams = (s?: ToolStart) => [s?.seq ?? null, s?.toolName ?? null, s?.toolUseId ?? null];
 
-export function sha256(text: string): string {
+function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 

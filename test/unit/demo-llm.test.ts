@@ -23,7 +23,7 @@ function requestWith(messages: Message[]): LlmRequest {
 const demo = new DemoLlmClient({ latencyMs: 0 });
 
 describe('DemoLlmClient', () => {
-  it('calls list_tickets for the overdue question, with the same id every time', async () => {
+  it('calls list_tickets for the overdue question, the same way every time, with a fresh tool_use id', async () => {
     const request = requestWith([{ role: 'user', content: question }]);
     const first = await demo.send(request);
     const again = await demo.send(request);
@@ -31,7 +31,8 @@ describe('DemoLlmClient', () => {
     expect(first.content).toEqual([
       { type: 'tool_use', id: expect.stringMatching(/^toolu_demo_/), name: 'list_tickets', input: { customer: 'acme', overdue: true } },
     ]);
-    expect(again).toEqual(first);
+    expect({ ...again, id: null, content: [{ ...again.content[0], id: null }] }).toEqual({ ...first, id: null, content: [{ ...first.content[0], id: null }] });
+    expect((again.content[0] as ToolUseBlock).id).not.toBe((first.content[0] as ToolUseBlock).id);
     expect(first.usage.inputTokens).toBeGreaterThan(20);
     expect(first.usage.outputTokens).toBeGreaterThan(5);
     expect(first.usage.cacheReadInputTokens + first.usage.cacheCreationInputTokens).toBe(0);
