@@ -111,10 +111,10 @@ async function main() {
     };
 
     // Throughput: 100 concurrent runs of 10 steps each (tool turns of 1, 1, 1, 2 calls, then the answer).
-    // One warm-up round (JIT, connections, prepared statements), then the median of three.
+    // Two warm-up rounds (JIT, connections, statements prepared on each), then the median of three.
     {
       const rounds: number[] = [];
-      for (let round = 0; round < 4; round++) {
+      for (let round = 0; round < 5; round++) {
         const ids: RunId[] = [];
         for (let i = 0; i < 100; i++) ids.push((await newRun()).id);
         let finished = 0;
@@ -133,7 +133,7 @@ async function main() {
           [ids],
         );
         if (rows[0].n !== 1000) throw new Error(`throughput runs did not all succeed with 10 steps (${rows[0].n} steps)`);
-        if (round > 0) rounds.push(Math.round(rows[0].n / seconds));
+        if (round > 1) rounds.push(Math.round(rows[0].n / seconds));
       }
       results.stepsPerSecond = p50(rounds);
       results.stepsPerSecondRounds = rounds.join(', ');
@@ -197,6 +197,7 @@ async function main() {
     await pool.end();
     await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(scratch)} WITH (FORCE)`);
     await admin.end();
+    await database.release();
   }
 }
 
