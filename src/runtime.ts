@@ -9,7 +9,7 @@ import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
 import { migrate } from './db/migrate.ts';
 import { RUN_QUEUED_CHANNEL, subscribe } from './db/notifications.ts';
-import { checkConnection, createPool, type Database, resolveDatabase } from './db/pool.ts';
+import { checkConnection, createPool, type Database, poolSizeFor, resolveDatabase } from './db/pool.ts';
 import { Worker } from './engine/worker.ts';
 import { createLlmClient, loadPrices, retryReason } from './llm/index.ts';
 import type { LlmClient } from './llm/types.ts';
@@ -76,7 +76,7 @@ function metricsServer(metrics: Metrics, host: string, port: number): Promise<ht
 export async function startRuntime(config: Readonly<Config>, opts: RuntimeOptions): Promise<Runtime> {
   const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
   const database = await resolveDatabase(config);
-  const pool = createPool(database.url, (opts.worker ? config.workerConcurrency : 0) + 10);
+  const pool = createPool(database.url, poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0));
   let worker: Worker | null = null;
   let server: FastifyInstance | null = null;
   let plainMetrics: http.Server | null = null;

@@ -46,6 +46,15 @@ export async function resolveDatabase(config: Pick<Config, 'databaseUrl' | 'data
   }
 }
 
+/**
+ * Connections for a process driving `concurrency` runs at once. Steps mostly wait on the model, and a
+ * step's write is one short statement, so a few connections serve many runs; more only adds backends
+ * for the two cores to switch between (measured: 24 connections drive 100 runs faster than 40).
+ */
+export function poolSizeFor(concurrency: number): number {
+  return Math.min(concurrency, 20) + 4;
+}
+
 export function createPool(url: string, max = 10): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max, application_name: APPLICATION_NAME });
   // An idle client losing its connection must not crash the process; the next query reconnects.
