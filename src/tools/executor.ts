@@ -63,7 +63,9 @@ export class ToolExecutor {
     } catch (e) {
       if (e instanceof FatalError) throw e;
       if (cancellable && ctx.signal.aborted) throw ctx.signal.reason;
-      return { status: 'ERROR', result: `error: ${e instanceof Error ? e.message : String(e)}` };
+      // A tool that stops on its signal fails with its own error; the timeout is what the model should hear.
+      const cause = controller.signal.reason instanceof ToolTimeout ? controller.signal.reason : e;
+      return { status: 'ERROR', result: `error: ${cause instanceof Error ? cause.message : String(cause)}` };
     } finally {
       clearTimeout(timer);
       ctx.signal.removeEventListener('abort', onOuterAbort);
