@@ -7,8 +7,10 @@ import { ConfigError } from './errors.ts';
 /** The root of the installed project (where package.json and prices.json live). */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-const positive = z.coerce.number().positive();
+const number = () => z.coerce.number({ error: 'must be a number' });
+const int = (min: number, max: number) =>
+  number().int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+const positive = number().positive('must be greater than 0');
 
 /** Every environment variable the project reads, with its default. The contract is DESIGN.md's table. */
 const EnvSchema = z.object({
@@ -39,7 +41,7 @@ const EnvSchema = z.object({
   TOOL_TIMEOUT_SECONDS: positive.default(60),
   PRICES_FILE: z.string().min(1).default(path.join(PROJECT_ROOT, 'prices.json')),
   /** How long a stopping worker lets in-flight steps finish before handing their runs back. */
-  SHUTDOWN_GRACE_SECONDS: z.coerce.number().nonnegative().default(20),
+  SHUTDOWN_GRACE_SECONDS: number().nonnegative('must not be negative').default(20),
   DEMO_LATENCY_MS: int(0, 600_000).default(800),
   METRICS_PORT: int(0, 65535).optional(),
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
