@@ -32,6 +32,9 @@ export interface Metrics {
   render(): Promise<{ contentType: string; body: string }>;
 }
 
+/** Distinct model names given their own label; later ones share "other", so no client can grow the series without bound. */
+const MAX_MODEL_LABELS = 50;
+
 /** @unit seconds — from a fast tool (10 ms) to a long model call (2 min). */
 const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
 
@@ -137,14 +140,23 @@ export function createMetrics(sources: MetricsSources): Metrics {
     return inFlight;
   }
 
+  const models = new Set<string>();
+  const modelLabel = (model: string): string => {
+    if (models.has(model)) return model;
+    if (models.size >= MAX_MODEL_LABELS) return 'other';
+    models.add(model);
+    return model;
+  };
+
   const events: EngineEvents = {
     runClaimed() {
       claimed.inc();
     },
     modelStep({ run, response, latencyMs, costUsd }) {
-      // The model the run asked for: the price table priced the call under that name, and only models
-      // the provider accepted reach this point, so the label stays bounded.
-      const model = run.model;
+      // The model the run asked for: the price table priced the call under that name. Only models the
+      // provider accepted reach this point, but the demo model accepts any name a client sends, so
+      // the label is capped all the same.
+      const model = modelLabel(run.model);
       const u = response.usage;
       tokens.inc({ model, direction: 'input' }, u.inputTokens);
       tokens.inc({ model, direction: 'output' }, u.outputTokens);
