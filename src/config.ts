@@ -50,6 +50,9 @@ const EnvSchema = z.object({
 
 export type Env = z.infer<typeof EnvSchema>;
 
+/** The names of every environment variable the project reads. */
+export const ENV_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
+
 export interface Config {
   databaseUrl: string | null;
   dataDir: string;

@@ -5,114 +5,33 @@
  * across restarts, and recovers when the process that started it (or the server itself) was killed.
  * The tests below run in order and share one data directory.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { stopEmbeddedPostgres } from '../../src/db/embedded.ts';
+import { alive, CliProcesses, cleanEnv, exitWithin, freePort, type Proc, until, waitForOutput } from '../support/cli-process.ts';
 
-const BIN = path.resolve('bin/durable-agent.js');
 const QUESTION = 'Which acme tickets are overdue?';
 const STEP_TIMEOUT = 120_000;
 
-/** Every variable config.ts reads: the quickstart sets none of them (CI's second pass sets DATABASE_URL). */
-const CONFIG_VARIABLES = [
-  'DATABASE_URL', 'DATA_DIR', 'PORT', 'HOST', 'WORKER_NAME', 'WORKER_CONCURRENCY', 'LEASE_SECONDS', 'MAX_RUN_ATTEMPTS',
-  'POLL_INTERVAL_MS', 'LLM_PROVIDER', 'DEFAULT_MODEL', 'MAX_TOKENS', 'STEP_TIMEOUT_SECONDS', 'MAX_ATTEMPTS',
-  'RETRY_BASE_MS', 'RETRY_CAP_MS', 'MAX_STEPS', 'DEFAULT_TOKEN_BUDGET', 'DEFAULT_TIMEOUT_SECONDS', 'TOOL_TIMEOUT_SECONDS',
-  'PRICES_FILE', 'SHUTDOWN_GRACE_SECONDS', 'DEMO_LATENCY_MS', 'METRICS_PORT', 'LOG_FORMAT', 'LOG_LEVEL',
-];
-
-interface Proc {
-  name: string;
-  child: ChildProcess;
-  out: string;
-  err: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const procs: Proc[] = [];
+const procs = new CliProcesses();
 let dataDir: string;
 let port: number;
 
-function env(): NodeJS.ProcessEnv {
-  const e: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of Object.keys(e)) if (CONFIG_VARIABLES.includes(k) || k.startsWith('ANTHROPIC_')) delete e[k];
-  return { ...e, DATA_DIR: dataDir, PORT: String(port), DEMO_LATENCY_MS: '50' };
-}
-
-function startCli(name: string, args: string[]): Proc {
-  const child = spawn(process.execPath, [BIN, ...args], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
-  const p: Proc = {
-    name,
-    child,
-    out: '',
-    err: '',
-    exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
-  };
-  child.stdout!.on('data', (c: Buffer) => (p.out += c.toString('utf8')));
-  child.stderr!.on('data', (c: Buffer) => (p.err += c.toString('utf8')));
-  procs.push(p);
-  return p;
-}
-
-const alive = (p: Proc) => p.child.exitCode === null && p.child.signalCode === null;
+/** The quickstart sets nothing but where its data lives and which port it listens on. */
+const startCli = (name: string, args: string[]) =>
+  procs.start(name, args, cleanEnv({ DATA_DIR: dataDir, PORT: String(port), DEMO_LATENCY_MS: '50' }));
 
 function transcript(): string {
   const log = path.join(dataDir, 'postgres.log');
   const pgLog = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').slice(-40).join('\n') : '(none)';
   return [
-    ...procs.map((p) => `----- ${p.name} (pid ${p.child.pid}) stdout -----\n${p.out}\n----- ${p.name} stderr -----\n${p.err}`),
+    procs.transcript(),
     `----- ${log} (last lines) -----\n${pgLog}`,
     `----- processes -----\n${processes().map((q) => `${q.pid} ${q.ppid} ${q.args}`).join('\n')}`,
   ].join('\n');
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
-async function waitForOutput(p: Proc, pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
-  return until(
-    `${p.name} to print ${pattern}`,
-    () => {
-      const m = p.out.match(pattern);
-      if (m) return m;
-      if (!alive(p)) throw new Error(`${p.name} exited (${p.child.exitCode ?? p.child.signalCode}) before printing ${pattern}`);
-      return null;
-    },
-    timeoutMs,
-  );
-}
-
-async function exitWithin(p: Proc, timeoutMs: number) {
-  return Promise.race([
-    p.exited,
-    sleep(timeoutMs).then(() => {
-      throw new Error(`${p.name} did not exit within ${timeoutMs} ms`);
-    }),
-  ]);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port: p } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(p));
-    });
-  });
 }
 
 interface ProcessRow {
@@ -206,8 +125,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const p of procs) if (alive(p)) p.child.kill('SIGKILL');
-  await Promise.all(procs.map((p) => p.exited));
+  await procs.killAll();
   if (dataDir) {
     await stopEmbeddedPostgres(dataDir).catch(() => {});
     fs.rmSync(dataDir, { recursive: true, force: true });
@@ -273,7 +191,7 @@ it('`serve` with nothing configured starts the embedded PostgreSQL and the demo 
 }, STEP_TIMEOUT);
 
 it('a second `worker` process shares the running server; both stop on SIGTERM and the server stops with the last', async () => {
-  const serve = procs.find((p) => p.name === 'serve#1')!;
+  const serve = procs.all.find((p) => p.name === 'serve#1')!;
   expect(alive(serve)).toBe(true);
   const worker = startCli('worker', ['worker']);
   const [line] = await timed('worker to start', () => waitForOutput(worker, /\{[^\n]*"msg":"worker [^"\n]+ started"[^\n]*\}/, 30_000));
@@ -315,7 +233,7 @@ it('a restart on the same DATA_DIR keeps the earlier runs', async () => {
 }, STEP_TIMEOUT);
 
 it('after SIGKILL of the serve that started it, the orphaned server is reused by the next serve', async () => {
-  const owner = procs.find((p) => p.name === 'serve#2')!;
+  const owner = procs.all.find((p) => p.name === 'serve#2')!;
   expect(await stopped(owner, 'SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
   // The server outlives its starter (it runs as its own daemon).
   expect(postmasters().map((p) => p.pid)).toEqual([serverPid]);
@@ -329,7 +247,7 @@ it('after SIGKILL of the serve that started it, the orphaned server is reused by
 }, STEP_TIMEOUT);
 
 it('after the server itself is killed (stale postmaster.pid), the next serve starts it again', async () => {
-  const owner = procs.find((p) => p.name === 'serve#3')!;
+  const owner = procs.all.find((p) => p.name === 'serve#3')!;
   expect(await stopped(owner, 'SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
   const children = processes().filter((p) => p.ppid === serverPid).map((p) => p.pid);
   process.kill(serverPid, 'SIGKILL');

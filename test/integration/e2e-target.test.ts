@@ -6,95 +6,17 @@
  * repeating the first model call or the tool, and finishes the run. (The seed kills A during the tool
  * step; the demo tool is fast, so the slow step here is the model call: the same resume path.)
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
+import { CliProcesses, cleanEnv, exitWithin, sleep, until, waitForOutput } from '../support/cli-process.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { type FakeAnthropic, startFakeAnthropic } from '../support/fake-anthropic.ts';
 
-const BIN = path.resolve('bin/durable-agent.js');
 const API_KEY = 'sk-ant-test-e2e-target-0123456789';
 const QUESTION = 'Which acme tickets are overdue?';
 const ANSWER = 'Two acme tickets are overdue: ACME-101 (due 2024-05-01) and ACME-104 (due 2024-05-20).';
 
-/** Every variable config.ts reads, so nothing from the test runner's environment leaks into a child. */
-const CONFIG_VARIABLES = [
-  'DATABASE_URL', 'DATA_DIR', 'PORT', 'HOST', 'WORKER_NAME', 'WORKER_CONCURRENCY', 'LEASE_SECONDS', 'MAX_RUN_ATTEMPTS',
-  'POLL_INTERVAL_MS', 'LLM_PROVIDER', 'DEFAULT_MODEL', 'MAX_TOKENS', 'STEP_TIMEOUT_SECONDS', 'MAX_ATTEMPTS',
-  'RETRY_BASE_MS', 'RETRY_CAP_MS', 'MAX_STEPS', 'DEFAULT_TOKEN_BUDGET', 'DEFAULT_TIMEOUT_SECONDS', 'TOOL_TIMEOUT_SECONDS',
-  'PRICES_FILE', 'SHUTDOWN_GRACE_SECONDS', 'DEMO_LATENCY_MS', 'METRICS_PORT', 'LOG_FORMAT', 'LOG_LEVEL',
-];
-
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of Object.keys(env)) if (CONFIG_VARIABLES.includes(k) || k.startsWith('ANTHROPIC_')) delete env[k];
-  return { ...env, ...extra };
-}
-
-interface Proc {
-  name: string;
-  child: ChildProcess;
-  out: string;
-  err: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const procs: Proc[] = [];
-
-function startCli(name: string, args: string[], env: NodeJS.ProcessEnv): Proc {
-  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const p: Proc = {
-    name,
-    child,
-    out: '',
-    err: '',
-    exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
-  };
-  child.stdout!.on('data', (c: Buffer) => (p.out += c.toString('utf8')));
-  child.stderr!.on('data', (c: Buffer) => (p.err += c.toString('utf8')));
-  procs.push(p);
-  return p;
-}
-
-function transcript(): string {
-  return procs.map((p) => `----- ${p.name} (pid ${p.child.pid}) stdout -----\n${p.out}\n----- ${p.name} stderr -----\n${p.err}`).join('\n');
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-async function waitForOutput(p: Proc, pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
-  let exited = false;
-  void p.exited.then(() => (exited = true));
-  return until(
-    `${p.name} to print ${pattern}`,
-    () => {
-      const m = p.out.match(pattern);
-      if (m) return m;
-      if (exited) throw new Error(`${p.name} exited before printing ${pattern}`);
-      return null;
-    },
-    timeoutMs,
-  );
-}
-
-async function exitWithin(p: Proc, timeoutMs: number) {
-  return Promise.race([
-    p.exited,
-    sleep(timeoutMs).then(() => {
-      throw new Error(`${p.name} did not exit within ${timeoutMs} ms`);
-    }),
-  ]);
-}
+const procs = new CliProcesses();
+const startCli = (name: string, args: string[], env: NodeJS.ProcessEnv) => procs.start(name, args, env);
 
 interface TimelineItem {
   seq: number;
@@ -120,15 +42,14 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-  await Promise.all(procs.map((p) => p.exited));
+  await procs.killAll();
   await fakeApi?.close();
   await db?.close();
 });
 
 beforeEach(({ onTestFailed }) => {
   onTestFailed(() => {
-    console.error(transcript());
+    console.error(procs.transcript());
     console.error('fake Messages API requests:', JSON.stringify(fakeApi.requests.map((r) => ({ seq: r.seq, status: r.status, aborted: r.aborted, messages: r.body?.messages?.length }))));
   });
 });
@@ -273,6 +194,6 @@ it('worker-A is killed mid-step; worker-B resumes from the checkpoint and the ru
   expect(await exitWithin(serve, 10_000)).toEqual({ code: 0, signal: null });
   expect(await exitWithin(workerB, 10_000)).toEqual({ code: 0, signal: null });
   mark('serve and worker-B stopped');
-  if (process.env.E2E_VERBOSE) console.log(transcript());
+  if (process.env.E2E_VERBOSE) console.log(procs.transcript());
   console.log(`e2e-target timings (ms since start): ${JSON.stringify(timing)}`);
 }, 120_000);

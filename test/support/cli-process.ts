@@ -1,0 +1,98 @@
+/** Real `durable-agent` processes for end-to-end tests: started, watched, waited for, killed. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { ENV_VARIABLES } from '../../src/config.ts';
+
+const BIN = path.resolve('bin/durable-agent.js');
+
+export interface Proc {
+  name: string;
+  child: ChildProcess;
+  out: string;
+  err: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The test runner's environment without any variable the project reads (CI's second pass sets DATABASE_URL), plus `extra`. */
+export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of Object.keys(env)) if (ENV_VARIABLES.includes(k) || k.startsWith('ANTHROPIC_')) delete env[k];
+  return { ...env, ...extra };
+}
+
+/** The processes a test file started, so they can be printed on failure and killed afterwards. */
+export class CliProcesses {
+  readonly all: Proc[] = [];
+
+  start(name: string, args: string[], env: NodeJS.ProcessEnv): Proc {
+    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p: Proc = {
+      name,
+      child,
+      out: '',
+      err: '',
+      exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
+    };
+    child.stdout!.on('data', (c: Buffer) => (p.out += c.toString('utf8')));
+    child.stderr!.on('data', (c: Buffer) => (p.err += c.toString('utf8')));
+    this.all.push(p);
+    return p;
+  }
+
+  transcript(): string {
+    return this.all.map((p) => `----- ${p.name} (pid ${p.child.pid}) stdout -----\n${p.out}\n----- ${p.name} stderr -----\n${p.err}`).join('\n');
+  }
+
+  async killAll(): Promise<void> {
+    for (const p of this.all) if (alive(p)) p.child.kill('SIGKILL');
+    await Promise.all(this.all.map((p) => p.exited));
+  }
+}
+
+export const alive = (p: Proc) => p.child.exitCode === null && p.child.signalCode === null;
+
+export async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+export async function waitForOutput(p: Proc, pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
+  return until(
+    `${p.name} to print ${pattern}`,
+    () => {
+      const m = p.out.match(pattern);
+      if (m) return m;
+      if (!alive(p)) throw new Error(`${p.name} exited (${p.child.exitCode ?? p.child.signalCode}) before printing ${pattern}`);
+      return null;
+    },
+    timeoutMs,
+  );
+}
+
+export async function exitWithin(p: Proc, timeoutMs: number) {
+  return Promise.race([
+    p.exited,
+    sleep(timeoutMs).then(() => {
+      throw new Error(`${p.name} did not exit within ${timeoutMs} ms`);
+    }),
+  ]);
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
