@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -36,11 +38,44 @@ function ownerAlive(lockDir: string): boolean {
 }
 
 /**
- * Runs `fn` while holding a lock shared by the processes of this machine: a directory created
- * atomically with mkdir, naming its owner (pid and start time). A lock whose owner died (SIGKILL) is
- * taken over.
+ * Runs `fn` while holding a lock named after `lockDir`, shared by the processes of this machine.
+ * On Linux the lock is a listening socket in the abstract namespace: the kernel releases it the
+ * moment its owner dies, however it dies, so there is no stale lock to detect and no take-over race.
+ * Elsewhere it is a directory created with mkdir that names its owner (see `withMkdirLock`).
  */
 export async function withDirectoryLock<T>(lockDir: string, fn: () => Promise<T>, timeoutMs = 180_000): Promise<T> {
+  if (process.platform !== 'linux') return withMkdirLock(lockDir, fn, timeoutMs);
+  const real = path.join(fs.realpathSync(path.dirname(lockDir)), path.basename(lockDir));
+  const name = `\0durable-agent-lock-${createHash('sha256').update(real).digest('hex').slice(0, 32)}`;
+  const until = Date.now() + timeoutMs;
+  const server = net.createServer();
+  for (;;) {
+    const taken = await new Promise<boolean>((resolve, reject) => {
+      const onError = (e: NodeJS.ErrnoException) => (e.code === 'EADDRINUSE' ? resolve(false) : reject(e));
+      server.once('error', onError);
+      server.listen(name, () => {
+        server.off('error', onError);
+        resolve(true);
+      });
+    });
+    if (taken) break;
+    if (Date.now() > until) throw new Error(`timed out waiting for the lock on ${lockDir} (held by a live process)`);
+    await sleep(50);
+  }
+  server.unref();
+  try {
+    return await fn();
+  } finally {
+    await new Promise((r) => server.close(r));
+  }
+}
+
+/**
+ * The lock as a directory created atomically with mkdir, naming its owner (pid and start time); a
+ * lock whose owner died is taken over. Two waiters can both take over the same stale lock, so it is
+ * only the fallback for systems without abstract sockets.
+ */
+async function withMkdirLock<T>(lockDir: string, fn: () => Promise<T>, timeoutMs: number): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     try {

@@ -11,6 +11,7 @@ import { type EmbeddedCluster, findOrStartLocked, startLockOf, stopEmbeddedPostg
 
 /** Marks a process's presence; pools come and go (idle connections close), this one stays. */
 const PRESENCE_APPLICATION = 'durable-agent-presence';
+const REATTACH_DELAY_MS = 1_000;
 
 export interface AttachedCluster extends EmbeddedCluster {
   /** Leaves the server; stops it when no other process uses it. Returns whether it was stopped. */
@@ -19,23 +20,46 @@ export interface AttachedCluster extends EmbeddedCluster {
 
 export async function attachEmbeddedPostgres(dataDir: string): Promise<AttachedCluster> {
   fs.mkdirSync(path.resolve(dataDir), { recursive: true });
-  return withDirectoryLock(startLockOf(dataDir), async () => {
-    const cluster = await findOrStartLocked(dataDir);
-    const presence = new pg.Client({ connectionString: cluster.adminUrl, application_name: PRESENCE_APPLICATION });
-    presence.on('error', () => {}); // a server stopped by hand; the pools report it where it matters
-    await presence.connect();
-    let detached: Promise<boolean> | null = null;
-    return {
-      ...cluster,
-      detach: () => (detached ??= withDirectoryLock(startLockOf(dataDir), async () => {
+  let presence: pg.Client;
+  let detaching = false;
+  let retry: NodeJS.Timeout | undefined;
+
+  // Under the lock: find (or start) the server and mark this process present on it.
+  const attach = () =>
+    withDirectoryLock(startLockOf(dataDir), async () => {
+      const cluster = await findOrStartLocked(dataDir);
+      const client = new pg.Client({ connectionString: cluster.adminUrl, application_name: PRESENCE_APPLICATION });
+      client.on('error', () => {});
+      await client.connect();
+      // The server went away under us (stopped or killed, maybe restarted by another process): come
+      // back, or this process would no longer count and the next one to leave would stop the server.
+      client.once('end', () => {
+        if (!detaching) retry = setTimeout(reattach, REATTACH_DELAY_MS);
+      });
+      presence = client;
+      return cluster;
+    });
+  const reattach = () => {
+    attach().catch(() => {
+      if (!detaching) retry = setTimeout(reattach, REATTACH_DELAY_MS);
+    });
+  };
+
+  const cluster = await attach();
+  let detached: Promise<boolean> | null = null;
+  return {
+    ...cluster,
+    detach: () =>
+      (detached ??= withDirectoryLock(startLockOf(dataDir), async () => {
+        detaching = true;
+        clearTimeout(retry);
         const others = await otherClients(presence).catch(() => null);
         await presence.end().catch(() => {});
         if (others !== 0) return false;
         await stopEmbeddedPostgres(dataDir);
         return true;
       })),
-    };
-  });
+  };
 }
 
 /**

@@ -146,29 +146,37 @@ async function run(bin: string, args: string[], runAs: RunAs | null, what: strin
   }
 }
 
+/**
+ * Builds a cluster in a scratch directory and renames it into place as the last step, with its
+ * credentials already written: a process killed half-way leaves only scratch, never a cluster
+ * without a password.
+ */
 async function initCluster(bin: Binaries, dataDir: string, pgDir: string, runAs: RunAs | null): Promise<Credentials> {
   const creds: Credentials = { port: await freePort(), password: randomBytes(18).toString('base64url') };
-  fs.mkdirSync(pgDir, { recursive: true, mode: 0o700 });
+  for (const f of fs.readdirSync(dataDir)) if (f.startsWith('pg.init-')) fs.rmSync(path.join(dataDir, f), { recursive: true, force: true });
+  const building = `${pgDir}.init-${process.pid}`;
+  fs.mkdirSync(building, { mode: 0o700 });
   const pwFile = path.join(dataDir, `.pw-${process.pid}`);
   fs.writeFileSync(pwFile, creds.password, { mode: 0o600 });
   if (runAs) {
-    fs.chownSync(pgDir, runAs.uid, runAs.gid);
+    fs.chownSync(building, runAs.uid, runAs.gid);
     fs.chownSync(pwFile, runAs.uid, runAs.gid);
   }
   try {
-    await run(bin.initdb, ['-D', pgDir, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwFile}`, '-E', 'UTF8', '--no-locale'], runAs, 'initdb');
+    await run(bin.initdb, ['-D', building, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwFile}`, '-E', 'UTF8', '--no-locale'], runAs, 'initdb');
   } finally {
     fs.rmSync(pwFile, { force: true });
   }
   // Listen on loopback only, on our own port, without a Unix socket (its default directory may not exist).
   fs.appendFileSync(
-    path.join(pgDir, 'postgresql.conf'),
+    path.join(building, 'postgresql.conf'),
     `\n# durable-agent\nport = ${creds.port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 300\n`,
   );
-  // Written whole or not at all: a torn file would lock everyone out of the cluster.
   const tmp = path.join(dataDir, `.credentials-${process.pid}.json`);
   fs.writeFileSync(tmp, JSON.stringify(creds), { mode: 0o600 });
   fs.renameSync(tmp, path.join(dataDir, 'credentials.json'));
+  fs.rmSync(pgDir, { recursive: true, force: true });
+  fs.renameSync(building, pgDir);
   return creds;
 }
 
@@ -217,10 +225,7 @@ export async function findOrStartLocked(dataDir: string): Promise<EmbeddedCluste
     assertReachable(dataDir, runAs);
     assertReachable(path.dirname(bin.pg_ctl), runAs);
   }
-  if (!initialised) {
-    fs.rmSync(pgDir, { recursive: true, force: true }); // a half-finished initdb of a killed process
-    creds = await initCluster(bin, dataDir, pgDir, runAs);
-  }
+  if (!initialised) creds = await initCluster(bin, dataDir, pgDir, runAs);
   await startServer(bin, dataDir, pgDir, runAs);
   return { adminUrl: urlFor(creds!), port: creds!.port, dataDir, startedHere: true };
 }

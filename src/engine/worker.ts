@@ -195,14 +195,16 @@ export class Worker {
     } catch (e) {
       const reason = controller.signal.aborted ? controller.signal.reason : e;
       if (reason instanceof HandBackSignal) {
-        await store.release(run.id, run.lease).catch(() => {});
-        this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: 'handed-back' });
+        if (await store.release(run.id, run.lease).catch(() => false)) {
+          this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: 'handed-back' });
+        }
         return null;
       }
       if (reason instanceof RequeueSignal) {
         const delayMs = Math.max(this.opts.requeueDelayMs, reason.retryAfterMs ?? 0);
-        await store.release(run.id, run.lease, { countAttempt: true, delayMs, error: reason.message }).catch(() => {});
-        this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: 'requeued', error: reason });
+        if (await store.release(run.id, run.lease, { countAttempt: true, delayMs, error: reason.message }).catch(() => false)) {
+          this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: 'requeued', error: reason });
+        }
         return null;
       }
       if (reason instanceof LeaseLostError) {

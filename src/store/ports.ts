@@ -98,8 +98,9 @@ export interface EngineStore {
   /**
    * Puts a run back in the queue: at once and without counting the attempt for a hand-back at
    * shutdown; after a delay, counted, when the attempt failed for a passing reason (a model outage).
+   * A run with a cancel pending is CANCELLED instead. False when the lease was no longer held.
    */
-  release(runId: RunId, owner: Lease, how?: Release): Promise<void>;
+  release(runId: RunId, owner: Lease, how?: Release): Promise<boolean>;
   /** Stores a text once under its SHA-256 and returns the digest. */
   putBlob(body: string): Promise<string>;
 }

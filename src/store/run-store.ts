@@ -236,15 +236,19 @@ export class RunStore implements EngineStore {
     return progress(rows[0]);
   }
 
-  async release(runId: RunId, owner: Lease, how: Release = { countAttempt: false }): Promise<void> {
-    await this.db.query(
-      `UPDATE run SET status = 'QUEUED', locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now(),
+  async release(runId: RunId, owner: Lease, how: Release = { countAttempt: false }): Promise<boolean> {
+    // A run with a cancel pending ends here instead: nobody would be driving it to its next guard.
+    const { rowCount } = await this.db.query(
+      `UPDATE run SET locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now(),
+              status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END,
+              finished_at = CASE WHEN cancel_requested THEN now() END,
               attempts = CASE WHEN $4 THEN attempts ELSE greatest(attempts - 1, 0) END,
-              run_at = now() + $5 * interval '1 millisecond',
-              error = coalesce($6, error)
+              run_at = CASE WHEN $5 > 0 THEN now() + $5 * interval '1 millisecond' ELSE run_at END,
+              error = CASE WHEN cancel_requested THEN 'cancelled on request' ELSE coalesce($6, error) END
        WHERE ${FENCE(3)}`,
       [runId, owner.worker, owner.token, how.countAttempt, how.delayMs ?? 0, how.error ?? null],
     );
+    return rowCount === 1;
   }
 
   async putBlob(body: string): Promise<string> {

@@ -79,3 +79,21 @@ it('refuses to touch a cluster whose credentials are missing, instead of startin
     fs.renameSync(`${creds}.bak`, creds);
   }
 });
+
+it('a process whose server died comes back to it (restarting it), so it still counts as present', async () => {
+  const { attachEmbeddedPostgres } = await import('../../src/db/embedded-sharing.ts');
+  const api = await attachEmbeddedPostgres(dataDir);
+  const pid = Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  process.kill(pid, 'SIGKILL');
+  for (let i = 0; i < 200; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    const now = fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))
+      ? Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0])
+      : null;
+    if (now && now !== pid && (await query(api.adminUrl, 'SELECT 1 AS up').catch(() => null))) break;
+  }
+  await new Promise((r) => setTimeout(r, 300)); // the presence connection is back
+  const worker = await attachEmbeddedPostgres(dataDir);
+  expect(await worker.detach()).toBe(false); // the first process still counts
+  expect(await api.detach()).toBe(true);
+});

@@ -130,7 +130,14 @@ describe('fencing', () => {
     const [second] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
     expect(second?.id).toBe(run.id);
     expect(second!.lease.token).not.toBe(first!.lease.token);
-    await expect(db.store.checkpointModel(run.id, first!.lease, cp(1))).rejects.toBeInstanceOf(LeaseLostError);
+    const stale = first!.lease;
+    await expect(db.store.checkpointModel(run.id, stale, cp(1))).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(db.store.startTool(run.id, stale, { seq: 1, toolUseId: 't', toolName: 'x' })).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(db.store.finishTool(run.id, stale, { toolUseId: 't', status: 'DONE', result: 'r', latencyMs: 1 })).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(db.store.renewLease(run.id, stale)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(db.store.finish(run.id, stale, { status: 'SUCCEEDED' })).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await db.store.release(run.id, stale)).toBe(false);
+    expect(await db.store.state(run.id)).toMatchObject({ status: 'RUNNING', lockedBy: 'A', tokensUsed: 0 });
     await db.store.checkpointModel(run.id, second!.lease, cp(1));
     // A worker never claims a run it is still driving, lapsed lease or not.
     await expireLease(db.pool, run.id);

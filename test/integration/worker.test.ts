@@ -266,3 +266,39 @@ describe('shutdown and bad logs', () => {
     expect(llm.seen).toHaveLength(0);
   });
 });
+
+describe('claiming', () => {
+  it('never claims again a run it is still driving, even when the lease lapsed (e.g. heartbeats failed)', async () => {
+    const run = await newRun(db.store, 'lease lapses under a live driver');
+    let executions = 0;
+    const slow = defineTool({
+      name: 'sleep',
+      description: 'outlives the lease',
+      inputSchema: { type: 'object' },
+      async execute() {
+        executions++;
+        await new Promise((r) => setTimeout(r, 1_200));
+        return 'ok';
+      },
+    });
+    // Heartbeats fail (the database is flaky for a while), so the 300 ms lease lapses mid-tool.
+    const flaky: typeof db.store = Object.create(db.store, {
+      renewLease: { value: async () => Promise.reject(Object.assign(new Error('connection reset'), { code: 'ECONNRESET' })) },
+    });
+    const w = testWorker(flaky, toolThenTextLlm('sleep'), [slow], { name: 'A', leaseMs: 300, pollIntervalMs: 50 });
+    await w.start();
+    await waitFor('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 15_000);
+    await w.stop();
+    expect(executions).toBe(1);
+    expect((await db.store.state(run.id)).attempts).toBe(1);
+  });
+
+  it('ends a handed-back run whose cancel was pending instead of queueing it again', async () => {
+    const run = await newRun(db.store, 'cancel then shutdown');
+    const [claimed] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 1);
+    expect(claimed?.id).toBe(run.id);
+    await db.store.cancel(run.id);
+    expect(await db.store.release(run.id, claimed!.lease)).toBe(true);
+    expect(await db.store.state(run.id)).toMatchObject({ status: 'CANCELLED', error: 'cancelled on request', lockedBy: null });
+  });
+});
