@@ -2,11 +2,12 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { withDirectoryLock } from '../../src/db/dir-lock.ts';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agent-lock-'));
 const lock = path.join(dir, 'start.lock');
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 it('lets one holder in at a time', async () => {
   const trace: string[] = [];
