@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
+import { ConfigError } from './errors.ts';
 import { migrate } from './db/migrate.ts';
 import { RUN_QUEUED_CHANNEL, subscribe } from './db/notifications.ts';
 import { checkConnection, createPool, type Database, poolSizeFor, resolveDatabase } from './db/pool.ts';
@@ -124,7 +125,10 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         metrics: () => metrics.render(),
         logger,
       });
-      url = await server.listen({ host: config.host, port: config.port });
+      url = await server.listen({ host: config.host, port: config.port }).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') throw e;
+        throw new ConfigError(`cannot listen on ${config.host}:${config.port} (${e.code === 'EADDRINUSE' ? 'in use' : 'not allowed'}); set PORT or --port`);
+      });
     } else if (config.metricsPort !== null) {
       plainMetrics = await metricsServer(metrics, config.host, config.metricsPort);
       const addr = plainMetrics.address() as { port: number };

@@ -3,7 +3,7 @@
  * parsed with zod (no fastify schema compiler), every error leaves in the one shape of errors.ts, and
  * nothing a client sends can cause a 500. Where to listen is the caller's business.
  */
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import type { Logger } from '../observability/logger.ts';
 import { parseInput, toHttpError, type HttpError } from './errors.ts';
 import { openApiDocument } from './openapi.ts';
@@ -22,6 +22,7 @@ export interface ApiDeps extends RunsDeps, OpsDeps {
 export const BODY_LIMIT = 1_048_576;
 
 const fastifyPath = (openApiPath: string) => openApiPath.replace(/\{(\w+)\}/g, ':$1');
+const pathPattern = (openApiPath: string) => new RegExp(`^${openApiPath.replace(/\{\w+\}/g, '[^/]+')}/?$`);
 
 function send(reply: FastifyReply, e: HttpError): FastifyReply {
   return reply.code(e.status).type('application/json; charset=utf-8').send(e.body);
@@ -30,7 +31,7 @@ function send(reply: FastifyReply, e: HttpError): FastifyReply {
 export function createServer(deps: ApiDeps): FastifyInstance {
   const app = Fastify({
     // Failures only: a line per request would drown the run lines, and bodies never reach the log.
-    ...(deps.logger ? { loggerInstance: deps.logger, disableRequestLogging: true } : { logger: false }),
+    ...(deps.logger ? { loggerInstance: deps.logger, logController: new LogController({ disableRequestLogging: true }) } : { logger: false }),
     bodyLimit: BODY_LIMIT,
     // Malformed URLs (bad percent-encoding) fail before routing; they still get our error shape.
     frameworkErrors: (err, _req, reply) => send(reply, toHttpError(err)),
@@ -52,6 +53,13 @@ export function createServer(deps: ApiDeps): FastifyInstance {
   });
   app.setNotFoundHandler((req, reply) => {
     const where = (req.url.split('?')[0] ?? '').slice(0, 200);
+    // A known path asked with another method is a 405 that says which methods it takes.
+    const allowed = routes.filter((r) => pathPattern(r.path).test(where)).map((r) => r.method);
+    if (allowed.length) {
+      reply.header('allow', allowed.join(', '));
+      const message = `${req.method} is not allowed on ${where}; use ${allowed.join(' or ')}`;
+      return send(reply, { status: 405, body: { error: { code: 'method_not_allowed', message } } });
+    }
     return send(reply, { status: 404, body: { error: { code: 'not_found', message: `no route ${req.method} ${where}` } } });
   });
 

@@ -318,7 +318,9 @@ describe('what a client can get wrong', () => {
     ['seq not a number', get(`/api/runs/${UNKNOWN_ID}/steps/last`), 400, 'invalid_request', 'seq'],
     ['bad percent-encoding', get('/api/runs/%E0%A4%A'), 400, 'bad_request'],
     ['an unknown route', get('/api/nope'), 404, 'not_found'],
-    ['an unknown method', { method: 'DELETE', url: '/api/runs' }, 404, 'not_found'],
+    ['a method the path does not take', { method: 'DELETE', url: '/api/runs' }, 405, 'method_not_allowed'],
+    ['a method a run path does not take', { method: 'PUT', url: `/api/runs/${UNKNOWN_ID}` }, 405, 'method_not_allowed'],
+    ['an unknown method on an unknown path', { method: 'DELETE', url: '/api/nope' }, 404, 'not_found'],
   ];
 
   it.each(cases)('%s → %i', async (_what, request, status, code, field) => {
@@ -330,6 +332,13 @@ describe('what a client can get wrong', () => {
     expect(err).toEqual({ code, message: expect.any(String), ...(status === 400 && code === 'invalid_request' && field ? { issues: expect.any(Array) } : {}) });
     if (field) expect(err.issues.map((i: { path: string }) => i.path)).toContain(field);
     expect(await runCount(db)).toBe(before);
+  });
+
+  it('names the methods a path takes when another is used', async () => {
+    const res = await app.inject({ method: 'DELETE', url: '/api/runs' });
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe('POST, GET');
+    expect(res.json().error.message).toBe('DELETE is not allowed on /api/runs; use POST or GET');
   });
 
   it('never shows the cause of an internal error', async () => {
