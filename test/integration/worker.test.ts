@@ -271,16 +271,7 @@ describe('claiming', () => {
   it('never claims again a run it is still driving, even when the lease lapsed (e.g. heartbeats failed)', async () => {
     const run = await newRun(db.store, 'lease lapses under a live driver');
     let executions = 0;
-    const slow = defineTool({
-      name: 'sleep',
-      description: 'outlives the lease',
-      inputSchema: { type: 'object' },
-      async execute() {
-        executions++;
-        await new Promise((r) => setTimeout(r, 1_200));
-        return 'ok';
-      },
-    });
+    const slow = sleepTool(1_200, () => executions++); // outlives the 300 ms lease
     // Heartbeats fail (the database is flaky for a while), so the 300 ms lease lapses mid-tool.
     const flaky: typeof db.store = Object.create(db.store, {
       renewLease: { value: async () => Promise.reject(Object.assign(new Error('connection reset'), { code: 'ECONNRESET' })) },

@@ -1,8 +1,8 @@
 /** Real `durable-agent` processes for end-to-end tests: started, watched, waited for, killed. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { ENV_VARIABLES } from '../../src/config.ts';
+export { freePort } from '../../src/db/embedded.ts';
 
 const BIN = path.resolve('bin/durable-agent.js');
 
@@ -84,15 +84,4 @@ export async function exitWithin(p: Proc, timeoutMs: number) {
       throw new Error(`${p.name} did not exit within ${timeoutMs} ms`);
     }),
   ]);
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
