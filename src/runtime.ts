@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { loadDashboard } from './api/dashboard.ts';
 import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
 import { ConfigError } from './errors.ts';
@@ -20,6 +21,7 @@ import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { traceEvents } from './observability/tracing.ts';
 import { TicketStore } from './store/demo-tickets.ts';
 import { RunListing } from './store/run-listing.ts';
+import { RunOverview } from './store/run-overview.ts';
 import { RunStore } from './store/run-store.ts';
 import { countRunsByStatus, queueDepth } from './store/run-stats.ts';
 import { DEFAULT_SYSTEM_PROMPT, demoTools } from './tools/demo-tools.ts';
@@ -110,6 +112,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     let url: string | null = null;
     // Listen before the worker claims anything: a port already taken must fail before runs are held.
     if (opts.api) {
+      const dashboard = loadDashboard();
+      if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
       server = createServer({
         store,
         listing: new RunListing(pool),
@@ -123,6 +127,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           await pool.query('SELECT 1');
         },
         metrics: () => metrics.render(),
+        overview: new RunOverview(pool),
+        dashboard,
         logger,
       });
       url = await server.listen({ host: config.host, port: config.port }).catch((e: NodeJS.ErrnoException) => {

@@ -3,7 +3,7 @@ import type { Run, RunId } from '../domain.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import type { RunListing } from '../store/run-listing.ts';
 import type { RunStore } from '../store/run-store.ts';
-import { runJson, timelineItem } from './present.ts';
+import { runJson, runListItem, timelineItem } from './present.ts';
 import { defineRoute, type ApiRoute } from './route.ts';
 import {
   CancelledRun,
@@ -75,7 +75,7 @@ export function runRoutes({ store, listing, defaults }: RunsDeps): ApiRoute[] {
       responses: { 200: { description: 'One page of runs.', schema: RunPageJson } },
       async handle({ query }) {
         const page = await listing.list(query);
-        return { body: { runs: page.runs.map(runJson), nextCursor: page.nextCursor } };
+        return { body: { runs: page.runs.map(runListItem), nextCursor: page.nextCursor } };
       },
     }),
     defineRoute({

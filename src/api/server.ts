@@ -5,17 +5,21 @@
  */
 import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import type { Logger } from '../observability/logger.ts';
+import { type DashboardFiles, registerDashboard } from './dashboard.ts';
 import { parseInput, toHttpError, type HttpError } from './errors.ts';
 import { openApiDocument } from './openapi.ts';
 import type { ApiRoute } from './route.ts';
 import { opsRoutes, type OpsDeps } from './routes-ops.ts';
+import { overviewRoutes, type OverviewDeps } from './routes-overview.ts';
 import { runRoutes, type RunsDeps } from './routes-runs.ts';
 
 export type { RunDefaults } from './routes-runs.ts';
 
-export interface ApiDeps extends RunsDeps, OpsDeps {
+export interface ApiDeps extends RunsDeps, OpsDeps, OverviewDeps {
   /** Request lines (method, url, status, time; never bodies) and 500s go here; none when absent or false. */
   logger?: Logger | false | undefined;
+  /** The dashboard at /: its built files, or null when it is not built (its pages say how). Absent: no dashboard. */
+  dashboard?: DashboardFiles | null | undefined;
 }
 
 /** Larger bodies are refused with 413 before they are read to the end. */
@@ -64,7 +68,11 @@ export function createServer(deps: ApiDeps): FastifyInstance {
   });
 
   let document: unknown;
-  const routes: ApiRoute[] = [...runRoutes(deps), ...opsRoutes(deps, () => (document ??= openApiDocument(routes)))];
+  const routes: ApiRoute[] = [
+    ...runRoutes(deps),
+    ...overviewRoutes(deps),
+    ...opsRoutes(deps, () => (document ??= openApiDocument(routes))),
+  ];
   for (const r of routes) {
     app.route({
       method: r.method,
@@ -83,5 +91,6 @@ export function createServer(deps: ApiDeps): FastifyInstance {
       },
     });
   }
+  if (deps.dashboard !== undefined) registerDashboard(app, deps.dashboard);
   return app;
 }

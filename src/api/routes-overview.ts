@@ -1,0 +1,42 @@
+/** The dashboard's overview as an API route: the figures of store/run-overview.ts as JSON. */
+import { NotFoundError } from '../errors.ts';
+import type { Overview, OverviewWindow, RunOverview } from '../store/run-overview.ts';
+import { defineRoute, type ApiRoute } from './route.ts';
+import { ErrorBody } from './schemas.ts';
+import { OverviewJson } from './schemas-overview.ts';
+
+export interface OverviewDeps {
+  /** Without it /api/overview is a 404. */
+  overview?: Pick<RunOverview, 'read'> | undefined;
+}
+
+const windowJson = (w: OverviewWindow): OverviewJson['hour'] => ({
+  since: w.since.toISOString(),
+  bucketSeconds: w.bucketSeconds,
+  runsCreated: w.runsCreated,
+  totals: w.totals,
+  series: w.series.map((b) => ({ ...b, start: b.start.toISOString() })),
+  latency: w.latency,
+});
+
+export function overviewJson(o: Overview): OverviewJson {
+  return { at: o.at.toISOString(), runsByStatus: o.runsByStatus, hour: windowJson(o.hour), day: windowJson(o.day) };
+}
+
+export function overviewRoutes(deps: OverviewDeps): ApiRoute[] {
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/api/overview',
+      summary: 'Runs by status; tokens, cost and p50/p95 step latency of the last hour and day',
+      responses: {
+        200: { description: 'The figures, read now.', schema: OverviewJson },
+        404: { description: 'The overview is not enabled on this server.', schema: ErrorBody },
+      },
+      async handle() {
+        if (!deps.overview) throw new NotFoundError('the overview is not enabled on this server');
+        return { body: overviewJson(await deps.overview.read()) };
+      },
+    }),
+  ];
+}
