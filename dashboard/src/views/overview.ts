@@ -141,6 +141,7 @@ export const overviewView: View = (main) => {
       reportConnection(true);
       const now = new Date(o.at);
       updated.textContent = `as of ${formatClock(now, new Date())}`;
+      updated.setAttribute('data-at', o.at);
       fill(body, statusCard(o.runsByStatus), windowCard('Last hour', 'hour', o.hour, now), windowCard('Last 24 hours', 'day', o.day, now), latencyCard(o));
     } catch (e) {
       reportConnection(false, (e as Error).message);

@@ -21,7 +21,7 @@ function block(b: ContentBlock): HTMLElement {
       return h(
         'div',
         { class: 'blk tool-use' },
-        h('div', { class: 'blk-head' }, h('span', { class: 'blk-tag' }, 'tool call'), h('span', { class: 'mono' }, String(b.name)), h('span', { class: 'muted mono small' }, String(b.id))),
+        h('div', { class: 'blk-head' }, h('span', { class: 'blk-tag' }, 'tool call'), h('span', { class: 'mono tool-name' }, String(b.name)), h('span', { class: 'muted mono small' }, String(b.id))),
         h('div', { class: 'json' }, jsonTree(b.input)),
       );
     case 'tool_result': {
