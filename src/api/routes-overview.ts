@@ -23,7 +23,16 @@ export function overviewJson(o: Overview): OverviewJson {
   return { at: o.at.toISOString(), runsByStatus: o.runsByStatus, hour: windowJson(o.hour), day: windowJson(o.day) };
 }
 
+/** `read`, with the calls made while one is under way sharing it instead of starting another. */
+export function sharedWhileRunning<T>(read: () => Promise<T>): () => Promise<T> {
+  let running: Promise<T> | null = null;
+  return () => (running ??= read().finally(() => (running = null)));
+}
+
 export function overviewRoutes(deps: OverviewDeps): ApiRoute[] {
+  // Every open dashboard asks every few seconds: however many people watch, the database does one read at a time.
+  const read = deps.overview ? sharedWhileRunning(() => deps.overview!.read()) : null;
+
   return [
     defineRoute({
       method: 'GET',
@@ -34,8 +43,8 @@ export function overviewRoutes(deps: OverviewDeps): ApiRoute[] {
         404: { description: 'The overview is not enabled on this server.', schema: ErrorBody },
       },
       async handle() {
-        if (!deps.overview) throw new NotFoundError('the overview is not enabled on this server');
-        return { body: overviewJson(await deps.overview.read()) };
+        if (!read) throw new NotFoundError('the overview is not enabled on this server');
+        return { body: overviewJson(await read()) };
       },
     }),
   ];

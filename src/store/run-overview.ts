@@ -2,10 +2,10 @@
  * The reads behind the dashboard's overview: runs by status, and what the steps of the last hour and
  * the last day used (tokens, cost) and how long they took (p50/p95 by kind).
  *
- * Every read is bounded by an index: the step reads scan `run_step_started_idx` from the start of the
- * day, so they cost what the last day holds, not what the database holds; runs of the day come from
- * `run_created_idx`. Only the count of all runs by status reads every run, from the smallest index
- * that has the status (an index-only scan of `run_status_created_idx`). Time is a parameter: a window
+ * Every read is bounded by an index: the steps are read once, from `run_step_started_idx` since the
+ * start of the day, so they cost what the last day holds, not what the database holds; the runs of the
+ * day come from the created_at indexes. Only the count of all runs by status reads every run, as an
+ * index-only scan of `run_status_idx` (small: the status alone, deduplicated). Time is a parameter: a window
  * is [at − an hour or a day, at), so figures for a past `at` are exactly those of that moment's rows.
  */
 import type pg from 'pg';
@@ -73,7 +73,7 @@ interface BucketRow {
 }
 
 interface LatencyRow {
-  kind: StepKind;
+  kind: StepKind | null;
   day_steps: number;
   day_p: number[] | null;
   hour_steps: number;
@@ -124,40 +124,43 @@ export class RunOverview {
     at ??= (await this.db.query<{ now: Date }>('SELECT now()')).rows[0]!.now;
     const daySince = new Date(at.getTime() - DAY_MS);
     const hourSince = new Date(at.getTime() - HOUR_MS);
-    const [byStatus, created, buckets, latencies] = await Promise.all([
+    const [byStatus, created, steps] = await Promise.all([
       countRunsByStatus(this.db),
       this.db.query<{ status: string; day: number; hour: number }>(
         `SELECT status, count(*)::int AS day, count(*) FILTER (WHERE created_at >= $2)::int AS hour
          FROM run WHERE created_at >= $1 AND created_at < $3 GROUP BY status`,
         [daySince, hourSince, at],
       ),
-      // 5-minute buckets split at the hour's start, so both windows' totals are exact sums of rows.
-      this.db.query<BucketRow>(
-        `SELECT date_bin('5 minutes', started_at, timestamptz 'epoch') AS bucket, started_at >= $2 AS in_hour,
-                count(*)::int AS steps, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+      // The day's steps are read once (the CTE), then summed per 5-minute bucket, split at the hour's
+      // start so both windows' totals are exact sums of rows, and ranked per kind for the percentiles.
+      this.db.query<BucketRow & LatencyRow>(
+        `WITH s AS MATERIALIZED (
+           SELECT started_at, kind, latency_ms, input_tokens, output_tokens, cache_creation_input_tokens,
+                  cache_read_input_tokens, cost_usd
+           FROM run_step WHERE started_at >= $1 AND started_at < $3)
+         SELECT date_bin('5 minutes', started_at, timestamptz 'epoch') AS bucket, started_at >= $2 AS in_hour,
+                NULL AS kind, count(*)::int AS steps, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
                 sum(cache_creation_input_tokens) AS cache_write_tokens, sum(cache_read_input_tokens) AS cache_read_tokens,
-                sum(cost_usd) AS cost_usd
-         FROM run_step WHERE started_at >= $1 AND started_at < $3
-         GROUP BY 1, 2`,
-        [daySince, hourSince, at],
-      ),
-      this.db.query<LatencyRow>(
-        `SELECT kind,
-                count(*)::int AS day_steps,
-                percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY latency_ms) AS day_p,
-                count(*) FILTER (WHERE started_at >= $2)::int AS hour_steps,
-                percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE started_at >= $2) AS hour_p
-         FROM run_step WHERE started_at >= $1 AND started_at < $3 AND latency_ms IS NOT NULL
-         GROUP BY kind`,
+                sum(cost_usd) AS cost_usd, NULL::int AS day_steps, NULL::int[] AS day_p, NULL::int AS hour_steps, NULL::int[] AS hour_p
+         FROM s GROUP BY 1, 2
+         UNION ALL
+         SELECT NULL, NULL, kind, 0, NULL, NULL, NULL, NULL, NULL,
+                count(*)::int,
+                percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY latency_ms),
+                count(*) FILTER (WHERE started_at >= $2)::int,
+                percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE started_at >= $2)
+         FROM s WHERE latency_ms IS NOT NULL GROUP BY kind`,
         [daySince, hourSince, at],
       ),
     ]);
+    const buckets = steps.rows.filter((r) => r.kind === null);
+    const latencies = steps.rows.filter((r) => r.kind !== null);
 
     const runsByStatus: Record<string, number> = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0]));
     Object.assign(runsByStatus, byStatus);
     const hourTotals = zero();
     const dayTotals = zero();
-    for (const r of buckets.rows) {
+    for (const r of buckets) {
       add(dayTotals, r);
       if (r.in_hour) add(hourTotals, r);
     }
@@ -170,16 +173,16 @@ export class RunOverview {
         bucketSeconds: FINE_MS / 1000,
         runsCreated: createdIn('hour'),
         totals: hourTotals,
-        series: series(hourSince, at, FINE_MS, buckets.rows.filter((r) => r.in_hour)),
-        latency: latency(latencies.rows, 'hour'),
+        series: series(hourSince, at, FINE_MS, buckets.filter((r) => r.in_hour)),
+        latency: latency(latencies, 'hour'),
       },
       day: {
         since: daySince,
         bucketSeconds: HOUR_MS / 1000,
         runsCreated: createdIn('day'),
         totals: dayTotals,
-        series: series(daySince, at, HOUR_MS, buckets.rows),
-        latency: latency(latencies.rows, 'day'),
+        series: series(daySince, at, HOUR_MS, buckets),
+        latency: latency(latencies, 'day'),
       },
     };
   }

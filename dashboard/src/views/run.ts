@@ -152,31 +152,37 @@ export const runView: View = (main, route: Route) => {
     notice.hidden = false;
   };
 
+  // The header is built once; a refresh rewrites its text, and the Cancel button only when it comes or goes
+  // (so it keeps focus and hover between refreshes).
+  const title = h('h1');
+  const sub = h('p', { class: 'sub' });
+  const actions = h('div', { class: 'actions' });
+  fill(head, h('div', { class: 'run-title' }, title, sub), actions);
+  let drawnTitle = '';
   const drawHead = (r: Run) => {
     const now = Date.now();
     const created = Date.parse(r.createdAt);
     const took = (r.finishedAt ? Date.parse(r.finishedAt) : now) - created;
-    const canCancel = isActive(r.status) && !r.cancelRequested;
-    const cancelButton = canCancel ? h('button', { type: 'button', class: 'btn danger', 'data-action': 'cancel' }, 'Cancel run') : null;
-    cancelButton?.addEventListener('click', () => void cancel(cancelButton));
+    if (drawnTitle !== r.status) {
+      drawnTitle = r.status;
+      fill(title, statusPill(r.status, 'lg'), h('span', { class: 'mono run-id', title: r.id }, r.id));
+    }
     fill(
-      head,
-      h(
-        'div',
-        { class: 'run-title' },
-        h('h1', null, statusPill(r.status, 'lg'), h('span', { class: 'mono run-id', title: r.id }, r.id)),
-        h(
-          'p',
-          { class: 'sub' },
-          h('span', { title: r.agent ? 'agent' : 'model' }, r.agent ?? r.model),
-          ` · created ${formatClock(new Date(created), new Date(now))} (${formatAge(now - created)})`,
-          ` · ${r.finishedAt ? 'took' : 'running for'} ${formatDuration(took)}`,
-          r.attempts > 1 ? ` · claimed ${r.attempts} times` : '',
-          r.cancelRequested && isActive(r.status) ? h('span', { class: 'tag warn' }, 'cancel requested') : null,
-        ),
-      ),
-      h('div', { class: 'actions' }, cancelButton),
+      sub,
+      h('span', { title: r.agent ? 'agent' : 'model' }, r.agent ?? r.model),
+      ` · created ${formatClock(new Date(created), new Date(now))} (${formatAge(now - created)})`,
+      ` · ${r.finishedAt ? 'took' : 'running for'} ${formatDuration(took)}`,
+      r.attempts > 1 ? ` · claimed ${r.attempts} times` : '',
+      r.cancelRequested && isActive(r.status) ? h('span', { class: 'tag warn' }, 'cancel requested') : null,
     );
+    const canCancel = isActive(r.status) && !r.cancelRequested;
+    if (canCancel && !actions.firstChild) {
+      const button = h('button', { type: 'button', class: 'btn danger', 'data-action': 'cancel' }, 'Cancel run');
+      button.addEventListener('click', () => void cancel(button));
+      actions.append(button);
+    } else if (!canCancel) {
+      actions.replaceChildren();
+    }
   };
 
   const draw = () => {

@@ -108,6 +108,9 @@ export const runsView: View = (main, route) => {
 
   const drawPage = (page: RunPage) => {
     const now = Date.now();
+    // Someone selecting text in the table (an id, an input) keeps it until they are done.
+    const selection = getSelection();
+    if (selection && !selection.isCollapsed && tableSlot.contains(selection.anchorNode)) return;
     if (!page.runs.length) {
       fill(tableSlot, emptyState(status));
     } else {
