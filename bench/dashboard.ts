@@ -7,6 +7,7 @@
  * start-time index, to show what the index buys. Prints a table; writes bench/results/dashboard.json.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
@@ -65,8 +66,11 @@ async function measure(pool: pg.Pool, app: FastifyInstance, label: string): Prom
     'its timeline (11 steps)': await time(app, `/api/runs/${picks[0]!.id}/timeline`),
     'overview': await time(app, '/api/overview'),
   };
-  process.stdout.write(`\n${label}\n`);
+  // Wall-clock figures on a shared machine mean little without its load beside them.
+  figures.loadAverage = round(os.loadavg()[0]!);
+  process.stdout.write(`\n${label} (load average ${figures.loadAverage} on ${os.cpus().length} cores)\n`);
   for (const [k, v] of Object.entries(figures)) {
+    if (typeof v !== 'object') continue;
     const { p50, p95 } = v as { p50: number; p95: number };
     process.stdout.write(`  ${k.padEnd(40)} p50 ${String(p50).padStart(8)} ms   p95 ${String(p95).padStart(8)} ms\n`);
   }

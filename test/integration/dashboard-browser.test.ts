@@ -250,7 +250,7 @@ describe('the dashboard in Chromium', () => {
   });
 });
 
-describe('the API key form', () => {
+describe('the parts that wait for the API (the browser answers for the server)', () => {
   it('asks for a key on a 401, then sends it as a bearer token and keeps it for the tab only', async () => {
     const keyPage = await chromium.context.newPage();
     keyPage.setDefaultTimeout(UI_TIMEOUT);
@@ -284,5 +284,40 @@ describe('the API key form', () => {
     await keyPage.getByRole('button', { name: 'Forget key' }).click();
     expect(await keyPage.evaluate(() => sessionStorage.getItem('durable-agent.api-key'))).toBeNull();
     await keyPage.close();
+  });
+
+  it('shows the pending tool calls of a WAITING run, and posts Approve and Deny with its reason', async () => {
+    const p = await chromium.context.newPage();
+    p.setDefaultTimeout(UI_TIMEOUT);
+    const run = (await (await fetch(`${base}/api/runs/${ticketsRun}`)).json()) as Record<string, unknown>;
+    const waiting = {
+      ...run, status: 'WAITING', finishedAt: null, output: null,
+      waiting: {
+        kind: 'approval', since: new Date().toISOString(),
+        toolCalls: [
+          { toolUseId: 'toolu_close_1', toolName: 'close_ticket', input: { ticketId: 'T-1', resolution: 'fixed' } },
+          { toolUseId: 'toolu_close_2', toolName: 'close_ticket', input: { ticketId: 'T-2', resolution: 'duplicate' } },
+        ],
+      },
+    };
+    const decisions: { url: string; body: unknown }[] = [];
+    await p.route(`**/api/runs/${ticketsRun}`, (route) => route.fulfill({ json: waiting }));
+    await p.route('**/tool-calls/*/decision', async (route) => {
+      decisions.push({ url: new URL(route.request().url()).pathname, body: route.request().postDataJSON() });
+      await route.fulfill({ status: 202, json: { id: ticketsRun, status: 'WAITING' } });
+    });
+    await p.goto(`${base}/runs/${ticketsRun}`);
+    await p.waitForSelector('.approvals .approval[data-tool-use-id="toolu_close_2"]');
+    expect(await p.locator('.approvals .approval').count()).toBe(2);
+    await p.locator('.approval[data-tool-use-id="toolu_close_1"]').getByRole('button', { name: 'Approve' }).click();
+    const second = p.locator('.approval[data-tool-use-id="toolu_close_2"]');
+    await second.locator('input.reason').fill('T-2 is not a duplicate');
+    await second.getByRole('button', { name: 'Deny' }).click();
+    await p.waitForFunction(() => document.querySelectorAll('.decision-result:not(:empty)').length === 2);
+    expect(decisions).toEqual([
+      { url: `/api/runs/${ticketsRun}/tool-calls/toolu_close_1/decision`, body: { decision: 'approve' } },
+      { url: `/api/runs/${ticketsRun}/tool-calls/toolu_close_2/decision`, body: { decision: 'deny', reason: 'T-2 is not a duplicate' } },
+    ]);
+    await p.close();
   });
 });

@@ -70,6 +70,7 @@ export const runView: View = (main, route: Route) => {
   let steps: TimelineStep[] = [];
   let selected: number | null = Number(route.query.get('step')) || null;
   let drawnSteps = '';
+  let drawnApprovals = '';
 
   const head = h('div', { class: 'run-head' });
   const notice = h('div', { class: 'notice', role: 'status', hidden: true });
@@ -191,7 +192,12 @@ export const runView: View = (main, route: Route) => {
     fill(meterRow, meters(run, steps, Date.now()));
     if (inputCard.childElementCount === 1) inputCard.append(h('div', { class: 'prose' }, run.input));
     fill(outcomeSlot, outcome(run));
-    fill(approvalsSlot, renderApprovals(run, () => poller.refresh()));
+    // Redrawn only when the pending calls change, so a reason being typed survives the refresh.
+    const pending = run.status === 'WAITING' ? JSON.stringify(run.waiting?.toolCalls?.map((c) => c.toolUseId) ?? []) : '';
+    if (pending !== drawnApprovals) {
+      drawnApprovals = pending;
+      fill(approvalsSlot, renderApprovals(run, () => poller.refresh()));
+    }
     drawWaterfall();
   };
 
