@@ -22,27 +22,51 @@ function modules(dir: string, base = dir): string[] {
   });
 }
 
-export function buildDashboard(): string {
-  fs.rmSync(DASHBOARD_OUT, { recursive: true, force: true });
-  const tsc = require.resolve('typescript/bin/tsc');
-  execFileSync(process.execPath, [tsc, '-p', path.join(HERE, 'tsconfig.json')], { stdio: 'inherit' });
+function newest(dir: string): number {
+  return Math.max(0, ...fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => fs.statSync(path.join(e.parentPath, e.name)).mtimeMs));
+}
 
-  for (const file of fs.readdirSync(path.join(HERE, 'static'))) {
-    if (file !== 'index.html') fs.copyFileSync(path.join(HERE, 'static', file), path.join(DASHBOARD_OUT, file));
+/** Why the built dashboard cannot be trusted to match its sources, or null when it can. */
+export function dashboardStaleness(): string | null {
+  const shell = path.join(DASHBOARD_OUT, 'index.html');
+  if (!fs.existsSync(shell)) return `the dashboard is not built (${shell} is missing): run npm run build`;
+  const built = fs.statSync(shell).mtimeMs;
+  if (Math.max(newest(path.join(HERE, 'src')), newest(path.join(HERE, 'static'))) > built) {
+    return 'the dashboard was built before its last change: run npm run build';
   }
-  const font = path.dirname(require.resolve('@fontsource-variable/inter/package.json'));
-  fs.mkdirSync(path.join(DASHBOARD_OUT, 'fonts'), { recursive: true });
-  fs.copyFileSync(path.join(font, 'files', 'inter-latin-wght-normal.woff2'), path.join(DASHBOARD_OUT, 'fonts', 'inter-latin-wght-normal.woff2'));
-  fs.copyFileSync(path.join(font, 'LICENSE'), path.join(DASHBOARD_OUT, 'fonts', 'inter-LICENSE.txt'));
+  return null;
+}
 
-  // A module of types only compiles to `export {};` and is never imported at run time.
-  const preloads = modules(DASHBOARD_OUT)
-    .filter((m) => fs.readFileSync(path.join(DASHBOARD_OUT, m), 'utf8').trim() !== 'export {};')
-    .sort()
-    .map((m) => `<link rel="modulepreload" href="/assets/${m}">`)
-    .join('\n    ');
-  const shell = fs.readFileSync(path.join(HERE, 'static', 'index.html'), 'utf8').replace('<!-- modulepreload -->', preloads);
-  fs.writeFileSync(path.join(DASHBOARD_OUT, 'index.html'), shell);
+export function buildDashboard(): string {
+  // Built aside and moved into place, so a server starting meanwhile finds the old build or the new one.
+  const out = `${DASHBOARD_OUT}.building-${process.pid}`;
+  fs.rmSync(out, { recursive: true, force: true });
+  try {
+    const tsc = require.resolve('typescript/bin/tsc');
+    execFileSync(process.execPath, [tsc, '-p', path.join(HERE, 'tsconfig.json'), '--outDir', out], { stdio: 'inherit' });
+
+    for (const file of fs.readdirSync(path.join(HERE, 'static'))) {
+      if (file !== 'index.html') fs.copyFileSync(path.join(HERE, 'static', file), path.join(out, file));
+    }
+    const font = path.dirname(require.resolve('@fontsource-variable/inter/package.json'));
+    fs.mkdirSync(path.join(out, 'fonts'), { recursive: true });
+    fs.copyFileSync(path.join(font, 'files', 'inter-latin-wght-normal.woff2'), path.join(out, 'fonts', 'inter-latin-wght-normal.woff2'));
+    fs.copyFileSync(path.join(font, 'LICENSE'), path.join(out, 'fonts', 'inter-LICENSE.txt'));
+
+    // A module of types only compiles to `export {};` and is never imported at run time.
+    const preloads = modules(out)
+      .filter((m) => fs.readFileSync(path.join(out, m), 'utf8').trim() !== 'export {};')
+      .sort()
+      .map((m) => `<link rel="modulepreload" href="/assets/${m}">`)
+      .join('\n    ');
+    const shell = fs.readFileSync(path.join(HERE, 'static', 'index.html'), 'utf8').replace('<!-- modulepreload -->', preloads);
+    fs.writeFileSync(path.join(out, 'index.html'), shell);
+
+    fs.rmSync(DASHBOARD_OUT, { recursive: true, force: true });
+    fs.renameSync(out, DASHBOARD_OUT);
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
   return DASHBOARD_OUT;
 }
 

@@ -9,7 +9,7 @@ import pg from 'pg';
 import type { ConsoleMessage, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedRuns } from '../../bench/seed-runs.ts';
-import { buildDashboard } from '../../dashboard/build.ts';
+import { dashboardStaleness } from '../../dashboard/build.ts';
 import { formatCost, formatCount, formatDuration } from '../../dashboard/src/format.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { RunId } from '../../src/domain.ts';
@@ -76,7 +76,10 @@ let ticketsRun: RunId;
 let failedRun: RunId;
 
 beforeAll(async () => {
-  buildDashboard();
+  // The files `npm ci` built (prepare), as installed. Rebuilding them here would pull them from under the
+  // servers other test files start at the same time.
+  const stale = dashboardStaleness();
+  if (stale) throw new Error(stale);
   db = await testDatabase();
   runtime = await startRuntime(
     loadConfig({ DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'silent', WORKER_NAME: 'worker-t', LLM_PROVIDER: 'demo', DEFAULT_MODEL: 'claude-sonnet-4-6' }),
