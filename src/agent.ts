@@ -98,7 +98,11 @@ export function checkAgents(value: unknown, where: string): Agent[] {
     const { name, system, tools, model, maxTokens, version } = a as Record<string, unknown>;
     // defineAgent's result has nulls where its options had nothing; read it back as options.
     const options = Object.fromEntries(Object.entries({ name, system, tools, model, maxTokens, version }).filter(([, v]) => v != null));
-    return defineAgent(options as unknown as DefineAgentOptions);
+    try {
+      return defineAgent(options as unknown as DefineAgentOptions);
+    } catch (e) {
+      throw e instanceof ConfigError ? new ConfigError(`${where}: ${e.message}`) : e;
+    }
   });
   const names = agents.map((a) => a.name);
   const twice = names.find((n, i) => names.indexOf(n) !== i);
