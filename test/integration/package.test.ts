@@ -4,11 +4,13 @@
  * a strict TypeScript consumer with `nodenext` resolution.
  */
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { assertBuilt, cleanEnv } from '../support/cli-process.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { type FakeAnthropic, startFakeAnthropic } from '../support/fake-anthropic.ts';
@@ -53,9 +55,27 @@ describe('the tarball', () => {
     expect(declarations).not.toMatch(/from '\.[^']*\.ts'/);
   });
 
-  it('installs the command', async () => {
-    const { stdout } = await run(path.join(project, 'node_modules/.bin/durable-agent'), ['--help'], { cwd: project });
+  it('installs the command, which finds the migrations it ships', async () => {
+    const bin = path.join(project, 'node_modules/.bin/durable-agent');
+    const { stdout } = await run(bin, ['--help'], { cwd: project });
     expect(stdout).toContain('Usage: durable-agent <command> [options]');
+
+    // An empty database (not a clone of the suite's migrated template) gets every migration.
+    const admin = new pg.Client({ connectionString: inject('adminUrl') });
+    await admin.connect();
+    const name = `${inject('dbPrefix')}_empty_${randomBytes(4).toString('hex')}`;
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+    try {
+      const url = new URL(inject('adminUrl'));
+      url.pathname = `/${name}`;
+      const migrated = await run(bin, ['migrate'], { cwd: project, env: cleanEnv({ DATABASE_URL: url.toString() }) });
+      const shipped = packed.filter((p) => p.startsWith('dist/db/migrations/')).map((p) => path.basename(p, '.sql')).sort();
+      expect(shipped.length).toBeGreaterThan(0);
+      expect(migrated.stdout).toMatch(new RegExp(`^applied ${shipped.join(', ')} to `));
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+      await admin.end();
+    }
   });
 });
 
