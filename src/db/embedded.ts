@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { ConfigError } from '../errors.ts';
 import { withDirectoryLock } from './dir-lock.ts';
+import { PG_TYPES } from './pg-types.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -96,7 +97,7 @@ export function urlFor(c: Credentials, database = 'postgres'): string {
 }
 
 async function canConnect(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000, types: PG_TYPES });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -250,7 +251,7 @@ export async function stopEmbeddedPostgres(dataDir: string): Promise<void> {
 
 /** Creates a database on the server unless it exists (CREATE DATABASE cannot run in a transaction or IF NOT EXISTS). */
 export async function ensureDatabase(adminUrl: string, name: string): Promise<string> {
-  const client = new pg.Client({ connectionString: adminUrl });
+  const client = new pg.Client({ connectionString: adminUrl, types: PG_TYPES });
   await client.connect();
   try {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
