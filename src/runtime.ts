@@ -96,8 +96,11 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     await checkConnection(pool, database);
     await migrate(pool);
     const store = new RunStore(pool);
-    const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) });
     const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
+    const metrics = createMetrics(
+      { countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) },
+      { models: [...prices.models, config.defaultModel] },
+    );
     const llm =
       opts.llm ??
       createLlmClient(config, {

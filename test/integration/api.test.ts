@@ -14,7 +14,7 @@ const DEFAULTS = { model: 'default-model', tokenBudget: 5_000, timeoutSeconds: 1
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 function server(db: TestDatabase, extra: Partial<ApiDeps> = {}): FastifyInstance {
-  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) });
+  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: ['test-model'] });
   return createServer({
     store: db.store,
     listing: new RunListing(db.pool),
