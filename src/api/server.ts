@@ -4,7 +4,9 @@
  * nothing a client sends can cause a 500. Where to listen is the caller's business; while it is a
  * loopback address, requests a browser page could forge are refused (loopback-guard.ts).
  */
+import { STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import { InputError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -19,7 +21,7 @@ export type { RunDefaults } from './routes-runs.ts';
 
 /**
  * How long a client may take, so a slow or stalled one cannot hold sockets and memory for ever
- * (Node's 408 answers a request that took too long).
+ * (a request that took too long is answered 408).
  * @unit milliseconds
  */
 export interface ClientTimeouts {
@@ -54,6 +56,25 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 const notUtf8 = () =>
   new InputError('invalid request body: body: is not valid UTF-8', [{ path: 'body', message: 'is not valid UTF-8' }]);
 
+/**
+ * A request Node could not read (too slow, headers too large, not HTTP) is answered on the bare
+ * socket, before fastify sees it, still in our error shape; what the client sent is not logged.
+ */
+function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', 'the request was not received in time']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers_too_large', 'the request headers are too large']
+        : [400, 'bad_request', 'the request is not valid HTTP'];
+  const body = JSON.stringify({ error: { code, message } });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  }
+  socket.destroy();
+}
+
 function send(reply: FastifyReply, e: HttpError): FastifyReply {
   if (e.headers) reply.headers(e.headers);
   return reply.code(e.status).type('application/json; charset=utf-8').send(e.body);
@@ -70,6 +91,7 @@ export function createServer(deps: ApiDeps): FastifyInstance {
     http: { headersTimeout: timeouts.headersMs, connectionsCheckingInterval: timeouts.checkIntervalMs },
     // Malformed URLs (bad percent-encoding) fail before routing; they still get our error shape.
     frameworkErrors: (err, _req, reply) => send(reply, toHttpError(err)),
+    clientErrorHandler: clientError,
   }) as unknown as FastifyInstance;
 
   // While bound to loopback, refuse what only a browser page of another site would send.

@@ -150,12 +150,30 @@ describe('a client too slow to send its request', () => {
       const silent = slowClient(port, '', '');
       for (const { answer, afterMs } of await Promise.all([trickledBody, trickledHeaders, silent])) {
         expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+        expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'request_timeout', message: expect.any(String) } });
         expect(afterMs).toBeLessThan(20_000); // it would trickle for 100 s
       }
     } finally {
       await app.close();
     }
   });
+});
+
+it('answers a request that is not HTTP in its error shape too', async () => {
+  const app = server();
+  try {
+    const port = await listening(app);
+    const answer = await new Promise<string>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write('HELLO THERE\r\n\r\n'));
+      let text = '';
+      socket.on('data', (d) => (text += d.toString('utf8')));
+      socket.on('close', () => resolve(text));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'bad_request', message: 'the request is not valid HTTP' } });
+  } finally {
+    await app.close();
+  }
 });
 
 describe('while the database is down', () => {

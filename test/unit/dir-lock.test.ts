@@ -52,10 +52,14 @@ it('is free the moment its holder is killed with SIGKILL', async () => {
   const script = `import { withDirectoryLock } from ${JSON.stringify(path.resolve('src/db/dir-lock.ts'))};
     await withDirectoryLock(${JSON.stringify(lock)}, async () => { console.log('held'); await new Promise(() => setInterval(() => {}, 1000)); });`;
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve) => child.stdout!.on('data', (d: Buffer) => d.toString().includes('held') && resolve()));
-  await expect(withDirectoryLock(lock, async () => 'got it', 300)).rejects.toThrow(/held by a live process/);
-  child.kill('SIGKILL');
-  await new Promise((r) => child.once('exit', r));
+  const exited = new Promise((r) => child.once('exit', r));
+  try {
+    await new Promise<void>((resolve) => child.stdout!.on('data', (d: Buffer) => d.toString().includes('held') && resolve()));
+    await expect(withDirectoryLock(lock, async () => 'got it', 300)).rejects.toThrow(/held by a live process/);
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+  }
   expect(await withDirectoryLock(lock, async () => 'got it', 2_000)).toBe('got it');
 });
 
