@@ -18,7 +18,7 @@ export interface HttpError {
 /** @unit seconds — when a client may try again while the database is unreachable. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
-export const databaseUnavailable = (): HttpError => ({
+const databaseUnavailable = (): HttpError => ({
   status: 503,
   body: { error: { code: 'database_unavailable', message: 'the database cannot be reached; try again shortly' } },
   headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
