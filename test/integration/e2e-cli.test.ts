@@ -12,6 +12,8 @@ import { CliProcesses, cleanEnv, exitWithin, freePort, type Proc, until, waitFor
 import { testDatabase } from '../support/db.ts';
 import { newRun } from '../support/engine.ts';
 
+// Generous: each command starts Node and compiles the sources (seconds on a loaded 2-core machine).
+const TEST_TIMEOUT = 180_000;
 const procs = new CliProcesses();
 let admin: pg.Client;
 const created: string[] = [];
@@ -42,7 +44,7 @@ async function emptyDatabase(): Promise<string> {
 /** Runs the command to its end. */
 async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string; err: string }> {
   const p: Proc = procs.start(args.join(' ') || '(none)', args, cleanEnv(env));
-  const { code } = await exitWithin(p, 60_000);
+  const { code } = await exitWithin(p, 120_000);
   return { code, out: p.out, err: p.err };
 }
 
@@ -72,7 +74,7 @@ describe('exit codes', () => {
     expect(unreachable.code).toBe(2);
     expect(oneLine(unreachable.err)).toMatch(new RegExp(`^durable-agent: cannot use the database postgres://agent:\\*\\*\\*@127\\.0\\.0\\.1:${closedPort}/agents: .*ECONNREFUSED`));
     expect(unreachable.err).not.toContain('hunter2');
-  });
+  }, TEST_TIMEOUT);
 
   it('2 when the port is taken, before any run is claimed', async () => {
     const db = await testDatabase();
@@ -87,7 +89,7 @@ describe('exit codes', () => {
       taken.close();
       await db.close();
     }
-  });
+  }, TEST_TIMEOUT);
 
   it('1 with one line when something fails while running: a migration the database refuses', async () => {
     const url = await emptyDatabase();
@@ -98,7 +100,7 @@ describe('exit codes', () => {
     const res = await cli(['migrate'], { DATABASE_URL: url });
     expect(res.code).toBe(1);
     expect(oneLine(res.err)).toBe('durable-agent: migration 0001_runs failed: relation "run" already exists');
-  });
+  }, TEST_TIMEOUT);
 });
 
 it('`migrate` applies the migrations to an empty database and exits 0, then finds it up to date', async () => {
@@ -115,14 +117,14 @@ it('`migrate` applies the migrations to an empty database and exits 0, then find
   const second = await cli(['migrate'], { DATABASE_URL: url });
   expect(second.code).toBe(0);
   expect(second.out).toBe(`${redacted} is up to date\n`);
-});
+}, TEST_TIMEOUT);
 
 it('a worker-only process serves /metrics on METRICS_PORT, counting the runs it drives', async () => {
   const db = await testDatabase();
   try {
     const metricsPort = await freePort();
     const worker = procs.start('worker', ['worker'], cleanEnv({ DATABASE_URL: db.url, METRICS_PORT: String(metricsPort), DEMO_LATENCY_MS: '10', WORKER_NAME: 'metrics-worker' }));
-    await waitForOutput(worker, /"msg":"worker metrics-worker started"/, 60_000);
+    await waitForOutput(worker, /"msg":"worker metrics-worker started"/, 120_000);
     expect(worker.out).toContain(`"metrics":"http://127.0.0.1:${metricsPort}/metrics"`);
 
     const run = await newRun(new RunStore(db.pool), 'Which acme tickets are overdue?', { model: 'demo' });
@@ -143,4 +145,4 @@ it('a worker-only process serves /metrics on METRICS_PORT, counting the runs it 
   } finally {
     await db.close();
   }
-});
+}, TEST_TIMEOUT);
