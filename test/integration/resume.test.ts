@@ -16,7 +16,7 @@ afterAll(async () => {
 });
 
 describe('resume after a crash', () => {
-  it("resumes after a crash inside a tool without repeating the model call (the seed's test)", async () => {
+  it('resumes after a crash inside a tool without repeating the model call', async () => {
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', { q: 'x' }, 100, 20).thenText('done', 150, 5);
     const executed: string[] = [];
     const crashOnce = defineTool({
