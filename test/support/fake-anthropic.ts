@@ -46,8 +46,10 @@ export interface RecordedRequest {
   body: any;
   /** The status answered; null until answered, and forever if the client went away first. */
   status: number | null;
-  /** The client closed the connection before the answer was sent. */
+  /** The connection closed before the whole answer was sent: the client went away, or a scripted cut. */
   aborted: boolean;
+  /** The whole answer was sent (for a stream: its last event). */
+  finished: boolean;
   /** The 400 message when the request failed validation (no scripted reply was used for it). */
   invalid: string | null;
   /** The request asked for a streamed answer (`stream: true`). */
@@ -178,9 +180,10 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       }
       const recorded: RecordedRequest = {
         seq: requests.length + 1, method: req.method ?? '', path: req.url ?? '', headers: req.headers,
-        body, status: null, aborted: false, invalid: null, streamed: body?.stream === true, errorMessage: null,
+        body, status: null, aborted: false, finished: false, invalid: null, streamed: body?.stream === true, errorMessage: null,
       };
       requests.push(recorded);
+      res.on('finish', () => (recorded.finished = true));
       res.on('close', () => {
         if (!res.writableFinished) recorded.aborted = true;
       });
