@@ -8,13 +8,14 @@ import { LlmError } from '../../src/errors.ts';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { createLlmClient, retryReason, TimeLimitedLlmClient, type LlmConfig } from '../../src/llm/index.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
-import { credentialOf, fake, startFakeAnthropic, type FakeAnthropic, type FakeResponse } from '../support/fake-anthropic.ts';
+import { credentialOf, fake, startFakeAnthropic, warmUp, type FakeAnthropic, type FakeResponse } from '../support/fake-anthropic.ts';
 
 const API_KEY = 'sk-ant-test-0123456789-SECRET';
 let server: FakeAnthropic;
 
 beforeAll(async () => {
   server = await startFakeAnthropic({ apiKey: API_KEY });
+  await warmUp(server, API_KEY);
 });
 afterAll(async () => {
   await server.close();
@@ -208,14 +209,12 @@ describe.each([
   it('gives up at once on a retry-after longer than the cap: the error says to ask again in an hour', async () => {
     server.error(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', { retryAfter: 3600 });
     const sleeps: number[] = [];
-    const started = Date.now();
     const error = await failure(
       createLlmClient(config({ retryCapMs: 30_000 }), { sleeper: { sleep: async (ms) => void sleeps.push(ms) } }).send(ask('hi')),
     );
     expect(error).toMatchObject({ status: 429, retryable: true, retryAfterMs: 3_600_000 });
     expect(sleeps).toEqual([]);
     expect(server.requests).toHaveLength(1);
-    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('obeys x-should-retry, and retries 408 and 409 as the official SDKs do', async () => {

@@ -9,7 +9,7 @@ import { LlmError } from '../../src/errors.ts';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { createLlmClient, type LlmConfig } from '../../src/llm/index.ts';
 import type { LlmCallOptions, LlmRequest } from '../../src/llm/types.ts';
-import { fake, startFakeAnthropic, type FakeAnthropic } from '../support/fake-anthropic.ts';
+import { fake, startFakeAnthropic, warmUp, type FakeAnthropic } from '../support/fake-anthropic.ts';
 import { textChunks } from '../support/fake-anthropic-sse.ts';
 
 const API_KEY = 'sk-ant-test-streaming-0123456789';
@@ -17,6 +17,7 @@ let server: FakeAnthropic;
 
 beforeAll(async () => {
   server = await startFakeAnthropic({ apiKey: API_KEY });
+  await warmUp(server, API_KEY);
 });
 afterAll(async () => {
   await server.close();

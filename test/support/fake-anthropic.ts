@@ -1,5 +1,6 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { check, credentialOf } from './fake-anthropic-checks.ts';
 import { encode, errorEvent, messageEvents, type StreamScript } from './fake-anthropic-sse.ts';
 
@@ -273,6 +274,21 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   };
   if (options.fallback) self.fallback(options.fallback);
   return self;
+}
+
+/**
+ * One call in each mode, then a clean server. The first request of a test process pays for loading
+ * the HTTP client (a second or more on a busy machine): a test with a short step timeout must not
+ * spend that inside its limit, or its request never reaches the server.
+ */
+export async function warmUp(server: FakeAnthropic, apiKey: string): Promise<void> {
+  for (const streaming of [true, false]) {
+    server.text('warm');
+    await new AnthropicClient({ apiKey, baseUrl: server.url, streaming }).send({
+      model: 'warm-up', maxTokens: 1, system: null, messages: [{ role: 'user', content: 'hi' }], tools: [],
+    });
+  }
+  server.reset();
 }
 
 function scriptExhausted(request: RecordedRequest): FakeResponse {
