@@ -311,8 +311,9 @@ describe('retryReason', () => {
 
 describe('timerSleeper', () => {
   afterEach(() => {
-    vi.useRealTimers();
+    // In this order: the spy was put on the fake setTimeout, so it is taken off before the real one is back.
     vi.restoreAllMocks();
+    vi.useRealTimers();
   });
 
   it('never arms a timer of 2^31 ms or more, and still waits the whole of a longer wait', async () => {
