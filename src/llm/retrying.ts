@@ -153,15 +153,14 @@ export class RetryingLlmClient implements LlmClient {
         current = false;
         if (!(error instanceof LlmError)) throw error;
         if (error.usage) failedUsage = failedUsage ? addUsage(failedUsage, error.usage) : error.usage;
-        const giveUp = (): never => {
+        const waitMs = backoffMs(attempt - 1, this.policy, this.random, error.retryAfterMs);
+        // An abort by the caller surfaces as a network error (-1); it is a decision, not a fault.
+        const retry =
+          error.retryable && !options.signal?.aborted && giveUpReason(attempt, waitMs, this.policy, options.deadlineAt, this.now()) === null;
+        if (!retry) {
           error.usage = failedUsage;
           throw error;
-        };
-        if (!error.retryable) giveUp();
-        // An abort by the caller surfaces as a network error (-1); it is a decision, not a fault.
-        if (options.signal?.aborted) giveUp();
-        const waitMs = backoffMs(attempt - 1, this.policy, this.random, error.retryAfterMs);
-        if (giveUpReason(attempt, waitMs, this.policy, options.deadlineAt, this.now()) !== null) giveUp();
+        }
         options.onAttemptFailed?.(attempt, error);
         this.onRetry?.(error, attempt, waitMs);
         await this.sleeper.sleep(waitMs, options.signal);
