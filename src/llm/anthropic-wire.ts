@@ -94,8 +94,7 @@ function withBreakpoint(message: Message): Message | null {
  */
 export function toLlmResponse(message: unknown, requestId: string | null, requestedModel: string): LlmResponse {
   if (message === null || typeof message !== 'object' || Array.isArray(message)) {
-    const what = typeof message === 'string' ? (message.trim() === '' ? 'an empty body' : 'a body that is not JSON') : `${message === undefined ? 'no' : 'a JSON'} body that is not a message`;
-    throw new LlmError(-1, `the answer was ${what} (HTTP 200)`, { type: 'invalid_response', requestId });
+    throw new LlmError(-1, `the answer was ${notAMessage(message)} (HTTP 200)`, { type: 'invalid_response', requestId });
   }
   const m = message as Record<string, unknown>;
   if (m.type === 'error') {
@@ -117,4 +116,11 @@ export function toLlmResponse(message: unknown, requestId: string | null, reques
   };
   if (warnings.length > 0) response.warnings = warnings;
   return response;
+}
+
+/** What an answer brought instead of a message, for the error (never the body itself: it may be large). */
+function notAMessage(body: unknown): string {
+  if (body === undefined || (typeof body === 'string' && body.trim() === '')) return 'an empty body';
+  if (typeof body === 'string') return 'a body that is not JSON, such as an HTML page';
+  return 'JSON that is not a message';
 }

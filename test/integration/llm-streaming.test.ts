@@ -146,4 +146,15 @@ describe('a streamed model call', () => {
     expect(log).toEqual(['failed 1 (-1)', 'failed 2 (-1)', ...textChunks(ANSWER).map((t) => `3:${t}`)]);
     expect(response.attempts).toBe(3);
   });
+
+  it("passes the caller's own failure in onText through unchanged, not as the provider's, and closes the stream", async () => {
+    server.enqueue({ ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 20 } });
+    const bug = new TypeError('the caller broke');
+    const error = await client()
+      .send(ask, { onText: () => { throw bug; } })
+      .catch((e: unknown) => e);
+    expect(error).toBe(bug);
+    expect(server.requests).toHaveLength(1); // not retried
+    await vi.waitFor(() => expect(server.requests[0]!.aborted).toBe(true));
+  });
 });
