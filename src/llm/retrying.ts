@@ -1,7 +1,7 @@
 import type { Usage } from '../domain.ts';
 import { LlmError } from '../errors.ts';
 import { addUsage } from './normalise.ts';
-import { timerSleeper, type Sleeper } from './sleep.ts';
+import { MAX_TIMER_MS, timerSleeper, type Sleeper } from './sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
 
 export type { Sleeper } from './sleep.ts';
@@ -82,10 +82,17 @@ interface HeaderSource {
 
 /**
  * Reads how long the server asked us to wait. `retry-after-ms` is preferred because it is exact;
- * `retry-after` is either seconds or an HTTP date (RFC 9110). Unreadable values count as absent.
+ * `retry-after` is either seconds or an HTTP date (RFC 9110). Unreadable values count as absent. A
+ * wait beyond MAX_TIMER_MS (24.8 days) is taken as that long: no timer and no millisecond column
+ * downstream can hold more, and no server means it.
  * @returns milliseconds, or null when the server said nothing usable
  */
 export function parseRetryAfterMs(headers: HeaderSource | null | undefined, now: number = Date.now()): number | null {
+  const ms = readRetryAfterMs(headers, now);
+  return ms === null ? null : Math.min(ms, MAX_TIMER_MS);
+}
+
+function readRetryAfterMs(headers: HeaderSource | null | undefined, now: number): number | null {
   if (!headers) return null;
   const ms = headers.get('retry-after-ms');
   if (ms != null && ms.trim() !== '') {

@@ -290,6 +290,12 @@ describe('parseRetryAfterMs', () => {
     expect(parseRetryAfterMs(headers({ 'retry-after': 'Tue, 31 Dec 2024 23:59:00 GMT' }), now)).toBe(0);
   });
 
+  it('takes a wait beyond what a timer or a millisecond column can hold as 2^31-1 ms', () => {
+    expect(parseRetryAfterMs(headers({ 'retry-after': String(10 ** 12) }))).toBe(2 ** 31 - 1);
+    expect(parseRetryAfterMs(headers({ 'retry-after-ms': '1e300' }))).toBe(2 ** 31 - 1);
+    expect(parseRetryAfterMs(headers({ 'retry-after': '3600' }))).toBe(3_600_000);
+  });
+
   it('ignores what it cannot read', () => {
     expect(parseRetryAfterMs(headers({}))).toBeNull();
     expect(parseRetryAfterMs(headers({ 'retry-after': 'soon' }))).toBeNull();
