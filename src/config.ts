@@ -30,6 +30,8 @@ const EnvSchema = z.object({
   ANTHROPIC_API_KEY: z.string().min(1).optional(),
   ANTHROPIC_BASE_URL: z.string().url().optional(),
   DEFAULT_MODEL: z.string().min(1).optional(),
+  /** Ask the model for its answer as a stream of events, so text is seen as it is written. */
+  LLM_STREAMING: z.stringbool({ error: 'must be true or false' }).default(true),
   MAX_TOKENS: int(1, 200_000).default(4096),
   STEP_TIMEOUT_SECONDS: positive.default(120),
   MAX_ATTEMPTS: int(1, 100).default(5),
@@ -68,6 +70,7 @@ export interface Config {
   llmProviderDefaulted: boolean;
   anthropicApiKey: string | null;
   anthropicBaseUrl: string | null;
+  llmStreaming: boolean;
   defaultModel: string;
   maxTokens: number;
   stepTimeoutMs: number;
@@ -120,6 +123,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     llmProviderDefaulted: e.LLM_PROVIDER === undefined && llmProvider === 'demo',
     anthropicApiKey: e.ANTHROPIC_API_KEY ?? null,
     anthropicBaseUrl: e.ANTHROPIC_BASE_URL ?? null,
+    llmStreaming: e.LLM_STREAMING,
     defaultModel: e.DEFAULT_MODEL ?? (llmProvider === 'demo' ? DEMO_MODEL : DEFAULT_ANTHROPIC_MODEL),
     maxTokens: e.MAX_TOKENS,
     stepTimeoutMs: Math.round(e.STEP_TIMEOUT_SECONDS * 1000),

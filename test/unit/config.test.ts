@@ -42,4 +42,12 @@ describe('loadConfig', () => {
       expect(() => loadConfig(env)).toThrow(message);
     }
   });
+
+  it('streams model calls unless LLM_STREAMING says otherwise', () => {
+    expect(loadConfig({}).llmStreaming).toBe(true);
+    expect(loadConfig({ LLM_STREAMING: 'false' }).llmStreaming).toBe(false);
+    expect(loadConfig({ LLM_STREAMING: '0' }).llmStreaming).toBe(false);
+    expect(loadConfig({ LLM_STREAMING: 'true' }).llmStreaming).toBe(true);
+    expect(() => loadConfig({ LLM_STREAMING: 'sometimes' })).toThrow(/LLM_STREAMING: must be true or false/);
+  });
 });
