@@ -1,3 +1,5 @@
+import type { Usage } from './domain.ts';
+
 /** One hierarchy for everything the runtime throws on purpose. */
 export class DurableAgentError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -27,6 +29,8 @@ export class LlmError extends DurableAgentError {
       /** The API's error type, e.g. "rate_limit_error", "overloaded_error". */
       type?: string | null;
       requestId?: string | null;
+      /** Summed usage of the failed attempts that reported any (billed, no result). */
+      usage?: Usage | null;
       cause?: unknown;
     } = {},
   ) {
@@ -41,6 +45,9 @@ export class LlmError extends DurableAgentError {
   }
   get requestId(): string | null {
     return this.details.requestId ?? null;
+  }
+  get usage(): Usage | null {
+    return this.details.usage ?? null;
   }
 
   get retryable(): boolean {
@@ -80,3 +87,27 @@ export class ConflictError extends DurableAgentError {}
 
 /** Configuration that cannot work; the process says so in one line and exits. */
 export class ConfigError extends DurableAgentError {}
+
+/**
+ * A database write that fails the same way however often it is tried (a value the database cannot
+ * store, a broken constraint): the run ends FAILED with this message instead of being retried.
+ */
+export class PermanentDatabaseError extends DurableAgentError {
+  constructor(message: string, readonly sqlState: string | null, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** A tool step was to be finished, but its STARTED row is not there (already finished, or never started). */
+export class StepNotStartedError extends DurableAgentError {
+  constructor(readonly runId: string, readonly toolUseId: string, readonly status: string | null) {
+    super(`tool step ${toolUseId} of run ${runId} is not STARTED (${status === null ? 'no such step' : `it is ${status}`})`);
+  }
+}
+
+/**
+ * The database stayed unreachable through a built-in tool's retries. Ends the attempt as a crash would
+ * (a database outage says nothing to the model): the tool call stays STARTED and runs again, with the
+ * same idempotency key, when the run resumes.
+ */
+export class DatabaseUnavailableError extends FatalError {}

@@ -11,6 +11,7 @@ import { ConfigError } from './errors.ts';
 import { migrate } from './db/migrate.ts';
 import { RUN_QUEUED_CHANNEL, subscribe } from './db/notifications.ts';
 import { checkConnection, createPool, type Database, poolSizeFor, resolveDatabase } from './db/pool.ts';
+import { armCrashPoint } from './engine/crash-points.ts';
 import { Worker } from './engine/worker.ts';
 import { createLlmClient, loadPrices, retryReason } from './llm/index.ts';
 import type { LlmClient } from './llm/types.ts';
@@ -136,6 +137,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     }
 
     if (opts.worker) {
+      // Fault injection for crash tests: the process kills itself at that point of the step path.
+      if (config.crashAt) armCrashPoint(config.crashAt);
       const tools = opts.agent?.tools ?? demoTools(new TicketStore(pool));
       worker = new Worker(
         {
@@ -143,7 +146,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           llm,
           agent: {
             system: opts.agent?.system === undefined ? DEFAULT_SYSTEM_PROMPT : opts.agent.system,
-            tools: new ToolExecutor(tools, config.toolTimeoutMs),
+            tools: new ToolExecutor(tools, config.toolTimeoutMs, config.toolResultMaxBytes),
             maxTokens: config.maxTokens,
           },
           costOf: (model, usage) => prices.costOf(model, usage),

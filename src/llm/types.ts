@@ -26,11 +26,15 @@ export interface LlmResponse {
   requestId: string | null;
   /** Calls it took to get this response, retries included. */
   attempts: number;
+  /** Usage the provider reported for failed attempts of this call (billed, no result); absent = none. */
+  failedAttemptsUsage?: Usage;
 }
 
 export interface LlmCallOptions {
   /** Aborts the call (the HTTP request, not only the wait for it). */
   signal?: AbortSignal;
+  /** The run's deadline: the retry decorator never waits past it; it gives up with the last error instead. */
+  deadlineAt?: Date | null;
 }
 
 /**

@@ -3,9 +3,11 @@
  * side effect and honours the idempotency key, so a tool step re-executed after a crash comments once.
  */
 import { z } from 'zod';
-import { ToolError } from '../errors.ts';
+import { DatabaseUnavailableError, ToolError } from '../errors.ts';
+import { describeDatabaseError, isTransientDatabaseError } from '../store/db-errors.ts';
 import type { TicketStore } from '../store/demo-tickets.ts';
-import type { Tool } from './types.ts';
+import { retryTransient } from '../store/retrying-writes.ts';
+import type { Tool, ToolContext } from './types.ts';
 
 export const DEFAULT_SYSTEM_PROMPT =
   'You are a support operations assistant for a software company. Answer questions about customer ' +
@@ -16,6 +18,21 @@ function parse<T>(schema: z.ZodType<T>, input: unknown): T {
   const r = schema.safeParse(input);
   if (!r.success) throw new ToolError(`invalid input: ${r.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`);
   return r.data;
+}
+
+/**
+ * A query of the tools' own, retried like the engine's writes when the database fails in a passing
+ * way (every query here is safe to repeat: reads, and a comment keyed by the idempotency key). An
+ * outage that outlasts the retries is not the model's business: it ends the attempt, and the call
+ * runs again with the same key when the run resumes.
+ */
+async function query<T>(ctx: ToolContext, op: () => Promise<T>): Promise<T> {
+  try {
+    return await retryTransient(op, { what: 'read the tickets', signal: ctx.signal });
+  } catch (e) {
+    if (isTransientDatabaseError(e)) throw new DatabaseUnavailableError(`the tickets database stayed unreachable: ${describeDatabaseError(e)}`, { cause: e });
+    throw e;
+  }
 }
 
 const ListInput = z.strictObject({
@@ -32,15 +49,18 @@ export function demoTools(tickets: TicketStore): Tool[] {
       name: 'list_tickets',
       description: 'Lists support tickets, optionally only those of one customer (e.g. "acme"), only overdue ones (open and past their due date), or only open/closed ones.',
       inputSchema: z.toJSONSchema(ListInput) as Record<string, unknown>,
-      execute: async (input) => tickets.list(parse(ListInput, input)),
+      execute: async (input, ctx) => {
+        const filter = parse(ListInput, input);
+        return query(ctx, () => tickets.list(filter));
+      },
     },
     {
       name: 'get_ticket',
       description: 'Shows one ticket (e.g. "ACME-102") with its comments.',
       inputSchema: z.toJSONSchema(GetInput) as Record<string, unknown>,
-      execute: async (input) => {
+      execute: async (input, ctx) => {
         const { id } = parse(GetInput, input);
-        const ticket = await tickets.get(id);
+        const ticket = await query(ctx, () => tickets.get(id));
         if (!ticket) throw new ToolError(`no ticket ${id}`);
         return ticket;
       },
@@ -52,7 +72,7 @@ export function demoTools(tickets: TicketStore): Tool[] {
       idempotent: true, // by its idempotency key
       execute: async (input, ctx) => {
         const { ticketId, body } = parse(CommentInput, input);
-        const r = await tickets.comment(ticketId, body, ctx.idempotencyKey);
+        const r = await query(ctx, () => tickets.comment(ticketId, body, ctx.idempotencyKey));
         if (!r) throw new ToolError(`no ticket ${ticketId}`);
         return r;
       },
