@@ -1,5 +1,5 @@
 /**
- * The driver: the seed's state machine for one attempt at one run. Before every step it guards, then
+ * The driver: the state machine for one attempt at one run. Before every step it guards, then
  * decides from the replayed conversation whether to call the model, run a tool, or finish.
  *
  * What ends an attempt without finishing the run (so another worker resumes from the last checkpoint):

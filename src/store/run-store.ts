@@ -122,7 +122,7 @@ export class RunStore implements EngineStore {
   }
 
   /**
-   * The seed's cooperative cancel: a queued run ends at once, a running one stops at its next guard.
+   * Cooperative cancel: a queued run ends at once, a running one stops at its next guard.
    * Cancelling a finished run, or a running run a second time, is a conflict.
    */
   async cancel(id: RunId): Promise<Run> {
