@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { DatabaseUnavailableError, ToolError } from '../errors.ts';
 import { describeDatabaseError, isTransientDatabaseError } from '../store/db-errors.ts';
 import type { TicketStore } from '../store/demo-tickets.ts';
-import { retryTransient } from '../store/retrying-writes.ts';
+import { retryTransient, type RetryPolicy, WRITE_RETRY } from '../store/retrying-writes.ts';
 import type { Tool, ToolContext } from './types.ts';
 
 export const DEFAULT_SYSTEM_PROMPT =
@@ -26,11 +26,11 @@ function parse<T>(schema: z.ZodType<T>, input: unknown): T {
  * outage that outlasts the retries is not the model's business: it ends the attempt, and the call
  * runs again with the same key when the run resumes.
  */
-async function query<T>(ctx: ToolContext, op: () => Promise<T>): Promise<T> {
+async function query<T>(what: string, ctx: ToolContext, policy: RetryPolicy, op: () => Promise<T>): Promise<T> {
   try {
-    return await retryTransient(op, { what: 'read the tickets', signal: ctx.signal });
+    return await retryTransient(op, { what, signal: ctx.signal, policy });
   } catch (e) {
-    if (isTransientDatabaseError(e)) throw new DatabaseUnavailableError(`the tickets database stayed unreachable: ${describeDatabaseError(e)}`, { cause: e });
+    if (isTransientDatabaseError(e)) throw new DatabaseUnavailableError(`could not ${what}: the database stayed unreachable (${describeDatabaseError(e)})`, { cause: e });
     throw e;
   }
 }
@@ -43,7 +43,8 @@ const ListInput = z.strictObject({
 const GetInput = z.strictObject({ id: z.string().min(1).max(50) });
 const CommentInput = z.strictObject({ ticketId: z.string().min(1).max(50), body: z.string().min(1).max(4000) });
 
-export function demoTools(tickets: TicketStore): Tool[] {
+/** `retry`: how a query that failed on the connection is retried (tests shorten it). */
+export function demoTools(tickets: TicketStore, retry: RetryPolicy = WRITE_RETRY): Tool[] {
   return [
     {
       name: 'list_tickets',
@@ -51,7 +52,7 @@ export function demoTools(tickets: TicketStore): Tool[] {
       inputSchema: z.toJSONSchema(ListInput) as Record<string, unknown>,
       execute: async (input, ctx) => {
         const filter = parse(ListInput, input);
-        return query(ctx, () => tickets.list(filter));
+        return query('list the tickets', ctx, retry, () => tickets.list(filter));
       },
     },
     {
@@ -60,7 +61,7 @@ export function demoTools(tickets: TicketStore): Tool[] {
       inputSchema: z.toJSONSchema(GetInput) as Record<string, unknown>,
       execute: async (input, ctx) => {
         const { id } = parse(GetInput, input);
-        const ticket = await query(ctx, () => tickets.get(id));
+        const ticket = await query('read the ticket', ctx, retry, () => tickets.get(id));
         if (!ticket) throw new ToolError(`no ticket ${id}`);
         return ticket;
       },
@@ -72,7 +73,7 @@ export function demoTools(tickets: TicketStore): Tool[] {
       idempotent: true, // by its idempotency key
       execute: async (input, ctx) => {
         const { ticketId, body } = parse(CommentInput, input);
-        const r = await query(ctx, () => tickets.comment(ticketId, body, ctx.idempotencyKey));
+        const r = await query('add the comment', ctx, retry, () => tickets.comment(ticketId, body, ctx.idempotencyKey));
         if (!r) throw new ToolError(`no ticket ${ticketId}`);
         return r;
       },
