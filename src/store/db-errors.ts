@@ -35,19 +35,20 @@ const SQLSTATE = /^[0-9A-Z]{5}$/;
 
 export function sqlState(e: unknown): string | null {
   const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && SQLSTATE.test(code) ? code : null;
+  return typeof code === 'string' && SQLSTATE.test(code) && !TRANSIENT_ERRNOS.has(code) ? code : null;
 }
 
 export function classifyDatabaseError(e: unknown): DatabaseErrorKind {
   if (!(e instanceof Error)) return 'other';
   const code = (e as { code?: unknown }).code;
+  // Before the SQLSTATE test: "EPIPE" has a SQLSTATE's shape.
+  if (typeof code === 'string' && TRANSIENT_ERRNOS.has(code)) return 'transient';
   const state = sqlState(e);
   if (state) {
     if (state.startsWith('08') || TRANSIENT_SQLSTATES.has(state)) return 'transient';
     if (PERMANENT_CLASSES.has(state.slice(0, 2))) return 'permanent';
     return 'other';
   }
-  if (typeof code === 'string' && TRANSIENT_ERRNOS.has(code)) return 'transient';
   if (TRANSIENT_MESSAGES.some((m) => m.test(e.message))) return 'transient';
   return 'other';
 }

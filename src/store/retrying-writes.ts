@@ -67,7 +67,8 @@ export async function retryTransient<T>(op: () => Promise<T>, o: RetryOptions<T>
     if (kind === 'permanent') {
       throw new PermanentDatabaseError(`could not ${o.what}: ${describeDatabaseError(error)}`, sqlState(error), { cause: error });
     }
-    if (kind !== 'transient' || attempt >= policy.attempts || o.signal?.aborted) throw error;
+    if (kind !== 'transient' || attempt >= policy.attempts) throw error;
+    o.signal?.throwIfAborted();
     await timerSleeper.sleep(Math.random() * Math.min(policy.capMs, policy.baseMs * 2 ** (attempt - 1)), o.signal);
   }
 }

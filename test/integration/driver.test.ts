@@ -149,3 +149,18 @@ describe('the deadline', () => {
     expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'DONE']]);
   });
 });
+
+describe('tool results', () => {
+  it('stores at most 1 MiB of a result and sends the model exactly the text stored, with the note', async () => {
+    const run = await newRun(db.store);
+    const huge = defineTool({ name: 'fetch', description: 'a 3 MB page', inputSchema: { type: 'object' }, execute: async () => 'p'.repeat(3_000_000) });
+    const llm = new ScriptedLlm().thenToolUse('toolu_1', 'fetch', {}).thenText('read it');
+
+    expect((await testWorker(db.store, llm, [huge], { name: 'W' }).runOnce())?.status).toBe('SUCCEEDED');
+
+    const stored = (await db.store.steps(run.id))[1]!.response as string;
+    expect(Buffer.byteLength(stored)).toBeLessThanOrEqual(1024 * 1024);
+    expect(stored).toMatch(/\[result cut: the tool returned 3000000 bytes; only the first \d+ are shown above\]$/);
+    expect(llm.seen[1]!.messages.at(-1)).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: stored }] });
+  });
+});
