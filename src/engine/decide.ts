@@ -16,9 +16,12 @@ export type NextAction =
   | { type: 'tool'; pending: PendingTool }
   | { type: 'finish'; end: RunEnd };
 
-/** True when the latest turn asks for tools under a stop reason other than `tool_use` (worth a warning). */
+/** Stop reasons under which a reply's tool calls are run all the same (see `decide`). */
+const RUNS_TOOLS_ANYWAY = new Set(['end_turn', 'stop_sequence', 'pause_turn']);
+
+/** True when the latest turn's tools run under a stop reason other than `tool_use` (worth a warning). */
 export function toolUseUnderOtherStopReason(c: Conversation): boolean {
-  return c.turn.length > 0 && c.stopReason !== 'tool_use' && c.stopReason !== 'max_tokens';
+  return c.turn.length > 0 && c.stopReason !== null && RUNS_TOOLS_ANYWAY.has(c.stopReason);
 }
 
 export function decide(c: Conversation, isIdempotent: (toolName: string) => boolean): NextAction {
