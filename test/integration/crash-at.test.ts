@@ -42,4 +42,4 @@ it('kills the worker with SIGKILL at the named point; another worker resumes wit
   expect(models[0]).toMatchObject({ seq: 1, worker: 'worker-A' }); // the first model call was not made again
   expect(models.slice(1).every((s) => s.worker === 'worker-B')).toBe(true);
   expect(steps.map((s) => s.seq)).toEqual(steps.map((_, i) => i + 1));
-});
+}, 180_000); // two process start-ups, slow on a loaded machine
