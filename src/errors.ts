@@ -85,6 +85,13 @@ export class NotFoundError extends DurableAgentError {}
 /** The request conflicts with the current state, e.g. cancelling a finished run. */
 export class ConflictError extends DurableAgentError {}
 
+/** `rt.runs.wait` gave up: the run did not finish within `timeoutMs`. The run itself goes on. */
+export class WaitTimeoutError extends DurableAgentError {
+  constructor(readonly runId: string, readonly timeoutMs: number) {
+    super(`run ${runId} did not finish within ${timeoutMs} ms`);
+  }
+}
+
 /** Configuration that cannot work; the process says so in one line and exits. */
 export class ConfigError extends DurableAgentError {}
 

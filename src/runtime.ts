@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import type { RunDefaults } from './api/new-run.ts';
 import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
 import { ConfigError } from './errors.ts';
@@ -12,13 +13,16 @@ import { migrate } from './db/migrate.ts';
 import { RUN_QUEUED_CHANNEL, subscribe } from './db/notifications.ts';
 import { checkConnection, createPool, type Database, poolSizeFor, resolveDatabase } from './db/pool.ts';
 import { armCrashPoint } from './engine/crash-points.ts';
+import type { EngineEvents } from './engine/events.ts';
 import { Worker } from './engine/worker.ts';
 import { createLlmClient, loadPrices, retryReason } from './llm/index.ts';
 import type { LlmClient } from './llm/types.ts';
 import { logEvents } from './observability/log-events.ts';
-import { createLogger, type Logger } from './observability/logger.ts';
+import { adoptLogger, createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { traceEvents } from './observability/tracing.ts';
+import { RunWaits } from './run-waits.ts';
+import { createRuns, type Runs } from './runs.ts';
 import { TicketStore } from './store/demo-tickets.ts';
 import { RunListing } from './store/run-listing.ts';
 import { RunStore } from './store/run-store.ts';
@@ -27,11 +31,20 @@ import { DEFAULT_SYSTEM_PROMPT, demoTools } from './tools/demo-tools.ts';
 import { ToolExecutor } from './tools/executor.ts';
 import type { Tool } from './tools/types.ts';
 
+/** The agent of the built-in demo: the support assistant's prompt and the demo ticket tools. */
+export const DEMO_AGENT = 'demo';
+
 export interface AgentOptions {
+  /** The name runs are created under; defaults to "demo". */
+  name?: string;
   /** The system prompt; defaults to the built-in support assistant's. */
   system?: string | null;
   /** The tools the model may call; defaults to the built-in demo ticket tools. */
-  tools?: Tool[];
+  tools?: readonly Tool[];
+  /** The model runs call when they name none; defaults to DEFAULT_MODEL. */
+  model?: string | null;
+  /** `max_tokens` of each model call; defaults to MAX_TOKENS. */
+  maxTokens?: number | null;
 }
 
 export interface RuntimeOptions {
@@ -40,7 +53,10 @@ export interface RuntimeOptions {
   agent?: AgentOptions;
   /** A model client to use instead of the configured provider (tests, custom providers). */
   llm?: LlmClient;
+  /** Where the runtime logs; every line written while a run is driven gets its run_id, step_seq and worker. */
   logger?: Logger;
+  /** Listeners of the engine's events, besides the logs, metrics and traces. */
+  events?: EngineEvents[];
 }
 
 export interface Runtime {
@@ -52,6 +68,8 @@ export interface Runtime {
   metrics: Metrics;
   worker: Worker | null;
   server: FastifyInstance | null;
+  /** Create, read, list, cancel and wait for runs, with the rules of the HTTP API. */
+  runs: Runs;
   /** `http://host:port` of the API (or of the metrics endpoint of a worker-only process). */
   url: string | null;
   /** Stops claiming, hands runs back, closes the API and the database pool. Safe to call twice. */
@@ -76,15 +94,17 @@ function metricsServer(metrics: Metrics, host: string, port: number): Promise<ht
 }
 
 export async function startRuntime(config: Readonly<Config>, opts: RuntimeOptions): Promise<Runtime> {
-  const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
+  const logger = opts.logger ? adoptLogger(opts.logger) : createLogger({ level: config.logLevel, format: config.logFormat });
   const database = await resolveDatabase(config);
   const pool = createPool(database.url, poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0));
   let worker: Worker | null = null;
   let server: FastifyInstance | null = null;
   let plainMetrics: http.Server | null = null;
+  let waits: RunWaits | null = null;
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
+      await waits?.close();
       await server?.close();
       await new Promise((r) => (plainMetrics ? plainMetrics.close(r) : r(undefined)));
       await worker?.stop();
@@ -97,6 +117,16 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     await checkConnection(pool, database);
     await migrate(pool);
     const store = new RunStore(pool);
+    const listing = new RunListing(pool);
+    const defaults: RunDefaults = {
+      agent: opts.agent?.name ?? DEMO_AGENT,
+      model: opts.agent?.model ?? config.defaultModel,
+      tokenBudget: config.defaultTokenBudget,
+      timeoutSeconds: config.defaultTimeoutSeconds,
+      maxSteps: config.maxSteps,
+    };
+    waits = new RunWaits(database.url, (id) => store.get(id), logger);
+    const runs = createRuns({ store, listing, defaults, waits });
     const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) });
     const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
     const llm =
@@ -108,18 +138,17 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         },
       });
 
+    if (opts.worker && !opts.llm && config.llmProviderDefaulted) {
+      logger.warn('ANTHROPIC_API_KEY is not set: using the offline demo model (LLM_PROVIDER=demo)');
+    }
+
     let url: string | null = null;
     // Listen before the worker claims anything: a port already taken must fail before runs are held.
     if (opts.api) {
       server = createServer({
         store,
-        listing: new RunListing(pool),
-        defaults: {
-          model: config.defaultModel,
-          tokenBudget: config.defaultTokenBudget,
-          timeoutSeconds: config.defaultTimeoutSeconds,
-          maxSteps: config.maxSteps,
-        },
+        listing,
+        defaults,
         checkDatabase: async () => {
           await pool.query('SELECT 1');
         },
@@ -147,11 +176,11 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           agent: {
             system: opts.agent?.system === undefined ? DEFAULT_SYSTEM_PROMPT : opts.agent.system,
             tools: new ToolExecutor(tools, config.toolTimeoutMs, config.toolResultMaxBytes),
-            maxTokens: config.maxTokens,
+            maxTokens: opts.agent?.maxTokens ?? config.maxTokens,
           },
           costOf: (model, usage) => prices.costOf(model, usage),
           logger,
-          events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider })],
+          events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider }), ...(opts.events ?? [])],
           subscribe: (onNotify) =>
             subscribe(database.url, RUN_QUEUED_CHANNEL, onNotify, (e) => logger.warn({ err_message: e.message }, 'LISTEN connection failed; reconnecting')),
         },
@@ -167,7 +196,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       );
       await worker.start();
     }
-    return { config, database, store, llm, logger, metrics, worker, server, url, close };
+    return { config, database, store, llm, logger, metrics, worker, server, runs, url, close };
   } catch (e) {
     await close().catch(() => {});
     throw e;

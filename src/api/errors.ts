@@ -41,8 +41,12 @@ export function toHttpError(e: unknown): HttpError {
   return error(500, 'internal_error', 'internal server error');
 }
 
+/** What the input being parsed is called in error messages: a part of an HTTP request, or a library call's options. */
+export const INPUT_NAMES = { body: 'request body', query: 'query parameters', path: 'path', options: 'options' } as const;
+export type InputPart = keyof typeof INPUT_NAMES;
+
 /** Parses a request part with its schema; a failure is an InputError naming every failing field. */
-export function parseInput<T>(schema: z.ZodType<T>, value: unknown, part: 'body' | 'query' | 'path'): T {
+export function parseInput<T>(schema: z.ZodType<T>, value: unknown, part: InputPart): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const issues = result.error.issues.map((i) => ({
@@ -50,6 +54,5 @@ export function parseInput<T>(schema: z.ZodType<T>, value: unknown, part: 'body'
     message: i.code === 'unrecognized_keys' ? 'unknown field' : i.message,
   }));
   const first = issues[0]!;
-  const where = part === 'body' ? 'request body' : part === 'query' ? 'query parameters' : 'path';
-  throw new InputError(`invalid ${where}: ${first.path}: ${first.message}`, issues);
+  throw new InputError(`invalid ${INPUT_NAMES[part]}: ${first.path}: ${first.message}`, issues);
 }

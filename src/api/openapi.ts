@@ -67,6 +67,7 @@ function operation(r: ApiRoute): Json {
     if (applies && !(status in responses)) responses[status] = errorResponse(description);
   }
   return {
+    operationId: r.operationId,
     summary: r.summary,
     ...(r.params || r.query ? { parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')] } : {}),
     ...(r.body

@@ -33,6 +33,8 @@ export interface ApiRoute<P = unknown, Q = unknown, B = unknown> {
   method: 'GET' | 'POST';
   /** OpenAPI style, `/api/runs/{id}`; the server turns it into fastify's `/api/runs/:id`. */
   path: string;
+  /** Unique across the API, camelCase: client generators name their methods after it. */
+  operationId: string;
   summary: string;
   params?: z.ZodType<P>;
   /** Without a query schema, query parameters are ignored. */

@@ -27,6 +27,7 @@ export function opsRoutes(deps: OpsDeps, openApiDocument: () => unknown): ApiRou
     defineRoute({
       method: 'GET',
       path: '/healthz',
+      operationId: 'getHealth',
       summary: 'Liveness and database reachability',
       responses: {
         200: { description: 'The server is up and the database answers.', schema: HealthOk },
@@ -46,6 +47,7 @@ export function opsRoutes(deps: OpsDeps, openApiDocument: () => unknown): ApiRou
     defineRoute({
       method: 'GET',
       path: '/metrics',
+      operationId: 'getMetrics',
       summary: 'Prometheus metrics',
       responses: {
         200: { description: 'Prometheus text exposition format.', schema: z.string(), contentType: 'text/plain' },
@@ -60,6 +62,7 @@ export function opsRoutes(deps: OpsDeps, openApiDocument: () => unknown): ApiRou
     defineRoute({
       method: 'GET',
       path: '/openapi.json',
+      operationId: 'getOpenApiDocument',
       summary: 'This API, described in OpenAPI 3.1',
       responses: { 200: { description: 'The OpenAPI document.', schema: z.record(z.string(), z.unknown()) } },
       async handle() {

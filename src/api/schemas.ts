@@ -60,6 +60,7 @@ const Metadata = z
 
 export const CreateRunBody = z.strictObject({
   input: text(LIMITS.inputChars, 'The task: the first user message of the conversation.'),
+  agent: text(LIMITS.modelChars, "The agent to run; the server's agent when absent.").optional(),
   model: text(LIMITS.modelChars, "The model to call; the server's DEFAULT_MODEL when absent.").optional(),
   tokenBudget: int(1, LIMITS.tokenBudget, 'Tokens the run may use (input, cache writes and output).').optional(),
   timeoutSeconds: int(1, LIMITS.timeoutSeconds, 'Wall-clock limit from now; the run is TIMED_OUT after it.').optional(),

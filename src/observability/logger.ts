@@ -44,3 +44,19 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   if (opts.destination) return pino(options, opts.destination);
   return opts.format === 'pretty' ? pino(options, prettyStream()) : pino(options);
 }
+
+type LogFormatter = (object: object) => object;
+
+/**
+ * A logger the host program passes in, as a child that adds the run context (run_id, step_seq,
+ * worker) to every line, as our own logger's mixin does. The host's level, destination, redaction
+ * and its own log formatter stay as they are.
+ */
+export function adoptLogger(logger: Logger): Logger {
+  const own = (logger as unknown as Record<symbol, { log?: LogFormatter } | undefined>)[pino.symbols.formattersSym]?.log;
+  const withContext: LogFormatter = (object) => {
+    const merged = { ...currentContext(), ...object };
+    return own ? own(merged) : merged;
+  };
+  return logger.child({}, { formatters: { log: withContext } });
+}

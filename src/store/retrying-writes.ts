@@ -16,6 +16,7 @@
  * already paid for, and the next attempt pays for it again. Past the bound the outage is not a blip,
  * and the attempt ends as before (the run resumes from its last checkpoint).
  */
+import { isTerminal } from '../domain.ts';
 import { LeaseLostError, PermanentDatabaseError, StepNotStartedError } from '../errors.ts';
 import { timerSleeper } from '../llm/sleep.ts';
 import { classifyDatabaseError, describeDatabaseError, isUniqueViolation, sqlState } from './db-errors.ts';
@@ -74,7 +75,6 @@ export async function retryTransient<T>(op: () => Promise<T>, o: RetryOptions<T>
 }
 
 const asWrite = (r: RecordedWrite): FencedWrite => ({ tokensUsed: r.tokensUsed, cancelRequested: r.cancelRequested, nextStarted: r.nextStarted });
-const ended = (r: RecordedWrite) => r.status !== 'RUNNING' && r.status !== 'QUEUED';
 
 /**
  * The store, with the engine's reads and writes retried as above. Everything else (claims, lease
@@ -102,7 +102,7 @@ export function retryingWrites(store: EngineStore, signal?: AbortSignal, policy:
   s.finish = (runId, owner, end) =>
     retry(`end the run ${end.status}`, () => store.finish(runId, owner, end), async () => {
       const r = await store.recordedWrite(runId, owner, {});
-      return r?.ours && ended(r) ? { value: undefined } : null;
+      return r?.ours && isTerminal(r.status) ? { value: undefined } : null;
     });
   return s;
 }

@@ -8,7 +8,7 @@ import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';
 import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
 
-const DEFAULTS = { model: 'default-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
+const DEFAULTS = { agent: 'test-agent', model: 'default-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 function server(db: TestDatabase, extra: Partial<ApiDeps> = {}): FastifyInstance {

@@ -27,7 +27,7 @@ it('GET /api/runs/{id}/timeline reads the steps without their bodies: a 5 MB too
   const api = createServer({
     store,
     listing: new RunListing(db.pool),
-    defaults: { model: 'm', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 10 },
+    defaults: { agent: 'demo', model: 'm', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 10 },
     checkDatabase: async () => {},
     metrics: async () => ({ contentType: 'text/plain', body: '' }),
     logger: false,
