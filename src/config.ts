@@ -13,7 +13,7 @@ const int = (min: number, max: number) =>
   number().int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 const positive = number().positive('must be greater than 0');
 
-/** Every environment variable the project reads, with its default. The contract is DESIGN.md's table. */
+/** Every environment variable the project reads, with its default (the README's configuration table). */
 const EnvSchema = z.object({
   DATABASE_URL: z.string().min(1).optional(),
   /** Where the embedded PostgreSQL keeps its data when DATABASE_URL is unset. */

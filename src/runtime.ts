@@ -127,8 +127,11 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     };
     waits = new RunWaits(database.url, (id) => store.get(id), logger);
     const runs = createRuns({ store, listing, defaults, waits });
-    const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) });
     const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
+    const metrics = createMetrics(
+      { countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) },
+      { models: [...prices.models, config.defaultModel] },
+    );
     const llm =
       opts.llm ??
       createLlmClient(config, {

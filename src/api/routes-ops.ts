@@ -1,6 +1,7 @@
 /** Operations: liveness with database reachability, Prometheus metrics, and the API's own description. */
 import { z } from 'zod';
 import { NotFoundError } from '../errors.ts';
+import { DATABASE_RETRY_AFTER_SECONDS } from './errors.ts';
 import { defineRoute, type ApiRoute } from './route.ts';
 import { ErrorBody, HealthDown, HealthOk } from './schemas.ts';
 
@@ -40,7 +41,11 @@ export function opsRoutes(deps: OpsDeps, openApiDocument: () => unknown): ApiRou
         } catch (err) {
           // The cause (which may name the host) goes to the log, not to whoever probes us.
           log.warn({ err }, 'health check: database unreachable');
-          return { status: 503, body: { ok: false, error: { code: 'database_unavailable', message: 'the database does not answer' } } };
+          return {
+            status: 503,
+            headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+            body: { ok: false, error: { code: 'database_unavailable', message: 'the database does not answer' } },
+          };
         }
       },
     }),

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { PG_TYPES } from './pg-types.ts';
 
 export const RUN_QUEUED_CHANNEL = 'durable_agent_run_queued';
 /** Payload: the id of a run that just reached a terminal status. */
@@ -21,7 +22,7 @@ export function subscribe(url: string, channel: string, onNotify: (payload?: str
 
   const connect = async (delayMs: number): Promise<void> => {
     if (closed) return;
-    const c = new pg.Client({ connectionString: url, application_name: 'durable-agent-listener' });
+    const c = new pg.Client({ connectionString: url, application_name: 'durable-agent-listener', types: PG_TYPES });
     c.on('notification', (n) => onNotify(n.payload));
     c.on('error', (e) => {
       onError(e);

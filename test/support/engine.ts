@@ -10,7 +10,7 @@ import type { Tool } from '../../src/tools/types.ts';
 import type { EngineEvents } from '../../src/engine/events.ts';
 import type { Usage } from '../../src/domain.ts';
 
-/** A crash: escapes the tool executor and the driver, as an Error subclass would in the seed's Java. */
+/** A crash: escapes the tool executor and the driver, as an unexpected error would. */
 export class SimulatedCrash extends FatalError {}
 
 export const silentLogger = createLogger({ level: 'silent' });

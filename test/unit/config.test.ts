@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 describe('loadConfig', () => {
-  it("has DESIGN.md's defaults, with the demo model when no key is set", () => {
+  it("has the README's defaults, with the demo model when no key is set", () => {
     const c = loadConfig({});
     expect(c).toMatchObject({
       databaseUrl: null, port: 8080, host: '127.0.0.1', workerConcurrency: 32, leaseMs: 30_000, llmProvider: 'demo',
