@@ -4,7 +4,8 @@
  */
 import { z } from 'zod';
 import { DatabaseUnavailableError, ToolError } from '../errors.ts';
-import { describeDatabaseError, isTransientDatabaseError } from '../store/db-errors.ts';
+import { isTransientDatabaseError } from '../db/errors.ts';
+import { describeDatabaseError } from '../store/db-errors.ts';
 import type { TicketStore } from '../store/demo-tickets.ts';
 import { retryTransient, type RetryPolicy, WRITE_RETRY } from '../store/retrying-writes.ts';
 import type { Tool, ToolContext } from './types.ts';
