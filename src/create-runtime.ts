@@ -50,6 +50,7 @@ const EVENT_TYPES = {
   runClaimed: true,
   modelStep: true,
   modelFailed: true,
+  stepWarning: true,
   toolStarted: true,
   toolStep: true,
   runFinished: true,

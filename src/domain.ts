@@ -148,6 +148,9 @@ export interface Step {
   finishedAt: Date | null;
 }
 
+/** A step without its bodies (request, response): what a timeline shows. */
+export type StepSummary = Omit<Step, 'request' | 'response'>;
+
 /** What the worker learns about its run from every fenced write, so guard needs no extra query. */
 export interface RunProgress {
   tokensUsed: number;

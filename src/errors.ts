@@ -106,3 +106,27 @@ export class WaitTimeoutError extends DurableAgentError {
 
 /** Configuration that cannot work; the process says so in one line and exits. */
 export class ConfigError extends DurableAgentError {}
+
+/**
+ * A database write that fails the same way however often it is tried (a value the database cannot
+ * store, a broken constraint): the run ends FAILED with this message instead of being retried.
+ */
+export class PermanentDatabaseError extends DurableAgentError {
+  constructor(message: string, readonly sqlState: string | null, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** A tool step was to be finished, but its STARTED row is not there (already finished, or never started). */
+export class StepNotStartedError extends DurableAgentError {
+  constructor(readonly runId: string, readonly toolUseId: string, readonly status: string | null) {
+    super(`tool step ${toolUseId} of run ${runId} is not STARTED (${status === null ? 'no such step' : `it is ${status}`})`);
+  }
+}
+
+/**
+ * The database stayed unreachable through a built-in tool's retries. Ends the attempt as a crash would
+ * (a database outage says nothing to the model): the tool call stays STARTED and runs again, with the
+ * same idempotency key, when the run resumes.
+ */
+export class DatabaseUnavailableError extends FatalError {}

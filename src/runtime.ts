@@ -12,6 +12,7 @@ import { ConfigError } from './errors.ts';
 import { migrate } from './db/migrate.ts';
 import { RUN_QUEUED_CHANNEL, subscribe } from './db/notifications.ts';
 import { checkConnection, createPool, type Database, poolSizeFor, resolveDatabase } from './db/pool.ts';
+import { armCrashPoint } from './engine/crash-points.ts';
 import type { EngineEvents } from './engine/events.ts';
 import { Worker } from './engine/worker.ts';
 import { createLlmClient, loadPrices, retryReason } from './llm/index.ts';
@@ -168,6 +169,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     }
 
     if (opts.worker) {
+      // Fault injection for crash tests: the process kills itself at that point of the step path.
+      if (config.crashAt) armCrashPoint(config.crashAt);
       const tools = opts.agent?.tools ?? demoTools(new TicketStore(pool));
       worker = new Worker(
         {
@@ -175,7 +178,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           llm,
           agent: {
             system: opts.agent?.system === undefined ? DEFAULT_SYSTEM_PROMPT : opts.agent.system,
-            tools: new ToolExecutor(tools, config.toolTimeoutMs),
+            tools: new ToolExecutor(tools, config.toolTimeoutMs, config.toolResultMaxBytes),
             maxTokens: opts.agent?.maxTokens ?? config.maxTokens,
           },
           costOf: (model, usage) => prices.costOf(model, usage),

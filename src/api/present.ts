@@ -1,5 +1,5 @@
 /** Domain types → the API's JSON, in one place: camelCase keys, dates as ISO strings, no internals (leases). */
-import type { Run, Step } from '../domain.ts';
+import type { Run, StepSummary } from '../domain.ts';
 import type { RunJson, TimelineItem } from './schemas.ts';
 
 const iso = (d: Date) => d.toISOString();
@@ -29,7 +29,7 @@ export function runJson(r: Run): RunJson {
 }
 
 /** A step without its bodies: the timeline stays small however long the conversation grows. */
-export function timelineItem(s: Step): TimelineItem {
+export function timelineItem(s: StepSummary): TimelineItem {
   return {
     seq: s.seq,
     kind: s.kind,

@@ -23,7 +23,7 @@ import { stepDetail } from './step-detail.ts';
 
 export type { RunDefaults } from './new-run.ts';
 
-export type RunsStore = Pick<RunStore, 'create' | 'get' | 'steps' | 'stepsThrough' | 'cancel' | 'blob'>;
+export type RunsStore = Pick<RunStore, 'create' | 'get' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob'>;
 
 export interface RunsDeps {
   store: RunsStore;
@@ -83,7 +83,7 @@ export function runRoutes({ store, listing, defaults }: RunsDeps): ApiRoute[] {
       responses: { 200: { description: 'The steps in order.', schema: Timeline } },
       async handle({ params }) {
         const run = await existing(params.id);
-        return { body: (await store.steps(run.id)).map(timelineItem) };
+        return { body: (await store.timeline(run.id)).map(timelineItem) };
       },
     }),
     defineRoute({

@@ -26,6 +26,8 @@ export function testWorker(
     subscribeUrl?: string;
     /** Prices model calls; every call is free when absent. */
     costOf?: (model: string, usage: Usage) => number;
+    /** The clock the guard reads (deadlines); the real one when absent. */
+    now?: () => Date;
   },
 ): Worker {
   return new Worker(
@@ -36,6 +38,7 @@ export function testWorker(
       costOf: opts.costOf ?? (() => 0),
       logger: silentLogger,
       events: opts.events ?? [],
+      ...(opts.now ? { now: opts.now } : {}),
       ...(opts.subscribeUrl ? { subscribe: (onNotify: () => void) => subscribe(opts.subscribeUrl!, RUN_QUEUED_CHANNEL, onNotify, () => {}) } : {}),
     },
     {
