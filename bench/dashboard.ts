@@ -93,7 +93,7 @@ async function main(): Promise<void> {
       store: new RunStore(pool),
       listing: new RunListing(pool),
       overview: new RunOverview(pool),
-      defaults: { model: 'bench', tokenBudget: 1, timeoutSeconds: 1, maxSteps: 1 },
+      defaults: { agent: 'bench', model: 'bench', tokenBudget: 1, timeoutSeconds: 1, maxSteps: 1 },
       checkDatabase: async () => {},
       logger: false,
     });

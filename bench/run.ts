@@ -176,6 +176,27 @@ async function main() {
       results.storageBytesAt200 = await bytes(200);
     }
 
+    // The timeline of a run whose one tool step returned 10 MB (stored whole, as a tool result written
+    // straight to the store is): the timeline read never selects the bodies, the log read does.
+    {
+      const run = await newRun();
+      const lease = (await store.claim(owner, 1))[0]!.lease;
+      await store.startTool(run.id, lease, { seq: 1, toolUseId: 'big', toolName: 'noop' });
+      await store.finishTool(run.id, lease, { toolUseId: 'big', status: 'DONE', result: 'x'.repeat(10_000_000), latencyMs: 0 });
+      const time = async (read: () => Promise<unknown>) => {
+        const samples: number[] = [];
+        for (let i = 0; i < 10; i++) {
+          const t = performance.now();
+          await read();
+          samples.push(performance.now() - t);
+        }
+        return round(p50(samples));
+      };
+      results.timelineWith10MbResultP50Ms = await time(() => store.timeline(run.id));
+      results.fullLogWith10MbResultP50Ms = await time(() => store.steps(run.id));
+      await store.finish(run.id, lease, { status: 'SUCCEEDED', output: 'bench' });
+    }
+
     const num = (k: string) => results[k] as number;
     const rows: [string, string, string][] = [
       ['bare INSERT commit p50 (floor)', `${num('commitP50Ms')} ms`, ''],
@@ -184,6 +205,7 @@ async function main() {
       ['steps per second', `${num('stepsPerSecond')}`, '100 runs × 10 steps, one worker (target ≥ 2,100)'],
       ['queued → first step p50', `${num('queuedToFirstStepP50Ms')} ms`, 'NOTIFY wake-up'],
       ['per step at 10 / at 200', `${num('perStepMsAt10')} / ${num('perStepMsAt200')} ms`, `${round(num('perStepMsAt200') / num('perStepMsAt10'), 2)}× (target ≤ 1.2×)`],
+      ['timeline, 10 MB result in the log', `${num('timelineWith10MbResultP50Ms')} ms`, `the full log read: ${num('fullLogWith10MbResultP50Ms')} ms`],
       ['storage after 10 / 200 steps', `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`, `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`],
     ];
     console.log(`durable-agent bench on ${database.description}\n`);

@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources directly (tsx), so there is no build step between a clone and `npm start`.
-import { register } from 'tsx/esm/api';
+// The `durable-agent` command: the compiled CLI in dist/ (`npm run build`; `npm ci` builds it).
+import { main } from '../dist/cli.js';
 
-register();
-const { main } = await import('../src/cli.ts');
 process.exit(await main(process.argv.slice(2)));

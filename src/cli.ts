@@ -1,16 +1,16 @@
 /**
- * The `durable-agent` command: serve | worker | migrate. Every command reads the same configuration;
- * flags override environment variables. Exit codes: 0 done, 1 failed while running, 2 bad usage or
- * configuration (one readable line, no stack trace).
+ * The `durable-agent` command: serve | worker | migrate | help. Every command reads the same
+ * configuration; flags override environment variables. Exit codes: 0 done, 1 failed while running,
+ * 2 bad usage or configuration (one readable line, no stack trace; usage errors add the usage).
+ *
+ * Only node:util and the error classes are imported up front: `--help` and a mistyped command answer
+ * at once, while the runtime's modules (database, HTTP server, model SDK) take about a second to load.
  */
 import { parseArgs } from 'node:util';
-import { type Config, type Env, loadConfig } from './config.ts';
-import { migrate } from './db/migrate.ts';
-import { checkConnection, createPool, resolveDatabase } from './db/pool.ts';
+import type { Config, Env } from './config.ts';
 import { DurableAgentError } from './errors.ts';
-import { startRuntime } from './runtime.ts';
 
-const HELP = `durable-agent — a durable runtime for LLM agents on PostgreSQL
+const USAGE = `durable-agent — a durable runtime for LLM agents on PostgreSQL
 
 Usage: durable-agent <command> [options]
 
@@ -19,8 +19,11 @@ Commands:
     --no-worker      the API only (run workers as separate processes)
   worker           a worker only: claims runs and drives them
   migrate          apply database migrations, then exit
+  help             this text
 
 Options:
+  --config <file>  serve or worker: your agent, from a module whose default export is
+                   { agents: [defineAgent(…)] }; without it, the built-in demo agent
   --port <n>       API port (PORT, default 8080)
   --host <addr>    API address (HOST, default 127.0.0.1)
   --help           this text
@@ -30,37 +33,47 @@ LEASE_SECONDS, LOG_FORMAT, …); see the README. With DATABASE_URL unset, an emb
 its data under ./.data/ and is shared by every process of the project on this machine.
 `;
 
+/** Bad usage: one line saying what is wrong, then the usage. */
 class UsageError extends Error {}
+
+const COMMANDS = ['serve', 'worker', 'migrate', 'help'] as const;
+type Command = (typeof COMMANDS)[number];
 
 function parse(argv: string[]) {
   try {
-    const { values, positionals } = parseArgs({
+    return parseArgs({
       args: argv,
       allowPositionals: true,
       options: {
         help: { type: 'boolean', short: 'h' },
         'no-worker': { type: 'boolean' },
+        config: { type: 'string' },
         port: { type: 'string' },
         host: { type: 'string' },
       },
     });
-    return { values, positionals };
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    // node's own messages run to several sentences; the first clause is the readable line.
+    const { code, message } = e as { code?: string; message: string };
+    const option = /'([^']+)'/.exec(message)?.[1];
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) throw new UsageError(`unknown option ${option}`);
+    throw new UsageError(message.split('. ')[0]!.replace(/^Option/, 'option'));
   }
 }
 
-function banner(config: Readonly<Config>, url: string, database: string, provider: string, withWorker: boolean): string {
+function banner(config: Readonly<Config>, url: string, database: string, provider: string, agent: string | null, withWorker: boolean): string {
+  const example = agent ? '{"input":"Hello!"}' : '{"input":"Which acme tickets are overdue?","tokenBudget":50000,"timeoutSeconds":300}';
   const lines = [
     `durable-agent listening on ${url}`,
     `  database: ${database}`,
+    `  agent:    ${agent ?? 'demo (the built-in support assistant; --config for yours)'}`,
     `  model:    ${provider === 'demo' ? 'demo (offline stand-in; set ANTHROPIC_API_KEY for Claude)' : `${provider}, default ${config.defaultModel}`}`,
     `  worker:   ${withWorker ? `${config.workerName}, up to ${config.workerConcurrency} runs at once` : 'none in this process (--no-worker)'}`,
     `  web UI:   ${url}/ (the dashboard)`,
     '',
     'Start a run:',
     `  curl -s -X POST ${url}/api/runs -H 'Content-Type: application/json' \\`,
-    `    -d '{"input":"Which acme tickets are overdue?","tokenBudget":50000,"timeoutSeconds":300}'`,
+    `    -d '${example}'`,
     `Then: curl -s ${url}/api/runs/<id>   and   curl -s ${url}/api/runs/<id>/timeline`,
     '',
   ];
@@ -79,55 +92,72 @@ function untilSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+async function migrateCommand(config: Readonly<Config>): Promise<number> {
+  const { checkConnection, createPool, resolveDatabase } = await import('./db/pool.ts');
+  const { migrate } = await import('./db/migrate.ts');
+  const database = await resolveDatabase(config);
+  const pool = createPool(database.url, 1);
+  try {
+    await checkConnection(pool, database);
+    const applied = await migrate(pool);
+    process.stdout.write(applied.length ? `applied ${applied.join(', ')} to ${database.description}\n` : `${database.description} is up to date\n`);
+  } finally {
+    await pool.end();
+    await database.release();
+  }
+  return 0;
+}
+
+async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker', withWorker: boolean, configFile: string | undefined): Promise<number> {
+  let agent;
+  if (configFile !== undefined) {
+    const { singleAgent } = await import('./agent.ts');
+    const { loadAgentsConfig } = await import('./agents-config.ts');
+    agent = singleAgent(await loadAgentsConfig(configFile), `--config ${configFile}`);
+  }
+  const { startRuntime } = await import('./runtime.ts');
+  const runtime = await startRuntime(config, { api: command === 'serve', worker: withWorker, ...(agent ? { agent } : {}) });
+  if (command === 'serve') {
+    process.stdout.write(banner(config, runtime.url!, runtime.database.description, runtime.llm.provider, agent?.name ?? null, withWorker));
+  } else {
+    runtime.logger.info(
+      { database: runtime.database.description, provider: runtime.llm.provider, metrics: runtime.url ? `${runtime.url}/metrics` : undefined },
+      `worker ${config.workerName} started`,
+    );
+  }
+  const signal = await untilSignal();
+  runtime.logger.info({ signal }, 'shutting down: handing back runs in flight');
+  await runtime.close();
+  return 0;
+}
+
 async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv);
   const [command, ...rest] = positionals;
-  if (values.help || !command) {
-    process.stdout.write(HELP);
-    return values.help ? 0 : 2;
+  if (values.help || command === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
   }
+  if (command === undefined) throw new UsageError('no command given');
+  if (!(COMMANDS as readonly string[]).includes(command)) throw new UsageError(`unknown command "${command}"`);
   if (rest.length) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  if (values.config !== undefined && command !== 'serve' && command !== 'worker') throw new UsageError('--config applies to serve and worker');
+  if (values['no-worker'] && command !== 'serve') throw new UsageError('--no-worker applies to serve');
+
+  const { loadConfig } = await import('./config.ts');
   const overrides: Partial<Env> = {};
+  // Flag values are strings, parsed and checked by the same schema as the environment's.
   if (values.port !== undefined) overrides.PORT = values.port as never;
   if (values.host !== undefined) overrides.HOST = values.host;
-  const config = loadConfig(process.env, overrides);
+  const config = loadConfig(undefined, overrides);
 
-  switch (command) {
-    case 'migrate': {
-      const database = await resolveDatabase(config);
-      const pool = createPool(database.url, 1);
-      try {
-        await checkConnection(pool, database);
-        const applied = await migrate(pool);
-        process.stdout.write(applied.length ? `applied ${applied.join(', ')} to ${database.description}\n` : `${database.description} is up to date\n`);
-      } finally {
-        await pool.end();
-        await database.release();
-      }
-      return 0;
-    }
+  switch (command as Exclude<Command, 'help'>) {
+    case 'migrate':
+      return migrateCommand(config);
     case 'serve':
-    case 'worker': {
-      const withWorker = command === 'worker' || !values['no-worker'];
-      const runtime = await startRuntime(config, { api: command === 'serve', worker: withWorker });
-      if (config.llmProviderDefaulted && withWorker) {
-        runtime.logger.warn('ANTHROPIC_API_KEY is not set: using the offline demo model (LLM_PROVIDER=demo)');
-      }
-      if (command === 'serve') {
-        process.stdout.write(banner(config, runtime.url!, runtime.database.description, runtime.llm.provider, withWorker));
-      } else {
-        runtime.logger.info(
-          { database: runtime.database.description, provider: runtime.llm.provider, metrics: runtime.url ? `${runtime.url}/metrics` : undefined },
-          `worker ${config.workerName} started`,
-        );
-      }
-      const signal = await untilSignal();
-      runtime.logger.info({ signal }, 'shutting down: handing back runs in flight');
-      await runtime.close();
-      return 0;
-    }
-    default:
-      throw new UsageError(`unknown command "${command}" (try --help)`);
+      return serveCommand(config, 'serve', !values['no-worker'], values.config);
+    case 'worker':
+      return serveCommand(config, 'worker', true, values.config);
   }
 }
 
@@ -135,7 +165,11 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await run(argv);
   } catch (e) {
-    if (e instanceof UsageError || e instanceof DurableAgentError) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`durable-agent: ${e.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (e instanceof DurableAgentError) {
       process.stderr.write(`durable-agent: ${e.message}\n`);
       return 2;
     }

@@ -2,6 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { type CrashPlan, parseCrashPlan } from './engine/crash-points.ts';
 import { ConfigError } from './errors.ts';
 
 /** The root of the installed project (where package.json and prices.json live). */
@@ -12,7 +13,7 @@ const int = (min: number, max: number) =>
   number().int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 const positive = number().positive('must be greater than 0');
 
-/** Every environment variable the project reads, with its default. The contract is DESIGN.md's table. */
+/** Every environment variable the project reads, with its default (the README's configuration table). */
 const EnvSchema = z.object({
   DATABASE_URL: z.string().min(1).optional(),
   /** Where the embedded PostgreSQL keeps its data when DATABASE_URL is unset. */
@@ -30,6 +31,8 @@ const EnvSchema = z.object({
   ANTHROPIC_API_KEY: z.string().min(1).optional(),
   ANTHROPIC_BASE_URL: z.string().url().optional(),
   DEFAULT_MODEL: z.string().min(1).optional(),
+  /** Ask the model for its answer as a stream of events, so text is seen as it is written. */
+  LLM_STREAMING: z.stringbool({ error: 'must be true or false' }).default(true),
   MAX_TOKENS: int(1, 200_000).default(4096),
   STEP_TIMEOUT_SECONDS: positive.default(120),
   MAX_ATTEMPTS: int(1, 100).default(5),
@@ -39,6 +42,10 @@ const EnvSchema = z.object({
   DEFAULT_TOKEN_BUDGET: int(1, 10_000_000).default(100_000),
   DEFAULT_TIMEOUT_SECONDS: int(1, 86_400).default(600),
   TOOL_TIMEOUT_SECONDS: positive.default(60),
+  /** The most of a tool's result that is stored (and sent to the model); the rest is cut, with a note. */
+  TOOL_RESULT_MAX_BYTES: int(1024, 100 * 1024 * 1024).default(1024 * 1024),
+  /** A named crash point that kills the process with SIGKILL when reached (fault-injection tests). */
+  DURABLE_AGENT_CRASH_AT: z.string().min(1).optional(),
   PRICES_FILE: z.string().min(1).default(path.join(PROJECT_ROOT, 'prices.json')),
   /** How long a stopping worker lets in-flight steps finish before handing their runs back. */
   SHUTDOWN_GRACE_SECONDS: number().nonnegative('must not be negative').default(20),
@@ -68,6 +75,7 @@ export interface Config {
   llmProviderDefaulted: boolean;
   anthropicApiKey: string | null;
   anthropicBaseUrl: string | null;
+  llmStreaming: boolean;
   defaultModel: string;
   maxTokens: number;
   stepTimeoutMs: number;
@@ -78,6 +86,9 @@ export interface Config {
   defaultTokenBudget: number;
   defaultTimeoutSeconds: number;
   toolTimeoutMs: number;
+  toolResultMaxBytes: number;
+  /** Armed at start: the process kills itself at this crash point. Null in normal operation. */
+  crashAt: CrashPlan | null;
   pricesFile: string;
   shutdownGraceMs: number;
   demoLatencyMs: number;
@@ -103,6 +114,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (llmProvider === 'anthropic' && !e.ANTHROPIC_API_KEY) {
     throw new ConfigError('invalid configuration: LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY');
   }
+  let crashAt: CrashPlan | null = null;
+  if (e.DURABLE_AGENT_CRASH_AT) {
+    try {
+      crashAt = { ...parseCrashPlan(e.DURABLE_AGENT_CRASH_AT), action: 'kill' };
+    } catch (err) {
+      throw new ConfigError(`invalid configuration: DURABLE_AGENT_CRASH_AT: ${(err as Error).message}`);
+    }
+  }
   if (e.RETRY_CAP_MS < e.RETRY_BASE_MS) {
     throw new ConfigError('invalid configuration: RETRY_CAP_MS must be at least RETRY_BASE_MS');
   }
@@ -120,6 +139,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     llmProviderDefaulted: e.LLM_PROVIDER === undefined && llmProvider === 'demo',
     anthropicApiKey: e.ANTHROPIC_API_KEY ?? null,
     anthropicBaseUrl: e.ANTHROPIC_BASE_URL ?? null,
+    llmStreaming: e.LLM_STREAMING,
     defaultModel: e.DEFAULT_MODEL ?? (llmProvider === 'demo' ? DEMO_MODEL : DEFAULT_ANTHROPIC_MODEL),
     maxTokens: e.MAX_TOKENS,
     stepTimeoutMs: Math.round(e.STEP_TIMEOUT_SECONDS * 1000),
@@ -130,6 +150,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     defaultTokenBudget: e.DEFAULT_TOKEN_BUDGET,
     defaultTimeoutSeconds: e.DEFAULT_TIMEOUT_SECONDS,
     toolTimeoutMs: Math.round(e.TOOL_TIMEOUT_SECONDS * 1000),
+    toolResultMaxBytes: e.TOOL_RESULT_MAX_BYTES,
+    crashAt,
     pricesFile: path.resolve(e.PRICES_FILE),
     shutdownGraceMs: Math.round(e.SHUTDOWN_GRACE_SECONDS * 1000),
     demoLatencyMs: e.DEMO_LATENCY_MS,

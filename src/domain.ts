@@ -20,6 +20,11 @@ export type RunId = string & { readonly __brand: 'RunId' };
 export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export type TerminalStatus = Exclude<RunStatus, 'QUEUED' | 'RUNNING'>;
+export const TERMINAL_STATUSES: readonly TerminalStatus[] = ['SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
+
+export function isTerminal(status: RunStatus): status is TerminalStatus {
+  return (TERMINAL_STATUSES as readonly RunStatus[]).includes(status);
+}
 
 export const STEP_KINDS = ['MODEL', 'TOOL'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
@@ -142,6 +147,9 @@ export interface Step {
   startedAt: Date;
   finishedAt: Date | null;
 }
+
+/** A step without its bodies (request, response): what a timeline shows. */
+export type StepSummary = Omit<Step, 'request' | 'response'>;
 
 /** What the worker learns about its run from every fenced write, so guard needs no extra query. */
 export interface RunProgress {

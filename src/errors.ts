@@ -1,3 +1,5 @@
+import type { Usage } from './domain.ts';
+
 /** One hierarchy for everything the runtime throws on purpose. */
 export class DurableAgentError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -14,10 +16,19 @@ export class LeaseLostError extends DurableAgentError {
 }
 
 /**
- * A failure of a model call. `status` is the HTTP status, or -1 for a network failure or timeout.
+ * A failure of a model call. `status` is the HTTP status (for an `error` event in the middle of a
+ * stream, the status its error type stands for), or -1 when no usable answer came: the network, our
+ * timeout, an abort, a reply cut off, a body that is not the API's answer. 0: the request was never sent.
  * Whether it is worth another attempt is decided here, once, for every caller.
  */
 export class LlmError extends DurableAgentError {
+  /**
+   * Tokens the provider reported for the failed attempt(s) before failing (a stream reports input
+   * tokens at its start): billed, with no result. On the error that escapes the retry decorator, the
+   * sum over every failed attempt of the call; null when none reported any.
+   */
+  usage: Usage | null;
+
   constructor(
     readonly status: number,
     message: string,
@@ -27,10 +38,14 @@ export class LlmError extends DurableAgentError {
       /** The API's error type, e.g. "rate_limit_error", "overloaded_error". */
       type?: string | null;
       requestId?: string | null;
+      /** The server's own verdict (`x-should-retry: true|false`); it overrides the status rule. */
+      shouldRetry?: boolean | null;
+      usage?: Usage | null;
       cause?: unknown;
     } = {},
   ) {
     super(message, { cause: details.cause });
+    this.usage = details.usage ?? null;
   }
 
   get retryAfterMs(): number | null {
@@ -44,13 +59,17 @@ export class LlmError extends DurableAgentError {
   }
 
   get retryable(): boolean {
-    return isRetryableStatus(this.status);
+    return this.details.shouldRetry ?? isRetryableStatus(this.status);
   }
 }
 
-/** 429 and 529 are back-pressure, 5xx are the server's trouble, -1 is the network or our timeout. */
+/**
+ * The official SDKs' rule: -1 is the network or our timeout, 408 a request timeout, 409 a lock
+ * timeout, 429 back-pressure, 5xx (529 overloaded included) the server's trouble. Every other status
+ * is the request's fault and fails the same way again.
+ */
 export function isRetryableStatus(status: number): boolean {
-  return status === -1 || status === 429 || status === 529 || [500, 502, 503, 504].includes(status);
+  return status === -1 || status === 408 || status === 409 || status === 429 || status >= 500;
 }
 
 /** A tool failed in an ordinary way; the model sees the message as an `is_error` result. */
@@ -78,5 +97,36 @@ export class NotFoundError extends DurableAgentError {}
 /** The request conflicts with the current state, e.g. cancelling a finished run. */
 export class ConflictError extends DurableAgentError {}
 
+/** `rt.runs.wait` gave up: the run did not finish within `timeoutMs`. The run itself goes on. */
+export class WaitTimeoutError extends DurableAgentError {
+  constructor(readonly runId: string, readonly timeoutMs: number) {
+    super(`run ${runId} did not finish within ${timeoutMs} ms`);
+  }
+}
+
 /** Configuration that cannot work; the process says so in one line and exits. */
 export class ConfigError extends DurableAgentError {}
+
+/**
+ * A database write that fails the same way however often it is tried (a value the database cannot
+ * store, a broken constraint): the run ends FAILED with this message instead of being retried.
+ */
+export class PermanentDatabaseError extends DurableAgentError {
+  constructor(message: string, readonly sqlState: string | null, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** A tool step was to be finished, but its STARTED row is not there (already finished, or never started). */
+export class StepNotStartedError extends DurableAgentError {
+  constructor(readonly runId: string, readonly toolUseId: string, readonly status: string | null) {
+    super(`tool step ${toolUseId} of run ${runId} is not STARTED (${status === null ? 'no such step' : `it is ${status}`})`);
+  }
+}
+
+/**
+ * The database stayed unreachable through a built-in tool's retries. Ends the attempt as a crash would
+ * (a database outage says nothing to the model): the tool call stays STARTED and runs again, with the
+ * same idempotency key, when the run resumes.
+ */
+export class DatabaseUnavailableError extends FatalError {}

@@ -1,14 +1,41 @@
 /**
- * durable-agent as a library: start a runtime with your own tools and prompt, or use the parts.
+ * durable-agent as a library: define tools and an agent, start a runtime, create runs and wait for them.
  *
- *   import { loadConfig, startRuntime, defineTool } from 'durable-agent';
- *   const runtime = await startRuntime(loadConfig(), { api: true, worker: true, agent: { system, tools } });
+ *   import { z } from 'zod';
+ *   import { createRuntime, defineAgent, tool } from 'durable-agent';
+ *
+ *   const weather = tool({ name: 'get_weather', description: 'Current weather in a city.',
+ *     input: z.object({ city: z.string() }), execute: async ({ city }) => lookUp(city) });
+ *   const helper = defineAgent({ name: 'helper', system: 'You answer briefly.', tools: [weather] });
+ *   const rt = await createRuntime({ agents: [helper] });
+ *   const run = await rt.runs.create({ input: 'Do I need an umbrella in Paris?' });
+ *   const done = await rt.runs.wait(run.id);        // SUCCEEDED, with done.output
+ *   await rt.close();
+ *
+ * The parts (`startRuntime` with a Config, `RunStore`, `Worker`) stay available for custom wiring.
  */
+export { createRuntime, type AgentRuntime, type CreateRuntimeOptions, type RuntimeEvent } from './create-runtime.ts';
+export { defineAgent, type Agent, type DefineAgentOptions } from './agent.ts';
+export { tool, type ToolOptions, type ZodTool } from './tools/zod-tool.ts';
+export type { CreateRunInput, ListRunsInput, RunPage, Runs, WaitOptions } from './runs.ts';
 export { loadConfig, type Config } from './config.ts';
 export { startRuntime, type Runtime, type RuntimeOptions, type AgentOptions } from './runtime.ts';
-export { defineTool, type Tool, type ToolContext } from './tools/types.ts';
-export type { LlmClient, LlmRequest, LlmResponse, ToolDefinition } from './llm/types.ts';
-export type { Run, RunId, RunStatus, Step, StepKind, StepStatus, Message, ContentBlock, Usage } from './domain.ts';
-export { LeaseLostError, LlmError, ToolError, FatalError, InputError, DurableAgentError } from './errors.ts';
+export { defineTool, type NeedsApproval, type Tool, type ToolContext } from './tools/types.ts';
+export type { EngineEvents } from './engine/events.ts';
+export type { LlmClient, LlmCallOptions, LlmRequest, LlmResponse, ToolDefinition } from './llm/types.ts';
+export type { Logger } from './observability/logger.ts';
+export type { Run, RunId, RunStatus, TerminalStatus, Step, StepKind, StepStatus, Message, ContentBlock, Usage } from './domain.ts';
+export {
+  ConfigError,
+  ConflictError,
+  DurableAgentError,
+  FatalError,
+  InputError,
+  LeaseLostError,
+  LlmError,
+  NotFoundError,
+  ToolError,
+  WaitTimeoutError,
+} from './errors.ts';
 export { RunStore } from './store/run-store.ts';
 export { Worker } from './engine/worker.ts';

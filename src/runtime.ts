@@ -6,19 +6,24 @@
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { loadDashboard } from './api/dashboard.ts';
+import type { RunDefaults } from './api/new-run.ts';
 import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
 import { ConfigError } from './errors.ts';
 import { migrate } from './db/migrate.ts';
 import { RUN_QUEUED_CHANNEL, subscribe } from './db/notifications.ts';
 import { checkConnection, createPool, type Database, poolSizeFor, resolveDatabase } from './db/pool.ts';
+import { armCrashPoint } from './engine/crash-points.ts';
+import type { EngineEvents } from './engine/events.ts';
 import { Worker } from './engine/worker.ts';
 import { createLlmClient, loadPrices, retryReason } from './llm/index.ts';
 import type { LlmClient } from './llm/types.ts';
 import { logEvents } from './observability/log-events.ts';
-import { createLogger, type Logger } from './observability/logger.ts';
+import { adoptLogger, createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { traceEvents } from './observability/tracing.ts';
+import { RunWaits } from './run-waits.ts';
+import { createRuns, type Runs } from './runs.ts';
 import { TicketStore } from './store/demo-tickets.ts';
 import { RunListing } from './store/run-listing.ts';
 import { RunOverview } from './store/run-overview.ts';
@@ -28,11 +33,20 @@ import { DEFAULT_SYSTEM_PROMPT, demoTools } from './tools/demo-tools.ts';
 import { ToolExecutor } from './tools/executor.ts';
 import type { Tool } from './tools/types.ts';
 
+/** The agent of the built-in demo: the support assistant's prompt and the demo ticket tools. */
+export const DEMO_AGENT = 'demo';
+
 export interface AgentOptions {
+  /** The name runs are created under; defaults to "demo". */
+  name?: string;
   /** The system prompt; defaults to the built-in support assistant's. */
   system?: string | null;
   /** The tools the model may call; defaults to the built-in demo ticket tools. */
-  tools?: Tool[];
+  tools?: readonly Tool[];
+  /** The model runs call when they name none; defaults to DEFAULT_MODEL. */
+  model?: string | null;
+  /** `max_tokens` of each model call; defaults to MAX_TOKENS. */
+  maxTokens?: number | null;
 }
 
 export interface RuntimeOptions {
@@ -41,7 +55,10 @@ export interface RuntimeOptions {
   agent?: AgentOptions;
   /** A model client to use instead of the configured provider (tests, custom providers). */
   llm?: LlmClient;
+  /** Where the runtime logs; every line written while a run is driven gets its run_id, step_seq and worker. */
   logger?: Logger;
+  /** Listeners of the engine's events, besides the logs, metrics and traces. */
+  events?: EngineEvents[];
 }
 
 export interface Runtime {
@@ -53,6 +70,8 @@ export interface Runtime {
   metrics: Metrics;
   worker: Worker | null;
   server: FastifyInstance | null;
+  /** Create, read, list, cancel and wait for runs, with the rules of the HTTP API. */
+  runs: Runs;
   /** `http://host:port` of the API (or of the metrics endpoint of a worker-only process). */
   url: string | null;
   /** Stops claiming, hands runs back, closes the API and the database pool. Safe to call twice. */
@@ -77,15 +96,17 @@ function metricsServer(metrics: Metrics, host: string, port: number): Promise<ht
 }
 
 export async function startRuntime(config: Readonly<Config>, opts: RuntimeOptions): Promise<Runtime> {
-  const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
+  const logger = opts.logger ? adoptLogger(opts.logger) : createLogger({ level: config.logLevel, format: config.logFormat });
   const database = await resolveDatabase(config);
   const pool = createPool(database.url, poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0));
   let worker: Worker | null = null;
   let server: FastifyInstance | null = null;
   let plainMetrics: http.Server | null = null;
+  let waits: RunWaits | null = null;
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
+      await waits?.close();
       await server?.close();
       await new Promise((r) => (plainMetrics ? plainMetrics.close(r) : r(undefined)));
       await worker?.stop();
@@ -98,8 +119,21 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     await checkConnection(pool, database);
     await migrate(pool);
     const store = new RunStore(pool);
-    const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) });
+    const listing = new RunListing(pool);
+    const defaults: RunDefaults = {
+      agent: opts.agent?.name ?? DEMO_AGENT,
+      model: opts.agent?.model ?? config.defaultModel,
+      tokenBudget: config.defaultTokenBudget,
+      timeoutSeconds: config.defaultTimeoutSeconds,
+      maxSteps: config.maxSteps,
+    };
+    waits = new RunWaits(database.url, (id) => store.get(id), logger);
+    const runs = createRuns({ store, listing, defaults, waits });
     const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
+    const metrics = createMetrics(
+      { countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) },
+      { models: [...prices.models, config.defaultModel] },
+    );
     const llm =
       opts.llm ??
       createLlmClient(config, {
@@ -109,6 +143,10 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         },
       });
 
+    if (opts.worker && !opts.llm && config.llmProviderDefaulted) {
+      logger.warn('ANTHROPIC_API_KEY is not set: using the offline demo model (LLM_PROVIDER=demo)');
+    }
+
     let url: string | null = null;
     // Listen before the worker claims anything: a port already taken must fail before runs are held.
     if (opts.api) {
@@ -116,13 +154,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
       server = createServer({
         store,
-        listing: new RunListing(pool),
-        defaults: {
-          model: config.defaultModel,
-          tokenBudget: config.defaultTokenBudget,
-          timeoutSeconds: config.defaultTimeoutSeconds,
-          maxSteps: config.maxSteps,
-        },
+        listing,
+        defaults,
         checkDatabase: async () => {
           await pool.query('SELECT 1');
         },
@@ -142,6 +175,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     }
 
     if (opts.worker) {
+      // Fault injection for crash tests: the process kills itself at that point of the step path.
+      if (config.crashAt) armCrashPoint(config.crashAt);
       const tools = opts.agent?.tools ?? demoTools(new TicketStore(pool));
       worker = new Worker(
         {
@@ -149,12 +184,12 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           llm,
           agent: {
             system: opts.agent?.system === undefined ? DEFAULT_SYSTEM_PROMPT : opts.agent.system,
-            tools: new ToolExecutor(tools, config.toolTimeoutMs),
-            maxTokens: config.maxTokens,
+            tools: new ToolExecutor(tools, config.toolTimeoutMs, config.toolResultMaxBytes),
+            maxTokens: opts.agent?.maxTokens ?? config.maxTokens,
           },
           costOf: (model, usage) => prices.costOf(model, usage),
           logger,
-          events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider })],
+          events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider }), ...(opts.events ?? [])],
           subscribe: (onNotify) =>
             subscribe(database.url, RUN_QUEUED_CHANNEL, onNotify, (e) => logger.warn({ err_message: e.message }, 'LISTEN connection failed; reconnecting')),
         },
@@ -170,7 +205,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       );
       await worker.start();
     }
-    return { config, database, store, llm, logger, metrics, worker, server, url, close };
+    return { config, database, store, llm, logger, metrics, worker, server, runs, url, close };
   } catch (e) {
     await close().catch(() => {});
     throw e;

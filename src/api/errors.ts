@@ -1,16 +1,28 @@
 /**
- * Errors → HTTP status and the one error shape, `{"error":{"code","message"}}`. Anything not recognised
- * here is a bug of ours: a 500 with a generic message, because a raw message can carry SQL, row values
- * or a connection string. The details go to the log instead.
+ * Errors → HTTP status and the one error shape, `{"error":{"code","message"}}`. A database that cannot
+ * be reached is a 503 with Retry-After: the client did nothing wrong and may send the same request
+ * again. Anything else not recognised here is a bug of ours: a 500 with a generic message, because a
+ * raw message can carry SQL, row values or a connection string. The details go to the log instead.
  */
 import type { z } from 'zod';
+import { isTransientDatabaseError } from '../db/errors.ts';
 import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import type { ErrorBody } from './schemas.ts';
 
 export interface HttpError {
   status: number;
   body: ErrorBody;
+  headers?: Record<string, string>;
 }
+
+/** @unit seconds — when a client may try again while the database is unreachable. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+const databaseUnavailable = (): HttpError => ({
+  status: 503,
+  body: { error: { code: 'database_unavailable', message: 'the database cannot be reached; try again shortly' } },
+  headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+});
 
 const error = (status: number, code: string, message: string, issues?: InputError['issues']): HttpError => ({
   status,
@@ -31,6 +43,7 @@ export function toHttpError(e: unknown): HttpError {
   if (e instanceof InputError) return error(400, 'invalid_request', e.message, e.issues);
   if (e instanceof NotFoundError) return error(404, 'not_found', e.message);
   if (e instanceof ConflictError) return error(409, 'conflict', e.message);
+  if (isTransientDatabaseError(e)) return databaseUnavailable();
   const f = e as { code?: unknown; statusCode?: unknown; message?: unknown };
   if (typeof f.code === 'string' && f.code.startsWith('FST_') && typeof f.statusCode === 'number' && f.statusCode >= 400 && f.statusCode < 500) {
     const known = FASTIFY_ERRORS[f.code];
@@ -41,8 +54,12 @@ export function toHttpError(e: unknown): HttpError {
   return error(500, 'internal_error', 'internal server error');
 }
 
+/** What the input being parsed is called in error messages: a part of an HTTP request, or a library call's options. */
+export const INPUT_NAMES = { body: 'request body', query: 'query parameters', path: 'path', options: 'options' } as const;
+export type InputPart = keyof typeof INPUT_NAMES;
+
 /** Parses a request part with its schema; a failure is an InputError naming every failing field. */
-export function parseInput<T>(schema: z.ZodType<T>, value: unknown, part: 'body' | 'query' | 'path'): T {
+export function parseInput<T>(schema: z.ZodType<T>, value: unknown, part: InputPart): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const issues = result.error.issues.map((i) => ({
@@ -50,6 +67,5 @@ export function parseInput<T>(schema: z.ZodType<T>, value: unknown, part: 'body'
     message: i.code === 'unrecognized_keys' ? 'unknown field' : i.message,
   }));
   const first = issues[0]!;
-  const where = part === 'body' ? 'request body' : part === 'query' ? 'query parameters' : 'path';
-  throw new InputError(`invalid ${where}: ${first.path}: ${first.message}`, issues);
+  throw new InputError(`invalid ${INPUT_NAMES[part]}: ${first.path}: ${first.message}`, issues);
 }

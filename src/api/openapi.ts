@@ -61,12 +61,15 @@ function operation(r: ApiRoute): Json {
     [Boolean(r.params), 404, 'No such run or step.'],
     [Boolean(r.body), 413, 'The body is larger than 1 MiB.'],
     [Boolean(r.body), 415, 'The body is not application/json.'],
+    [true, 403, 'Refused while the server listens on loopback: a Host that is not a loopback name, or a state-changing request sent by a page of another site.'],
     [true, 500, 'An error of the server; the message is generic.'],
+    [r.path.startsWith('/api/'), 503, 'The database cannot be reached; try again after the Retry-After header\'s seconds.'],
   ];
   for (const [applies, status, description] of implied) {
     if (applies && !(status in responses)) responses[status] = errorResponse(description);
   }
   return {
+    operationId: r.operationId,
     summary: r.summary,
     ...(r.params || r.query ? { parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')] } : {}),
     ...(r.body

@@ -1,5 +1,5 @@
 /** Domain types → the API's JSON, in one place: camelCase keys, dates as ISO strings, no internals (leases). */
-import type { Run, Step } from '../domain.ts';
+import type { Run, StepSummary } from '../domain.ts';
 import type { ListedRun } from '../store/run-listing.ts';
 import type { RunJson, RunListItemJson, TimelineItem } from './schemas.ts';
 
@@ -39,7 +39,7 @@ export function runListItem(r: ListedRun): RunListItemJson {
 }
 
 /** A step without its bodies: the timeline stays small however long the conversation grows. */
-export function timelineItem(s: Step): TimelineItem {
+export function timelineItem(s: StepSummary): TimelineItem {
   return {
     seq: s.seq,
     kind: s.kind,

@@ -33,12 +33,14 @@ export interface ApiRoute<P = unknown, Q = unknown, B = unknown> {
   method: 'GET' | 'POST';
   /** OpenAPI style, `/api/runs/{id}`; the server turns it into fastify's `/api/runs/:id`. */
   path: string;
+  /** Unique across the API, camelCase: client generators name their methods after it. */
+  operationId: string;
   summary: string;
   params?: z.ZodType<P>;
   /** Without a query schema, query parameters are ignored. */
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
-  /** The answers; the usual error answers (400, 404, 413, 415, 500) are implied by the schemas (see openapi.ts). */
+  /** The answers; the usual error answers (400, 403, 404, 413, 415, 500, 503) are implied (see openapi.ts). */
   responses: Record<number, ResponseDoc>;
   handle(input: RouteInput<P, Q, B>): Promise<RouteResult>;
 }

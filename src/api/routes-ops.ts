@@ -1,6 +1,7 @@
 /** Operations: liveness with database reachability, Prometheus metrics, and the API's own description. */
 import { z } from 'zod';
 import { NotFoundError } from '../errors.ts';
+import { DATABASE_RETRY_AFTER_SECONDS } from './errors.ts';
 import { defineRoute, type ApiRoute } from './route.ts';
 import { ErrorBody, HealthDown, HealthOk } from './schemas.ts';
 
@@ -27,6 +28,7 @@ export function opsRoutes(deps: OpsDeps, openApiDocument: () => unknown): ApiRou
     defineRoute({
       method: 'GET',
       path: '/healthz',
+      operationId: 'getHealth',
       summary: 'Liveness and database reachability',
       responses: {
         200: { description: 'The server is up and the database answers.', schema: HealthOk },
@@ -39,13 +41,18 @@ export function opsRoutes(deps: OpsDeps, openApiDocument: () => unknown): ApiRou
         } catch (err) {
           // The cause (which may name the host) goes to the log, not to whoever probes us.
           log.warn({ err }, 'health check: database unreachable');
-          return { status: 503, body: { ok: false, error: { code: 'database_unavailable', message: 'the database does not answer' } } };
+          return {
+            status: 503,
+            headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+            body: { ok: false, error: { code: 'database_unavailable', message: 'the database does not answer' } },
+          };
         }
       },
     }),
     defineRoute({
       method: 'GET',
       path: '/metrics',
+      operationId: 'getMetrics',
       summary: 'Prometheus metrics',
       responses: {
         200: { description: 'Prometheus text exposition format.', schema: z.string(), contentType: 'text/plain' },
@@ -60,6 +67,7 @@ export function opsRoutes(deps: OpsDeps, openApiDocument: () => unknown): ApiRou
     defineRoute({
       method: 'GET',
       path: '/openapi.json',
+      operationId: 'getOpenApiDocument',
       summary: 'This API, described in OpenAPI 3.1',
       responses: { 200: { description: 'The OpenAPI document.', schema: z.record(z.string(), z.unknown()) } },
       async handle() {

@@ -37,6 +37,7 @@ export function overviewRoutes(deps: OverviewDeps): ApiRoute[] {
     defineRoute({
       method: 'GET',
       path: '/api/overview',
+      operationId: 'getOverview',
       summary: 'Runs by status; tokens, cost and p50/p95 step latency of the last hour and day',
       responses: {
         200: { description: 'The figures, read now.', schema: OverviewJson },

@@ -1,8 +1,9 @@
 /** The runs API: thin handlers that take parsed input, call the store and present the result. */
 import type { Run, RunId } from '../domain.ts';
-import { InputError, NotFoundError } from '../errors.ts';
+import { NotFoundError } from '../errors.ts';
 import type { RunListing } from '../store/run-listing.ts';
 import type { RunStore } from '../store/run-store.ts';
+import { type RunDefaults, toNewRun } from './new-run.ts';
 import { runJson, runListItem, timelineItem } from './present.ts';
 import { defineRoute, type ApiRoute } from './route.ts';
 import {
@@ -20,16 +21,9 @@ import {
 } from './schemas.ts';
 import { stepDetail } from './step-detail.ts';
 
-/** What a run gets when its request leaves a field out; from the server's configuration. */
-export interface RunDefaults {
-  model: string;
-  tokenBudget: number;
-  timeoutSeconds: number;
-  /** Also the most a run may ask for (MAX_STEPS: "a run may set a lower one"). */
-  maxSteps: number;
-}
+export type { RunDefaults } from './new-run.ts';
 
-export type RunsStore = Pick<RunStore, 'create' | 'get' | 'steps' | 'stepsThrough' | 'cancel' | 'blob'>;
+export type RunsStore = Pick<RunStore, 'create' | 'get' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob'>;
 
 export interface RunsDeps {
   store: RunsStore;
@@ -48,28 +42,19 @@ export function runRoutes({ store, listing, defaults }: RunsDeps): ApiRoute[] {
     defineRoute({
       method: 'POST',
       path: '/api/runs',
+      operationId: 'createRun',
       summary: 'Queue a run',
       body: CreateRunBody,
       responses: { 201: { description: 'The run is queued.', schema: CreatedRun } },
       async handle({ body }) {
-        if (body.maxSteps !== undefined && body.maxSteps > defaults.maxSteps) {
-          const message = `must be at most ${defaults.maxSteps} (the server's MAX_STEPS)`;
-          throw new InputError(`invalid request body: maxSteps: ${message}`, [{ path: 'maxSteps', message }]);
-        }
-        const run = await store.create({
-          input: body.input,
-          model: body.model ?? defaults.model,
-          tokenBudget: body.tokenBudget ?? defaults.tokenBudget,
-          timeoutSeconds: body.timeoutSeconds ?? defaults.timeoutSeconds,
-          maxSteps: body.maxSteps ?? defaults.maxSteps,
-          metadata: body.metadata ?? {},
-        });
+        const run = await store.create(toNewRun(body, defaults, 'body'));
         return { status: 201, headers: { location: `/api/runs/${run.id}` }, body: { id: run.id, status: 'QUEUED' } };
       },
     }),
     defineRoute({
       method: 'GET',
       path: '/api/runs',
+      operationId: 'listRuns',
       summary: 'List runs, newest first',
       query: ListRunsQuery,
       responses: { 200: { description: 'One page of runs.', schema: RunPageJson } },
@@ -81,6 +66,7 @@ export function runRoutes({ store, listing, defaults }: RunsDeps): ApiRoute[] {
     defineRoute({
       method: 'GET',
       path: '/api/runs/{id}',
+      operationId: 'getRun',
       summary: 'One run',
       params: RunParams,
       responses: { 200: { description: 'The run.', schema: RunJson } },
@@ -91,17 +77,19 @@ export function runRoutes({ store, listing, defaults }: RunsDeps): ApiRoute[] {
     defineRoute({
       method: 'GET',
       path: '/api/runs/{id}/timeline',
+      operationId: 'getRunTimeline',
       summary: "The run's steps, without their request and response bodies",
       params: RunParams,
       responses: { 200: { description: 'The steps in order.', schema: Timeline } },
       async handle({ params }) {
         const run = await existing(params.id);
-        return { body: (await store.steps(run.id)).map(timelineItem) };
+        return { body: (await store.timeline(run.id)).map(timelineItem) };
       },
     }),
     defineRoute({
       method: 'GET',
       path: '/api/runs/{id}/steps/{seq}',
+      operationId: 'getRunStep',
       summary: 'One step with its request and response',
       params: StepParams,
       responses: { 200: { description: 'The step.', schema: StepDetail } },
@@ -112,6 +100,7 @@ export function runRoutes({ store, listing, defaults }: RunsDeps): ApiRoute[] {
     defineRoute({
       method: 'POST',
       path: '/api/runs/{id}/cancel',
+      operationId: 'cancelRun',
       summary: 'Cancel a run (a queued run at once, a running one at its next step)',
       params: RunParams,
       responses: {

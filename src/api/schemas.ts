@@ -23,15 +23,28 @@ export const LIMITS = {
   maxSeq: 2_147_483_647,
 } as const;
 
-/** PostgreSQL text and jsonb cannot hold U+0000; reject it here rather than fail the INSERT. */
-const noNul = (s: string) => !s.includes('\u0000');
+/**
+ * What a string must not hold to be stored as it was sent. PostgreSQL text and jsonb cannot hold
+ * U+0000. An unpaired UTF-16 surrogate (a JSON escape like "\ud800" with no partner) is not a
+ * Unicode character at all: text would silently store U+FFFD in its place, jsonb rejects it.
+ * Either is refused here, with the field named, rather than altered or failed at the INSERT.
+ */
+const UNPAIRED_SURROGATE = /\p{Surrogate}/u;
+function textProblem(s: string): string | null {
+  if (s.includes('\u0000')) return 'must not contain NUL characters';
+  if (UNPAIRED_SURROGATE.test(s)) return 'must not contain unpaired surrogates (invalid Unicode)';
+  return null;
+}
 const text = (max: number, description: string) =>
   z
     .string()
     .min(1)
     .max(max)
     .refine((s) => s.trim().length > 0, 'must not be blank')
-    .refine(noNul, 'must not contain NUL characters')
+    .superRefine((s, ctx) => {
+      const problem = textProblem(s);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
     .describe(description);
 const int = (min: number, max: number, description: string) => z.number().int().min(min).max(max).describe(description);
 
@@ -42,6 +55,17 @@ function deeperThan(value: unknown, limit: number): boolean {
   return Object.values(value).some((v) => deeperThan(v, limit - 1));
 }
 
+/** The first problem of any key or string inside a JSON value (whose depth is already bounded). */
+function problemInside(value: unknown): string | null {
+  if (typeof value === 'string') return textProblem(value);
+  if (value === null || typeof value !== 'object') return null;
+  for (const [k, v] of Object.entries(value)) {
+    const problem = (Array.isArray(value) ? null : textProblem(k)) ?? problemInside(v);
+    if (problem) return problem;
+  }
+  return null;
+}
+
 const Metadata = z
   .record(z.string(), z.unknown())
   .superRefine((m, ctx) => {
@@ -49,17 +73,17 @@ const Metadata = z
       ctx.addIssue({ code: 'custom', message: `must not nest deeper than ${LIMITS.metadataDepth} levels` });
       return;
     }
-    const json = JSON.stringify(m);
-    if (Buffer.byteLength(json) > LIMITS.metadataBytes) {
+    const problem = problemInside(m);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    else if (Buffer.byteLength(JSON.stringify(m)) > LIMITS.metadataBytes) {
       ctx.addIssue({ code: 'custom', message: `must be at most ${LIMITS.metadataBytes} bytes as JSON` });
-    } else if (json.includes('\\u0000')) {
-      ctx.addIssue({ code: 'custom', message: 'must not contain NUL characters' });
     }
   })
   .describe(`Any JSON object, kept with the run; at most ${LIMITS.metadataBytes} bytes as JSON.`);
 
 export const CreateRunBody = z.strictObject({
   input: text(LIMITS.inputChars, 'The task: the first user message of the conversation.'),
+  agent: text(LIMITS.modelChars, "The agent to run; the server's agent when absent.").optional(),
   model: text(LIMITS.modelChars, "The model to call; the server's DEFAULT_MODEL when absent.").optional(),
   tokenBudget: int(1, LIMITS.tokenBudget, 'Tokens the run may use (input, cache writes and output).').optional(),
   timeoutSeconds: int(1, LIMITS.timeoutSeconds, 'Wall-clock limit from now; the run is TIMED_OUT after it.').optional(),

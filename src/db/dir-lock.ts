@@ -1,8 +1,9 @@
-import { createHash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ConfigError } from '../errors.ts';
 
 /** When a process started (clock ticks since boot), so a pid reused after a restart is not taken for the owner. */
 function startTime(pid: number): string | null {
@@ -38,36 +39,114 @@ function ownerAlive(lockDir: string): boolean {
 }
 
 /**
- * Runs `fn` while holding a lock named after `lockDir`, shared by the processes of this machine.
- * On Linux the lock is a listening socket in the abstract namespace: the kernel releases it the
- * moment its owner dies, however it dies, so there is no stale lock to detect and no take-over race.
+ * Runs `fn` while holding the lock `lockDir`, shared by the processes of this machine.
+ *
+ * On Linux the lock is a directory only its owner can enter (0700), so no other user can take it,
+ * block it or fake a holder. Each process that wants the lock puts a listening Unix socket in it; the
+ * kernel stops answering a socket the moment its process dies, however it dies, so a socket that
+ * refuses a connection is a dead process's and is removed: there is no stale lock to guess about.
+ * Who goes first is Lamport's bakery algorithm: while its socket is named `c-<id>` ("choosing") a
+ * process takes a number one above every ticket it sees, then renames itself `t-<number>-<id>` and
+ * waits until it sees no one choosing and no live ticket before its own. Two processes that choose
+ * at once may draw the same number; the id breaks the tie.
  * Elsewhere it is a directory created with mkdir that names its owner (see `withMkdirLock`).
  */
 export async function withDirectoryLock<T>(lockDir: string, fn: () => Promise<T>, timeoutMs = 180_000): Promise<T> {
   if (process.platform !== 'linux') return withMkdirLock(lockDir, fn, timeoutMs);
-  const real = path.join(fs.realpathSync(path.dirname(lockDir)), path.basename(lockDir));
-  const name = `\0durable-agent-lock-${createHash('sha256').update(real).digest('hex').slice(0, 32)}`;
-  const until = Date.now() + timeoutMs;
-  const server = net.createServer();
-  for (;;) {
-    const taken = await new Promise<boolean>((resolve, reject) => {
-      const onError = (e: NodeJS.ErrnoException) => (e.code === 'EADDRINUSE' ? resolve(false) : reject(e));
-      server.once('error', onError);
-      server.listen(name, () => {
-        server.off('error', onError);
-        resolve(true);
-      });
-    });
-    if (taken) break;
-    if (Date.now() > until) throw new Error(`timed out waiting for the lock on ${lockDir} (held by a live process)`);
-    await sleep(50);
-  }
-  server.unref();
+  const dir = privateDirectory(lockDir);
+  // A socket path is limited to 107 bytes (and Node cuts a longer one short without a word), so the
+  // sockets are reached through this process's handle on the directory: /proc/self/fd/<n>/<name>.
+  const handle = fs.openSync(dir, 'r');
+  const at = (name: string) => `/proc/self/fd/${handle}/${name}`;
+  const id = `${process.pid}.${randomBytes(6).toString('hex')}`;
+  const server = net.createServer((c) => c.destroy());
+  let own: string[] = [];
   try {
+    // Listening before it is visible: a `c-` socket that refuses connections would be taken for a dead one.
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(at(`.new-${id}`), resolve);
+    });
+    server.unref();
+    fs.renameSync(path.join(dir, `.new-${id}`), path.join(dir, `c-${id}`));
+    own = [`c-${id}`];
+    const number = 1 + Math.max(0, ...entries(dir).map((e) => (e.ticket ? e.ticket.number : 0)));
+    const ticket = `t-${number}-${id}`;
+    fs.linkSync(path.join(dir, `c-${id}`), path.join(dir, ticket));
+    own = [`c-${id}`, ticket];
+    fs.unlinkSync(path.join(dir, `c-${id}`));
+    own = [ticket];
+
+    const until = Date.now() + timeoutMs;
+    while (!(await noOneAhead(dir, at, { number, id }))) {
+      if (Date.now() > until) throw new Error(`timed out waiting for the lock on ${lockDir} (held by a live process)`);
+      await sleep(50);
+    }
     return await fn();
   } finally {
     await new Promise((r) => server.close(r));
+    for (const name of own) fs.rmSync(path.join(dir, name), { force: true });
+    fs.closeSync(handle);
   }
+}
+
+interface Entry {
+  name: string;
+  id: string;
+  /** Absent while the process is choosing its number. */
+  ticket?: { number: number; id: string };
+}
+
+function entries(dir: string): Entry[] {
+  return fs.readdirSync(dir).flatMap((name): Entry[] => {
+    const choosing = /^c-(.+)$/.exec(name);
+    if (choosing) return [{ name, id: choosing[1]! }];
+    const ticket = /^t-(\d+)-(.+)$/.exec(name);
+    return ticket ? [{ name, id: ticket[2]!, ticket: { number: Number(ticket[1]), id: ticket[2]! } }] : [];
+  });
+}
+
+const ahead = (a: { number: number; id: string }, b: { number: number; id: string }) => a.number < b.number || (a.number === b.number && a.id < b.id);
+
+/**
+ * True when one reading of the directory shows no other process choosing and no ticket before `mine`.
+ * Anything else found (a live one to wait for, or a dead one, removed now) means: read again later.
+ */
+async function noOneAhead(dir: string, at: (name: string) => string, mine: { number: number; id: string }): Promise<boolean> {
+  let clear = true;
+  for (const e of entries(dir)) {
+    if (e.id === mine.id || (e.ticket && !ahead(e.ticket, mine))) continue;
+    clear = false;
+    if ((await probe(at(e.name))) === 'dead') fs.rmSync(path.join(dir, e.name), { force: true });
+  }
+  return clear;
+}
+
+/** A socket answers while its process lives; ECONNREFUSED means no one listens on it any more. */
+function probe(socketPath: string): Promise<'live' | 'dead' | 'gone'> {
+  return new Promise((resolve) => {
+    const c = net.connect(socketPath);
+    c.once('connect', () => {
+      c.destroy();
+      resolve('live');
+    });
+    c.once('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED' ? 'dead' : e.code === 'ENOENT' ? 'gone' : 'live'));
+  });
+}
+
+/** The lock directory: created for this user only; one left open to others is closed, one of another user refused. */
+function privateDirectory(dir: string): string {
+  try {
+    fs.mkdirSync(dir, { mode: 0o700 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
+  const st = fs.lstatSync(dir);
+  if (!st.isDirectory() || st.uid !== process.getuid!()) {
+    throw new ConfigError(`${dir} is not a directory of this user; it only holds a lock between processes, remove it`);
+  }
+  if ((st.mode & 0o777) !== 0o700) fs.chmodSync(dir, 0o700);
+  return dir;
 }
 
 /**

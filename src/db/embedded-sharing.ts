@@ -8,6 +8,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { withDirectoryLock } from './dir-lock.ts';
 import { type EmbeddedCluster, findOrStartLocked, startLockOf, stopEmbeddedPostgres } from './embedded.ts';
+import { PG_TYPES } from './pg-types.ts';
 
 /** Marks a process's presence; pools come and go (idle connections close), this one stays. */
 const PRESENCE_APPLICATION = 'durable-agent-presence';
@@ -28,7 +29,7 @@ export async function attachEmbeddedPostgres(dataDir: string): Promise<AttachedC
   const attach = () =>
     withDirectoryLock(startLockOf(dataDir), async () => {
       const cluster = await findOrStartLocked(dataDir);
-      const client = new pg.Client({ connectionString: cluster.adminUrl, application_name: PRESENCE_APPLICATION });
+      const client = new pg.Client({ connectionString: cluster.adminUrl, application_name: PRESENCE_APPLICATION, types: PG_TYPES });
       client.on('error', () => {});
       await client.connect();
       // The server went away under us (stopped or killed, maybe restarted by another process): come

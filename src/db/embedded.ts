@@ -16,6 +16,8 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { ConfigError } from '../errors.ts';
 import { withDirectoryLock } from './dir-lock.ts';
+import { applyServerLogSettings, protectServerLog, serverLogConf } from './embedded-log.ts';
+import { PG_TYPES } from './pg-types.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -96,7 +98,7 @@ export function urlFor(c: Credentials, database = 'postgres'): string {
 }
 
 async function canConnect(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000, types: PG_TYPES });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -171,7 +173,7 @@ async function initCluster(bin: Binaries, dataDir: string, pgDir: string, runAs:
   // Listen on loopback only, on our own port, without a Unix socket (its default directory may not exist).
   fs.appendFileSync(
     path.join(building, 'postgresql.conf'),
-    `\n# durable-agent\nport = ${creds.port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 300\n`,
+    `\n# durable-agent\nport = ${creds.port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 300\n${serverLogConf()}\n`,
   );
   const tmp = path.join(dataDir, `.credentials-${process.pid}.json`);
   fs.writeFileSync(tmp, JSON.stringify(creds), { mode: 0o600 });
@@ -183,8 +185,7 @@ async function initCluster(bin: Binaries, dataDir: string, pgDir: string, runAs:
 
 async function startServer(bin: Binaries, dataDir: string, pgDir: string, runAs: RunAs | null): Promise<void> {
   const logFile = path.join(dataDir, 'postgres.log');
-  if (!fs.existsSync(logFile)) fs.writeFileSync(logFile, '');
-  if (runAs) fs.chownSync(logFile, runAs.uid, runAs.gid);
+  protectServerLog(logFile, runAs);
   clearStalePidFile(pgDir);
   // Its own session, so a Ctrl-C meant for the terminal's foreground process does not stop the server.
   await new Promise<void>((resolve, reject) => {
@@ -218,6 +219,7 @@ export async function findOrStartLocked(dataDir: string): Promise<EmbeddedCluste
     throw new ConfigError(`${pgDir} holds a PostgreSQL cluster but ${credsFile} is missing; restore it, or remove ${dataDir} to start afresh`);
   }
   if (creds && initialised && (await canConnect(urlFor(creds)))) {
+    await secureServerLog(dataDir, urlFor(creds));
     return { adminUrl: urlFor(creds), port: creds.port, dataDir, startedHere: false };
   }
   const bin = await binaries();
@@ -228,7 +230,15 @@ export async function findOrStartLocked(dataDir: string): Promise<EmbeddedCluste
   }
   if (!initialised) creds = await initCluster(bin, dataDir, pgDir, runAs);
   await startServer(bin, dataDir, pgDir, runAs);
+  await secureServerLog(dataDir, urlFor(creds!));
   return { adminUrl: urlFor(creds!), port: creds!.port, dataDir, startedHere: true };
+}
+
+/** The log of a cluster made by an older install: made private, and told to stop quoting values. */
+async function secureServerLog(dataDir: string, adminUrl: string): Promise<void> {
+  const logFile = path.join(dataDir, 'postgres.log');
+  if (fs.existsSync(logFile)) fs.chmodSync(logFile, 0o600);
+  await applyServerLogSettings(adminUrl);
 }
 
 /**
@@ -250,9 +260,10 @@ export async function stopEmbeddedPostgres(dataDir: string): Promise<void> {
 
 /** Creates a database on the server unless it exists (CREATE DATABASE cannot run in a transaction or IF NOT EXISTS). */
 export async function ensureDatabase(adminUrl: string, name: string): Promise<string> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
+  const client = new pg.Client({ connectionString: adminUrl, types: PG_TYPES });
+  client.on('error', () => {});
   try {
+    await client.connect();
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (!rowCount) {
       await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`).catch((e: { code?: string }) => {
@@ -260,7 +271,7 @@ export async function ensureDatabase(adminUrl: string, name: string): Promise<st
       });
     }
   } finally {
-    await client.end();
+    await client.end().catch(() => {});
   }
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;

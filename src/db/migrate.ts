@@ -22,11 +22,12 @@ export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
 }
 
 /**
- * Applies the migrations not yet recorded, in order, each in its own transaction. A session-level
- * advisory lock makes a second migrator wait and then find nothing left to do.
+ * Applies the migrations of `dir` not yet recorded, in order, each in its own transaction: one that
+ * fails leaves nothing behind and is not recorded, and the ones after it are not tried. A
+ * session-level advisory lock makes a second migrator wait and then find nothing left to do.
  * Returns the names of the migrations this call applied.
  */
-export async function migrate(pool: pg.Pool): Promise<string[]> {
+export async function migrate(pool: pg.Pool, dir = MIGRATIONS_DIR): Promise<string[]> {
   const client = await pool.connect();
   const applied: string[] = [];
   try {
@@ -35,7 +36,7 @@ export async function migrate(pool: pg.Pool): Promise<string[]> {
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
     const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migration');
     const done = new Set(rows.map((r) => r.version));
-    for (const m of listMigrations()) {
+    for (const m of listMigrations(dir)) {
       if (done.has(m.version)) continue;
       await client.query('BEGIN');
       try {

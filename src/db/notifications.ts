@@ -1,6 +1,9 @@
 import pg from 'pg';
+import { PG_TYPES } from './pg-types.ts';
 
 export const RUN_QUEUED_CHANNEL = 'durable_agent_run_queued';
+/** Payload: the id of a run that just reached a terminal status. */
+export const RUN_FINISHED_CHANNEL = 'durable_agent_run_finished';
 
 export interface Subscription {
   close(): Promise<void>;
@@ -8,18 +11,19 @@ export interface Subscription {
 
 /**
  * LISTENs on a channel with a dedicated connection (LISTEN does not survive a pooled client being
- * handed to someone else), reconnecting after a failure. `onNotify` is also called after every
- * (re)connect, since notifications sent while disconnected are lost.
+ * handed to someone else), reconnecting after a failure. `onNotify` gets each notification's payload,
+ * and is also called without one after every (re)connect, since notifications sent while
+ * disconnected are lost.
  */
-export function subscribe(url: string, channel: string, onNotify: () => void, onError: (e: Error) => void): Subscription {
+export function subscribe(url: string, channel: string, onNotify: (payload?: string) => void, onError: (e: Error) => void): Subscription {
   let client: pg.Client | null = null;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
 
   const connect = async (delayMs: number): Promise<void> => {
     if (closed) return;
-    const c = new pg.Client({ connectionString: url, application_name: 'durable-agent-listener' });
-    c.on('notification', () => onNotify());
+    const c = new pg.Client({ connectionString: url, application_name: 'durable-agent-listener', types: PG_TYPES });
+    c.on('notification', (n) => onNotify(n.payload));
     c.on('error', (e) => {
       onError(e);
       c.end().catch(() => {});

@@ -3,10 +3,7 @@ import type { Config } from '../config.ts';
 import { ConfigError } from '../errors.ts';
 import { ensureDatabase } from './embedded.ts';
 import { attachEmbeddedPostgres } from './embedded-sharing.ts';
-
-// numeric (money) as a JS number: costs are far below 2^53 micro-dollars; bigint token counters likewise.
-pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+import { PG_TYPES } from './pg-types.ts';
 
 export const APPLICATION_NAME = 'durable-agent';
 const EMBEDDED_DATABASE = 'durable_agent';
@@ -56,7 +53,7 @@ export function poolSizeFor(concurrency: number): number {
 }
 
 export function createPool(url: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, application_name: APPLICATION_NAME });
+  const pool = new pg.Pool({ connectionString: url, max, application_name: APPLICATION_NAME, types: PG_TYPES });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   return pool;

@@ -1,6 +1,11 @@
 /**
  * What the driver does next, given the replayed conversation. Pure.
  * Every stop reason the Messages API defines is handled on purpose; an unknown one is an error, not a guess.
+ *
+ * Tools are decided from the content, not the stop reason: a turn that holds tool_use blocks has them
+ * run and their results sent back before the run goes on, whatever stop reason came with it — running
+ * them and then finishing would drop results the model never saw. The one exception is `max_tokens`,
+ * whose last tool_use may be cut off mid-input: that turn is not run at all.
  */
 import { textOf } from '../domain.ts';
 import type { RunEnd } from '../store/ports.ts';
@@ -10,6 +15,14 @@ export type NextAction =
   | { type: 'model' }
   | { type: 'tool'; pending: PendingTool }
   | { type: 'finish'; end: RunEnd };
+
+/** Stop reasons under which a reply's tool calls are run all the same (see `decide`). */
+const RUNS_TOOLS_ANYWAY = new Set(['end_turn', 'stop_sequence', 'pause_turn']);
+
+/** True when the latest turn's tools run under a stop reason other than `tool_use` (worth a warning). */
+export function toolUseUnderOtherStopReason(c: Conversation): boolean {
+  return c.turn.length > 0 && c.stopReason !== null && RUNS_TOOLS_ANYWAY.has(c.stopReason);
+}
 
 export function decide(c: Conversation, isIdempotent: (toolName: string) => boolean): NextAction {
   const next = c.pending.values().next();
@@ -31,15 +44,41 @@ export function decide(c: Conversation, isIdempotent: (toolName: string) => bool
   };
   const output = () => textOf(c.lastContent ?? []);
 
+  const reused = c.reusedToolUseId;
+  if (reused) {
+    const where = reused.firstSeq === reused.seq ? `twice in step ${reused.seq}` : `in step ${reused.seq}, already used in step ${reused.firstSeq}`;
+    return {
+      type: 'finish',
+      end: {
+        status: 'FAILED',
+        output: output() || null,
+        error: `the model used tool_use id "${reused.id}" ${where}; tool_use ids must be unique in a conversation, so the run cannot go on`,
+        stopReason: c.stopReason,
+      },
+    };
+  }
+
   switch (c.stopReason) {
     case null:
-    case 'pause_turn': // the API paused a long turn: send the content back and it continues
       return { type: 'model' };
-    case 'tool_use':
-      return runTools();
+    case 'pause_turn': // the API paused a long turn: send the content back and it continues
     case 'end_turn':
     case 'stop_sequence':
-      return next.done ? { type: 'finish', end: { status: 'SUCCEEDED', output: output(), stopReason: c.stopReason } } : runTools();
+      if (c.turn.length > 0) return runTools();
+      return c.stopReason === 'pause_turn' ? { type: 'model' } : { type: 'finish', end: { status: 'SUCCEEDED', output: output(), stopReason: c.stopReason } };
+    case 'tool_use':
+      if (c.turn.length === 0) {
+        return {
+          type: 'finish',
+          end: {
+            status: 'FAILED',
+            output: output() || null,
+            error: 'the model stopped to use a tool (stop_reason "tool_use") but its reply holds no tool_use block',
+            stopReason: 'tool_use',
+          },
+        };
+      }
+      return runTools();
     case 'max_tokens':
       // The answer is cut short; it is still the answer, and the run says why it ends there.
       return { type: 'finish', end: { status: 'SUCCEEDED', output: output(), stopReason: 'max_tokens' } };

@@ -1,18 +1,24 @@
 /**
- * The driver: the seed's state machine for one attempt at one run. Before every step it guards, then
+ * The driver: the state machine for one attempt at one run. Before every step it guards, then
  * decides from the replayed conversation whether to call the model, run a tool, or finish.
  *
  * What ends an attempt without finishing the run (so another worker resumes from the last checkpoint):
- * a FatalError (a simulated crash), a database failure, LeaseLostError, and a hand-back at shutdown.
- * A failing tool does not: it becomes an is_error result for the model.
+ * a FatalError (a crash), a database failure that outlasted the write retries, LeaseLostError, and a
+ * hand-back at shutdown. A failing tool does not: it becomes an is_error result for the model. A write
+ * the database will refuse however often it is tried (PermanentDatabaseError) ends the run FAILED with
+ * the cause, at once: crashing on it would only repeat it, and repeat the paid model call before it.
  */
 import { budgetTokens, type Run, type RunProgress, type TerminalStatus, type ToolUseBlock, type Usage } from '../domain.ts';
-import { InconsistentLogError, LlmError } from '../errors.ts';
-import type { LlmClient, ToolDefinition } from '../llm/types.ts';
+import { InconsistentLogError, LlmError, PermanentDatabaseError } from '../errors.ts';
+import type { LlmClient, LlmResponse, ToolDefinition } from '../llm/types.ts';
 import { withContext } from '../observability/context.ts';
 import type { EngineStore, FencedWrite, Lease, RunEnd, ToolStart } from '../store/ports.ts';
+import { retryingWrites } from '../store/retrying-writes.ts';
+import { storableCost, storableUsage } from '../store/storable.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
-import { decide } from './decide.ts';
+import { crashPoint } from './crash-points.ts';
+import { decide, toolUseUnderOtherStopReason } from './decide.ts';
+import { acceptReply } from './model-reply.ts';
 import type { EngineEvents } from './events.ts';
 import { guard } from './guard.ts';
 import { type Conversation, foldStep, type PendingTool, replay } from './replay.ts';
@@ -50,9 +56,20 @@ export class HandBackSignal extends Error {
   }
 }
 
+/** Model calls paid for but recorded in no step: the write that ends or requeues the attempt adds them. */
+export interface Unrecorded {
+  usage: Usage;
+  costUsd: number;
+}
+
 /** The model provider kept failing in a way that passes; put the run back in the queue for later. */
 export class RequeueSignal extends Error {
-  constructor(message: string, readonly retryAfterMs: number | null) {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number | null,
+    /** What the failed attempts of the call were billed (pass it on in the release: `Release.usage`/`costUsd`). */
+    readonly unrecorded: Unrecorded | null = null,
+  ) {
     super(message);
   }
 }
@@ -100,7 +117,13 @@ class RunDriver {
       }
       const seq = action.type === 'tool' ? (action.pending.startedSeq ?? c.lastSeq + 1) : c.lastSeq + 1;
       const step = action.type === 'model' ? () => this.modelStep(seq) : () => this.toolStep(action.pending, seq, preStarted !== undefined);
-      const outcome = await withContext({ run_id: run.id, worker: d.owner.worker, step_seq: seq }, step);
+      let outcome: StepOutcome;
+      try {
+        outcome = await withContext({ run_id: run.id, worker: d.owner.worker, step_seq: seq }, step);
+      } catch (e) {
+        if (!(e instanceof PermanentDatabaseError)) throw e;
+        return this.finish({ status: 'FAILED', error: e.message });
+      }
       if (outcome === undefined) continue;
       // Reported here, outside the step's log context: the run's end is not part of the step.
       return outcome.written ? this.finished(outcome.end) : this.finish(outcome.end);
@@ -109,7 +132,15 @@ class RunDriver {
 
   private async finish(end: RunEnd): Promise<TerminalStatus> {
     await this.d.store.finish(this.run.id, this.d.owner, end);
+    if (end.usage) this.progress = { ...this.progress, tokensUsed: this.progress.tokensUsed + budgetTokens(end.usage) };
     return this.finished(end);
+  }
+
+  /** The usage and cost of failed attempts of a call, when the provider reported any. */
+  private unrecorded(usage: Usage | null | undefined): Unrecorded | null {
+    if (!usage) return null;
+    const clean = storableUsage(usage);
+    return { usage: clean, costUsd: storableCost(this.d.costOf(this.run.model, clean)) };
   }
 
   private finished(end: RunEnd): TerminalStatus {
@@ -138,50 +169,64 @@ class RunDriver {
   private async modelStep(seq: number): Promise<StepOutcome> {
     const { run, c, d } = this;
     const { agent } = d;
+    // The reply can use no more than the budget has left, so the last step overshoots the budget by
+    // its input at most, not by a whole MAX_TOKENS of output.
+    const maxTokens = Math.max(1, Math.min(agent.maxTokens, run.tokenBudget - this.progress.tokensUsed));
     const started = performance.now();
-    let response;
+    let reply: LlmResponse;
     try {
-      response = await d.llm.send(
-        { model: run.model, maxTokens: agent.maxTokens, system: agent.system, messages: c.messages, tools: agent.toolDefinitions },
-        { signal: d.signal },
+      reply = await d.llm.send(
+        { model: run.model, maxTokens, system: agent.system, messages: c.messages, tools: agent.toolDefinitions },
+        { signal: d.signal, deadlineAt: run.deadlineAt },
       );
     } catch (e) {
       if (d.signal.aborted) throw d.signal.reason;
       d.events.modelFailed({ run, seq, error: e as Error, latencyMs: performance.now() - started });
       if (!(e instanceof LlmError)) throw e;
+      const unrecorded = this.unrecorded(e.usage);
       // Out of retries on a passing failure (rate limit, overload, outage): not the run's fault, so the
       // run waits in the queue and tries again; the attempt limit still ends a run that never gets through.
-      if (e.retryable) throw new RequeueSignal(describeLlmFailure(e), e.retryAfterMs);
-      return { end: { status: 'FAILED', error: describeLlmFailure(e) }, written: false };
+      if (e.retryable) throw new RequeueSignal(describeLlmFailure(e), e.retryAfterMs, unrecorded);
+      return { end: { status: 'FAILED', error: describeLlmFailure(e), ...unrecorded }, written: false };
     }
+    crashPoint('after-model-response', run.id);
     const latencyMs = performance.now() - started;
-    const costUsd = d.costOf(run.model, response.usage);
+    const { response, warnings } = acceptReply(reply);
+    for (const w of warnings) d.events.stepWarning({ run, seq, ...w });
+    const costUsd = storableCost(d.costOf(run.model, response.usage));
     const tokens = budgetTokens(response.usage);
     // Fold first: what comes next decides what the checkpoint can do in the same statement. If the
     // write fails, this attempt ends and its in-memory state is dropped with it.
     foldStep(c, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
+    if (toolUseUnderOtherStopReason(c)) {
+      d.events.stepWarning({ run, seq, warning: 'tool-use-under-stop-reason', detail: `the reply asks for tools under stop_reason "${response.stopReason}"; running them` });
+    }
     const next = decide(c, (name) => agent.tools.isIdempotent(name));
     const end = next.type === 'finish' ? next.end : undefined;
     const startNext =
       next.type === 'tool' && next.pending.startedSeq === null
         ? this.nextToStart(next.pending.use, { tokensUsed: this.progress.tokensUsed + tokens, cancelRequested: false }, seq)
         : undefined;
-    const write = await d.store.checkpointModel(
-      run.id,
-      d.owner,
-      {
-        seq,
-        request: { model: run.model, maxTokens: agent.maxTokens, systemDigest: agent.systemDigest, toolsDigest: agent.toolsDigest },
-        content: response.content,
-        stopReason: response.stopReason,
-        usage: response.usage,
-        budgetTokens: tokens,
-        attempts: response.attempts,
-        costUsd,
-        latencyMs,
-      },
-      { startNext, end },
-    );
+    const checkpoint = {
+      seq,
+      request: { model: run.model, maxTokens, systemDigest: agent.systemDigest, toolsDigest: agent.toolsDigest },
+      content: response.content,
+      stopReason: response.stopReason,
+      usage: response.usage,
+      budgetTokens: tokens,
+      attempts: response.attempts,
+      costUsd,
+      latencyMs,
+    };
+    let write: FencedWrite;
+    try {
+      write = await d.store.checkpointModel(run.id, d.owner, checkpoint, { startNext, end });
+    } catch (e) {
+      if (!(e instanceof PermanentDatabaseError)) throw e;
+      // The reply is paid for and cannot be recorded: the run ends with the cause, counting what it cost.
+      return { end: { status: 'FAILED', error: e.message, usage: response.usage, costUsd }, written: false };
+    }
+    crashPoint('after-checkpoint', run.id);
     this.foldStarted(write, startNext);
     d.events.modelStep({ run, seq, response, latencyMs, costUsd });
     return end && { end, written: true };
@@ -191,6 +236,7 @@ class RunDriver {
     const { run, c, d } = this;
     const { id: toolUseId, name: toolName } = p.use;
     const resumed = p.startedSeq !== null && !startedHere;
+    crashPoint('before-tool-start', run.id);
     if (p.startedSeq === null) {
       const started = await d.store.startTool(run.id, d.owner, { seq, toolUseId, toolName });
       this.progress = started;
@@ -200,9 +246,11 @@ class RunDriver {
     d.events.toolStarted({ run, seq, toolName, toolUseId, resumed });
     const t0 = performance.now();
     const outcome = await d.agent.tools.execute(p.use, { runId: run.id, signal: d.signal });
+    crashPoint('after-tool-effect', run.id);
     const latencyMs = performance.now() - t0;
     const following = [...c.pending.values()].find((q) => q.use.id !== toolUseId);
     const start = following?.startedSeq === null ? this.nextToStart(following.use, this.progress, c.lastSeq) : undefined;
+    crashPoint('before-tool-finish', run.id);
     const write = await d.store.finishTool(run.id, d.owner, { toolUseId, status: outcome.status, result: outcome.result, latencyMs }, start);
     foldStep(c, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
     this.foldStarted(write, start);
@@ -215,7 +263,8 @@ class RunDriver {
  * Drives a claimed run until it ends or the attempt is given up. Reads the log once, then folds each
  * new step onto the state it holds while it holds the lease.
  */
-export async function drive(run: Run & { hasSteps?: boolean }, d: DriverDeps): Promise<TerminalStatus> {
+export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps): Promise<TerminalStatus> {
+  const d: DriverDeps = { ...deps, store: retryingWrites(deps.store, deps.signal) };
   return withContext({ run_id: run.id, worker: d.owner.worker }, async () => {
     let conversation;
     try {

@@ -6,10 +6,20 @@
 import type { Run, RunId, StepStatus, TerminalStatus } from '../domain.ts';
 import type { LlmResponse } from '../llm/types.ts';
 
+/**
+ * Something odd about a step that did not stop the run, worth an operator's look:
+ * - tool-use-under-stop-reason: the reply asks for tools but its stop reason is not `tool_use`; the
+ *   tools run and the run goes on (the detail names the stop reason)
+ * - unstorable-text-replaced: the reply or a tool result held U+0000 or a lone surrogate, stored as U+FFFD
+ * - usage-out-of-range: a token count was negative, fractional or too large, and was clamped
+ */
+export type StepWarning = 'tool-use-under-stop-reason' | 'unstorable-text-replaced' | 'usage-out-of-range';
+
 export interface EngineEvents {
   runClaimed?(e: { run: Run; worker: string; resumedAtSeq: number }): void;
   modelStep?(e: { run: Run; seq: number; response: LlmResponse; latencyMs: number; costUsd: number }): void;
   modelFailed?(e: { run: Run; seq: number; error: Error; latencyMs: number }): void;
+  stepWarning?(e: { run: Run; seq: number; warning: StepWarning; detail: string }): void;
   toolStarted?(e: { run: Run; seq: number; toolName: string; toolUseId: string; resumed: boolean }): void;
   toolStep?(e: { run: Run; seq: number; toolName: string; toolUseId: string; status: StepStatus; latencyMs: number }): void;
   runFinished?(e: { run: Run; status: TerminalStatus; error: string | null; tokensUsed: number }): void;
@@ -37,6 +47,7 @@ export function combineEvents(...listeners: EngineEvents[]): Required<EngineEven
     runClaimed: forward('runClaimed'),
     modelStep: forward('modelStep'),
     modelFailed: forward('modelFailed'),
+    stepWarning: forward('stepWarning'),
     toolStarted: forward('toolStarted'),
     toolStep: forward('toolStep'),
     runFinished: forward('runFinished'),

@@ -27,6 +27,14 @@ export interface PendingTool {
   startedSeq: number | null;
 }
 
+/** A tool_use id the model used a second time: the Messages API needs them unique in a conversation. */
+export interface ReusedToolUseId {
+  id: string;
+  /** The model step that used it first, and the one that used it again (the same step: twice in one turn). */
+  firstSeq: number;
+  seq: number;
+}
+
 export interface Conversation {
   /** The messages to send with the next model call. */
   readonly messages: Message[];
@@ -41,6 +49,10 @@ export interface Conversation {
   stopReason: string | null;
   /** Content of the latest assistant turn (a paused turn's parts together). */
   lastContent: ContentBlock[] | null;
+  /** Every tool_use id of the run so far, with the model step that made it. */
+  readonly toolUseIds: Map<string, number>;
+  /** Set when the latest model step reused a tool_use id; the run cannot go on from such a turn. */
+  reusedToolUseId: ReusedToolUseId | null;
 }
 
 /** The fields of a step the fold reads; a worker can fold a step it just wrote without reading it back. */
@@ -58,6 +70,8 @@ export function emptyConversation(input: string): Conversation {
     lastSeq: 0,
     stopReason: null,
     lastContent: null,
+    toolUseIds: new Map(),
+    reusedToolUseId: null,
   };
 }
 
@@ -82,7 +96,13 @@ function foldModel(c: Conversation, step: FoldableStep): void {
   }
   c.turn = content.filter(isToolUse);
   c.pending.clear();
-  for (const use of c.turn) c.pending.set(use.id, { use, startedSeq: null });
+  c.reusedToolUseId = null;
+  for (const use of c.turn) {
+    const firstSeq = c.toolUseIds.get(use.id);
+    if (firstSeq !== undefined) c.reusedToolUseId ??= { id: use.id, firstSeq, seq: step.seq };
+    else c.toolUseIds.set(use.id, step.seq);
+    c.pending.set(use.id, { use, startedSeq: null });
+  }
   c.stopReason = step.stopReason;
   c.lastContent = turnContent;
 }

@@ -1,5 +1,8 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { ContentBlock, Message } from '../domain.ts';
+import { LlmError } from '../errors.ts';
+import { statusOfErrorType } from './anthropic-errors.ts';
+import { normaliseContent, normaliseUsage } from './normalise.ts';
 import type { LlmRequest, LlmResponse } from './types.ts';
 
 /** The API accepts at most this many blocks marked with cache_control in one request. */
@@ -84,22 +87,40 @@ function withBreakpoint(message: Message): Message | null {
   return null;
 }
 
-/** The provider's answer in our terms; content blocks are kept verbatim for the log and for replay. */
-export function toLlmResponse(message: Anthropic.Message, requestId: string | null): LlmResponse {
-  const usage = message.usage;
-  return {
-    id: message.id ?? null,
-    model: message.model,
-    content: message.content as unknown as ContentBlock[],
-    // The API always sets it on a finished non-streaming response; "unknown" lets the driver fail loudly.
-    stopReason: message.stop_reason ?? 'unknown',
-    usage: {
-      inputTokens: usage.input_tokens ?? 0,
-      outputTokens: usage.output_tokens ?? 0,
-      cacheCreationInputTokens: usage.cache_creation_input_tokens ?? 0,
-      cacheReadInputTokens: usage.cache_read_input_tokens ?? 0,
-    },
+/**
+ * The provider's answer in our terms; content blocks are kept verbatim for the log and for replay.
+ * Whatever is not a message is a failed attempt: an error body sent with a 200 is classified by its
+ * type, anything else (a proxy's HTML page, an empty body) is retryable as no usable answer (-1).
+ */
+export function toLlmResponse(message: unknown, requestId: string | null, requestedModel: string): LlmResponse {
+  if (message === null || typeof message !== 'object' || Array.isArray(message)) {
+    throw new LlmError(-1, `the answer was ${notAMessage(message)} (HTTP 200)`, { type: 'invalid_response', requestId });
+  }
+  const m = message as Record<string, unknown>;
+  if (m.type === 'error') {
+    const error = (m.error ?? {}) as { type?: unknown; message?: unknown };
+    const type = typeof error.type === 'string' ? error.type : null;
+    const text = typeof error.message === 'string' ? error.message : 'error body with HTTP 200';
+    throw new LlmError(statusOfErrorType(type), text, { type, requestId });
+  }
+  const warnings: string[] = [];
+  const response: LlmResponse = {
+    id: typeof m.id === 'string' ? m.id : null,
+    model: typeof m.model === 'string' && m.model !== '' ? m.model : requestedModel,
+    content: normaliseContent(m.content, warnings),
+    // The API always sets it on a finished answer; "unknown" lets the driver fail loudly.
+    stopReason: typeof m.stop_reason === 'string' ? m.stop_reason : 'unknown',
+    usage: normaliseUsage(m.usage, warnings),
     requestId,
     attempts: 1,
   };
+  if (warnings.length > 0) response.warnings = warnings;
+  return response;
+}
+
+/** What an answer brought instead of a message, for the error (never the body itself: it may be large). */
+function notAMessage(body: unknown): string {
+  if (body === undefined || (typeof body === 'string' && body.trim() === '')) return 'an empty body';
+  if (typeof body === 'string') return 'a body that is not JSON, such as an HTML page';
+  return 'JSON that is not a message';
 }

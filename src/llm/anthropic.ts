@@ -1,8 +1,13 @@
-import Anthropic, { APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
+import Anthropic from '@anthropic-ai/sdk';
+import type { Usage } from '../domain.ts';
 import { LlmError } from '../errors.ts';
+import { toLlmError } from './anthropic-errors.ts';
+import { StreamAssembler } from './anthropic-stream.ts';
 import { toLlmResponse, toMessageParams } from './anthropic-wire.ts';
-import { parseRetryAfterMs } from './retrying.ts';
+import { MAX_TIMER_MS } from './sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
+
+export { toLlmError } from './anthropic-errors.ts';
 
 export interface AnthropicClientOptions {
   apiKey: string;
@@ -14,6 +19,8 @@ export interface AnthropicClientOptions {
    * streaming. Default 10 minutes.
    */
   timeoutMs?: number;
+  /** Ask for the answer as a stream of events (`stream: true`) and report its text as it comes. Default true. */
+  streaming?: boolean;
 }
 
 const DEFAULT_BASE_URL = 'https://api.anthropic.com';
@@ -23,68 +30,74 @@ export class AnthropicClient implements LlmClient {
   readonly provider = 'anthropic';
   private readonly sdk: Anthropic;
   private readonly apiKey: string;
+  private readonly streaming: boolean;
 
   constructor(options: AnthropicClientOptions) {
     this.apiKey = options.apiKey;
+    this.streaming = options.streaming ?? true;
     this.sdk = new Anthropic({
       apiKey: options.apiKey,
       // Always explicit, so the SDK reads no environment variable behind config's back.
       baseURL: options.baseUrl ?? DEFAULT_BASE_URL,
       maxRetries: 0,
-      timeout: options.timeoutMs ?? 10 * 60 * 1000,
+      timeout: Math.min(options.timeoutMs ?? 10 * 60 * 1000, MAX_TIMER_MS),
     });
   }
 
   async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
+    const call: Call = { answered: false, requestId: null, usage: null, callbackError: undefined };
     try {
-      const { data, request_id } = await this.sdk.messages
-        .create(toMessageParams(request), { signal: options.signal })
-        .withResponse();
-      return toLlmResponse(data, request_id ?? null);
+      return this.streaming ? await this.stream(request, options, call) : await this.create(request, options, call);
     } catch (error) {
-      throw toLlmError(error, this.apiKey);
+      // The caller's own callback failed: not the provider's fault, so not classified as one.
+      if (call.callbackError !== undefined && error === call.callbackError) throw error;
+      throw toLlmError(error, { apiKey: this.apiKey, ...call });
     }
   }
+
+  private async create(request: LlmRequest, options: LlmCallOptions, call: Call): Promise<LlmResponse> {
+    const pending = this.sdk.messages.create(toMessageParams(request), { signal: options.signal });
+    const response = await pending.asResponse();
+    call.answered = true;
+    call.requestId = response.headers.get('request-id');
+    // An HTML page or an empty body comes back as a string or undefined, not a message.
+    return toLlmResponse((await pending) as unknown, call.requestId, request.model);
+  }
+
+  private async stream(request: LlmRequest, options: LlmCallOptions, call: Call): Promise<LlmResponse> {
+    const { data: events, request_id } = await this.sdk.messages
+      .create({ ...toMessageParams(request), stream: true }, { signal: options.signal })
+      .withResponse();
+    call.answered = true;
+    call.requestId = request_id ?? null;
+    const assembler = new StreamAssembler(request.model);
+    for await (const event of events) {
+      const text = assembler.add(event);
+      if (event.type === 'message_start' || event.type === 'message_delta') {
+        call.usage = assembler.usage();
+        if (call.usage) report(call, () => options.onUsage?.(call.usage!));
+      }
+      if (text) report(call, () => options.onText?.(text, 1));
+    }
+    // The SDK ends the iteration quietly when the request is aborted; an aborted answer is no answer.
+    if (options.signal?.aborted) throw new LlmError(-1, 'request aborted', { type: 'aborted' });
+    return assembler.finish(call.requestId);
+  }
 }
 
-/**
- * Every failure of a call as one LlmError. The status is the HTTP status; -1 means no HTTP answer
- * (connection refused or reset, the SDK's timeout, an abort) and is retryable; 0 means the SDK refused
- * the request before sending it, which no retry can fix. The message is the API's own; headers and
- * the SDK's error object are left out so no credential can leak into logs or stored steps.
- */
-export function toLlmError(error: unknown, apiKey = ''): LlmError {
-  if (error instanceof LlmError) return error;
-  const redact = (text: string) => (apiKey ? text.split(apiKey).join('[redacted]') : text);
-  if (error instanceof APIUserAbortError) {
-    return new LlmError(-1, 'request aborted', { type: 'aborted' });
-  }
-  if (error instanceof APIConnectionTimeoutError) {
-    return new LlmError(-1, 'request timed out', { type: 'timeout' });
-  }
-  if (error instanceof APIError && typeof error.status === 'number') {
-    return new LlmError(error.status, redact(error.apiMessage ?? `HTTP ${error.status}`), {
-      type: error.type ?? null,
-      requestId: error.requestID ?? null,
-      retryAfterMs: parseRetryAfterMs(error.headers),
-    });
-  }
-  if (error instanceof APIError) {
-    // A connection error: the useful part is the cause (ECONNREFUSED, socket hang up …).
-    const cause = (error as { cause?: unknown }).cause;
-    const detail = cause instanceof Error ? `: ${describeCause(cause)}` : '';
-    return new LlmError(-1, redact(`connection error${detail}`), { type: 'connection_error', cause });
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  return new LlmError(0, redact(`request not sent: ${message}`), { type: 'client_error', cause: error });
+/** What one call has learnt so far, for classifying its failure. */
+interface Call {
+  answered: boolean;
+  requestId: string | null;
+  usage: Usage | null;
+  callbackError: unknown;
 }
 
-/** "fetch failed" alone says nothing; the system error underneath names the real problem. */
-function describeCause(cause: Error): string {
-  const inner = (cause as { cause?: unknown }).cause;
-  if (inner instanceof Error) {
-    const code = (inner as { code?: unknown }).code;
-    return typeof code === 'string' ? `${cause.message} (${code})` : `${cause.message} (${inner.message})`;
+function report(call: Call, callback: () => void): void {
+  try {
+    callback();
+  } catch (error) {
+    call.callbackError = error;
+    throw error;
   }
-  return cause.message;
 }

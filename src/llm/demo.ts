@@ -26,31 +26,54 @@ export class DemoLlmClient implements LlmClient {
     this.sleeper = options.sleeper ?? timerSleeper;
   }
 
+  /**
+   * Streams like a real model: the text of its answer in DEMO_STREAM_CHUNKS pieces spread over its
+   * latency (the last one when the latency is up); an answer without text arrives whole at the end.
+   */
   async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
-    try {
-      await this.sleeper.sleep(this.options.latencyMs, options.signal);
-    } catch (error) {
-      throw new LlmError(-1, 'request aborted', { type: 'aborted', cause: error });
-    }
     // Fresh ids on every call, as the API's: a tool_use id is the idempotency key of the tool call, so
     // two runs asking the same question must not share one.
     const id = randomBytes(9).toString('hex');
     const content = demoReply(request, `toolu_demo_${id}`);
+    const usage = {
+      inputTokens: approxTokens(JSON.stringify([request.system, request.messages, request.tools])),
+      outputTokens: approxTokens(JSON.stringify(content)),
+      cacheCreationInputTokens: 0,
+      cacheReadInputTokens: 0,
+    };
+    const text = content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+    const chunks = text === '' ? [] : streamChunks(text, DEMO_STREAM_CHUNKS);
+    const pauses = Math.max(chunks.length, 1);
+    for (let i = 0; i < pauses; i++) {
+      try {
+        await this.sleeper.sleep(this.options.latencyMs / pauses, options.signal);
+      } catch (error) {
+        throw new LlmError(-1, 'request aborted', { type: 'aborted', cause: error });
+      }
+      if (i < chunks.length) options.onText?.(chunks[i]!, 1);
+    }
     return {
       id: `msg_demo_${id}`,
       model: request.model,
       content,
       stopReason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn',
-      usage: {
-        inputTokens: approxTokens(JSON.stringify([request.system, request.messages, request.tools])),
-        outputTokens: approxTokens(JSON.stringify(content)),
-        cacheCreationInputTokens: 0,
-        cacheReadInputTokens: 0,
-      },
+      usage,
       requestId: null,
       attempts: 1,
     };
   }
+}
+
+/** How many pieces the demo model streams its text in. */
+export const DEMO_STREAM_CHUNKS = 4;
+
+/** `text` cut at word boundaries into at most `count` pieces that join back to it exactly. */
+export function streamChunks(text: string, count: number): string[] {
+  const words = text.match(/\s*\S+\s*/g) ?? [text];
+  const per = Math.ceil(words.length / count);
+  const chunks: string[] = [];
+  for (let i = 0; i < words.length; i += per) chunks.push(words.slice(i, i + per).join(''));
+  return chunks;
 }
 
 /** About four characters a token, as for English text. */

@@ -7,13 +7,16 @@ import { TimeLimitedLlmClient } from './time-limited.ts';
 import type { LlmClient } from './types.ts';
 
 export type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ToolDefinition } from './types.ts';
-export { AnthropicClient, toLlmError } from './anthropic.ts';
+export { AnthropicClient } from './anthropic.ts';
+export { statusOfErrorType, toLlmError } from './anthropic-errors.ts';
+export { StreamAssembler } from './anthropic-stream.ts';
 export { DemoLlmClient, DEMO_LABEL } from './demo.ts';
-export { RetryingLlmClient, backoffMs, parseRetryAfterMs, retryReason } from './retrying.ts';
+export { RetryingLlmClient, backoffMs, giveUpReason, parseRetryAfterMs, retryReason } from './retrying.ts';
+export { MAX_TOKEN_COUNT, addUsage, normaliseContent, normaliseUsage } from './normalise.ts';
 export type { RandomSource, RetryListener, RetryPolicy, RetryingOptions, Sleeper } from './retrying.ts';
 export { TimeLimitedLlmClient } from './time-limited.ts';
 export { PriceTable, loadPrices, parsePrices, type ModelPrice } from './prices.ts';
-export { timerSleeper } from './sleep.ts';
+export { MAX_TIMER_MS, timerSleeper } from './sleep.ts';
 
 export type LlmConfig = Pick<
   Config,
@@ -25,7 +28,9 @@ export type LlmConfig = Pick<
   | 'maxAttempts'
   | 'retryBaseMs'
   | 'retryCapMs'
->;
+> &
+  // Optional so a configuration written before streaming existed still builds a client (streaming on).
+  Partial<Pick<Config, 'llmStreaming'>>;
 
 /**
  * The SDK's own HTTP timeout sits this far above the step timeout, so that our abort, which yields a
@@ -52,6 +57,7 @@ export function createProvider(config: LlmConfig): LlmClient {
         apiKey: config.anthropicApiKey,
         baseUrl: config.anthropicBaseUrl,
         timeoutMs: config.stepTimeoutMs + SDK_TIMEOUT_MARGIN_MS,
+        streaming: config.llmStreaming ?? true,
       });
     case 'demo':
       return new DemoLlmClient({ latencyMs: config.demoLatencyMs });

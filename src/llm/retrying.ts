@@ -1,5 +1,7 @@
+import type { Usage } from '../domain.ts';
 import { LlmError } from '../errors.ts';
-import { timerSleeper, type Sleeper } from './sleep.ts';
+import { addUsage } from './normalise.ts';
+import { MAX_TIMER_MS, timerSleeper, type Sleeper } from './sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
 
 export type { Sleeper } from './sleep.ts';
@@ -9,7 +11,11 @@ export interface RetryPolicy {
   maxAttempts: number;
   /** @unit milliseconds — the ceiling of the first backoff; it doubles per attempt. */
   baseMs: number;
-  /** @unit milliseconds — the ceiling never grows past this. */
+  /**
+   * @unit milliseconds — the ceiling never grows past this, and neither does a wait: when the server
+   * asks for a longer one, the decorator gives up at once with that error (its `retryAfterMs` says
+   * when to ask again), so the caller can park the work instead of a worker sleeping on it.
+   */
   capMs: number;
 }
 
@@ -26,6 +32,8 @@ export interface RetryingOptions {
   sleeper?: Sleeper;
   random?: RandomSource;
   onRetry?: RetryListener;
+  /** The clock the deadline is compared with (milliseconds since the epoch); default Date.now. */
+  now?: () => number;
 }
 
 /**
@@ -46,12 +54,26 @@ export function backoffMs(
   return Math.max(jitter, retryAfterMs ?? 0);
 }
 
-/** A metric label for why an attempt is retried: "429", "529", "5xx", "timeout" or "network". */
+/** A metric label for why an attempt is retried: "429", "529", "5xx", "timeout", "network" or the status. */
 export function retryReason(error: LlmError): string {
   if (error.status === 429 || error.status === 529) return String(error.status);
   if (error.status >= 500) return '5xx';
   if (error.status === -1) return error.type === 'timeout' ? 'timeout' : 'network';
   return String(error.status);
+}
+
+/** Why the decorator stops retrying a retryable error, or null to wait `waitMs` and try again. */
+export function giveUpReason(
+  attempt: number,
+  waitMs: number,
+  policy: RetryPolicy,
+  deadlineAt: Date | null | undefined,
+  now: number,
+): 'attempts' | 'wait-too-long' | 'deadline' | null {
+  if (attempt >= policy.maxAttempts) return 'attempts';
+  if (waitMs > policy.capMs) return 'wait-too-long';
+  if (deadlineAt && now + waitMs >= deadlineAt.getTime()) return 'deadline';
+  return null;
 }
 
 interface HeaderSource {
@@ -60,10 +82,17 @@ interface HeaderSource {
 
 /**
  * Reads how long the server asked us to wait. `retry-after-ms` is preferred because it is exact;
- * `retry-after` is either seconds or an HTTP date (RFC 9110). Unreadable values count as absent.
+ * `retry-after` is either seconds or an HTTP date (RFC 9110). Unreadable values count as absent. A
+ * wait beyond MAX_TIMER_MS (24.8 days) is taken as that long: no timer and no millisecond column
+ * downstream can hold more, and no server means it.
  * @returns milliseconds, or null when the server said nothing usable
  */
 export function parseRetryAfterMs(headers: HeaderSource | null | undefined, now: number = Date.now()): number | null {
+  const ms = readRetryAfterMs(headers, now);
+  return ms === null ? null : Math.min(ms, MAX_TIMER_MS);
+}
+
+function readRetryAfterMs(headers: HeaderSource | null | undefined, now: number): number | null {
   if (!headers) return null;
   const ms = headers.get('retry-after-ms');
   if (ms != null && ms.trim() !== '') {
@@ -80,11 +109,16 @@ export function parseRetryAfterMs(headers: HeaderSource | null | undefined, now:
 /**
  * Retries transient failures of the delegate (see `LlmError.retryable`); everything else, including
  * errors that are not `LlmError`s, passes straight through. Sits outside the per-attempt time limit.
+ * It never sleeps longer than the policy's cap nor past the caller's deadline: it gives up instead,
+ * with the error at hand. Each attempt's streamed text is tagged with its number, and the caller is
+ * told when an attempt failed and another follows (what it streamed is void). Usage reported by
+ * failed attempts is summed: on the response as `failedAttemptsUsage`, on an escaping error as `usage`.
  */
 export class RetryingLlmClient implements LlmClient {
   private readonly sleeper: Sleeper;
   private readonly random: RandomSource;
   private readonly onRetry: RetryListener | undefined;
+  private readonly now: () => number;
 
   constructor(
     private readonly delegate: LlmClient,
@@ -97,6 +131,7 @@ export class RetryingLlmClient implements LlmClient {
     this.sleeper = options.sleeper ?? timerSleeper;
     this.random = options.random ?? Math.random;
     this.onRetry = options.onRetry;
+    this.now = options.now ?? Date.now;
   }
 
   get provider(): string {
@@ -104,17 +139,37 @@ export class RetryingLlmClient implements LlmClient {
   }
 
   async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
-    for (let attempt = 0; ; attempt++) {
+    let failedUsage: Usage | null = null;
+    for (let attempt = 1; ; attempt++) {
+      // Text that arrives after its attempt has ended (a late chunk of an abandoned stream) is dropped.
+      let current = true;
+      const { onText } = options;
+      const attemptOptions: LlmCallOptions = {
+        ...options,
+        onText: onText && ((text) => {
+          if (current) onText(text, attempt);
+        }),
+      };
       try {
-        const response = await this.delegate.send(request, options);
-        return { ...response, attempts: attempt + 1 };
+        const response = await this.delegate.send(request, attemptOptions);
+        current = false;
+        const result: LlmResponse = { ...response, attempts: attempt };
+        if (failedUsage) result.failedAttemptsUsage = failedUsage;
+        return result;
       } catch (error) {
-        if (!(error instanceof LlmError) || !error.retryable) throw error;
-        if (attempt + 1 >= this.policy.maxAttempts) throw error;
+        current = false;
+        if (!(error instanceof LlmError)) throw error;
+        if (error.usage) failedUsage = failedUsage ? addUsage(failedUsage, error.usage) : error.usage;
+        const waitMs = backoffMs(attempt - 1, this.policy, this.random, error.retryAfterMs);
         // An abort by the caller surfaces as a network error (-1); it is a decision, not a fault.
-        if (options.signal?.aborted) throw error;
-        const waitMs = backoffMs(attempt, this.policy, this.random, error.retryAfterMs);
-        this.onRetry?.(error, attempt + 1, waitMs);
+        const retry =
+          error.retryable && !options.signal?.aborted && giveUpReason(attempt, waitMs, this.policy, options.deadlineAt, this.now()) === null;
+        if (!retry) {
+          error.usage = failedUsage;
+          throw error;
+        }
+        options.onAttemptFailed?.(attempt, error);
+        this.onRetry?.(error, attempt, waitMs);
         await this.sleeper.sleep(waitMs, options.signal);
       }
     }

@@ -1,19 +1,26 @@
+import type { Usage } from '../domain.ts';
 import { LlmError } from '../errors.ts';
+import { MAX_TIMER_MS } from './sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
 
 /**
  * Limits one attempt of the delegate. It sits inside the retry loop, so a hung connection costs one
  * attempt rather than the whole step. When time is up the delegate's signal is aborted (so the HTTP
  * request is really cancelled, not just abandoned) and the attempt fails as LlmError(-1, "step timeout"),
- * which the retry decorator treats as transient.
+ * which the retry decorator treats as transient. The timeout carries the usage the delegate reported
+ * before it (a stream that was cut short was still billed for its input), and nothing the delegate
+ * streams after the attempt ended is passed on.
  */
 export class TimeLimitedLlmClient implements LlmClient {
-  /** @param limitMs milliseconds one attempt may take */
+  private readonly limitMs: number;
+
+  /** @param limitMs milliseconds one attempt may take (at most MAX_TIMER_MS, which is 24.8 days) */
   constructor(
     private readonly delegate: LlmClient,
-    private readonly limitMs: number,
+    limitMs: number,
   ) {
     if (!(limitMs > 0)) throw new RangeError(`limitMs must be positive, got ${limitMs}`);
+    this.limitMs = Math.min(limitMs, MAX_TIMER_MS);
   }
 
   get provider(): string {
@@ -23,15 +30,18 @@ export class TimeLimitedLlmClient implements LlmClient {
   send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
     const caller = options.signal;
     const controller = new AbortController();
+    let settled = false;
+    let usage: Usage | null = null;
     return new Promise<LlmResponse>((resolve, reject) => {
       const forwardAbort = () => controller.abort(caller?.reason);
       const cleanup = () => {
+        settled = true;
         clearTimeout(timer);
         caller?.removeEventListener('abort', forwardAbort);
       };
       const timer = setTimeout(() => {
         cleanup();
-        const timeout = new LlmError(-1, 'step timeout', { type: 'timeout' });
+        const timeout = new LlmError(-1, 'step timeout', { type: 'timeout', usage });
         controller.abort(timeout);
         // Settle now rather than when the delegate reacts: a delegate that ignores its signal must
         // not be able to stretch the limit. Its late outcome is dropped by the settled promise.
@@ -40,9 +50,22 @@ export class TimeLimitedLlmClient implements LlmClient {
       if (caller?.aborted) forwardAbort();
       else caller?.addEventListener('abort', forwardAbort, { once: true });
 
+      const { onText, onUsage } = options;
+      const delegateOptions: LlmCallOptions = {
+        ...options,
+        signal: controller.signal,
+        onText: onText && ((text, attempt) => {
+          if (!settled) onText(text, attempt);
+        }),
+        onUsage: (reported) => {
+          if (settled) return;
+          usage = reported;
+          onUsage?.(reported);
+        },
+      };
       // A caller's abort reaches here as the delegate's own error and is passed on unchanged:
       // giving up is the caller's decision, not a timeout.
-      this.call(request, { ...options, signal: controller.signal }).then(
+      this.call(request, delegateOptions).then(
         (response) => {
           cleanup();
           resolve(response);

@@ -1,4 +1,5 @@
 import type { ContentBlock, Message, Usage } from '../domain.ts';
+import type { LlmError } from '../errors.ts';
 
 /** A tool as the model sees it (the Messages API's `tools` entry). */
 export interface ToolDefinition {
@@ -26,11 +27,29 @@ export interface LlmResponse {
   requestId: string | null;
   /** Calls it took to get this response, retries included. */
   attempts: number;
+  /** Usage the provider reported for failed attempts of this call (billed, no result); absent = none. */
+  failedAttemptsUsage?: Usage;
+  /**
+   * What was wrong in the provider's answer and was repaired to keep it storable (usage counts out of
+   * range, missing content …), one sentence each, for the caller to log; absent = nothing.
+   */
+  warnings?: string[];
 }
 
 export interface LlmCallOptions {
   /** Aborts the call (the HTTP request, not only the wait for it). */
   signal?: AbortSignal;
+  /** The run's deadline: the retry decorator never waits past it; it gives up with the last error instead. */
+  deadlineAt?: Date | null;
+  /** Model text as it streams; `attempt` numbers the tries of this call (1, 2, …) across its retries. */
+  onText?: (text: string, attempt: number) => void;
+  /** Attempt `attempt` failed and will be retried: the text it streamed is void. */
+  onAttemptFailed?: (attempt: number, error: LlmError) => void;
+  /**
+   * The usage the provider has reported so far in this attempt (a stream reports input tokens at its
+   * start, output tokens as it goes), so a decorator that abandons the attempt can still count it.
+   */
+  onUsage?: (usage: Usage) => void;
 }
 
 /**

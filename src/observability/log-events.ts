@@ -66,6 +66,10 @@ export function logEvents(logger: Logger): EngineEvents {
       );
     },
 
+    stepWarning({ warning, detail }) {
+      logger.warn({ event: 'step_warning', warning, detail }, `step warning: ${detail}`);
+    },
+
     toolStarted({ toolName, toolUseId, resumed }) {
       logger.info(
         { event: 'tool_started', kind: 'TOOL', tool_name: toolName, tool_use_id: toolUseId, resumed },

@@ -24,6 +24,25 @@ function scrub(line: string): string {
   return line.replace(SECRET_TEXT, '[redacted]');
 }
 
+/**
+ * Errors in logs say what failed and where, never the data it failed on: node-postgres errors carry
+ * the offending values in `detail`, `where` ("JSON data, line 1: …") and `internalQuery`, an HTTP
+ * client's error may carry its request. So an error keeps these fields only, and so does each cause.
+ */
+const ERROR_FIELDS = ['code', 'errno', 'syscall', 'address', 'port', 'status', 'severity', 'routine', 'table', 'column', 'constraint'];
+
+export function serializeError(e: unknown, depth = 0): unknown {
+  if (!(e instanceof Error)) return e;
+  const fields: Record<string, unknown> = { type: e.constructor.name, message: e.message, stack: e.stack };
+  for (const key of ERROR_FIELDS) {
+    const v = (e as unknown as Record<string, unknown>)[key];
+    if (typeof v === 'string' || typeof v === 'number') fields[key] = v;
+  }
+  if (depth < 3 && e.cause !== undefined) fields.cause = serializeError(e.cause, depth + 1);
+  if (depth < 3 && e instanceof AggregateError) fields.errors = e.errors.slice(0, 5).map((x: unknown) => serializeError(x, depth + 1));
+  return fields;
+}
+
 export interface LoggerOptions {
   level?: string;
   format?: 'json' | 'pretty';
@@ -36,6 +55,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     level: opts.level ?? 'info',
     base: undefined,
     redact: { paths: REDACT, censor: '[redacted]' },
+    serializers: { err: serializeError },
     hooks: { streamWrite: scrub },
     // Every line written inside a run carries its run_id, step_seq and worker. Fields the caller passes
     // win over the context (pino merges the caller's object last).
@@ -43,4 +63,20 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   };
   if (opts.destination) return pino(options, opts.destination);
   return opts.format === 'pretty' ? pino(options, prettyStream()) : pino(options);
+}
+
+type LogFormatter = (object: object) => object;
+
+/**
+ * A logger the host program passes in, as a child that adds the run context (run_id, step_seq,
+ * worker) to every line, as our own logger's mixin does. The host's level, destination, redaction
+ * and its own log formatter stay as they are.
+ */
+export function adoptLogger(logger: Logger): Logger {
+  const own = (logger as unknown as Record<symbol, { log?: LogFormatter } | undefined>)[pino.symbols.formattersSym]?.log;
+  const withContext: LogFormatter = (object) => {
+    const merged = { ...currentContext(), ...object };
+    return own ? own(merged) : merged;
+  };
+  return logger.child({}, { formatters: { log: withContext } });
 }

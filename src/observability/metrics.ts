@@ -5,8 +5,9 @@
  * processes). The two gauges describe the whole system, so they are read from the database at scrape
  * time: every process reports the same truth, however many workers share the database.
  *
- * Labels are bounded on purpose: model, direction, kind, outcome, status, reason. Run ids belong in
- * logs and traces, never in labels, where each one would be a new time series.
+ * Labels are bounded on purpose: model (the known models, else "other"), direction, kind, outcome,
+ * status, reason. Run ids belong in logs and traces, never in labels, where each one would be a new
+ * time series.
  */
 import client from 'prom-client';
 import { RUN_STATUSES } from '../domain.ts';
@@ -24,6 +25,14 @@ export interface MetricsSources {
   readTimeoutMs?: number;
 }
 
+export interface MetricLabels {
+  /**
+   * The model names that get a label of their own: those of the prices file and DEFAULT_MODEL. A run
+   * may name any model, and each name would be a new time series; every other name counts as "other".
+   */
+  models: Iterable<string>;
+}
+
 export interface Metrics {
   registry: client.Registry;
   events: EngineEvents;
@@ -31,9 +40,6 @@ export interface Metrics {
   onLlmRetry(reason: string): void;
   render(): Promise<{ contentType: string; body: string }>;
 }
-
-/** Distinct model names given their own label; later ones share "other", so no client can grow the series without bound. */
-const MAX_MODEL_LABELS = 50;
 
 /** @unit seconds — from a fast tool (10 ms) to a long model call (2 min). */
 const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
@@ -47,7 +53,7 @@ function readWithin<T>(read: () => Promise<T>, ms: number): Promise<T> {
   return Promise.race([Promise.resolve().then(read), timeout]).finally(() => clearTimeout(timer));
 }
 
-export function createMetrics(sources: MetricsSources): Metrics {
+export function createMetrics(sources: MetricsSources, labels: MetricLabels): Metrics {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const readTimeoutMs = sources.readTimeoutMs ?? 2000;
@@ -140,22 +146,17 @@ export function createMetrics(sources: MetricsSources): Metrics {
     return inFlight;
   }
 
-  const models = new Set<string>();
-  const modelLabel = (model: string): string => {
-    if (models.has(model)) return model;
-    if (models.size >= MAX_MODEL_LABELS) return 'other';
-    models.add(model);
-    return model;
-  };
+  const models = new Set(labels.models);
+  const modelLabel = (model: string): string => (models.has(model) ? model : 'other');
 
   const events: EngineEvents = {
     runClaimed() {
       claimed.inc();
     },
     modelStep({ run, response, latencyMs, costUsd }) {
-      // The model the run asked for: the price table priced the call under that name. Only models the
-      // provider accepted reach this point, but the demo model accepts any name a client sends, so
-      // the label is capped all the same.
+      // The model the run asked for, as the price table priced the call; a name it does not list is
+      // "other" (the demo model accepts any name a client sends, and the provider's accepted names
+      // include every dated id).
       const model = modelLabel(run.model);
       const u = response.usage;
       tokens.inc({ model, direction: 'input' }, u.inputTokens);

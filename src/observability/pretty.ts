@@ -1,5 +1,5 @@
 /**
- * LOG_FORMAT=pretty: one readable line per event, like the seed's
+ * LOG_FORMAT=pretty: one readable line per event, the lines the README's kill -9 demo shows:
  *   worker-A run=6f1c0a52 seq=1 MODEL stop=tool_use in=812 out=64 latency=1830ms
  *   worker-A run=6f1c0a52 seq=2 TOOL list_tickets id=toolu_01Ab started
  *   worker-B run=6f1c0a52 resumed at seq=2

@@ -1,4 +1,4 @@
-import type { ContentBlock, ModelRequestParams, Run, RunId, RunProgress, Step, StepStatus, TerminalStatus, Usage } from '../domain.ts';
+import type { ContentBlock, ModelRequestParams, Run, RunId, RunProgress, RunStatus, Step, StepStatus, TerminalStatus, Usage } from '../domain.ts';
 
 /** Who writes, and for how long a successful write extends the lease. Every engine write is fenced on it. */
 export interface LeaseOwner {
@@ -19,6 +19,13 @@ export interface Release {
   delayMs?: number;
   /** Why, kept in the run's `error` while it waits. */
   error?: string;
+  /**
+   * Usage of model calls this attempt paid for but recorded in no step (a call that failed for good
+   * after attempts the provider billed): added to the run's `tokensUsed` (as `budgetTokens`) and,
+   * with `costUsd`, to its `costUsd`, so the budget and the cost count what is known to be billed.
+   */
+  usage?: Usage;
+  costUsd?: number;
 }
 
 export interface ModelCheckpoint {
@@ -54,6 +61,12 @@ export interface RunEnd {
   error?: string | null;
   /** The final model step's stop reason, when the run ends on one (e.g. "max_tokens" for a cut-short answer). */
   stopReason?: string | null;
+  /**
+   * Usage of model calls paid for but recorded in no step (a call that failed for good, a reply that
+   * could not be stored): `finish` adds it to `tokensUsed` (as `budgetTokens`) and `costUsd` to the cost.
+   */
+  usage?: Usage;
+  costUsd?: number;
 }
 
 export interface ClaimedRun extends Run {
@@ -75,6 +88,26 @@ export interface FencedWrite extends RunProgress {
   nextStarted: boolean;
 }
 
+/** Which write to look for in `recordedWrite`. */
+export interface WriteProbe {
+  /** A MODEL step at this seq. */
+  modelSeq?: number;
+  /** The tool step of this tool_use id, finished (DONE or ERROR). */
+  finishedToolUseId?: string;
+  /** The STARTED row a checkpoint may have written with the step. */
+  startNext?: ToolStart;
+}
+
+/** What a write whose reply was lost left behind (see retrying-writes.ts). */
+export interface RecordedWrite extends RunProgress {
+  status: RunStatus;
+  /** The run still carries this lease's token: every write since the claim was this driver's. */
+  ours: boolean;
+  modelStep: boolean;
+  toolFinished: boolean;
+  nextStarted: boolean;
+}
+
 /**
  * The database operations the engine needs. Every write checks that `owner` still holds the run's
  * lease, in the same statement as the write, and raises `LeaseLostError` (writing nothing) if not.
@@ -91,9 +124,17 @@ export interface EngineStore {
   checkpointModel(runId: RunId, owner: Lease, cp: ModelCheckpoint, then?: AfterCheckpoint): Promise<FencedWrite>;
   /** Records a tool call as STARTED before it runs. `created` is false when the row already existed. */
   startTool(runId: RunId, owner: Lease, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }>;
-  /** Records a tool's result; `startNext` as for checkpointModel. */
+  /**
+   * Records a tool's result; `startNext` as for checkpointModel. Throws StepNotStartedError, having
+   * written nothing at all, when the tool step is not STARTED.
+   */
   finishTool(runId: RunId, owner: Lease, finish: ToolFinish, startNext?: ToolStart): Promise<FencedWrite>;
   finish(runId: RunId, owner: Lease, end: RunEnd): Promise<void>;
+  /**
+   * Reads what a write may have left when its reply was lost (the connection died around the commit),
+   * so a retry that finds its own row already there treats the write as done. Null: no such run.
+   */
+  recordedWrite(runId: RunId, owner: Lease, probe: WriteProbe): Promise<RecordedWrite | null>;
   renewLease(runId: RunId, owner: Lease): Promise<RunProgress>;
   /**
    * Puts a run back in the queue: at once and without counting the attempt for a hand-back at

@@ -1,5 +1,5 @@
 /** Rows (snake_case, as PostgreSQL returns them) converted to domain types in one place. */
-import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, StepKind, StepStatus } from '../domain.ts';
+import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, StepKind, StepStatus, StepSummary } from '../domain.ts';
 
 export interface RunRow {
   id: string;
@@ -50,9 +50,12 @@ export interface StepRow {
 export const RUN_COLUMNS = `id, status, input, model, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
   locked_by, locked_until, cancel_requested, attempts, metadata, created_at, updated_at, finished_at, output, stop_reason, error`;
 
-export const STEP_COLUMNS = `run_id, seq, kind, status, tool_name, tool_use_id, request, response, stop_reason,
+/** Every step column but the bodies (`request`, `response`), which can be large. */
+export const STEP_SUMMARY_COLUMNS = `run_id, seq, kind, status, tool_name, tool_use_id, stop_reason,
   input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts,
   latency_ms, worker, started_at, finished_at`;
+
+export const STEP_COLUMNS = `${STEP_SUMMARY_COLUMNS}, request, response`;
 
 export function toRun(r: RunRow): Run {
   return {
@@ -80,17 +83,14 @@ export function toRun(r: RunRow): Run {
   };
 }
 
-export function toStep(r: StepRow): Step {
-  const kind = r.kind as StepKind;
+export function toStepSummary(r: Omit<StepRow, 'request' | 'response'>): StepSummary {
   return {
     runId: r.run_id as RunId,
     seq: r.seq,
-    kind,
+    kind: r.kind as StepKind,
     status: r.status as StepStatus,
     toolName: r.tool_name,
     toolUseId: r.tool_use_id,
-    request: r.request,
-    response: kind === 'MODEL' && r.response !== null ? (JSON.parse(r.response) as ContentBlock[]) : r.response,
     stopReason: r.stop_reason,
     inputTokens: r.input_tokens,
     outputTokens: r.output_tokens,
@@ -102,5 +102,14 @@ export function toStep(r: StepRow): Step {
     worker: r.worker,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
+  };
+}
+
+export function toStep(r: StepRow): Step {
+  const summary = toStepSummary(r);
+  return {
+    ...summary,
+    request: r.request,
+    response: summary.kind === 'MODEL' && r.response !== null ? (JSON.parse(r.response) as ContentBlock[]) : r.response,
   };
 }

@@ -3,6 +3,7 @@
  * so every process reports the database's truth rather than its own share of it.
  */
 import type pg from 'pg';
+import { CLAIMABLE } from './claim-sql.ts';
 
 type Queryable = Pick<pg.Pool, 'query'>;
 
@@ -12,16 +13,8 @@ export async function countRunsByStatus(db: Queryable): Promise<Record<string, n
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 
-/**
- * Runs a worker could claim right now: QUEUED and due, or RUNNING with a lapsed lease. The same
- * predicate as the claim, so "depth > 0 and no worker claims" means workers are missing; the
- * `status IN (…)` term lets PostgreSQL use the partial index run_claim_idx, which holds only live runs.
- */
+/** Runs a worker could claim right now, by the claim's own predicate. */
 export async function queueDepth(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM run
-     WHERE status IN ('QUEUED', 'RUNNING') AND run_at <= now()
-       AND (status = 'QUEUED' OR locked_until < now())`,
-  );
+  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM run WHERE ${CLAIMABLE}`);
   return rows[0]?.n ?? 0;
 }

@@ -5,10 +5,16 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { Run, RunId, RunProgress, Step } from '../domain.ts';
-import { ConflictError, LeaseLostError, NotFoundError } from '../errors.ts';
-import type { AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, Lease, LeaseOwner, Release, ModelCheckpoint, RunEnd, ToolFinish, ToolStart } from './ports.ts';
-import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, type StepRow, toRun, toStep } from './rows.ts';
+import { budgetTokens, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
+import { ConflictError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
+import { CLAIM_SQL, claimParams } from './claim-sql.ts';
+import type {
+  AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, RunEnd, ToolFinish,
+  ToolStart, WriteProbe,
+} from './ports.ts';
+import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
+import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow, START_NEXT, startParams } from './fenced-sql.ts';
+import { storableCost, storableText } from './storable.ts';
 
 export interface NewRun {
   input: string;
@@ -18,46 +24,6 @@ export interface NewRun {
   maxSteps: number;
   metadata?: Record<string, unknown>;
 }
-
-interface ProgressRow {
-  tokens_used: number;
-  cancel_requested: boolean;
-}
-
-const progress = (r: ProgressRow): RunProgress => ({ tokensUsed: r.tokens_used, cancelRequested: r.cancel_requested });
-
-/**
- * The fence: the run is still RUNNING under the claim this lease came from. The token is new at every
- * claim, so a driver whose lease lapsed and was claimed again — even by its own worker — is stale.
- */
-const FENCE = (tokenParam: number) => `id = $1 AND locked_by = $2 AND lease_token = $${tokenParam}::uuid AND status = 'RUNNING'`;
-
-/** Renews the lease of a run this claim still owns ($1 run, $2 worker, $3 lease ms), and yields nothing otherwise. */
-const OWNED = (tokenParam: number, extraSet = '') => `owner AS (
-  UPDATE run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()${extraSet}
-  WHERE ${FENCE(tokenParam)}
-  RETURNING id, tokens_used, cancel_requested)`;
-
-/**
- * The optional STARTED row of the next tool call, written in the same statement as a checkpoint.
- * Skipped when a cancel is pending: the guard would stop the run before that tool.
- */
-const START_NEXT = (p: number) => `next AS (
-  INSERT INTO run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
-  SELECT id, $${p}::int, 'TOOL', 'STARTED', $${p + 1}::text, $${p + 2}::text, $2 FROM owner
-  WHERE $${p}::int IS NOT NULL AND NOT cancel_requested
-  RETURNING seq)`;
-
-/** The MODEL step row: $2 worker, $5 cost, $6 seq, $7..$15 request, response and usage. */
-const MODEL_STEP = `step AS (
-  INSERT INTO run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
-                        cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms,
-                        worker, started_at, finished_at)
-  SELECT id, $6, 'MODEL', 'DONE', $7, $8, $9, $10, $11, $12, $13, $5, $14, $15::int, $2,
-         now() - $15::int * interval '1 millisecond', now()
-  FROM owner)`;
-
-const startParams = (s?: ToolStart) => [s?.seq ?? null, s?.toolName ?? null, s?.toolUseId ?? null];
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -98,6 +64,12 @@ export class RunStore implements EngineStore {
     return rows.map(toStep);
   }
 
+  /** The steps without their request and response bodies, which can be large: what a timeline shows. */
+  async timeline(runId: RunId): Promise<StepSummary[]> {
+    const { rows } = await this.db.query<StepRow>(`SELECT ${STEP_SUMMARY_COLUMNS} FROM run_step WHERE run_id = $1 ORDER BY seq`, [runId]);
+    return rows.map(toStepSummary);
+  }
+
   /** Steps 1..upTo (inclusive), enough to rebuild the request of step upTo. */
   async stepsThrough(runId: RunId, upTo: number): Promise<Step[]> {
     const { rows } = await this.db.query<StepRow>(
@@ -108,7 +80,7 @@ export class RunStore implements EngineStore {
   }
 
   /**
-   * The seed's cooperative cancel: a queued run ends at once, a running one stops at its next guard.
+   * Cooperative cancel: a queued run ends at once, a running one stops at its next guard.
    * Cancelling a finished run, or a running run a second time, is a conflict.
    */
   async cancel(id: RunId): Promise<Run> {
@@ -131,21 +103,10 @@ export class RunStore implements EngineStore {
 
   /** `holding`: runs this worker is driving already; never claimed twice, even when their lease lapsed. */
   async claim(owner: LeaseOwner, limit: number, holding: readonly RunId[] = []): Promise<ClaimedRun[]> {
-    const { rows } = await this.prepared<RunRow & { has_steps: boolean; lease_token: string }>('claim', 
-      `WITH next AS (
-         SELECT id FROM run
-         WHERE status IN ('QUEUED', 'RUNNING') AND run_at <= now()
-           AND (status = 'QUEUED' OR locked_until < now())
-           AND id <> ALL ($4::uuid[])
-         ORDER BY run_at
-         LIMIT $3
-         FOR UPDATE SKIP LOCKED)
-       UPDATE run r SET status = 'RUNNING', locked_by = $1, lease_token = gen_random_uuid(),
-              locked_until = now() + $2 * interval '1 millisecond',
-              attempts = r.attempts + 1, updated_at = now()
-       FROM next WHERE r.id = next.id
-       RETURNING r.*, EXISTS (SELECT 1 FROM run_step s WHERE s.run_id = r.id) AS has_steps`,
-      [owner.worker, owner.leaseMs, limit, holding],
+    const { rows } = await this.prepared<RunRow & { has_steps: boolean; lease_token: string }>(
+      'claim',
+      CLAIM_SQL,
+      claimParams(owner.worker, owner.leaseMs, limit, holding),
     );
     return rows.map((r) => ({ ...toRun(r), hasSteps: r.has_steps, lease: { ...owner, token: r.lease_token } }));
   }
@@ -153,7 +114,7 @@ export class RunStore implements EngineStore {
   async checkpointModel(runId: RunId, owner: Lease, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {
     const u = cp.usage;
     const stepValues = [
-      cp.budgetTokens, cp.costUsd, cp.seq, cp.request, JSON.stringify(cp.content), cp.stopReason, u.inputTokens,
+      cp.budgetTokens, storableCost(cp.costUsd), cp.seq, cp.request, JSON.stringify(cp.content), cp.stopReason, u.inputTokens,
       u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts, Math.round(cp.latencyMs),
     ];
     const { end } = then;
@@ -167,7 +128,7 @@ export class RunStore implements EngineStore {
              RETURNING id, tokens_used, cancel_requested),
            ${MODEL_STEP}
            SELECT tokens_used, cancel_requested, false AS next_started FROM owner`,
-          [runId, owner.worker, end.status, ...stepValues, end.output ?? null, end.error ?? null, end.stopReason ?? null, owner.token],
+          [runId, owner.worker, end.status, ...stepValues, ...endTexts(end), owner.token],
         )
       : await this.prepared<ProgressRow & { next_started: boolean }>(
           'checkpoint_model',
@@ -200,32 +161,57 @@ export class RunStore implements EngineStore {
   }
 
   async finishTool(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
-    const { rows } = await this.prepared<ProgressRow & { updated: number; next_started: boolean }>('finish_tool', 
-      `WITH ${OWNED(11)},
+    // Every part hangs on the STARTED row: without it the statement writes nothing at all (no lease
+    // renewal, no next STARTED row), and says whether the lease or the row was missing.
+    const { rows } = await this.prepared<ProgressRow & { updated: number; next_started: boolean; owned: boolean; step_status: string | null }>(
+      'finish_tool',
+      `WITH started AS (
+         SELECT seq FROM run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4 AND status = 'STARTED'),
+       owner AS (
+         UPDATE run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()
+         WHERE ${FENCE(11)} AND EXISTS (SELECT 1 FROM started)
+         RETURNING id, tokens_used, cancel_requested),
        done AS (
          UPDATE run_step s SET status = $5, response = $6, latency_ms = $7, worker = $2, finished_at = now()
          FROM owner WHERE s.run_id = owner.id AND s.kind = 'TOOL' AND s.tool_use_id = $4 AND s.status = 'STARTED'
          RETURNING s.seq),
        ${START_NEXT(8)}
-       SELECT tokens_used, cancel_requested, (SELECT count(*)::int FROM done) AS updated,
-              EXISTS (SELECT 1 FROM next) AS next_started
-       FROM owner`,
-      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, f.result, Math.round(f.latencyMs), ...startParams(startNext), owner.token],
+       SELECT o.tokens_used, o.cancel_requested, (SELECT count(*)::int FROM done) AS updated,
+              EXISTS (SELECT 1 FROM next) AS next_started,
+              EXISTS (SELECT 1 FROM run WHERE ${FENCE(11)}) AS owned,
+              (SELECT status FROM run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4) AS step_status
+       FROM (SELECT 1) AS one LEFT JOIN owner o ON true`,
+      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, storableText(f.result), Math.round(f.latencyMs), ...startParams(startNext), owner.token],
     );
-    const row = rows[0];
-    if (!row) throw new LeaseLostError(runId, owner.worker);
-    if (row.updated !== 1) throw new Error(`tool step ${f.toolUseId} of run ${runId} is not STARTED`);
+    const row = rows[0]!;
+    if (!row.owned) throw new LeaseLostError(runId, owner.worker);
+    if (row.updated !== 1) throw new StepNotStartedError(runId, f.toolUseId, row.step_status);
     return { ...progress(row), nextStarted: row.next_started };
   }
 
   async finish(runId: RunId, owner: Lease, end: RunEnd): Promise<void> {
-    const { rowCount } = await this.prepared('finish', 
+    const { rowCount } = await this.prepared(
+      'finish',
       `UPDATE run SET status = $3, output = $4, error = $5, stop_reason = $6, finished_at = now(), updated_at = now(),
-              locked_until = NULL
+              locked_until = NULL, tokens_used = tokens_used + $8, cost_usd = cost_usd + $9
        WHERE ${FENCE(7)}`,
-      [runId, owner.worker, end.status, end.output ?? null, end.error ?? null, end.stopReason ?? null, owner.token],
+      [runId, owner.worker, end.status, ...endTexts(end), owner.token, end.usage ? budgetTokens(end.usage) : 0, storableCost(end.costUsd ?? 0)],
     );
     if (rowCount !== 1) throw new LeaseLostError(runId, owner.worker);
+  }
+
+  async recordedWrite(runId: RunId, owner: Lease, probe: WriteProbe): Promise<RecordedWrite | null> {
+    const { rows } = await this.db.query<ProgressRow & { status: RunStatus; ours: boolean | null; model_step: boolean; tool_finished: boolean; next_started: boolean }>(
+      `SELECT r.status, r.tokens_used, r.cancel_requested, (r.locked_by = $2 AND r.lease_token = $3::uuid) AS ours,
+              EXISTS (SELECT 1 FROM run_step WHERE run_id = r.id AND seq = $4 AND kind = 'MODEL') AS model_step,
+              EXISTS (SELECT 1 FROM run_step WHERE run_id = r.id AND kind = 'TOOL' AND tool_use_id = $5 AND status <> 'STARTED') AS tool_finished,
+              EXISTS (SELECT 1 FROM run_step WHERE run_id = r.id AND kind = 'TOOL' AND tool_use_id = $6 AND seq = $7) AS next_started
+       FROM run r WHERE r.id = $1`,
+      [runId, owner.worker, owner.token, probe.modelSeq ?? null, probe.finishedToolUseId ?? null, probe.startNext?.toolUseId ?? null, probe.startNext?.seq ?? null],
+    );
+    const r = rows[0];
+    if (!r) return null;
+    return { ...progress(r), status: r.status, ours: r.ours === true, modelStep: r.model_step, toolFinished: r.tool_finished, nextStarted: r.next_started };
   }
 
   async renewLease(runId: RunId, owner: Lease): Promise<RunProgress> {

@@ -3,9 +3,12 @@
  * side effect and honours the idempotency key, so a tool step re-executed after a crash comments once.
  */
 import { z } from 'zod';
-import { ToolError } from '../errors.ts';
+import { DatabaseUnavailableError, ToolError } from '../errors.ts';
+import { isTransientDatabaseError } from '../db/errors.ts';
+import { describeDatabaseError } from '../store/db-errors.ts';
 import type { TicketStore } from '../store/demo-tickets.ts';
-import type { Tool } from './types.ts';
+import { retryTransient, type RetryPolicy, WRITE_RETRY } from '../store/retrying-writes.ts';
+import type { Tool, ToolContext } from './types.ts';
 
 export const DEFAULT_SYSTEM_PROMPT =
   'You are a support operations assistant for a software company. Answer questions about customer ' +
@@ -18,6 +21,21 @@ function parse<T>(schema: z.ZodType<T>, input: unknown): T {
   return r.data;
 }
 
+/**
+ * A query of the tools' own, retried like the engine's writes when the database fails in a passing
+ * way (every query here is safe to repeat: reads, and a comment keyed by the idempotency key). An
+ * outage that outlasts the retries is not the model's business: it ends the attempt, and the call
+ * runs again with the same key when the run resumes.
+ */
+async function query<T>(what: string, ctx: ToolContext, policy: RetryPolicy, op: () => Promise<T>): Promise<T> {
+  try {
+    return await retryTransient(op, { what, signal: ctx.signal, policy });
+  } catch (e) {
+    if (isTransientDatabaseError(e)) throw new DatabaseUnavailableError(`could not ${what}: the database stayed unreachable (${describeDatabaseError(e)})`, { cause: e });
+    throw e;
+  }
+}
+
 const ListInput = z.strictObject({
   customer: z.string().min(1).max(100).optional(),
   overdue: z.boolean().optional(),
@@ -26,21 +44,25 @@ const ListInput = z.strictObject({
 const GetInput = z.strictObject({ id: z.string().min(1).max(50) });
 const CommentInput = z.strictObject({ ticketId: z.string().min(1).max(50), body: z.string().min(1).max(4000) });
 
-export function demoTools(tickets: TicketStore): Tool[] {
+/** `retry`: how a query that failed on the connection is retried (tests shorten it). */
+export function demoTools(tickets: TicketStore, retry: RetryPolicy = WRITE_RETRY): Tool[] {
   return [
     {
       name: 'list_tickets',
       description: 'Lists support tickets, optionally only those of one customer (e.g. "acme"), only overdue ones (open and past their due date), or only open/closed ones.',
       inputSchema: z.toJSONSchema(ListInput) as Record<string, unknown>,
-      execute: async (input) => tickets.list(parse(ListInput, input)),
+      execute: async (input, ctx) => {
+        const filter = parse(ListInput, input);
+        return query('list the tickets', ctx, retry, () => tickets.list(filter));
+      },
     },
     {
       name: 'get_ticket',
       description: 'Shows one ticket (e.g. "ACME-102") with its comments.',
       inputSchema: z.toJSONSchema(GetInput) as Record<string, unknown>,
-      execute: async (input) => {
+      execute: async (input, ctx) => {
         const { id } = parse(GetInput, input);
-        const ticket = await tickets.get(id);
+        const ticket = await query('read the ticket', ctx, retry, () => tickets.get(id));
         if (!ticket) throw new ToolError(`no ticket ${id}`);
         return ticket;
       },
@@ -52,7 +74,7 @@ export function demoTools(tickets: TicketStore): Tool[] {
       idempotent: true, // by its idempotency key
       execute: async (input, ctx) => {
         const { ticketId, body } = parse(CommentInput, input);
-        const r = await tickets.comment(ticketId, body, ctx.idempotencyKey);
+        const r = await query('add the comment', ctx, retry, () => tickets.comment(ticketId, body, ctx.idempotencyKey));
         if (!r) throw new ToolError(`no ticket ${ticketId}`);
         return r;
       },

@@ -2,11 +2,17 @@
  * Runs the tools the model asks for. A tool's ordinary failure (a throw, a timeout, an unknown name)
  * becomes an is_error result: it is information for the model. A FatalError, or the worker giving the
  * run up (its signal aborted), escapes: the attempt ends and nothing is recorded for the call.
+ *
+ * A result is made storable (storable.ts) and cut to `maxResultBytes` here, before the engine sees it:
+ * the model is sent exactly the text the log keeps, and a resumed run replays that same text.
  */
 import type { RunId, ToolUseBlock } from '../domain.ts';
 import { FatalError } from '../errors.ts';
 import type { ToolDefinition } from '../llm/types.ts';
+import { storableText } from '../store/storable.ts';
 import type { Tool } from './types.ts';
+
+export const DEFAULT_TOOL_RESULT_MAX_BYTES = 1024 * 1024;
 
 export interface ToolOutcome {
   status: 'DONE' | 'ERROR';
@@ -17,13 +23,34 @@ class ToolTimeout extends Error {}
 
 function render(value: unknown): string {
   if (typeof value === 'string') return value;
-  return JSON.stringify(value ?? null);
+  return JSON.stringify(value ?? null) ?? 'null';
+}
+
+/**
+ * `text` cut to at most `maxBytes` of UTF-8, note included, at a character boundary; a note tells the
+ * model how much it does not see. Text within the limit is returned as it is.
+ */
+export function capResult(text: string, maxBytes: number): string {
+  // Each UTF-16 unit is at least one UTF-8 byte, so only a text this long can be over the limit.
+  if (text.length <= maxBytes / 3 || Buffer.byteLength(text, 'utf8') <= maxBytes) return text;
+  const total = Buffer.byteLength(text, 'utf8');
+  const note = (kept: number) => `\n\n[result cut: the tool returned ${total} bytes; only the first ${kept} are shown above]`;
+  const room = Math.max(0, maxBytes - Buffer.byteLength(note(maxBytes), 'utf8'));
+  // The first `room` units hold at least `room` bytes; encode only those, not a result of any size.
+  const head = Buffer.from(text.slice(0, room), 'utf8');
+  let cut = Math.min(room, head.length);
+  while (cut > 0 && (head[cut]! & 0xc0) === 0x80) cut--; // back off to the start of a character
+  return head.toString('utf8', 0, cut) + note(cut);
 }
 
 export class ToolExecutor {
   private readonly byName: Map<string, Tool>;
 
-  constructor(tools: readonly Tool[], private readonly timeoutMs: number) {
+  constructor(
+    tools: readonly Tool[],
+    private readonly timeoutMs: number,
+    private readonly maxResultBytes = DEFAULT_TOOL_RESULT_MAX_BYTES,
+  ) {
     this.byName = new Map(tools.map((t) => [t.name, t]));
     if (this.byName.size !== tools.length) throw new Error('two tools share a name');
   }
@@ -38,6 +65,11 @@ export class ToolExecutor {
   }
 
   async execute(use: ToolUseBlock, ctx: { runId: RunId; signal: AbortSignal }): Promise<ToolOutcome> {
+    const { status, result } = await this.run(use, ctx);
+    return { status, result: capResult(storableText(result), this.maxResultBytes) };
+  }
+
+  private async run(use: ToolUseBlock, ctx: { runId: RunId; signal: AbortSignal }): Promise<ToolOutcome> {
     const tool = this.byName.get(use.name);
     if (!tool) return { status: 'ERROR', result: `error: unknown tool "${use.name}"` };
     const controller = new AbortController();

@@ -8,6 +8,9 @@ export interface ToolContext {
   signal: AbortSignal;
 }
 
+/** Approval needed always (`true`), never (`false`), or as a function of the call's input decides. */
+export type NeedsApproval<Input = any> = boolean | ((input: Input) => boolean | Promise<boolean>);
+
 export interface Tool<Input = any> {
   name: string;
   description: string;
@@ -19,6 +22,11 @@ export interface Tool<Input = any> {
    * Default true.
    */
   idempotent?: boolean;
+  /**
+   * Whether a call must be approved by a person before it runs: always, never, or decided from the
+   * call's input. Declared and kept with the tool; not enforced by this version of the engine.
+   */
+  needsApproval?: NeedsApproval<Input>;
   /** The result the model sees: a string, or a value sent as JSON. Throwing gives the model an is_error result. */
   execute(input: Input, context: ToolContext): Promise<unknown>;
 }

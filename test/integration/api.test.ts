@@ -2,16 +2,19 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiDeps, createServer } from '../../src/api/server.ts';
 import type { RunId } from '../../src/domain.ts';
+import { createMetrics } from '../../src/observability/metrics.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
+import { countRunsByStatus, queueDepth } from '../../src/store/run-stats.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';
 import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
 
-const DEFAULTS = { model: 'default-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
+const DEFAULTS = { agent: 'test-agent', model: 'default-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 function server(db: TestDatabase, extra: Partial<ApiDeps> = {}): FastifyInstance {
+  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: ['test-model'] });
   return createServer({
     store: db.store,
     listing: new RunListing(db.pool),
@@ -19,7 +22,7 @@ function server(db: TestDatabase, extra: Partial<ApiDeps> = {}): FastifyInstance
     checkDatabase: async () => {
       await db.pool.query('SELECT 1');
     },
-    metrics: async () => ({ contentType: 'text/plain; version=0.0.4; charset=utf-8', body: 'agent_runs{status="QUEUED"} 1\n' }),
+    metrics: () => metrics.render(),
     logger: false,
     ...extra,
   });
@@ -276,6 +279,10 @@ describe('what a client can get wrong', () => {
     ['input empty', body({ input: '' }), 400, 'invalid_request', 'input'],
     ['input blank', body({ input: ' \n\t' }), 400, 'invalid_request', 'input'],
     ['input with NUL', body({ input: 'a\u0000b' }), 400, 'invalid_request', 'input'],
+    ['input with an unpaired surrogate', raw('{"input":"a\\udc00b"}'), 400, 'invalid_request', 'input'],
+    ['input with a reversed surrogate pair', raw('{"input":"\\ude00\\ud83d"}'), 400, 'invalid_request', 'input'],
+    ['a body that is not UTF-8', raw(Buffer.concat([Buffer.from('{"input":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('b"}')]) as never), 400, 'invalid_request', 'body'],
+    ['a body with an overlong UTF-8 encoding', raw(Buffer.from([0x7b, 0x22, 0x69, 0x6e, 0x70, 0x75, 0x74, 0x22, 0x3a, 0x22, 0xc0, 0xaf, 0x22, 0x7d]) as never), 400, 'invalid_request', 'body'],
     ['input over 100,000 chars', body({ input: 'x'.repeat(100_001) }), 400, 'invalid_request', 'input'],
     ['an unknown field', body({ input: 'x', priority: 1 }), 400, 'invalid_request', 'priority'],
     ['a number as a string', body({ input: 'x', tokenBudget: '100' }), 400, 'invalid_request', 'tokenBudget'],
@@ -290,11 +297,15 @@ describe('what a client can get wrong', () => {
     ['model empty', body({ input: 'x', model: '' }), 400, 'invalid_request', 'model'],
     ['model null', body({ input: 'x', model: null }), 400, 'invalid_request', 'model'],
     ['model over 200 chars', body({ input: 'x', model: 'm'.repeat(201) }), 400, 'invalid_request', 'model'],
+    ['model with an unpaired surrogate', raw('{"input":"x","model":"claude-\\ud800"}'), 400, 'invalid_request', 'model'],
     ['metadata an array', body({ input: 'x', metadata: [1] }), 400, 'invalid_request', 'metadata'],
     ['metadata null', body({ input: 'x', metadata: null }), 400, 'invalid_request', 'metadata'],
     ['metadata over 16 KiB', body({ input: 'x', metadata: { blob: 'x'.repeat(16_400) } }), 400, 'invalid_request', 'metadata'],
     ['metadata nested deeply', body({ input: 'x', metadata: nested(1000) }), 400, 'invalid_request', 'metadata'],
     ['metadata with NUL', body({ input: 'x', metadata: { 'k\u0000': 1 } }), 400, 'invalid_request', 'metadata'],
+    ['metadata with NUL deep inside', body({ input: 'x', metadata: { a: [{ b: 'x\u0000' }] } }), 400, 'invalid_request', 'metadata'],
+    ['metadata with an unpaired surrogate', raw('{"input":"x","metadata":{"token":"t","bad":"\\ud800"}}'), 400, 'invalid_request', 'metadata'],
+    ['metadata with an unpaired surrogate in a key', raw('{"input":"x","metadata":{"\\udfff":1}}'), 400, 'invalid_request', 'metadata'],
     ['limit 0', get('/api/runs?limit=0'), 400, 'invalid_request', 'limit'],
     ['limit negative', get('/api/runs?limit=-1'), 400, 'invalid_request', 'limit'],
     ['limit 101', get('/api/runs?limit=101'), 400, 'invalid_request', 'limit'],
@@ -321,9 +332,11 @@ describe('what a client can get wrong', () => {
     ['a method the path does not take', { method: 'DELETE', url: '/api/runs' }, 405, 'method_not_allowed'],
     ['a method a run path does not take', { method: 'PUT', url: `/api/runs/${UNKNOWN_ID}` }, 405, 'method_not_allowed'],
     ['an unknown method on an unknown path', { method: 'DELETE', url: '/api/nope' }, 404, 'not_found'],
+    ['a path like a known one but for its dot', { method: 'POST', url: '/openapiXjson' }, 404, 'not_found'],
   ];
 
-  it.each(cases)('%s → %i', async (_what, request, status, code, field) => {
+  const named = cases.map(([what, request, status, code, field]) => ({ what, request, status, code, field }));
+  it.each(named)('$what → $status', async ({ request, status, code, field }) => {
     const before = await runCount(db);
     const res = await app.inject(request);
     expect(res.statusCode).toBe(status);
@@ -332,6 +345,15 @@ describe('what a client can get wrong', () => {
     expect(err).toEqual({ code, message: expect.any(String), ...(status === 400 && code === 'invalid_request' && field ? { issues: expect.any(Array) } : {}) });
     if (field) expect(err.issues.map((i: { path: string }) => i.path)).toContain(field);
     expect(await runCount(db)).toBe(before);
+  });
+
+  it('stores text exactly as sent: surrogate pairs, U+FFFD and a backslash-u in text are not refused', async () => {
+    const input = 'emoji 😀, replacement \uFFFD, and a literal \\u0000 and \\ud800 in text';
+    const metadata = { note: 'path C:\\u0000', face: '🙂', '😀': ['\\udfff'] };
+    const res = await post(app, '/api/runs', { input, model: 'claude-😀', metadata });
+    expect(res.statusCode).toBe(201);
+    const run = (await app.inject(`/api/runs/${res.json().id}`)).json();
+    expect(run).toMatchObject({ input, model: 'claude-😀', metadata });
   });
 
   it('names the methods a path takes when another is used', async () => {
@@ -365,11 +387,26 @@ describe('operations', () => {
     await Promise.all([down.close(), hung.close()]);
   });
 
-  it('serves metrics as text, and 404 when there are none', async () => {
-    const res = await app.inject('/metrics');
-    expect(res.statusCode).toBe(200);
-    expect(res.headers['content-type']).toMatch(/^text\/plain/);
-    expect(res.body).toContain('agent_runs{status="QUEUED"} 1');
+  it('serves the Prometheus metrics, with the gauges read from the database, and 404 when there are none', async () => {
+    const own = await testDatabase();
+    const api = server(own);
+    try {
+      for (let i = 0; i < 3; i++) await newRun(own.store);
+      await own.store.cancel((await newRun(own.store)).id);
+      const res = await api.inject('/metrics');
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+      expect(res.body).toContain('# TYPE agent_runs gauge');
+      expect(res.body).toMatch(/^agent_runs\{status="QUEUED"\} 3$/m);
+      expect(res.body).toMatch(/^agent_runs\{status="CANCELLED"\} 1$/m);
+      expect(res.body).toMatch(/^agent_runs\{status="SUCCEEDED"\} 0$/m);
+      expect(res.body).toMatch(/^agent_queue_depth 3$/m);
+      expect(res.body).toContain('# TYPE agent_step_latency_seconds histogram');
+      expect(res.body).toMatch(/^process_cpu_user_seconds_total \d/m);
+    } finally {
+      await api.close();
+      await own.close();
+    }
     const none = server(db, { metrics: undefined });
     expect((await none.inject('/metrics')).statusCode).toBe(404);
     await none.close();
@@ -399,6 +436,9 @@ describe('operations', () => {
     expect(doc.paths['/api/runs'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateRunRequest' });
     expect(doc.paths['/api/runs'].post.responses).toHaveProperty('415');
     expect(doc.paths['/api/runs/{id}/cancel'].post.responses).toHaveProperty('409');
+    expect(doc.paths['/api/runs/{id}/cancel'].post.responses).toHaveProperty('403');
+    expect(doc.paths['/api/runs'].post.responses).toHaveProperty('503');
+    expect(doc.paths['/openapi.json'].get.responses).not.toHaveProperty('503');
     expect(doc.paths['/api/runs/{id}/steps/{seq}'].get.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual(['path:id', 'path:seq']);
     expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['Run', 'RunPage', 'TimelineStep', 'StepDetail', 'Error']));
     expect(doc.components.schemas.Timeline.items).toEqual({ $ref: '#/components/schemas/TimelineStep' });

@@ -1,11 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { armCrashPoint, CrashPointError, disarmCrashPoints } from '../../src/engine/crash-points.ts';
 import { TicketStore } from '../../src/store/demo-tickets.ts';
 import { demoTools } from '../../src/tools/demo-tools.ts';
 import { ToolExecutor } from '../../src/tools/executor.ts';
 import type { Tool } from '../../src/tools/types.ts';
 import type { RunId } from '../../src/domain.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
-import { expireLease, newRun, SimulatedCrash, testWorker } from '../support/engine.ts';
+import { expireLease, newRun, testWorker } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
 
 let db: TestDatabase;
@@ -17,6 +18,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await db.close();
 });
+afterEach(() => disarmCrashPoints());
 
 const ctx = () => ({ runId: 'r' as RunId, signal: new AbortController().signal });
 const call = (name: string, input: unknown, key = `toolu_${name}`) =>
@@ -38,25 +40,16 @@ describe('demo tools', () => {
   });
 
   it('comments once per idempotency key, even when a crash makes the step run twice', async () => {
-    const comment = tools.find((t) => t.name === 'add_ticket_comment')!;
-    let executions = 0;
-    const crashAfterEffect: Tool = {
-      ...comment,
-      async execute(input, c) {
-        const result = await comment.execute(input, c);
-        if (++executions === 1) throw new SimulatedCrash('died after commenting, before recording it');
-        return result;
-      },
-    };
     const llm = new ScriptedLlm()
       .thenToolUse('toolu_comment_1', 'add_ticket_comment', { ticketId: 'ACME-103', body: 'Looking into it.' })
       .thenText('Commented.');
     const run = await newRun(db.store, 'comment on ACME-103');
-    await expect(testWorker(db.store, llm, [crashAfterEffect], { name: 'A' }).runOnce()).rejects.toThrow(SimulatedCrash);
+    // Worker A dies after commenting, before the result is recorded.
+    armCrashPoint({ point: 'after-tool-effect', runId: run.id });
+    await expect(testWorker(db.store, llm, tools, { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);
     await expireLease(db.pool, run.id);
-    expect((await testWorker(db.store, llm, [crashAfterEffect], { name: 'B' }).runOnce())?.status).toBe('SUCCEEDED');
+    expect(await testWorker(db.store, llm, tools, { name: 'B' }).runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
 
-    expect(executions).toBe(2);
     const { rows } = await db.pool.query(`SELECT body FROM demo_ticket_comment WHERE ticket_id = 'ACME-103'`);
     expect(rows).toEqual([{ body: 'Looking into it.' }]);
     const steps = await db.store.steps(run.id);

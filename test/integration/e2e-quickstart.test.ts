@@ -14,7 +14,8 @@ import { stopEmbeddedPostgres } from '../../src/db/embedded.ts';
 import { alive, CliProcesses, cleanEnv, exitWithin, freePort, type Proc, until, waitForOutput } from '../support/cli-process.ts';
 
 const QUESTION = 'Which acme tickets are overdue?';
-const STEP_TIMEOUT = 120_000;
+// Generous: on a loaded 2-core machine initdb alone has taken over a minute.
+const STEP_TIMEOUT = 240_000;
 
 const procs = new CliProcesses();
 let dataDir: string;
@@ -66,7 +67,7 @@ interface Banner {
 async function startServe(name: string): Promise<{ proc: Proc; banner: Banner }> {
   const proc = startCli(name, ['serve']);
   // The first start runs initdb (a few seconds); later ones find or start the server.
-  await waitForOutput(proc, /Then: curl/, 60_000);
+  await waitForOutput(proc, /Then: curl/, 150_000);
   const url = proc.out.match(/durable-agent listening on (http:\/\/\S+)/)![1]!;
   const pgPort = Number(proc.out.match(/database: embedded PostgreSQL in (.+) \(port (\d+)\)/)?.[2]);
   const body = proc.out.match(/-d '(\{.*\})'/)?.[1] ?? '';
@@ -195,7 +196,7 @@ it('a second `worker` process shares the running server; both stop on SIGTERM an
   const serve = procs.all.find((p) => p.name === 'serve#1')!;
   expect(alive(serve)).toBe(true);
   const worker = startCli('worker', ['worker']);
-  const [line] = await timed('worker to start', () => waitForOutput(worker, /\{[^\n]*"msg":"worker [^"\n]+ started"[^\n]*\}/, 30_000));
+  const [line] = await timed('worker to start', () => waitForOutput(worker, /\{[^\n]*"msg":"worker [^"\n]+ started"[^\n]*\}/, 90_000));
   const started = JSON.parse(line) as Json;
   expect(started.msg).toBe(`worker ${os.hostname()}-${worker.child.pid} started`);
   // It found the running server rather than starting another.

@@ -1,10 +1,10 @@
 /**
- * The seed's "Target behaviour", end to end with real processes: `serve --no-worker` for the API, two
+ * The README's kill -9 demo, end to end with real processes: `serve --no-worker` for the API, two
  * `worker` processes, the fake Messages API, a real PostgreSQL. Worker A claims the run; worker B starts
  * while A is mid-step and stays idle (A's heartbeat holds the lease). A is killed with SIGKILL while the
  * run's second model call (seq 3) is in flight; B resumes once A's lease lapses, at seq 2, without
- * repeating the first model call or the tool, and finishes the run. (The seed kills A during the tool
- * step; the demo tool is fast, so the slow step here is the model call: the same resume path.)
+ * repeating the first model call or the tool, and finishes the run. (Killing A during a slow tool
+ * takes the same resume path; the demo tool is fast, so the slow step here is the model call.)
  */
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { CliProcesses, cleanEnv, exitWithin, sleep, until, waitForOutput } from '../support/cli-process.ts';
@@ -177,7 +177,7 @@ it('worker-A is killed mid-step; worker-B resumes from the checkpoint and the ru
   expect(last.content).toEqual([expect.objectContaining({ type: 'tool_result', tool_use_id: 'toolu_01Ab' })]);
   expect(String(last.content[0].content)).toContain('ACME-');
 
-  // The seed's log lines, LOG_FORMAT=pretty.
+  // The README's log lines, LOG_FORMAT=pretty.
   expect(workerA.out).toContain(`worker-A run=${short} seq=1 MODEL stop=tool_use in=812 out=64`);
   expect(workerA.out).toMatch(new RegExp(`worker-A run=${short} seq=2 TOOL list_tickets id=toolu_01Ab started`));
   expect(workerA.out).toMatch(new RegExp(`worker-A run=${short} seq=2 TOOL list_tickets id=toolu_01Ab done \\d+ms`));

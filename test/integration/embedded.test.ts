@@ -97,3 +97,39 @@ it('a process whose server died comes back to it (restarting it), so it still co
   expect(await worker.detach()).toBe(false); // the first process still counts
   expect(await api.detach()).toBe(true);
 });
+
+it('keeps postgres.log private and free of the values a failed statement quotes, also for a cluster made before', async () => {
+  const logFile = path.join(dataDir, 'postgres.log');
+  const mode = () => (fs.statSync(logFile).mode & 0o777).toString(8);
+  const c = await ensureEmbeddedPostgres(dataDir);
+  expect(mode()).toBe('600');
+
+  // What an older install left: a log readable by all, and PostgreSQL's default logging of failures.
+  fs.chmodSync(logFile, 0o644);
+  await query(c.adminUrl, `ALTER SYSTEM SET log_min_error_statement = 'error'`);
+  await query(c.adminUrl, `ALTER SYSTEM SET log_error_verbosity = 'verbose'`);
+  await query(c.adminUrl, 'SELECT pg_reload_conf()');
+  for (let i = 0; i < 100 && (await query(c.adminUrl, `SELECT 1 FROM pg_settings WHERE name = 'log_error_verbosity' AND setting = 'verbose'`)).length === 0; i++) {
+    await new Promise((r) => setTimeout(r, 20)); // the reload is a signal: wait until it was taken
+  }
+  const again = await ensureEmbeddedPostgres(dataDir);
+  expect(again.startedHere).toBe(false); // found running, and brought up to date
+  expect(mode()).toBe('600');
+
+  const client = new pg.Client({ connectionString: again.adminUrl });
+  await client.connect();
+  try {
+    await expect(client.query('SELECT $1::jsonb', ['{"token":"SECRET-JSON","bad":"\\ud800"}'])).rejects.toThrow(/invalid input syntax for type json/);
+    await client.query('CREATE TEMP TABLE once (k text PRIMARY KEY)');
+    await client.query(`INSERT INTO once VALUES ('SECRET-KEY')`);
+    await expect(client.query('INSERT INTO once VALUES ($1)', ['SECRET-KEY'])).rejects.toThrow(/duplicate key/);
+  } finally {
+    await client.end();
+  }
+  const log = fs.readFileSync(logFile, 'utf8');
+  // The errors are logged (the server writes the line before it answers), what they were about is not.
+  expect(log).toMatch(/ERROR: {2}invalid input syntax for type json/);
+  expect(log).toMatch(/ERROR: {2}duplicate key value violates unique constraint/);
+  expect(log).not.toContain('SECRET-');
+  expect(log).not.toContain('STATEMENT:');
+});

@@ -1,45 +1,62 @@
+/**
+ * The Anthropic provider and the client stack through the official SDK, against a local server
+ * speaking the Messages API's wire format, streamed (`stream: true`, the default) and not.
+ */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Message } from '../../src/domain.ts';
 import { LlmError } from '../../src/errors.ts';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { createLlmClient, retryReason, TimeLimitedLlmClient, type LlmConfig } from '../../src/llm/index.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
-import { credentialOf, startFakeAnthropic, type FakeAnthropic } from '../support/fake-anthropic.ts';
+import { credentialOf, fake, startFakeAnthropic, warmUp, type FakeAnthropic, type FakeResponse } from '../support/fake-anthropic.ts';
 
 const API_KEY = 'sk-ant-test-0123456789-SECRET';
 let server: FakeAnthropic;
-const errors: unknown[] = [];
 
 beforeAll(async () => {
   server = await startFakeAnthropic({ apiKey: API_KEY });
+  await warmUp(server, API_KEY);
 });
 afterAll(async () => {
   await server.close();
 });
 beforeEach(() => {
-  server.requests.length = 0;
-  expect(server.pending()).toBe(0);
+  server.reset();
 });
 
 const ask = (text: string): LlmRequest => ({
   model: 'claude-sonnet-4-6', maxTokens: 512, system: 'You are terse.', messages: [{ role: 'user', content: text }], tools: [],
 });
-const provider = () => new AnthropicClient({ apiKey: API_KEY, baseUrl: server.url });
+let streaming = true;
+const provider = () => new AnthropicClient({ apiKey: API_KEY, baseUrl: server.url, streaming });
 const instantSleeper = { sleeps: [] as number[], sleep: async (ms: number) => void instantSleeper.sleeps.push(ms) };
 function config(overrides: Partial<LlmConfig> = {}): LlmConfig {
   return {
     llmProvider: 'anthropic', anthropicApiKey: API_KEY, anthropicBaseUrl: server.url, demoLatencyMs: 0,
-    stepTimeoutMs: 5000, maxAttempts: 3, retryBaseMs: 10, retryCapMs: 100, ...overrides,
+    stepTimeoutMs: 5000, maxAttempts: 3, retryBaseMs: 10, retryCapMs: 100, llmStreaming: streaming, ...overrides,
   };
 }
 async function failure(promise: Promise<unknown>): Promise<LlmError> {
   const error = await promise.then(() => null, (e: unknown) => e);
-  errors.push(error);
   expect(error).toBeInstanceOf(LlmError);
   return error as LlmError;
 }
 
-describe('AnthropicClient through the real SDK', () => {
+describe.each([
+  ['streamed', true],
+  ['not streamed', false],
+])('AnthropicClient through the real SDK, %s', (_mode, streamed) => {
+  beforeEach(() => {
+    streaming = streamed;
+  });
+
+  it('asks for the mode it is configured for', async () => {
+    server.text('pong');
+    expect((await createLlmClient(config()).send(ask('ping'))).content).toEqual([{ type: 'text', text: 'pong' }]);
+    expect(server.requests[0]!.streamed).toBe(streamed);
+    expect(server.requests[0]!.body.stream).toBe(streamed ? true : undefined);
+  });
+
   it('maps a 429 to an LlmError with the API message, retry-after and request id', async () => {
     server.error(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', { retryAfter: 7 });
     const error = await failure(provider().send(ask('hi')));
@@ -166,16 +183,83 @@ describe('AnthropicClient through the real SDK', () => {
   });
 
   it('rejects a wrong key with a 401 whose message does not contain any key', async () => {
-    const error = await failure(new AnthropicClient({ apiKey: 'sk-ant-wrong-key', baseUrl: server.url }).send(ask('hi')));
+    const error = await failure(new AnthropicClient({ apiKey: 'sk-ant-wrong-key', baseUrl: server.url, streaming }).send(ask('hi')));
     expect(error).toMatchObject({ status: 401, type: 'authentication_error', retryable: false });
     expect(error.message).not.toContain('sk-ant-wrong-key');
   });
 
-  it('never puts the API key in an error', () => {
-    expect(errors.length).toBeGreaterThan(8);
-    for (const error of errors) {
-      expect(String(error)).not.toContain(API_KEY);
-      expect(JSON.stringify(error)).not.toContain(API_KEY);
+  describe('answers that broke are transient: retried, then the call succeeds', () => {
+    const long = () => fake.text('an answer long enough to be cut off somewhere in the middle of its body');
+    it.each<[string, () => FakeResponse]>([
+      ['a reply cut off mid-body', () => fake.cut(long(), 3)],
+      ['an HTML page with status 200', () => fake.html(200)],
+      ['an empty body with status 200', () => fake.empty()],
+    ])('%s', async (_what, broken) => {
+      server.enqueue(broken()).text('whole');
+      const failed: LlmError[] = [];
+      const response = await createLlmClient(config(), { sleeper: instantSleeper, onRetry: (e) => failed.push(e) }).send(ask('hi'));
+      expect(response).toMatchObject({ content: [{ type: 'text', text: 'whole' }], attempts: 2 });
+      expect(failed).toHaveLength(1);
+      expect(failed[0]).toMatchObject({ status: -1, retryable: true });
+      expect(failed[0]!.message).not.toMatch(/request not sent/);
+      expect(server.requests).toHaveLength(2);
+    });
+  });
+
+  it('gives up at once on a retry-after longer than the cap: the error says to ask again in an hour', async () => {
+    server.error(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', { retryAfter: 3600 });
+    const sleeps: number[] = [];
+    const error = await failure(
+      createLlmClient(config({ retryCapMs: 30_000 }), { sleeper: { sleep: async (ms) => void sleeps.push(ms) } }).send(ask('hi')),
+    );
+    expect(error).toMatchObject({ status: 429, retryable: true, retryAfterMs: 3_600_000 });
+    expect(sleeps).toEqual([]);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('obeys x-should-retry, and retries 408 and 409 as the official SDKs do', async () => {
+    server
+      .enqueue({ ...fake.error(529, 'overloaded_error', 'Overloaded'), headers: { 'x-should-retry': 'false' } })
+      .enqueue({ ...fake.error(400, 'invalid_request_error', 'try again'), headers: { 'x-should-retry': 'true' } })
+      .error(408, 'timeout_error', 'Request Timeout')
+      .error(409, 'conflict_error', 'Conflict')
+      .text('through');
+    const told = await failure(createLlmClient(config(), { sleeper: instantSleeper }).send(ask('hi')));
+    expect(told).toMatchObject({ status: 529, retryable: false });
+    expect(server.requests).toHaveLength(1);
+    const response = await createLlmClient(config({ maxAttempts: 4 }), { sleeper: instantSleeper }).send(ask('hi'));
+    expect(response).toMatchObject({ attempts: 4, content: [{ type: 'text', text: 'through' }] });
+    expect(server.requests.map((r) => r.status)).toEqual([529, 400, 408, 409, 200]);
+  });
+});
+
+describe('the API key', () => {
+  it('never appears in an error, though the server echoes it in every error it sends', async () => {
+    const echoing = await startFakeAnthropic({ apiKey: API_KEY, echoKey: true });
+    try {
+      echoing.enqueue(
+        fake.error(429, 'rate_limit_error', 'slow down', { retryAfter: 1 }),
+        fake.error(400, 'invalid_request_error', 'bad request'),
+        fake.error(500, 'api_error', 'Internal server error'),
+        fake.streamError(fake.text('one two three four five'), 2, 'overloaded_error', 'Overloaded'),
+        fake.streamError(fake.text('one two three'), 1, 'invalid_request_error', 'refused mid-stream'),
+      );
+      const errors: LlmError[] = [];
+      for (let i = 0; i < 5; i++) errors.push(await failure(new AnthropicClient({ apiKey: API_KEY, baseUrl: echoing.url }).send(ask('hi'))));
+      errors.push(await failure(new AnthropicClient({ apiKey: 'sk-ant-wrong-key-ECHOED', baseUrl: echoing.url }).send(ask('hi'))));
+
+      expect(errors.map((e) => e.status)).toEqual([429, 400, 500, 529, 400, 401]);
+      // The server really sent each key back: the redaction is what keeps it out.
+      const sent = echoing.requests.map((r) => r.errorMessage ?? '');
+      sent.slice(0, 5).forEach((m) => expect(m).toContain(API_KEY));
+      expect(sent[5]).toContain('sk-ant-wrong-key-ECHOED');
+      for (const [i, error] of errors.entries()) {
+        const key = i === 5 ? 'sk-ant-wrong-key-ECHOED' : API_KEY;
+        expect(error.message).toContain('[redacted]');
+        for (const text of [String(error), JSON.stringify(error), error.message]) expect(text).not.toContain(key);
+      }
+    } finally {
+      await echoing.close();
     }
   });
 });

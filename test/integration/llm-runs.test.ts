@@ -1,7 +1,7 @@
 /**
  * Whole runs through the engine with the real model client stack — Retrying(TimeLimited(AnthropicClient))
- * and the official SDK — against a local server speaking the Messages API's wire format, on a real
- * database. What is asserted is what a user sees through the store: run status, error, output, cost,
+ * and the official SDK — against a local server speaking the Messages API's wire format (streamed,
+ * the default), on a real database. What is asserted is what a user sees through the store: run status, error, output, cost,
  * and the step rows (one per model step, however many HTTP attempts it took).
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -11,7 +11,7 @@ import { createLlmClient, loadPrices, type LlmConfig } from '../../src/llm/index
 import { defineTool, type Tool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker } from '../support/engine.ts';
-import { fake, startFakeAnthropic, type FakeAnthropic } from '../support/fake-anthropic.ts';
+import { fake, startFakeAnthropic, warmUp, type FakeAnthropic } from '../support/fake-anthropic.ts';
 
 const API_KEY = 'sk-ant-test-llm-runs-0123456789';
 const MODEL = 'claude-sonnet-4-6';
@@ -21,13 +21,15 @@ let server: FakeAnthropic;
 let waits: number[];
 
 beforeAll(async () => {
-  [db, server] = await Promise.all([testDatabase(), startFakeAnthropic({ apiKey: API_KEY })]);
+  // The server echoes the key it got in every error it sends: the client must be what keeps it out.
+  [db, server] = await Promise.all([testDatabase(), startFakeAnthropic({ apiKey: API_KEY, echoKey: true })]);
+  await warmUp(server, API_KEY);
 });
 afterAll(async () => {
   await Promise.all([db?.close(), server?.close()]);
 });
 beforeEach(() => {
-  server.requests.length = 0;
+  server.reset();
   waits = [];
 });
 afterEach(() => {
@@ -45,7 +47,7 @@ const sleeper = {
 function llmConfig(overrides: Partial<LlmConfig> = {}): LlmConfig {
   return {
     llmProvider: 'anthropic', anthropicApiKey: API_KEY, anthropicBaseUrl: server.url, demoLatencyMs: 0,
-    stepTimeoutMs: 5_000, maxAttempts: 3, retryBaseMs: 10, retryCapMs: 100, ...overrides,
+    stepTimeoutMs: 5_000, maxAttempts: 3, retryBaseMs: 10, retryCapMs: 30_000, ...overrides,
   };
 }
 
@@ -81,7 +83,7 @@ describe('runs through the real SDK against a Messages API server', () => {
     expect(run).toMatchObject({ status: 'SUCCEEDED', output: 'done', error: null, tokensUsed: 150 });
     expect(statuses()).toEqual([429, 429, 200]);
     expect(waits).toHaveLength(2);
-    for (const ms of waits) expect(ms).toBeGreaterThanOrEqual(7_000); // retry-after beats the 100 ms cap
+    for (const ms of waits) expect(ms).toBeGreaterThanOrEqual(7_000); // retry-after beats the jitter
     expect(steps).toHaveLength(1);
     expect(steps[0]).toMatchObject({ seq: 1, kind: 'MODEL', status: 'DONE', attempts: 3, inputTokens: 120, outputTokens: 30 });
     expect(steps[0]!.costUsd).toBeCloseTo(prices.costOf(MODEL, { inputTokens: 120, outputTokens: 30, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 }), 8);
@@ -172,12 +174,61 @@ describe('runs through the real SDK against a Messages API server', () => {
     expect(steps.map((s) => [s.kind, s.attempts])).toEqual([['MODEL', 2]]);
   });
 
-  it('fails on a 401 after one call, without the key in the error', async () => {
+  it('fails on a 401 after one call, without the key in the error though the server echoed it', async () => {
     const { run, steps } = await drive({ config: { anthropicApiKey: 'sk-ant-test-wrong-key' } });
     expect(run.status).toBe('FAILED');
     expect(run.error).toMatch(/401 authentication_error.*invalid x-api-key/);
+    expect(server.requests[0]!.errorMessage).toContain('sk-ant-test-wrong-key');
+    expect(run.error).toContain('[redacted]');
     expect(run.error).not.toContain('sk-ant-test-wrong-key');
     expect(server.requests).toHaveLength(1);
+    expect(steps).toEqual([]);
+  });
+
+  it('keeps the key out of the run error of a failure in the middle of a stream', async () => {
+    server.enqueue(fake.streamError(fake.text('one two three four'), 2, 'invalid_request_error', 'Output blocked'));
+    const { run } = await drive();
+    expect(run.status).toBe('FAILED');
+    expect(server.requests[0]!.errorMessage).toContain(API_KEY);
+    expect(run.error).toMatch(/HTTP 400 invalid_request_error.*Output blocked/);
+    expect(run.error).not.toContain(API_KEY);
+  });
+
+  it('streams: the run SUCCEEDED with the streamed text as its output', async () => {
+    server.text('The three overdue tickets are ACME-101, ACME-102 and ACME-107.', { input_tokens: 300, output_tokens: 20 });
+    const { run, steps } = await drive();
+    expect(server.requests.map((r) => r.streamed)).toEqual([true]);
+    expect(run).toMatchObject({ status: 'SUCCEEDED', output: 'The three overdue tickets are ACME-101, ACME-102 and ACME-107.', tokensUsed: 320 });
+    expect(steps).toHaveLength(1);
+  });
+
+  it('does not stream with LLM_STREAMING off, and the run is the same', async () => {
+    server.text('not streamed', { input_tokens: 300, output_tokens: 20 });
+    const { run } = await drive({ config: { llmStreaming: false } });
+    expect(server.requests.map((r) => r.streamed)).toEqual([false]);
+    expect(run).toMatchObject({ status: 'SUCCEEDED', output: 'not streamed', tokensUsed: 320 });
+  });
+
+  it.each([
+    ['a 529 error event after 3 deltas', () => fake.streamError(fake.text('Overdue are ACME-101, ACME-102 and more'), 3)],
+    ['a connection cut mid-stream', () => fake.cut(fake.text('Overdue are ACME-101, ACME-102 and more'), 2)],
+    ['an HTML page with status 200', () => fake.html(200)],
+  ])('retries %s within the step and SUCCEEDED with the text of the attempt that finished', async (_what, broken) => {
+    server.enqueue(broken()).text('ACME-101 and ACME-102', { input_tokens: 40, output_tokens: 4 });
+    const { run, steps } = await drive();
+    expect(run).toMatchObject({ status: 'SUCCEEDED', output: 'ACME-101 and ACME-102', error: null });
+    expect(server.requests).toHaveLength(2);
+    expect(waits).toHaveLength(1);
+    expect(steps.map((s) => [s.kind, s.attempts, s.inputTokens, s.outputTokens])).toEqual([['MODEL', 2, 40, 4]]);
+  });
+
+  it('a retry-after of an hour is not slept in the worker: the run goes back to the queue at once', async () => {
+    server.error(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', { retryAfter: 3600 });
+    const { run, steps } = await drive();
+    expect(waits).toEqual([]); // not an hour, nor any wait at all
+    expect(server.requests).toHaveLength(1);
+    expect(run.status).toBe('QUEUED');
+    expect(run.error).toMatch(/HTTP 429 rate_limit_error/);
     expect(steps).toEqual([]);
   });
 

@@ -37,7 +37,7 @@ beforeEach(() => exporter.reset());
 function observe() {
   const raw: string[] = [];
   const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void raw.push(s.trimEnd()) } });
-  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) });
+  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: ['test-model'] });
   const events = [logEvents(logger), metrics.events, traceEvents({ provider: 'anthropic', tracer: provider.getTracer('test') })];
   const lines = () => raw.map((l) => JSON.parse(l) as Record<string, unknown>);
   return { logger, metrics, events, raw, lines };
@@ -252,6 +252,31 @@ describe('observability of a run', () => {
   });
 });
 
+describe('model labels', () => {
+  it('gives the known models their name and every other name "other", however many names clients send', async () => {
+    const own = await testDatabase();
+    try {
+      const metrics = createMetrics(
+        { countRunsByStatus: () => countRunsByStatus(own.pool), queueDepth: () => queueDepth(own.pool) },
+        { models: ['claude-sonnet-4-6', 'demo'] },
+      );
+      const names = ['claude-sonnet-4-6', 'made-up-1', 'made-up-2', 'made-up-3'];
+      for (const model of names) {
+        const run = await newRun(own.store, 'x', { model });
+        const llm = new ScriptedLlm().thenText('done', 100, 10);
+        expect(await testWorker(own.store, llm, [], { name: 'W', events: [metrics.events] }).runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
+      }
+      const { body } = await metrics.render();
+      expect(sample(body, 'agent_tokens_total', { model: 'claude-sonnet-4-6', direction: 'input' })).toBe(100);
+      expect(sample(body, 'agent_tokens_total', { model: 'other', direction: 'input' })).toBe(300);
+      expect(sample(body, 'agent_cost_usd_total', { model: 'other' })).toBe(0);
+      expect(body).not.toContain('made-up');
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 describe('gauges read from the database', () => {
   it('counts claimable runs: queued and due, or running with a lapsed lease', async () => {
     const before = await queueDepth(db.pool);
@@ -277,7 +302,7 @@ describe('gauges read from the database', () => {
       },
       queueDepth: () => (fail ? new Promise<number>(() => {}) : Promise.resolve(5)),
       readTimeoutMs: 50,
-    });
+    }, { models: [] });
     for (const reason of ['429', '429', 'timeout']) metrics.onLlmRetry(reason);
     for (const round of [1, 2]) {
       const { body } = await metrics.render();

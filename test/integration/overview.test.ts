@@ -59,7 +59,7 @@ beforeAll(async () => {
     store: db.store,
     listing: new RunListing(db.pool),
     overview: new RunOverview(db.pool),
-    defaults: { model: 'm', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 10 },
+    defaults: { agent: 'a', model: 'm', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 10 },
     checkDatabase: async () => {},
     logger: false,
   });
@@ -179,7 +179,7 @@ describe('GET /api/overview', () => {
 
   it('is a 404 on a server without it', async () => {
     const bare = createServer({
-      store: db.store, listing: new RunListing(db.pool), defaults: { model: 'm', tokenBudget: 1, timeoutSeconds: 1, maxSteps: 1 },
+      store: db.store, listing: new RunListing(db.pool), defaults: { agent: 'a', model: 'm', tokenBudget: 1, timeoutSeconds: 1, maxSteps: 1 },
       checkDatabase: async () => {}, logger: false,
     });
     const res = await bare.inject('/api/overview');

@@ -1,22 +1,38 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunId } from '../../src/domain.ts';
+import { armCrashPoint, CrashPointError, disarmCrashPoints } from '../../src/engine/crash-points.ts';
 import { LeaseLostError } from '../../src/errors.ts';
-import type { EngineStore } from '../../src/store/ports.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease, newRun, SimulatedCrash, testWorker } from '../support/engine.ts';
-import { ScriptedLlm, usage } from '../support/scripted-llm.ts';
+import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
 
+// A database per test: `runOnce` claims whatever run is claimable, so a run another test left behind
+// must not be there to be picked up.
 let db: TestDatabase;
-beforeAll(async () => {
+beforeEach(async () => {
   db = await testDatabase();
 });
-afterAll(async () => {
+afterEach(async () => {
+  disarmCrashPoints();
   await db.close();
 });
 
+/** A tool that records each execution's idempotency key. */
+const recordingTool = (name: string, executed: string[], opts: { idempotent?: boolean } = {}) =>
+  defineTool({
+    name,
+    description: 'records its calls',
+    inputSchema: { type: 'object' },
+    ...opts,
+    async execute(_input, ctx) {
+      executed.push(ctx.idempotencyKey);
+      return `${name} ran`;
+    },
+  });
+
 describe('resume after a crash', () => {
-  it("resumes after a crash inside a tool without repeating the model call (the seed's test)", async () => {
+  it('resumes after a crash inside a tool without repeating the model call', async () => {
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', { q: 'x' }, 100, 20).thenText('done', 150, 5);
     const executed: string[] = [];
     const crashOnce = defineTool({
@@ -56,34 +72,81 @@ describe('resume after a crash', () => {
     });
   });
 
-  it('repeats exactly the one model call whose checkpoint a crash prevented', async () => {
+  it('repeats exactly the one model call whose checkpoint a crash prevented (crash after the reply, before the commit)', async () => {
     const llm = new ScriptedLlm().thenText('first answer, lost in the crash').thenText('second answer');
-    let crashes = 0;
-    // The crash lands after the model answered and before its checkpoint commits.
-    const crashingStore: EngineStore = Object.create(db.store, {
-      checkpointModel: {
-        value: async () => {
-          crashes++;
-          throw new SimulatedCrash('died before the checkpoint');
-        },
-      },
-    });
     const run = await newRun(db.store);
+    armCrashPoint({ point: 'after-model-response', runId: run.id });
 
-    await expect(testWorker(crashingStore, llm, [], { name: 'A' }).runOnce()).rejects.toThrow(SimulatedCrash);
+    await expect(testWorker(db.store, llm, [], { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);
     expect(await db.store.steps(run.id)).toEqual([]);
     expect((await db.store.state(run.id)).tokensUsed).toBe(0);
     await expireLease(db.pool, run.id);
     await testWorker(db.store, llm, [], { name: 'B' }).runOnce();
 
-    expect(crashes).toBe(1);
     expect(llm.seen).toHaveLength(2);
     expect(llm.seen[1]!.messages).toEqual(llm.seen[0]!.messages); // the same call, repeated once
     const final = await db.store.state(run.id);
-    expect(final.status).toBe('SUCCEEDED');
-    expect(final.output).toBe('second answer');
-    expect(await db.store.steps(run.id)).toHaveLength(1);
+    expect(final).toMatchObject({ status: 'SUCCEEDED', output: 'second answer', tokensUsed: 155 });
+    expect((await db.store.steps(run.id)).map((s) => [s.seq, s.worker])).toEqual([[1, 'B']]);
   });
+
+  it('repeats nothing when the crash comes right after the checkpoint committed (the reply to the commit lost)', async () => {
+    const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', {}, 100, 20).thenText('done', 150, 5);
+    const executed: string[] = [];
+    const run = await newRun(db.store);
+    armCrashPoint({ point: 'after-checkpoint', runId: run.id });
+
+    await expect(testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);
+    // The checkpoint is in: the model step, its tokens, and the STARTED row of the (idempotent) tool written with it.
+    expect((await db.store.steps(run.id)).map((s) => [s.seq, s.kind, s.status])).toEqual([[1, 'MODEL', 'DONE'], [2, 'TOOL', 'STARTED']]);
+    expect((await db.store.state(run.id)).tokensUsed).toBe(120);
+    expect(executed).toEqual([]);
+    await expireLease(db.pool, run.id);
+    expect(await testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'B' }).runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
+
+    expect(llm.seen).toHaveLength(2); // the first model call was not repeated
+    expect(executed).toEqual(['toolu_1']);
+    expect(await db.store.state(run.id)).toMatchObject({ output: 'done', tokensUsed: 275, attempts: 2 });
+  });
+
+  it('runs a non-idempotent tool normally after a crash before its STARTED row was written', async () => {
+    const llm = new ScriptedLlm().thenToolUse('toolu_pay', 'charge', {}).thenText('paid');
+    const charges: string[] = [];
+    const run = await newRun(db.store);
+    armCrashPoint({ point: 'before-tool-start', runId: run.id });
+
+    await expect(testWorker(db.store, llm, [recordingTool('charge', charges, { idempotent: false })], { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);
+    expect((await db.store.steps(run.id)).map((s) => s.kind)).toEqual(['MODEL']); // nothing says it started
+    await expireLease(db.pool, run.id);
+    expect((await testWorker(db.store, llm, [recordingTool('charge', charges, { idempotent: false })], { name: 'B' }).runOnce())?.status).toBe('SUCCEEDED');
+    expect(charges).toEqual(['toolu_pay']);
+    expect(llm.seen).toHaveLength(2);
+  });
+
+  it.each(['after-tool-effect', 'before-tool-finish'] as const)(
+    'runs an idempotent tool again with the same key after a crash at %s, and never the model call before it',
+    async (point) => {
+      const llm = new ScriptedLlm().thenToolUses([{ id: 'toolu_a', name: 'lookup', input: {} }, { id: 'toolu_b', name: 'lookup', input: {} }]).thenText('both');
+      const executed: string[] = [];
+      const run = await newRun(db.store);
+      armCrashPoint({ point, runId: run.id, hit: 2 }); // during the second of the two parallel calls
+
+      await expect(testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);
+      expect((await db.store.steps(run.id)).map((s) => [s.toolUseId, s.status])).toEqual([[null, 'DONE'], ['toolu_a', 'DONE'], ['toolu_b', 'STARTED']]);
+      await expireLease(db.pool, run.id);
+      expect((await testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'B' }).runOnce())?.status).toBe('SUCCEEDED');
+
+      expect(executed).toEqual(['toolu_a', 'toolu_b', 'toolu_b']); // the effect repeats once, under its key
+      expect(llm.seen).toHaveLength(2);
+      expect(llm.seen[1]!.messages.at(-1)).toEqual({
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'toolu_a', content: 'lookup ran' },
+          { type: 'tool_result', tool_use_id: 'toolu_b', content: 'lookup ran' },
+        ],
+      });
+    },
+  );
 });
 
 describe('fencing', () => {
@@ -149,16 +212,19 @@ describe('fencing', () => {
     const run = await newRun(db.store, 'slow');
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
+    let calling!: () => void;
+    const aIsCalling = new Promise<void>((r) => (calling = r));
     const llm = new ScriptedLlm()
       .then(async () => {
+        calling();
         await gate;
-        return (await import('../support/scripted-llm.ts')).response([{ type: 'text', text: 'A, late' }], 'end_turn', usage(1, 1));
+        return response([{ type: 'text', text: 'A, late' }], 'end_turn', usage(1, 1));
       })
       .thenText('B answers');
-    // No heartbeat can save A: its lease is far shorter than the call and B claims as soon as it lapses.
+    // No heartbeat can save A: its lease is made to lapse while its call is in flight, and B claims at once.
     const a = testWorker(db.store, llm, [], { name: 'A', leaseMs: 60_000 });
     const attemptA = a.runOnce();
-    await new Promise((r) => setTimeout(r, 100));
+    await aIsCalling;
     await expireLease(db.pool, run.id);
     const b = await testWorker(db.store, llm, [], { name: 'B' }).runOnce();
     expect(b?.status).toBe('SUCCEEDED');

@@ -4,8 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { listMigrations, migrate } from '../../src/db/migrate.ts';
 import { createPool } from '../../src/db/pool.ts';
+import { StepNotStartedError } from '../../src/errors.ts';
+import { CLAIM_SQL, claimParams } from '../../src/store/claim-sql.ts';
+import { queueDepth } from '../../src/store/run-stats.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
-import { newRun } from '../support/engine.ts';
+import { expireLease, newRun } from '../support/engine.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -23,14 +26,11 @@ describe('store', () => {
     );
     const live = await newRun(db.store, 'live');
     await db.pool.query('ANALYZE run');
-    const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(
-      `EXPLAIN SELECT id FROM run
-       WHERE status IN ('QUEUED', 'RUNNING') AND run_at <= now() AND (status = 'QUEUED' OR locked_until < now())
-       ORDER BY run_at LIMIT 10 FOR UPDATE SKIP LOCKED`,
-    );
+    // The plan of the claim statement itself, with the parameters a worker passes.
+    const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${CLAIM_SQL}`, claimParams('W', 1000, 10, []));
     const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-    expect(plan).toMatch(/Index Scan using run_claim_idx/);
-    expect(plan).not.toMatch(/Seq Scan/);
+    expect(plan).toMatch(/Index Scan using run_claim_idx on run/);
+    expect(plan).not.toMatch(/Seq Scan on run\b/);
     const claimed = await db.store.claim({ worker: 'W', leaseMs: 1000 }, 10);
     expect(claimed.map((r) => r.id)).toEqual([live.id]);
     expect(claimed[0]).toMatchObject({ status: 'RUNNING', lockedBy: 'W', attempts: 1, hasSteps: false });
@@ -46,8 +46,60 @@ describe('store', () => {
     expect(first).toMatchObject({ seq: 1, created: true });
     expect(again).toMatchObject({ seq: 1, created: false });
     await db.store.finishTool(run.id, owner, { toolUseId: 'toolu_x', status: 'DONE', result: 'ok', latencyMs: 3 });
-    await expect(db.store.finishTool(run.id, owner, { toolUseId: 'toolu_x', status: 'DONE', result: 'twice', latencyMs: 3 })).rejects.toThrow(/not STARTED/);
+    await expect(db.store.finishTool(run.id, owner, { toolUseId: 'toolu_x', status: 'DONE', result: 'twice', latencyMs: 3 })).rejects.toThrow(StepNotStartedError);
     expect((await db.store.steps(run.id)).map((s) => [s.seq, s.status, s.response])).toEqual([[1, 'DONE', 'ok']]);
+  });
+
+  it('counts in the queue depth exactly the runs a claim would take', async () => {
+    await db.pool.query(`UPDATE run SET status = 'SUCCEEDED' WHERE status IN ('QUEUED', 'RUNNING')`);
+    const [due, later, leased, lapsed] = await Promise.all([1, 2, 3, 4].map((i) => newRun(db.store, `run ${i}`)));
+    await db.pool.query(`UPDATE run SET run_at = now() + interval '1 hour' WHERE id = $1`, [later!.id]);
+    await db.pool.query(`UPDATE run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`, [[leased!.id, lapsed!.id]]);
+    await expireLease(db.pool, lapsed!.id);
+
+    expect(await queueDepth(db.pool)).toBe(2);
+    const claimed = await db.store.claim({ worker: 'W', leaseMs: 1000 }, 10);
+    expect(claimed.map((r) => r.id).sort()).toEqual([due!.id, lapsed!.id].sort());
+    expect(await queueDepth(db.pool)).toBe(0);
+  });
+
+  it('finishes a tool step only if it is STARTED, and otherwise commits nothing (no renewal, no next STARTED row)', async () => {
+    const run = await newRun(db.store);
+    const [claimed] = await db.store.claim({ worker: 'W', leaseMs: 10_000 }, 1);
+    const owner = claimed!.lease;
+    await db.store.startTool(run.id, owner, { seq: 1, toolUseId: 'toolu_a', toolName: 'lookup' });
+    await db.store.finishTool(run.id, owner, { toolUseId: 'toolu_a', status: 'DONE', result: 'ok', latencyMs: 1 });
+    const before = await db.store.state(run.id);
+
+    const again = db.store.finishTool(
+      run.id,
+      { ...owner, leaseMs: 600_000 },
+      { toolUseId: 'toolu_a', status: 'DONE', result: 'twice', latencyMs: 1 },
+      { seq: 2, toolUseId: 'toolu_b', toolName: 'lookup' },
+    );
+    await expect(again).rejects.toBeInstanceOf(StepNotStartedError);
+    await expect(again).rejects.toThrow('tool step toolu_a of run ' + run.id + ' is not STARTED (it is DONE)');
+    await expect(
+      db.store.finishTool(run.id, owner, { toolUseId: 'toolu_never', status: 'DONE', result: 'x', latencyMs: 1 }),
+    ).rejects.toThrow(/toolu_never .* is not STARTED \(no such step\)/);
+
+    expect((await db.store.state(run.id)).lockedUntil).toEqual(before.lockedUntil);
+    expect((await db.store.steps(run.id)).map((s) => [s.seq, s.toolUseId, s.status, s.response])).toEqual([[1, 'toolu_a', 'DONE', 'ok']]);
+  });
+
+  it('reads a timeline without the bodies of the steps', async () => {
+    const run = await newRun(db.store);
+    const [claimed] = await db.store.claim({ worker: 'W', leaseMs: 10_000 }, 1);
+    const owner = claimed!.lease;
+    await db.store.startTool(run.id, owner, { seq: 1, toolUseId: 'toolu_big', toolName: 'fetch' });
+    await db.store.finishTool(run.id, owner, { toolUseId: 'toolu_big', status: 'DONE', result: 'x'.repeat(1_000_000), latencyMs: 1 });
+
+    const timeline = await db.store.timeline(run.id);
+
+    expect(timeline).toHaveLength(1);
+    expect(timeline[0]).toMatchObject({ seq: 1, kind: 'TOOL', status: 'DONE', toolUseId: 'toolu_big', worker: 'W' });
+    expect(Object.keys(timeline[0]!)).not.toContain('response');
+    expect(Object.keys(timeline[0]!)).not.toContain('request');
   });
 
   it('stores a shared text once, by digest', async () => {

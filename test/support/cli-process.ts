@@ -1,10 +1,22 @@
-/** Real `durable-agent` processes for end-to-end tests: started, watched, waited for, killed. */
+/**
+ * Real `durable-agent` processes for end-to-end tests: started, watched, waited for, killed. They run
+ * the compiled CLI (bin/ → dist/), as an installed package does; `npm test` builds it first.
+ */
 import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { ENV_VARIABLES } from '../../src/config.ts';
 export { freePort } from '../../src/db/embedded.ts';
 
-const BIN = path.resolve('bin/durable-agent.js');
+export const BIN = path.resolve('bin/durable-agent.js');
+
+/** Refuses to test a build older than the sources (`npm run build` stamps dist/.tsbuildinfo). */
+export function assertBuilt(): void {
+  const stamp = fs.statSync(path.resolve('dist/.tsbuildinfo'), { throwIfNoEntry: false });
+  const sources = fs.readdirSync(path.resolve('src'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+  const newest = Math.max(...sources.map((e) => fs.statSync(path.join(e.parentPath, e.name)).mtimeMs));
+  if (!stamp || stamp.mtimeMs < newest) throw new Error('dist/ is missing or older than src/: run `npm run build` first (npm test does)');
+}
 
 export interface Proc {
   name: string;
@@ -28,6 +40,7 @@ export class CliProcesses {
   readonly all: Proc[] = [];
 
   start(name: string, args: string[], env: NodeJS.ProcessEnv): Proc {
+    assertBuilt();
     const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const p: Proc = {
       name,

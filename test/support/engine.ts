@@ -10,7 +10,7 @@ import type { Tool } from '../../src/tools/types.ts';
 import type { EngineEvents } from '../../src/engine/events.ts';
 import type { Usage } from '../../src/domain.ts';
 
-/** A crash: escapes the tool executor and the driver, as an Error subclass would in the seed's Java. */
+/** A crash: escapes the tool executor and the driver, as an unexpected error would. */
 export class SimulatedCrash extends FatalError {}
 
 export const silentLogger = createLogger({ level: 'silent' });
@@ -26,6 +26,8 @@ export function testWorker(
     subscribeUrl?: string;
     /** Prices model calls; every call is free when absent. */
     costOf?: (model: string, usage: Usage) => number;
+    /** The clock the guard reads (deadlines); the real one when absent. */
+    now?: () => Date;
   },
 ): Worker {
   return new Worker(
@@ -36,6 +38,7 @@ export function testWorker(
       costOf: opts.costOf ?? (() => 0),
       logger: silentLogger,
       events: opts.events ?? [],
+      ...(opts.now ? { now: opts.now } : {}),
       ...(opts.subscribeUrl ? { subscribe: (onNotify: () => void) => subscribe(opts.subscribeUrl!, RUN_QUEUED_CHANNEL, onNotify, () => {}) } : {}),
     },
     {

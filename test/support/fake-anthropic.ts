@@ -1,32 +1,20 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { check } from './fake-anthropic-checks.ts';
+import { AnthropicClient } from '../../src/llm/anthropic.ts';
+import { check, credentialOf } from './fake-anthropic-checks.ts';
+import { fake, type FakeResponse, type FakeUsage } from './fake-anthropic-script.ts';
+import { encode, errorEvent, messageEvents, type StreamScript } from './fake-anthropic-sse.ts';
 
 export { credentialOf } from './fake-anthropic-checks.ts';
+export { fake, type FakeResponse, type FakeUsage } from './fake-anthropic-script.ts';
+export type { StreamScript } from './fake-anthropic-sse.ts';
 
 /**
  * A local stand-in for the Anthropic Messages API (POST /v1/messages), speaking its wire format, so
  * the real SDK and real worker processes can be tested offline. Replies are scripted in a queue;
- * every request is recorded; requests the real API would reject get the real API's kind of 400.
+ * every request is recorded; requests the real API would reject get the real API's kind of 400. A
+ * request with `stream: true` gets every scripted message as the API's Server-Sent Events.
  */
-
-export interface FakeUsage {
-  input_tokens?: number;
-  output_tokens?: number;
-  cache_creation_input_tokens?: number;
-  cache_read_input_tokens?: number;
-}
-
-/** One scripted HTTP answer. */
-export interface FakeResponse {
-  status: number;
-  body: unknown;
-  headers?: Record<string, string>;
-  /** @unit milliseconds — wait before answering (the client may give up meanwhile). */
-  delayMs?: number;
-  /** Close the connection without answering, as a dropped network would. */
-  hangUp?: boolean;
-}
 
 export interface RecordedRequest {
   seq: number;
@@ -37,52 +25,19 @@ export interface RecordedRequest {
   body: any;
   /** The status answered; null until answered, and forever if the client went away first. */
   status: number | null;
-  /** The client closed the connection before the answer was sent. */
+  /** The connection closed before the whole answer was sent: the client went away, or a scripted cut. */
   aborted: boolean;
+  /** The whole answer was sent (for a stream: its last event). */
+  finished: boolean;
   /** The 400 message when the request failed validation (no scripted reply was used for it). */
   invalid: string | null;
+  /** The request asked for a streamed answer (`stream: true`). */
+  streamed: boolean;
+  /** The error message sent back (in an error body or a stream's error event), when there was one. */
+  errorMessage: string | null;
 }
 
 export type Responder = (request: RecordedRequest) => FakeResponse;
-
-let messageCounter = 0;
-
-/** Builders of scripted answers, usable with `enqueue` and in a `fallback` responder. */
-export const fake = {
-  reply(opts: { content: unknown[]; stopReason?: string; usage?: FakeUsage; model?: string }): FakeResponse {
-    const u = opts.usage ?? {};
-    return {
-      status: 200,
-      body: {
-        id: `msg_fake_${++messageCounter}`,
-        type: 'message',
-        role: 'assistant',
-        model: opts.model ?? null, // null: echo the request's model
-        content: opts.content,
-        stop_reason: opts.stopReason ?? 'end_turn',
-        stop_sequence: null,
-        usage: {
-          input_tokens: u.input_tokens ?? 10,
-          output_tokens: u.output_tokens ?? 5,
-          cache_creation_input_tokens: u.cache_creation_input_tokens ?? 0,
-          cache_read_input_tokens: u.cache_read_input_tokens ?? 0,
-        },
-      },
-    };
-  },
-  text(text: string, usage?: FakeUsage): FakeResponse {
-    return fake.reply({ content: [{ type: 'text', text }], stopReason: 'end_turn', usage });
-  },
-  toolUse(id: string, name: string, input: unknown, usage?: FakeUsage): FakeResponse {
-    return fake.reply({ content: [{ type: 'tool_use', id, name, input }], stopReason: 'tool_use', usage });
-  },
-  error(status: number, type: string, message: string, opts: { retryAfter?: string | number; retryAfterMs?: number } = {}): FakeResponse {
-    const headers: Record<string, string> = {};
-    if (opts.retryAfter !== undefined) headers['retry-after'] = String(opts.retryAfter);
-    if (opts.retryAfterMs !== undefined) headers['retry-after-ms'] = String(opts.retryAfterMs);
-    return { status, body: { type: 'error', error: { type, message } }, headers };
-  },
-};
 
 export interface FakeAnthropic {
   /** The base URL to give the SDK (ANTHROPIC_BASE_URL). */
@@ -102,6 +57,8 @@ export interface FakeAnthropic {
   fallback(responder: Responder | FakeResponse | null): FakeAnthropic;
   /** Scripted answers not used yet. */
   pending(): number;
+  /** Forgets the queue, the recorded requests and the fallback: a clean server for the next test. */
+  reset(): FakeAnthropic;
   close(): Promise<void>;
 }
 
@@ -109,6 +66,11 @@ export interface FakeAnthropicOptions {
   /** When set, requests must carry exactly this key (401 otherwise), as with a real key. */
   apiKey?: string;
   fallback?: Responder | FakeResponse;
+  /**
+   * Every error message sent (refusals, scripted errors, stream error events) ends with the key the
+   * request carried, as a careless proxy might: lets a test prove the client redacts it.
+   */
+  echoKey?: boolean;
 }
 
 export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
@@ -117,6 +79,16 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   const timers = new Set<NodeJS.Timeout>();
   let nextDelay = 0;
   let fallback: Responder | null = null;
+
+  /** Waits `ms` unless the server closes first (then never resolves: the answer is abandoned). */
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        resolve();
+      }, ms);
+      timers.add(timer);
+    });
 
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -131,40 +103,51 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       }
       const recorded: RecordedRequest = {
         seq: requests.length + 1, method: req.method ?? '', path: req.url ?? '', headers: req.headers,
-        body, status: null, aborted: false, invalid: null,
+        body, status: null, aborted: false, finished: false, invalid: null, streamed: body?.stream === true, errorMessage: null,
       };
       requests.push(recorded);
+      res.on('finish', () => (recorded.finished = true));
       res.on('close', () => {
         if (!res.writableFinished) recorded.aborted = true;
       });
       const rejection = check(recorded, options.apiKey);
       if (rejection?.status === 400) recorded.invalid = rejection.body.error.message;
       const answer: FakeResponse = rejection ?? queue.shift() ?? fallback?.(recorded) ?? scriptExhausted(recorded);
-      const send = () => {
+      const echo = (message: string) => {
+        const text = options.echoKey ? `${message} (key: ${credentialOf(req.headers) ?? 'none'})` : message;
+        recorded.errorMessage = text;
+        return text;
+      };
+      const send = async () => {
         if (res.destroyed) return;
         if (answer.hangUp) {
           req.socket.destroy();
           return;
         }
-        const payload = withModel(answer.body, body);
-        res.writeHead(answer.status, {
-          'content-type': 'application/json',
-          'request-id': `req_fake_${recorded.seq}`,
-          ...answer.headers,
-        });
-        res.end(JSON.stringify(payload));
+        const headers = { 'request-id': `req_fake_${recorded.seq}`, ...answer.headers };
+        if (answer.raw) {
+          res.writeHead(answer.status, { 'content-type': answer.raw.contentType, ...headers });
+          res.end(answer.raw.text);
+          recorded.status = answer.status;
+          return;
+        }
+        const payload = withEchoedKey(withModel(answer.body, body), echo);
+        if (recorded.streamed && answer.status === 200 && isMessage(payload)) {
+          recorded.status = 200;
+          await streamMessage(res, payload, answer.stream ?? {}, headers, echo, pause);
+          return;
+        }
+        const text = JSON.stringify(payload);
+        res.writeHead(answer.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
         recorded.status = answer.status;
+        if (answer.cutAfterBytes === undefined) {
+          res.end(text);
+          return;
+        }
+        await write(res, text.slice(0, answer.cutAfterBytes));
+        res.socket?.destroy();
       };
-      if (!answer.delayMs) return send();
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        send();
-      }, answer.delayMs);
-      timers.add(timer);
-      res.on('close', () => {
-        clearTimeout(timer);
-        timers.delete(timer);
-      });
+      void (answer.delayMs ? pause(answer.delayMs) : Promise.resolve()).then(send);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -196,6 +179,14 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       return self;
     },
     pending: () => queue.length,
+    reset() {
+      queue.length = 0;
+      requests.length = 0;
+      nextDelay = 0;
+      fallback = null;
+      if (options.fallback) self.fallback(options.fallback);
+      return self;
+    },
     async close() {
       for (const t of timers) clearTimeout(t);
       timers.clear();
@@ -205,6 +196,21 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   };
   if (options.fallback) self.fallback(options.fallback);
   return self;
+}
+
+/**
+ * One call in each mode, then a clean server. The first request of a test process pays for loading
+ * the HTTP client (a second or more on a busy machine): a test with a short step timeout must not
+ * spend that inside its limit, or its request never reaches the server.
+ */
+export async function warmUp(server: FakeAnthropic, apiKey: string): Promise<void> {
+  for (const streaming of [true, false]) {
+    server.text('warm');
+    await new AnthropicClient({ apiKey, baseUrl: server.url, streaming }).send({
+      model: 'warm-up', maxTokens: 1, system: null, messages: [{ role: 'user', content: 'hi' }], tools: [],
+    });
+  }
+  server.reset();
 }
 
 function scriptExhausted(request: RecordedRequest): FakeResponse {
@@ -218,4 +224,50 @@ function withModel(payload: unknown, requestBody: any): unknown {
     if (message.model === null) return { ...message, model: requestBody?.model ?? 'unknown' };
   }
   return payload;
+}
+
+function isMessage(payload: unknown): boolean {
+  return !!payload && typeof payload === 'object' && (payload as { type?: unknown }).type === 'message';
+}
+
+/** An error body with its message passed through `echo` (which may append the request's key). */
+function withEchoedKey(payload: any, echo: (message: string) => string): unknown {
+  if (payload?.type !== 'error' || typeof payload.error?.message !== 'string') return payload;
+  return { ...payload, error: { ...payload.error, message: echo(payload.error.message) } };
+}
+
+function write(res: http.ServerResponse, chunk: string): Promise<void> {
+  return new Promise((resolve) => res.write(chunk, () => resolve()));
+}
+
+/** Streams `message` as the API's events, with the scripted faults; stops quietly if the client leaves. */
+async function streamMessage(
+  res: http.ServerResponse,
+  message: unknown,
+  script: StreamScript,
+  headers: Record<string, string>,
+  echo: (message: string) => string,
+  pause: (ms: number) => Promise<void>,
+): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...headers });
+  let deltas = 0;
+  for (const event of messageEvents(message)) {
+    // A fault "after N deltas" fires before the next delta, or before message_delta when there are fewer.
+    const boundary = event.event === 'content_block_delta' || event.event === 'message_delta';
+    if (boundary && script.errorAfter && deltas >= script.errorAfter.deltas) {
+      res.end(encode(errorEvent(script.errorAfter.type, echo(script.errorAfter.message))));
+      return;
+    }
+    if (boundary && script.cutAfterDeltas !== undefined && deltas >= script.cutAfterDeltas) {
+      res.socket?.destroy();
+      return;
+    }
+    if (event.event === 'content_block_delta') {
+      if (script.deltaDelayMs) await pause(script.deltaDelayMs);
+      deltas++;
+    }
+    if (res.destroyed) return;
+    await write(res, encode(event));
+  }
+  res.end();
 }

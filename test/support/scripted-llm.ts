@@ -1,10 +1,12 @@
 /**
  * A scripted LlmClient: answers from a queue set up by the test, and records every request it saw
- * (deep-copied, since the engine keeps appending to the message list it passes).
+ * (deep-copied, since the engine keeps appending to the message list it passes). Like the real API,
+ * it refuses a request whose messages break the Messages API's rules (messages-rules.ts).
  */
 import type { ContentBlock, Usage } from '../../src/domain.ts';
 import type { LlmError } from '../../src/errors.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from '../../src/llm/types.ts';
+import { expectValidMessages } from './messages-rules.ts';
 
 type Reply = (req: LlmRequest, options?: LlmCallOptions) => Promise<LlmResponse> | LlmResponse;
 
@@ -51,6 +53,7 @@ export class ScriptedLlm implements LlmClient {
 
   async send(req: LlmRequest, options?: LlmCallOptions): Promise<LlmResponse> {
     this.seen.push(structuredClone(req));
+    expectValidMessages(req.messages, `request ${this.seen.length}`);
     const next = this.queue.shift() ?? this.fallback;
     if (!next) throw new Error(`ScriptedLlm: no reply scripted for call ${this.seen.length}`);
     return next(req, options);

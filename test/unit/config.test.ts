@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 describe('loadConfig', () => {
-  it("has DESIGN.md's defaults, with the demo model when no key is set", () => {
+  it("has the README's defaults, with the demo model when no key is set", () => {
     const c = loadConfig({});
     expect(c).toMatchObject({
       databaseUrl: null, port: 8080, host: '127.0.0.1', workerConcurrency: 32, leaseMs: 30_000, llmProvider: 'demo',
@@ -41,5 +41,13 @@ describe('loadConfig', () => {
       expect(() => loadConfig(env), JSON.stringify(env)).toThrow(ConfigError);
       expect(() => loadConfig(env)).toThrow(message);
     }
+  });
+
+  it('streams model calls unless LLM_STREAMING says otherwise', () => {
+    expect(loadConfig({}).llmStreaming).toBe(true);
+    expect(loadConfig({ LLM_STREAMING: 'false' }).llmStreaming).toBe(false);
+    expect(loadConfig({ LLM_STREAMING: '0' }).llmStreaming).toBe(false);
+    expect(loadConfig({ LLM_STREAMING: 'true' }).llmStreaming).toBe(true);
+    expect(() => loadConfig({ LLM_STREAMING: 'sometimes' })).toThrow(/LLM_STREAMING: must be true or false/);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { textOf, type Message, type ToolUseBlock } from '../../src/domain.ts';
 import { LlmError } from '../../src/errors.ts';
-import { DEMO_LABEL, DemoLlmClient, pickTool, toolInput } from '../../src/llm/demo.ts';
+import { DEMO_LABEL, DEMO_STREAM_CHUNKS, DemoLlmClient, pickTool, streamChunks, toolInput } from '../../src/llm/demo.ts';
 import type { LlmRequest, ToolDefinition } from '../../src/llm/types.ts';
 
 const listTickets: ToolDefinition = {
@@ -80,6 +80,55 @@ describe('DemoLlmClient', () => {
     const error = await pending.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LlmError);
     expect(error).toMatchObject({ status: -1 });
+  });
+});
+
+describe('DemoLlmClient streaming', () => {
+  function recorded(latencyMs: number) {
+    const events: string[] = [];
+    const client = new DemoLlmClient({ latencyMs, sleeper: { sleep: async (ms) => void events.push(`sleep ${ms}`) } });
+    return { events, client };
+  }
+
+  it('streams its text in a few chunks spread over its latency, joining to the final text', async () => {
+    const { events, client } = recorded(800);
+    const texts: string[] = [];
+    const response = await client.send({ ...requestWith([{ role: 'user', content: 'Write me a poem about autumn' }]), tools: [] }, {
+      onText: (text, attempt) => {
+        expect(attempt).toBe(1);
+        texts.push(text);
+        events.push('text');
+      },
+    });
+    expect(texts).toHaveLength(DEMO_STREAM_CHUNKS);
+    expect(texts.join('')).toBe(textOf(response.content));
+    expect(events).toEqual(['sleep 200', 'text', 'sleep 200', 'text', 'sleep 200', 'text', 'sleep 200', 'text']);
+  });
+
+  it('streams no text for a tool call, which arrives whole after the latency', async () => {
+    const { events, client } = recorded(800);
+    const texts: string[] = [];
+    const response = await client.send(requestWith([{ role: 'user', content: question }]), { onText: (t) => texts.push(t) });
+    expect(response.stopReason).toBe('tool_use');
+    expect(texts).toEqual([]);
+    expect(events).toEqual(['sleep 800']);
+  });
+
+  it('stops streaming when aborted mid-answer', async () => {
+    const controller = new AbortController();
+    const texts: string[] = [];
+    const slow = new DemoLlmClient({ latencyMs: 60_000 });
+    const pending = slow.send({ ...requestWith([{ role: 'user', content: 'Write me a poem' }]), tools: [] }, { signal: controller.signal, onText: (t) => texts.push(t) });
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ status: -1, type: 'aborted' });
+    expect(texts).toEqual([]);
+  });
+
+  it('cuts text at word boundaries into at most the asked number of pieces', () => {
+    expect(streamChunks('one two three four five', 4)).toEqual(['one two ', 'three four ', 'five']);
+    expect(streamChunks('  lead and trail  ', 2)).toEqual(['  lead and ', 'trail  ']);
+    expect(streamChunks('single', 4)).toEqual(['single']);
+    expect(streamChunks('   ', 4)).toEqual(['   ']);
   });
 });
 

@@ -23,7 +23,7 @@ function lines(emit: (events: ReturnType<typeof logEvents>, at: (ctx: Omit<RunCo
 }
 
 describe('pretty log lines', () => {
-  it("prints the seed's lines for the engine's events", () => {
+  it("prints the README's lines for the engine's events", () => {
     const json = lines((ev, at) => {
       at({ worker: 'worker-A', step_seq: 1 }, () => ev.modelStep!({ run, seq: 1, response: model('tool_use', 812, 64), latencyMs: 1830.4, costUsd: 0.003 }));
       at({ worker: 'worker-A', step_seq: 2 }, () => ev.toolStarted!({ run, seq: 2, toolName: 'list_tickets', toolUseId: 'toolu_01Ab', resumed: false }));

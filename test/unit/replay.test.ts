@@ -103,5 +103,25 @@ describe('decide', () => {
     expect(after('pause_turn')).toEqual({ type: 'model' });
     expect(after('refusal')).toMatchObject({ end: { status: 'FAILED', error: expect.stringMatching(/refused/) } });
     expect(after('something_new')).toMatchObject({ end: { status: 'FAILED', error: expect.stringMatching(/unknown stop reason "something_new"/) } });
+    expect(after('tool_use')).toMatchObject({ end: { status: 'FAILED', error: expect.stringMatching(/stop_reason "tool_use"\) but its reply holds no tool_use block/) } });
+  });
+
+  it.each(['end_turn', 'stop_sequence', 'pause_turn'])('runs the tools of a turn that ends with %s, then asks the model again', (stop) => {
+    const turn = [{ type: 'text', text: 'checking' }, use('a')];
+    expect(decide(replay('q', [model(1, turn, stop)]), idempotent)).toMatchObject({ type: 'tool', pending: { use: { id: 'a' } } });
+    expect(decide(replay('q', [model(1, turn, stop), tool(2, 'a', 'DONE', 'x')]), idempotent)).toEqual({ type: 'model' });
+  });
+
+  it('does not run the tools of a turn cut off by max_tokens (the last one may be cut mid-input)', () => {
+    const c = replay('q', [model(1, [{ type: 'text', text: 'partial' }, use('a')], 'max_tokens')]);
+    expect(decide(c, idempotent)).toMatchObject({ type: 'finish', end: { status: 'SUCCEEDED', output: 'partial', stopReason: 'max_tokens' } });
+  });
+
+  it('fails a turn that reuses a tool_use id, from an earlier turn or within itself, naming it', () => {
+    const reused = replay('q', [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'DONE', 'x'), model(3, [use('b'), use('a')], 'tool_use')]);
+    expect(reused.reusedToolUseId).toEqual({ id: 'a', firstSeq: 1, seq: 3 });
+    expect(decide(reused, idempotent)).toMatchObject({ type: 'finish', end: { status: 'FAILED', error: expect.stringMatching(/tool_use id "a" in step 3, already used in step 1/) } });
+    const twice = replay('q', [model(1, [use('c'), use('c')], 'tool_use')]);
+    expect(decide(twice, idempotent)).toMatchObject({ type: 'finish', end: { status: 'FAILED', error: expect.stringMatching(/tool_use id "c" twice in step 1/) } });
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import type { Usage } from '../../src/domain.ts';
 import { LlmError } from '../../src/errors.ts';
-import { RetryingLlmClient, backoffMs, parseRetryAfterMs, retryReason, type Sleeper } from '../../src/llm/retrying.ts';
-import { timerSleeper } from '../../src/llm/sleep.ts';
-import type { LlmClient, LlmRequest, LlmResponse } from '../../src/llm/types.ts';
+import { RetryingLlmClient, backoffMs, giveUpReason, parseRetryAfterMs, retryReason, type Sleeper } from '../../src/llm/retrying.ts';
+import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from '../../src/llm/types.ts';
 
 const request: LlmRequest = { model: 'm', maxTokens: 10, system: null, messages: [{ role: 'user', content: 'hi' }], tools: [] };
 const ok: LlmResponse = {
@@ -54,13 +54,13 @@ describe('RetryingLlmClient', () => {
     expect(waits).toEqual([]);
   });
 
-  it.each([401, 403, 404, 413, 422, 409])('never retries a %i', async (status) => {
+  it.each([0, 400, 401, 402, 403, 404, 413, 422])('never retries a %i', async (status) => {
     const provider = scripted(new LlmError(status, 'no'));
     await expect(new RetryingLlmClient(provider, policy, recordingSleeper()).send(request)).rejects.toMatchObject({ status });
     expect(provider.calls).toBe(1);
   });
 
-  it.each([529, -1, 500, 502, 503, 504])('retries a %i', async (status) => {
+  it.each([529, -1, 408, 409, 429, 500, 501, 502, 503, 504])('retries a %i', async (status) => {
     const provider = scripted(new LlmError(status, 'transient'));
     const response = await new RetryingLlmClient(provider, policy, recordingSleeper()).send(request);
     expect(provider.calls).toBe(2);
@@ -115,6 +115,135 @@ describe('RetryingLlmClient', () => {
   });
 });
 
+describe('RetryingLlmClient: x-should-retry, long waits and the deadline', () => {
+  it('obeys x-should-retry over the status rule, both ways', async () => {
+    const told = scripted(new LlmError(529, 'overloaded', { shouldRetry: false }));
+    await expect(new RetryingLlmClient(told, policy, recordingSleeper()).send(request)).rejects.toMatchObject({ status: 529, retryable: false });
+    expect(told.calls).toBe(1);
+
+    const invited = scripted(new LlmError(400, 'try again', { shouldRetry: true }));
+    await expect(new RetryingLlmClient(invited, policy, recordingSleeper()).send(request)).resolves.toMatchObject({ attempts: 2 });
+    expect(invited.calls).toBe(2);
+  });
+
+  it('does not sleep a retry-after longer than the cap: the error escapes at once and says when to ask again', async () => {
+    const hour = new LlmError(429, 'rate limited', { retryAfterMs: 3_600_000, type: 'rate_limit_error' });
+    const provider = scripted(hour);
+    const { waits, sleeper } = recordingSleeper();
+    const failed: number[] = [];
+    const error = await new RetryingLlmClient(provider, policy, { sleeper })
+      .send(request, { onAttemptFailed: (attempt) => failed.push(attempt) })
+      .catch((e: unknown) => e);
+    expect(error).toBe(hour);
+    expect(hour.retryAfterMs).toBe(3_600_000);
+    expect(provider.calls).toBe(1);
+    expect(waits).toEqual([]);
+    expect(failed).toEqual([]); // not retried, so nothing to void: the error itself ends the call
+  });
+
+  it('still sleeps a retry-after up to the cap', async () => {
+    const provider = scripted(new LlmError(429, 'rate limited', { retryAfterMs: policy.capMs }));
+    const { waits, sleeper } = recordingSleeper();
+    await new RetryingLlmClient(provider, policy, { sleeper }).send(request);
+    expect(waits).toEqual([policy.capMs]);
+  });
+
+  it('gives up instead of waiting past the deadline, and retries when the wait ends before it', async () => {
+    const now = Date.parse('2030-01-01T00:00:00Z');
+    const soon = new Date(now + 5_000);
+    const slowDown = () => new LlmError(503, 'down', { retryAfterMs: 7_000 });
+
+    const late = scripted(slowDown());
+    const { waits, sleeper } = recordingSleeper();
+    await expect(new RetryingLlmClient(late, policy, { sleeper, now: () => now }).send(request, { deadlineAt: soon })).rejects.toMatchObject({ status: 503 });
+    expect(late.calls).toBe(1);
+    expect(waits).toEqual([]);
+
+    const inTime = scripted(slowDown());
+    const later = new Date(now + 60_000);
+    await expect(new RetryingLlmClient(inTime, policy, { sleeper, now: () => now }).send(request, { deadlineAt: later })).resolves.toMatchObject({ attempts: 2 });
+    expect(waits).toEqual([7_000]);
+  });
+});
+
+describe('giveUpReason', () => {
+  const now = 1_000_000;
+  it('names why a retryable error is not retried, or null', () => {
+    expect(giveUpReason(1, 100, policy, null, now)).toBeNull();
+    expect(giveUpReason(5, 100, policy, null, now)).toBe('attempts');
+    expect(giveUpReason(1, policy.capMs + 1, policy, null, now)).toBe('wait-too-long');
+    expect(giveUpReason(1, 100, policy, new Date(now + 100), now)).toBe('deadline');
+    expect(giveUpReason(1, 100, policy, new Date(now + 101), now)).toBeNull();
+    expect(giveUpReason(1, 0, policy, new Date(now - 1), now)).toBe('deadline');
+  });
+});
+
+describe('RetryingLlmClient: streamed text and the usage of failed attempts', () => {
+  const u = (inputTokens: number, outputTokens: number): Usage => ({ inputTokens, outputTokens, cacheCreationInputTokens: 1, cacheReadInputTokens: 2 });
+
+  /** Streams "<attempt>a", "<attempt>b" per attempt, then fails with the scripted error or answers. */
+  function streaming(...failures: LlmError[]) {
+    const client = {
+      provider: 'streaming',
+      calls: 0,
+      lateText: null as null | (() => void),
+      async send(_req: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
+        const n = ++client.calls;
+        options.onText?.(`${n}a `, 1);
+        options.onText?.(`${n}b `, 1);
+        const failure = failures[n - 1];
+        // What an abandoned stream might still deliver after its attempt ended.
+        if (failure) client.lateText ??= () => options.onText?.('late ', 1);
+        if (failure) throw failure;
+        return ok;
+      },
+    };
+    return client satisfies LlmClient;
+  }
+
+  it('numbers each attempt\'s text and voids a failed attempt before the next one streams', async () => {
+    const overloaded = new LlmError(529, 'overloaded');
+    const provider = streaming(overloaded);
+    const seen: string[] = [];
+    const response = await new RetryingLlmClient(provider, policy, recordingSleeper()).send(request, {
+      onText: (text, attempt) => seen.push(`text ${attempt}: ${text}`),
+      onAttemptFailed: (attempt, error) => seen.push(`failed ${attempt}: ${error.status}`),
+    });
+    provider.lateText!();
+    expect(seen).toEqual(['text 1: 1a ', 'text 1: 1b ', 'failed 1: 529', 'text 2: 2a ', 'text 2: 2b ']);
+    expect(response.attempts).toBe(2);
+  });
+
+  it('sums the usage failed attempts reported into failedAttemptsUsage; none reported, none there', async () => {
+    const provider = scripted(
+      new LlmError(529, 'overloaded', { usage: u(100, 7) }),
+      new LlmError(-1, 'cut', { usage: u(100, 20) }),
+      new LlmError(503, 'no usage'),
+    );
+    const response = await new RetryingLlmClient(provider, policy, recordingSleeper()).send(request);
+    expect(response.failedAttemptsUsage).toEqual({ inputTokens: 200, outputTokens: 27, cacheCreationInputTokens: 2, cacheReadInputTokens: 4 });
+    expect(response.usage).toEqual(ok.usage);
+
+    const clean = await new RetryingLlmClient(scripted(new LlmError(503, 'down')), policy, recordingSleeper()).send(request);
+    expect(clean.failedAttemptsUsage).toBeUndefined();
+    expect('failedAttemptsUsage' in clean).toBe(false);
+  });
+
+  it('puts the summed usage of every failed attempt on the error that escapes', async () => {
+    const errors = [1, 2, 3, 4, 5].map((i) => new LlmError(529, `overloaded ${i}`, { usage: i === 3 ? null : u(10, i) }));
+    const error = await new RetryingLlmClient(scripted(...errors), policy, recordingSleeper()).send(request).catch((e: unknown) => e);
+    expect(error).toBe(errors[4]);
+    expect((error as LlmError).usage).toEqual({ inputTokens: 40, outputTokens: 1 + 2 + 4 + 5, cacheCreationInputTokens: 4, cacheReadInputTokens: 8 });
+
+    const permanent = new LlmError(400, 'bad');
+    const after = await new RetryingLlmClient(scripted(new LlmError(529, 'o', { usage: u(5, 1) }), permanent), policy, recordingSleeper())
+      .send(request)
+      .catch((e: unknown) => e);
+    expect(after).toBe(permanent);
+    expect(permanent.usage).toEqual(u(5, 1));
+  });
+});
+
 describe('backoffMs', () => {
   const randoms = [0, 1e-9, 0.25, 0.5, 0.75, 0.999, 0.999999999, 1 - Number.EPSILON];
 
@@ -161,6 +290,12 @@ describe('parseRetryAfterMs', () => {
     expect(parseRetryAfterMs(headers({ 'retry-after': 'Tue, 31 Dec 2024 23:59:00 GMT' }), now)).toBe(0);
   });
 
+  it('takes a wait beyond what a timer or a millisecond column can hold as 2^31-1 ms', () => {
+    expect(parseRetryAfterMs(headers({ 'retry-after': String(10 ** 12) }))).toBe(2 ** 31 - 1);
+    expect(parseRetryAfterMs(headers({ 'retry-after-ms': '1e300' }))).toBe(2 ** 31 - 1);
+    expect(parseRetryAfterMs(headers({ 'retry-after': '3600' }))).toBe(3_600_000);
+  });
+
   it('ignores what it cannot read', () => {
     expect(parseRetryAfterMs(headers({}))).toBeNull();
     expect(parseRetryAfterMs(headers({ 'retry-after': 'soon' }))).toBeNull();
@@ -176,17 +311,5 @@ describe('retryReason', () => {
     expect(retryReason(new LlmError(502, ''))).toBe('5xx');
     expect(retryReason(new LlmError(-1, 'step timeout', { type: 'timeout' }))).toBe('timeout');
     expect(retryReason(new LlmError(-1, 'connection error'))).toBe('network');
-  });
-});
-
-describe('timerSleeper', () => {
-  it('waits, and rejects with the reason as soon as the signal aborts', async () => {
-    const started = Date.now();
-    await timerSleeper.sleep(20);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(15);
-    const controller = new AbortController();
-    const sleeping = timerSleeper.sleep(60_000, controller.signal);
-    controller.abort(new Error('stop'));
-    await expect(sleeping).rejects.toThrow('stop');
   });
 });

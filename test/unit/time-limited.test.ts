@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LlmError } from '../../src/errors.ts';
+import { MAX_TIMER_MS } from '../../src/llm/sleep.ts';
 import { TimeLimitedLlmClient } from '../../src/llm/time-limited.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from '../../src/llm/types.ts';
 
@@ -67,5 +68,44 @@ describe('TimeLimitedLlmClient', () => {
   it('turns a synchronous throw of the delegate into a rejection', async () => {
     const broken: LlmClient = { provider: 'broken', send: () => { throw new TypeError('bug'); } };
     await expect(new TimeLimitedLlmClient(broken, 1000).send(request)).rejects.toThrow('bug');
+  });
+
+  it('puts the usage the delegate reported before the limit on the timeout, and drops what it streams after', async () => {
+    const usage = { inputTokens: 812, outputTokens: 3, cacheCreationInputTokens: 0, cacheReadInputTokens: 100 };
+    let late: (() => void) | undefined;
+    const stalled: LlmClient = {
+      provider: 'stalled',
+      send: (_req, options: LlmCallOptions = {}) => {
+        options.onUsage?.(usage);
+        options.onText?.('The answer', 1);
+        late = () => {
+          options.onText?.(' arrives too late', 1);
+          options.onUsage?.({ ...usage, outputTokens: 50 });
+        };
+        return new Promise(() => {});
+      },
+    };
+    const texts: string[] = [];
+    const usages: unknown[] = [];
+    const error = await new TimeLimitedLlmClient(stalled, 30)
+      .send(request, { onText: (t) => texts.push(t), onUsage: (u) => usages.push(u) })
+      .catch((e: unknown) => e);
+    late!();
+    expect(error).toMatchObject({ status: -1, message: 'step timeout', usage });
+    expect(texts).toEqual(['The answer']);
+    expect(usages).toEqual([usage]);
+  });
+
+  describe('with a limit beyond what one timer can hold', () => {
+    afterEach(() => vi.restoreAllMocks());
+
+    it('arms no timer of 2^31 ms or more', async () => {
+      const setTimeoutSpy = vi.spyOn(globalThis, 'setTimeout');
+      const { client } = slowProvider(5);
+      await expect(new TimeLimitedLlmClient(client, 2 ** 40).send(request)).resolves.toEqual(ok);
+      const delays = setTimeoutSpy.mock.calls.map((call) => call[1] ?? 0);
+      expect(delays).toContain(MAX_TIMER_MS);
+      for (const d of delays) expect(d).toBeLessThanOrEqual(MAX_TIMER_MS);
+    });
   });
 });

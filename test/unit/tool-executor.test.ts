@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RunId, ToolUseBlock } from '../../src/domain.ts';
 import { FatalError } from '../../src/errors.ts';
-import { ToolExecutor } from '../../src/tools/executor.ts';
+import { capResult, ToolExecutor } from '../../src/tools/executor.ts';
 import { defineTool } from '../../src/tools/types.ts';
 
 const use = (name: string, input: unknown = {}): ToolUseBlock => ({ type: 'tool_use', id: 'toolu_1', name, input });
@@ -46,7 +46,44 @@ describe('ToolExecutor', () => {
     await expect(pending).rejects.toThrow('shutting down');
   });
 
+  it('cuts a result past the limit, with a note, to what is stored and sent, and makes it storable', async () => {
+    const big = new ToolExecutor([tool('big', async () => 'é'.repeat(5000)), tool('binary', async () => 'PNG\u0000\u0000\ud800')], 100, 2048);
+    const { status, result } = await big.execute(use('big'), ctx());
+    expect(status).toBe('DONE');
+    expect(Buffer.byteLength(result, 'utf8')).toBeLessThanOrEqual(2048);
+    expect(result).toMatch(/^(é)+\n\n\[result cut: the tool returned 10000 bytes; only the first \d+ are shown above\]$/);
+    expect(await big.execute(use('binary'), ctx())).toEqual({ status: 'DONE', result: 'PNG\uFFFD\uFFFD\uFFFD' });
+  });
+
   it('refuses two tools with one name', () => {
     expect(() => new ToolExecutor([tool('x', async () => 1), tool('x', async () => 2)], 100)).toThrow(/share a name/);
+  });
+});
+
+describe('capResult', () => {
+  const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
+
+  it('returns a text within the limit as it is', () => {
+    const s = 'x'.repeat(1024);
+    expect(capResult(s, 1024)).toBe(s);
+  });
+
+  it('never cuts a character in two, whatever its width', () => {
+    for (const ch of ['a', 'é', '€', '😀']) {
+      for (let limit = 1024; limit < 1030; limit++) {
+        const cut = capResult(ch.repeat(2000), limit);
+        expect(bytes(cut)).toBeLessThanOrEqual(limit);
+        expect(cut).not.toMatch(/\uFFFD/);
+        const kept = cut.slice(0, cut.indexOf('\n\n[result cut'));
+        expect(kept).toBe(ch.repeat(kept.length / ch.length));
+        expect(cut).toContain(`only the first ${bytes(kept)} are shown`);
+      }
+    }
+  });
+
+  it('reads only the head of a very large result', () => {
+    const cut = capResult('y'.repeat(50_000_000), 1024 * 1024);
+    expect(bytes(cut)).toBeLessThanOrEqual(1024 * 1024);
+    expect(cut).toContain('the tool returned 50000000 bytes');
   });
 });

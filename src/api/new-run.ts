@@ -1,0 +1,50 @@
+/**
+ * What a request to start a run becomes. `POST /api/runs` and `rt.runs.create` both come through
+ * here, so both apply the same defaults and the same limits.
+ */
+import { z } from 'zod';
+import { InputError } from '../errors.ts';
+import type { NewRun } from '../store/run-store.ts';
+import { INPUT_NAMES, type InputPart } from './errors.ts';
+import { CreateRunBody } from './schemas.ts';
+
+/** What a run gets when its request leaves a field out; from the server's configuration and agent. */
+export interface RunDefaults {
+  /** The agent runs are driven with; a request naming another is refused. */
+  agent: string;
+  model: string;
+  tokenBudget: number;
+  timeoutSeconds: number;
+  /** Also the most a run may ask for (MAX_STEPS: "a run may set a lower one"). */
+  maxSteps: number;
+}
+
+/** The library's options: the HTTP body plus what only a caller in the same process can ask for. */
+export const CreateRunOptions = CreateRunBody.extend({
+  previousRunId: z.guid().optional().describe('Continue the conversation of this finished run.'),
+  idempotencyKey: z.string().min(1).max(200).optional().describe('A second create with the same key returns the first run.'),
+});
+export type CreateRunOptions = z.infer<typeof CreateRunOptions>;
+
+/** The run to store for a parsed request (`part` names it in errors), or an InputError naming the field. */
+export function toNewRun(request: CreateRunOptions, defaults: RunDefaults, part: InputPart): NewRun {
+  const refuse = (path: string, message: string): never => {
+    throw new InputError(`invalid ${INPUT_NAMES[part]}: ${path}: ${message}`, [{ path, message }]);
+  };
+  if (request.agent !== undefined && request.agent !== defaults.agent) {
+    refuse('agent', `no agent "${request.agent}" here (this runtime serves "${defaults.agent}")`);
+  }
+  if (request.maxSteps !== undefined && request.maxSteps > defaults.maxSteps) {
+    refuse('maxSteps', `must be at most ${defaults.maxSteps} (the server's MAX_STEPS)`);
+  }
+  if (request.previousRunId !== undefined) refuse('previousRunId', 'not supported yet');
+  if (request.idempotencyKey !== undefined) refuse('idempotencyKey', 'not supported yet');
+  return {
+    input: request.input,
+    model: request.model ?? defaults.model,
+    tokenBudget: request.tokenBudget ?? defaults.tokenBudget,
+    timeoutSeconds: request.timeoutSeconds ?? defaults.timeoutSeconds,
+    maxSteps: request.maxSteps ?? defaults.maxSteps,
+    metadata: request.metadata ?? {},
+  };
+}

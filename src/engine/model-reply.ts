@@ -1,0 +1,32 @@
+/**
+ * A model reply as the engine keeps it. Pure. The text is made storable (see store/storable.ts), the
+ * counts are clamped, and the usage of the call's failed attempts (billed, without a result) is added
+ * to the reply's own, so the step's tokens and cost are what the call was billed, not a lower bound.
+ */
+import type { LlmResponse } from '../llm/types.ts';
+import { addUsage, sameUsage, storableContent, storableCount, storableText, storableUsage } from '../store/storable.ts';
+import type { StepWarning } from './events.ts';
+
+export interface AcceptedReply {
+  response: LlmResponse;
+  warnings: { warning: StepWarning; detail: string }[];
+}
+
+export function acceptReply(reply: LlmResponse): AcceptedReply {
+  const warnings: AcceptedReply['warnings'] = [];
+  const content = storableContent(reply.content);
+  const stopReason = storableText(reply.stopReason);
+  if (content !== reply.content || stopReason !== reply.stopReason) {
+    warnings.push({
+      warning: 'unstorable-text-replaced',
+      detail: 'the model reply held U+0000, a lone surrogate or a malformed block: stored with U+FFFD, or without the block',
+    });
+  }
+  const own = storableUsage(reply.usage);
+  const failed = reply.failedAttemptsUsage ? storableUsage(reply.failedAttemptsUsage) : null;
+  if (!sameUsage(own, reply.usage) || (failed && !sameUsage(failed, reply.failedAttemptsUsage!))) {
+    warnings.push({ warning: 'usage-out-of-range', detail: `the provider reported token counts out of range (${JSON.stringify(reply.usage)}): clamped` });
+  }
+  const usage = storableUsage(addUsage(own, failed));
+  return { response: { ...reply, content, stopReason, usage, attempts: Math.max(1, storableCount(reply.attempts)) }, warnings };
+}

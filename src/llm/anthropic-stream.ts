@@ -1,0 +1,129 @@
+import type Anthropic from '@anthropic-ai/sdk';
+import type { Usage } from '../domain.ts';
+import { LlmError } from '../errors.ts';
+import { toLlmResponse } from './anthropic-wire.ts';
+import { normaliseUsage } from './normalise.ts';
+import type { LlmResponse } from './types.ts';
+
+type Block = Record<string, unknown>;
+
+/**
+ * Folds the Messages API's stream events into the message the non-streaming API would have answered:
+ * the same content blocks (text joined from its deltas, a tool's input parsed from its JSON deltas,
+ * thinking with its signature, blocks sent whole kept as sent), the stop reason and the usage
+ * (message_start brings input and cache counts, message_delta the cumulative totals). Pure: the
+ * provider feeds it the events and reports the text each one adds.
+ *
+ * A stream that breaks the protocol (a delta for a block never started, tool input that is not JSON)
+ * fails as no usable answer (-1), as does one that ends without message_stop: the next attempt may
+ * well be whole.
+ */
+export class StreamAssembler {
+  private message: Record<string, unknown> | null = null;
+  private content: Block[] = [];
+  /** The input JSON of tool blocks, as streamed so far, by block index. */
+  private readonly inputJson = new Map<number, string>();
+  private stopped = false;
+
+  constructor(private readonly requestedModel: string) {}
+
+  /** Folds one event in; returns the answer text it adds, or null. */
+  add(event: Anthropic.RawMessageStreamEvent): string | null {
+    if (event.type === 'message_start') {
+      if (this.message) throw broken('a second message_start');
+      const { content, ...message } = event.message as unknown as Record<string, unknown>;
+      this.message = { ...message, usage: { ...(message.usage as object | undefined) } };
+      this.content = Array.isArray(content) ? (content as Block[]).map((b) => ({ ...b })) : [];
+      return null;
+    }
+    const message = this.message;
+    if (!message) {
+      // Unknown kinds of event are skipped, so a new one added to the API does not break old clients.
+      if (['content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop'].includes(event.type)) {
+        throw broken(`${event.type} before message_start`);
+      }
+      return null;
+    }
+    switch (event.type) {
+      case 'content_block_start':
+        this.content[event.index] = { ...(event.content_block as unknown as Block) };
+        return null;
+      case 'content_block_delta':
+        return this.addDelta(event.index, event.delta);
+      case 'content_block_stop':
+        this.closeBlock(event.index);
+        return null;
+      case 'message_delta': {
+        Object.assign(message, event.delta);
+        // Cumulative totals: overwrite those present, keep the others from message_start.
+        const usage = message.usage as Record<string, unknown>;
+        for (const [key, value] of Object.entries(event.usage ?? {})) if (value !== null && value !== undefined) usage[key] = value;
+        return null;
+      }
+      case 'message_stop':
+        this.stopped = true;
+        return null;
+      default:
+        return null;
+    }
+  }
+
+  private block(index: number): Block {
+    const block = this.content[index];
+    if (!block) throw broken(`a delta for content block ${index}, which was never started`);
+    return block;
+  }
+
+  private addDelta(index: number, delta: Anthropic.RawContentBlockDelta): string | null {
+    const block = this.block(index);
+    switch (delta.type) {
+      case 'text_delta':
+        block.text = `${typeof block.text === 'string' ? block.text : ''}${delta.text}`;
+        return delta.text;
+      case 'input_json_delta':
+        this.inputJson.set(index, (this.inputJson.get(index) ?? '') + delta.partial_json);
+        return null;
+      case 'citations_delta':
+        block.citations = [...(Array.isArray(block.citations) ? block.citations : []), delta.citation];
+        return null;
+      case 'thinking_delta':
+        block.thinking = `${typeof block.thinking === 'string' ? block.thinking : ''}${delta.thinking}`;
+        return null;
+      case 'signature_delta':
+        block.signature = delta.signature;
+        return null;
+      default:
+        return null;
+    }
+  }
+
+  private closeBlock(index: number): void {
+    const block = this.block(index);
+    const json = this.inputJson.get(index);
+    this.inputJson.delete(index);
+    // No delta at all, or an empty one: the input the block started with ({}) stands.
+    if (json === undefined || json.trim() === '') return;
+    try {
+      block.input = JSON.parse(json);
+    } catch {
+      throw broken(`the input of content block ${index} is not JSON`);
+    }
+  }
+
+  /** The usage the stream has reported so far; null before message_start. */
+  usage(): Usage | null {
+    return this.message ? normaliseUsage(this.message.usage, []) : null;
+  }
+
+  /** The whole answer; fails (retryably, with the usage seen) when the stream ended before message_stop. */
+  finish(requestId: string | null): LlmResponse {
+    if (!this.message || !this.stopped) {
+      throw new LlmError(-1, 'the stream ended before message_stop', { type: 'incomplete_stream', requestId, usage: this.usage() });
+    }
+    return toLlmResponse({ ...this.message, content: this.content.filter((b) => b !== undefined) }, requestId, this.requestedModel);
+  }
+}
+
+function broken(what: string): LlmError {
+  return new LlmError(-1, `the stream broke the protocol: ${what}`, { type: 'invalid_response' });
+}

@@ -1,0 +1,28 @@
+/**
+ * Which runs a worker may claim, defined once: the claim statement and the queue-depth gauge both use
+ * it, so "depth > 0 and no worker claims" means workers are missing. The `status IN (…)` term lets
+ * PostgreSQL use the partial index run_claim_idx, which holds only live runs.
+ */
+
+/** QUEUED and due, or RUNNING with a lapsed lease (its worker died or stalled). */
+export const CLAIMABLE = `status IN ('QUEUED', 'RUNNING') AND run_at <= now()
+  AND (status = 'QUEUED' OR locked_until < now())`;
+
+/**
+ * Takes up to $3 claimable runs for worker $1 with a lease of $2 ms, skipping the runs in $4 (those
+ * the worker drives already) and rows another claim has locked; one statement, one commit.
+ */
+export const CLAIM_SQL = `WITH next AS (
+    SELECT id FROM run
+    WHERE ${CLAIMABLE}
+      AND id <> ALL ($4::uuid[])
+    ORDER BY run_at
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED)
+  UPDATE run r SET status = 'RUNNING', locked_by = $1, lease_token = gen_random_uuid(),
+         locked_until = now() + $2 * interval '1 millisecond',
+         attempts = r.attempts + 1, updated_at = now()
+  FROM next WHERE r.id = next.id
+  RETURNING r.*, EXISTS (SELECT 1 FROM run_step s WHERE s.run_id = r.id) AS has_steps`;
+
+export const claimParams = (worker: string, leaseMs: number, limit: number, holding: readonly string[]) => [worker, leaseMs, limit, holding];

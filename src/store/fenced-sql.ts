@@ -1,0 +1,53 @@
+/**
+ * The parts the fenced statements of run-store.ts are built from. Each engine write is ONE statement
+ * (a data-modifying CTE): the fence and the lease renewal (`owner`), the step row, and when it is known
+ * already, the STARTED row of the next tool call — one round trip, one commit.
+ */
+import type { RunProgress } from '../domain.ts';
+import type { RunEnd, ToolStart } from './ports.ts';
+import { storableText } from './storable.ts';
+
+export interface ProgressRow {
+  tokens_used: number;
+  cancel_requested: boolean;
+}
+
+export const progress = (r: ProgressRow): RunProgress => ({ tokensUsed: r.tokens_used, cancelRequested: r.cancel_requested });
+
+/**
+ * The fence: the run is still RUNNING under the claim this lease came from. The token is new at every
+ * claim, so a driver whose lease lapsed and was claimed again — even by its own worker — is stale.
+ */
+export const FENCE = (tokenParam: number) => `id = $1 AND locked_by = $2 AND lease_token = $${tokenParam}::uuid AND status = 'RUNNING'`;
+
+/** Renews the lease of a run this claim still owns ($1 run, $2 worker, $3 lease ms), and yields nothing otherwise. */
+export const OWNED = (tokenParam: number, extraSet = '') => `owner AS (
+  UPDATE run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()${extraSet}
+  WHERE ${FENCE(tokenParam)}
+  RETURNING id, tokens_used, cancel_requested)`;
+
+/**
+ * The optional STARTED row of the next tool call, written in the same statement as a checkpoint.
+ * Skipped when a cancel is pending: the guard would stop the run before that tool.
+ */
+export const START_NEXT = (p: number) => `next AS (
+  INSERT INTO run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
+  SELECT id, $${p}::int, 'TOOL', 'STARTED', $${p + 1}::text, $${p + 2}::text, $2 FROM owner
+  WHERE $${p}::int IS NOT NULL AND NOT cancel_requested
+  RETURNING seq)`;
+
+/** The MODEL step row: $2 worker, $5 cost, $6 seq, $7..$15 request, response and usage. */
+export const MODEL_STEP = `step AS (
+  INSERT INTO run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
+                        cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms,
+                        worker, started_at, finished_at)
+  SELECT id, $6, 'MODEL', 'DONE', $7, $8, $9, $10, $11, $12, $13, $5, $14, $15::int, $2,
+         now() - $15::int * interval '1 millisecond', now()
+  FROM owner)`;
+
+export const startParams = (s?: ToolStart) => [s?.seq ?? null, s?.toolName ?? null, s?.toolUseId ?? null];
+
+const storableOrNull = (s: string | null | undefined) => (s == null ? null : storableText(s));
+
+/** The texts of a run's end ($output, $error, $stop_reason), storable whatever a provider's error or a model's output held. */
+export const endTexts = (end: RunEnd) => [storableOrNull(end.output), storableOrNull(end.error), storableOrNull(end.stopReason)];

@@ -1,0 +1,108 @@
+/**
+ * The engine's writes, decided by what the database error means (db-errors.ts):
+ *
+ * - transient (the connection, not the statement): the same write is tried again, with full-jitter
+ *   backoff, a bounded number of times. The lease fence still holds on every try: if the lease lapsed
+ *   and another worker claimed the run meanwhile, the retry writes nothing and raises LeaseLostError.
+ * - a retry that finds its own write already there — the first try committed and only its reply was
+ *   lost: a duplicate key on the step row, a run already ended, a tool step already finished — is done;
+ *   `recordedWrite` checks the row is there and that the run still carries this claim's token (so the
+ *   write was this driver's), and returns what the write would have returned.
+ * - permanent (the statement: a value the database cannot hold, a broken constraint): raised at once as
+ *   PermanentDatabaseError, which ends the run FAILED with the cause instead of an attempt ending.
+ *
+ * The trade-off: a retried write holds the run's slot for up to a few seconds while the database is
+ * unreachable, where ending the attempt would free it — but ending it throws away a model reply that is
+ * already paid for, and the next attempt pays for it again. Past the bound the outage is not a blip,
+ * and the attempt ends as before (the run resumes from its last checkpoint).
+ */
+import { isTerminal } from '../domain.ts';
+import { LeaseLostError, PermanentDatabaseError, StepNotStartedError } from '../errors.ts';
+import { timerSleeper } from '../llm/sleep.ts';
+import { classifyDatabaseError, describeDatabaseError, isUniqueViolation, sqlState } from './db-errors.ts';
+import type { EngineStore, FencedWrite, RecordedWrite } from './ports.ts';
+
+export interface RetryPolicy {
+  /** Tries in all, the first included. */
+  attempts: number;
+  /** @unit milliseconds: the cap of the first wait; each further wait's cap doubles, up to `capMs`. */
+  baseMs: number;
+  /** @unit milliseconds */
+  capMs: number;
+}
+
+/** About 6 s of waiting at most (full jitter averages half of that): longer than a failover's blip. */
+export const WRITE_RETRY: RetryPolicy = { attempts: 7, baseMs: 100, capMs: 2_000 };
+
+export interface RetryOptions<T> {
+  /** What the operation does, for the error a permanent failure becomes ("record model step 3"). */
+  what: string;
+  policy?: RetryPolicy;
+  /** Stops retrying (and waiting) at once. */
+  signal?: AbortSignal;
+  /** On a retry whose error may mean "the first try committed": what that try would have returned, or null. */
+  landed?: () => Promise<{ value: T } | null>;
+}
+
+const mayHaveLanded = (e: unknown) => isUniqueViolation(e) || e instanceof LeaseLostError || e instanceof StepNotStartedError;
+
+/** Runs `op`, retrying it on transient database errors; a permanent one becomes PermanentDatabaseError. */
+export async function retryTransient<T>(op: () => Promise<T>, o: RetryOptions<T>): Promise<T> {
+  const policy = o.policy ?? WRITE_RETRY;
+  for (let attempt = 1; ; attempt++) {
+    let error: unknown;
+    try {
+      return await op();
+    } catch (e) {
+      error = e;
+    }
+    if (attempt > 1 && o.landed && mayHaveLanded(error)) {
+      try {
+        const found = await o.landed();
+        if (found) return found.value;
+      } catch (e) {
+        error = e;
+      }
+    }
+    const kind = classifyDatabaseError(error);
+    if (kind === 'permanent') {
+      throw new PermanentDatabaseError(`could not ${o.what}: ${describeDatabaseError(error)}`, sqlState(error), { cause: error });
+    }
+    if (kind !== 'transient' || attempt >= policy.attempts) throw error;
+    o.signal?.throwIfAborted();
+    await timerSleeper.sleep(Math.random() * Math.min(policy.capMs, policy.baseMs * 2 ** (attempt - 1)), o.signal);
+  }
+}
+
+const asWrite = (r: RecordedWrite): FencedWrite => ({ tokensUsed: r.tokensUsed, cancelRequested: r.cancelRequested, nextStarted: r.nextStarted });
+
+/**
+ * The store, with the engine's reads and writes retried as above. Everything else (claims, lease
+ * renewals, releases: the worker's) is the store's own, unchanged.
+ */
+export function retryingWrites(store: EngineStore, signal?: AbortSignal, policy: RetryPolicy = WRITE_RETRY): EngineStore {
+  const s: EngineStore = Object.create(store);
+  const retry = <T>(what: string, op: () => Promise<T>, landed?: () => Promise<{ value: T } | null>) =>
+    retryTransient(op, { what, policy, signal, landed });
+
+  s.steps = (runId) => retry('read the log', () => store.steps(runId));
+  s.putBlob = (body) => retry('store a shared text', () => store.putBlob(body));
+  s.checkpointModel = (runId, owner, cp, then) =>
+    retry(`record model step ${cp.seq}`, () => store.checkpointModel(runId, owner, cp, then), async () => {
+      const r = await store.recordedWrite(runId, owner, { modelSeq: cp.seq, startNext: then?.startNext });
+      return r?.ours && r.modelStep ? { value: asWrite(r) } : null;
+    });
+  // Idempotent by itself: a second STARTED row for the same tool_use id is never written.
+  s.startTool = (runId, owner, start) => retry(`record the start of tool step ${start.seq}`, () => store.startTool(runId, owner, start));
+  s.finishTool = (runId, owner, finish, startNext) =>
+    retry(`record the result of tool call ${finish.toolUseId}`, () => store.finishTool(runId, owner, finish, startNext), async () => {
+      const r = await store.recordedWrite(runId, owner, { finishedToolUseId: finish.toolUseId, startNext });
+      return r?.ours && r.toolFinished ? { value: asWrite(r) } : null;
+    });
+  s.finish = (runId, owner, end) =>
+    retry(`end the run ${end.status}`, () => store.finish(runId, owner, end), async () => {
+      const r = await store.recordedWrite(runId, owner, {});
+      return r?.ours && isTerminal(r.status) ? { value: undefined } : null;
+    });
+  return s;
+}

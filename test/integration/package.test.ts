@@ -1,0 +1,201 @@
+/**
+ * The package as a user gets it: `npm pack`, installed into an empty project, used from plain Node
+ * ESM (no tsx, no sources) to run an agent with a zod tool on real PostgreSQL, and type-checked from
+ * a strict TypeScript consumer with `nodenext` resolution.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { assertBuilt, cleanEnv } from '../support/cli-process.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { type FakeAnthropic, startFakeAnthropic } from '../support/fake-anthropic.ts';
+
+const run = promisify(execFile);
+const REPO = path.resolve('.');
+const TSC = path.join(REPO, 'node_modules/typescript/bin/tsc');
+
+let project: string;
+let packed: string[];
+
+beforeAll(async () => {
+  assertBuilt();
+  project = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agent-consumer-'));
+  // The build is current (assertBuilt): pack it as it is rather than build it a second time.
+  const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', project], { cwd: REPO });
+  const [info] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
+  packed = info!.files.map((f) => f.path);
+  fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  // From the registry cache that `npm ci` filled; zod and @types/node as a user's project has them.
+  // Without the optional binaries of the embedded server (60 MB to copy): this project has DATABASE_URL.
+  await run(
+    'npm',
+    ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=optional', `./${info!.filename}`, 'zod@4.6.7', '@types/node@20.19.43'],
+    { cwd: project, timeout: 240_000 },
+  );
+}, 300_000);
+
+afterAll(() => {
+  if (project) fs.rmSync(project, { recursive: true, force: true });
+});
+
+describe('the tarball', () => {
+  it('holds the compiled code, its declarations, migrations, prices and the command; no tests, benchmarks or sources', () => {
+    expect(packed).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli.js', 'dist/db/migrations/0001_runs.sql', 'bin/durable-agent.js', 'prices.json', 'README.md', 'package.json']));
+    expect(packed.filter((p) => /^(test|bench|src|scripts)\//.test(p) || p.endsWith('.tsbuildinfo'))).toEqual([]);
+    const installed = path.join(project, 'node_modules/durable-agent');
+    expect(fs.existsSync(path.join(project, 'node_modules/tsx'))).toBe(false);
+    // Declarations name .js files, which exist beside them.
+    const declarations = fs.readFileSync(path.join(installed, 'dist/index.d.ts'), 'utf8');
+    expect(declarations).toContain("from './create-runtime.js'");
+    expect(declarations).not.toMatch(/from '\.[^']*\.ts'/);
+  });
+
+  it('installs the command, which finds the migrations it ships', async () => {
+    const bin = path.join(project, 'node_modules/.bin/durable-agent');
+    const { stdout } = await run(bin, ['--help'], { cwd: project });
+    expect(stdout).toContain('Usage: durable-agent <command> [options]');
+
+    // An empty database (not a clone of the suite's migrated template) gets every migration.
+    const admin = new pg.Client({ connectionString: inject('adminUrl') });
+    await admin.connect();
+    const name = `${inject('dbPrefix')}_empty_${randomBytes(4).toString('hex')}`;
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+    try {
+      const url = new URL(inject('adminUrl'));
+      url.pathname = `/${name}`;
+      const migrated = await run(bin, ['migrate'], { cwd: project, env: cleanEnv({ DATABASE_URL: url.toString() }) });
+      const shipped = packed.filter((p) => p.startsWith('dist/db/migrations/')).map((p) => path.basename(p, '.sql')).sort();
+      expect(shipped.length).toBeGreaterThan(0);
+      expect(migrated.stdout).toMatch(new RegExp(`^applied ${shipped.join(', ')} to `));
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
+});
+
+describe('a plain ESM program using the installed package', () => {
+  let db: TestDatabase;
+  let fake: FakeAnthropic;
+  beforeAll(async () => {
+    db = await testDatabase();
+    fake = await startFakeAnthropic({ apiKey: 'sk-ant-test-package-0000' });
+  });
+  afterAll(async () => {
+    await fake?.close();
+    await db?.close();
+  });
+
+  it('runs an agent with a zod tool to the end, durably, on PostgreSQL', async () => {
+    fake.toolUse('toolu_pkg_1', 'get_weather', { city: 'Paris' }).text('Take an umbrella.');
+    fs.writeFileSync(
+      path.join(project, 'weather.mjs'),
+      `import { z } from 'zod';
+import { createRuntime, defineAgent, tool } from 'durable-agent';
+
+const calls = [];
+const weather = tool({
+  name: 'get_weather',
+  description: 'The forecast for a city.',
+  input: z.object({ city: z.string(), days: z.number().int().default(1) }),
+  execute: async ({ city, days }, { idempotencyKey }) => {
+    calls.push({ city, days, idempotencyKey });
+    return city + ': rain';
+  },
+});
+const helper = defineAgent({ name: 'helper', system: 'You answer in one sentence.', tools: [weather] });
+
+const rt = await createRuntime({ agents: [helper], api: { port: 0 } });
+const health = (await fetch(rt.url + '/healthz')).status;
+const run = await rt.runs.create({ input: 'Do I need an umbrella in Paris?' });
+const done = await rt.runs.wait(run.id, { timeoutMs: 60000 });
+await rt.close();
+console.log('RESULT ' + JSON.stringify({ status: done.status, output: done.output, calls, health }));
+`,
+    );
+    const env = cleanEnv({
+      DATABASE_URL: db.url,
+      ANTHROPIC_API_KEY: 'sk-ant-test-package-0000',
+      ANTHROPIC_BASE_URL: fake.url,
+      LOG_LEVEL: 'warn',
+    });
+    const { stdout } = await run(process.execPath, ['weather.mjs'], { cwd: project, env, timeout: 90_000 });
+    const result = JSON.parse(/^RESULT (.*)$/m.exec(stdout)![1]!);
+    expect(result).toEqual({
+      status: 'SUCCEEDED',
+      output: 'Take an umbrella.',
+      calls: [{ city: 'Paris', days: 1, idempotencyKey: 'toolu_pkg_1' }],
+      health: 200,
+    });
+    expect(fake.requests[0]!.body.tools).toEqual([
+      expect.objectContaining({
+        name: 'get_weather',
+        input_schema: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer', default: 1, minimum: expect.any(Number), maximum: expect.any(Number) } }, required: ['city'] },
+      }),
+    ]);
+    expect(JSON.stringify(fake.requests[1]!.body.messages)).toContain('"tool_use_id":"toolu_pkg_1","content":"Paris: rain"');
+    // Every step is in the database: two model calls and the tool call.
+    const { rows } = await db.pool.query<{ kind: string; status: string }>('SELECT kind, status FROM run_step ORDER BY seq');
+    expect(rows).toEqual([
+      { kind: 'MODEL', status: 'DONE' },
+      { kind: 'TOOL', status: 'DONE' },
+      { kind: 'MODEL', status: 'DONE' },
+    ]);
+  });
+});
+
+describe('a TypeScript consumer', () => {
+  it('type-checks against the installed declarations (strict, nodenext), with the parsed input typed', async () => {
+    fs.writeFileSync(
+      path.join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true, types: ['node'] },
+        include: ['consumer.ts'],
+      }),
+    );
+    fs.writeFileSync(
+      path.join(project, 'consumer.ts'),
+      `import { z } from 'zod';
+import { createRuntime, defineAgent, defineTool, tool, InputError, WaitTimeoutError, type Run, type RuntimeEvent } from 'durable-agent';
+
+const weather = tool({
+  name: 'get_weather',
+  description: 'The forecast for a city.',
+  input: z.object({ city: z.string(), days: z.number().int().default(1) }),
+  execute: async ({ city, days }, ctx) => \`\${city.toUpperCase()} \${days.toFixed(0)} \${ctx.idempotencyKey} \${ctx.runId}\`,
+  needsApproval: ({ city }) => city === 'Paris',
+});
+// @ts-expect-error execute gets the parsed input: city is a string
+tool({ name: 'bad', description: 'x', input: z.object({ city: z.string() }), execute: async ({ city }) => city.toFixed() });
+const clock = defineTool({ name: 'now', description: 'The time.', inputSchema: { type: 'object' }, execute: async () => new Date().toISOString() });
+
+const helper = defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather, clock], maxTokens: 512, version: '1' });
+const seen: RuntimeEvent['type'][] = [];
+const rt = await createRuntime({ agents: [helper], api: { port: 0 }, worker: true, onEvent: (e) => seen.push(e.type) });
+const run: Run = await rt.runs.create({ input: 'Umbrella in Paris?', tokenBudget: 10_000, metadata: { user: 'u1' } });
+try {
+  const done = await rt.runs.wait(run.id, { timeoutMs: 30_000 });
+  const output: string | null = done.output;
+  console.log(output, rt.url, done.status === 'SUCCEEDED');
+} catch (e) {
+  if (e instanceof WaitTimeoutError || e instanceof InputError) console.log(e.message);
+}
+const page = await rt.runs.list({ status: 'SUCCEEDED', limit: 5 });
+console.log(page.runs.map((r) => r.id), page.nextCursor, await rt.runs.get(run.id), seen);
+// @ts-expect-error an unknown status
+await rt.runs.list({ status: 'DONE' });
+await rt.close();
+`,
+    );
+    const result = await run(process.execPath, [TSC, '-p', project], { cwd: project, timeout: 180_000 }).then(
+      () => ({ code: 0, out: '' }),
+      (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
+    );
+    expect(result).toEqual({ code: 0, out: '' });
+  }, 200_000);
+});

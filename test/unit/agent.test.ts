@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { checkAgents, defineAgent, singleAgent } from '../../src/agent.ts';
+import { ConfigError } from '../../src/errors.ts';
+import { defineTool } from '../../src/tools/types.ts';
+import { tool } from '../../src/tools/zod-tool.ts';
+
+const weather = tool({ name: 'get_weather', description: 'Weather.', input: z.object({ city: z.string() }), execute: async () => 'sunny' });
+const clock = defineTool({ name: 'now', description: 'The time.', inputSchema: { type: 'object' }, execute: async () => '12:00' });
+
+describe('defineAgent', () => {
+  it('takes zod and JSON-Schema tools, and fills what is left out with null (the runtime defaults)', () => {
+    const helper = defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather, clock] });
+    expect(helper).toEqual({ name: 'helper', system: 'Be brief.', tools: [weather, clock], model: null, maxTokens: null, version: null });
+    expect(Object.isFrozen(helper)).toBe(true);
+    expect(defineAgent({ name: 'v2.agent', system: 's', tools: [], model: 'claude-x', maxTokens: 512, version: '2026-11' })).toMatchObject({
+      model: 'claude-x',
+      maxTokens: 512,
+      version: '2026-11',
+    });
+  });
+
+  it('names the agent and the first thing wrong with it', () => {
+    const bad = (over: Record<string, unknown>) => () => defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather], ...over } as never);
+    expect(bad({ name: 'my agent' })).toThrow(ConfigError);
+    expect(bad({ name: 'my agent' })).toThrow('invalid agent "my agent": name: use 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit');
+    expect(bad({ system: '  ' })).toThrow('invalid agent "helper": system: must not be blank');
+    expect(bad({ tools: [weather, weather] })).toThrow('invalid agent "helper": tools: two tools are named "get_weather"');
+    expect(bad({ tools: [{ name: 'x' }] })).toThrow('invalid agent "helper": tools.0: must be a tool made with tool() or defineTool()');
+    expect(bad({ maxTokens: 0 })).toThrow('invalid agent "helper": maxTokens: Too small: expected number to be >=1');
+    expect(bad({ tool: [weather] })).toThrow('invalid agent "helper": Unrecognized key: "tool"');
+  });
+});
+
+describe('the agents a runtime is given', () => {
+  const helper = defineAgent({ name: 'helper', system: 's', tools: [weather] });
+
+  it('are checked as defineAgent would, read back from its result or from a plain object', () => {
+    expect(checkAgents([helper], 'here')).toEqual([helper]);
+    expect(checkAgents([{ name: 'plain', system: 's', tools: [clock] }], 'here')[0]).toMatchObject({ name: 'plain', model: null });
+    expect(() => checkAgents([], 'createRuntime')).toThrow('createRuntime: agents must be a non-empty array of defineAgent(…) values');
+    expect(() => checkAgents(undefined, 'createRuntime')).toThrow('createRuntime: agents must be a non-empty array');
+    expect(() => checkAgents([helper, null], 'here')).toThrow('here: agents.1 is not an agent definition');
+    expect(() => checkAgents([helper, { ...helper }], 'here')).toThrow('here: two agents are named "helper"');
+  });
+
+  it('are one agent in this version: several is a clear error, not runs driven by the wrong agent', () => {
+    expect(singleAgent([helper], 'createRuntime')).toBe(helper);
+    const billing = defineAgent({ name: 'billing', system: 's', tools: [] });
+    expect(() => singleAgent([helper, billing], 'createRuntime')).toThrow(
+      new ConfigError('createRuntime: several agents are not supported yet (got 2: helper, billing); pass one'),
+    );
+  });
+});

@@ -1,0 +1,87 @@
+import { describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import type { RunId, ToolUseBlock } from '../../src/domain.ts';
+import { ConfigError } from '../../src/errors.ts';
+import { ToolExecutor } from '../../src/tools/executor.ts';
+import { tool } from '../../src/tools/zod-tool.ts';
+
+const ctx = { runId: 'run-1' as RunId, signal: new AbortController().signal };
+const use = (input: unknown): ToolUseBlock => ({ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input });
+
+function weather(execute = vi.fn(async ({ city, days }: { city: string; days: number }) => `${city}: sunny for ${days} day(s)`)) {
+  const t = tool({
+    name: 'get_weather',
+    description: 'Current weather in a city.',
+    input: z.object({ city: z.string().min(1).describe('The city'), days: z.number().int().min(1).max(7).default(1) }),
+    execute,
+  });
+  return { t, execute, executor: new ToolExecutor([t], 1_000) };
+}
+
+describe('tool() with a zod schema', () => {
+  it('tells the model the JSON Schema of the input', () => {
+    const { executor } = weather();
+    expect(executor.definitions()).toEqual([
+      {
+        name: 'get_weather',
+        description: 'Current weather in a city.',
+        input_schema: {
+          type: 'object',
+          properties: {
+            city: { type: 'string', minLength: 1, description: 'The city' },
+            days: { type: 'integer', minimum: 1, maximum: 7, default: 1 },
+          },
+          required: ['city'],
+        },
+      },
+    ]);
+  });
+
+  it('gives execute the parsed input, defaults applied, with the idempotency key', async () => {
+    const { executor, execute } = weather();
+    expect(await executor.execute(use({ city: 'Paris' }), ctx)).toEqual({ status: 'DONE', result: 'Paris: sunny for 1 day(s)' });
+    expect(execute).toHaveBeenCalledWith({ city: 'Paris', days: 1 }, expect.objectContaining({ idempotencyKey: 'toolu_1', runId: 'run-1' }));
+  });
+
+  it('never executes an input that does not fit: the model gets an is_error result naming each failing field', async () => {
+    const { executor, execute } = weather();
+    expect(await executor.execute(use({ city: 42, days: 9 }), ctx)).toEqual({
+      status: 'ERROR',
+      result: 'error: invalid input for get_weather: city: Invalid input: expected string, received number; days: Too big: expected number to be <=7',
+    });
+    expect(await executor.execute(use('Paris'), ctx)).toEqual({
+      status: 'ERROR',
+      result: 'error: invalid input for get_weather: (the input itself): Invalid input: expected object, received string',
+    });
+    expect(execute).not.toHaveBeenCalled();
+  });
+
+  it('keeps idempotent and needsApproval; a needsApproval function is given the parsed input, and false for one that does not parse', async () => {
+    const decide = vi.fn(({ amount }: { amount: number }) => amount > 100);
+    const refund = tool({
+      name: 'refund',
+      description: 'Refunds an invoice.',
+      input: z.object({ amount: z.coerce.number() }),
+      execute: async () => 'ok',
+      idempotent: false,
+      needsApproval: decide,
+    });
+    expect(refund.idempotent).toBe(false);
+    const needsApproval = refund.needsApproval as (input: unknown) => Promise<boolean>;
+    expect(await needsApproval({ amount: '250' })).toBe(true);
+    expect(decide).toHaveBeenCalledWith({ amount: 250 });
+    expect(await needsApproval({ amount: 'lots' })).toBe(false);
+    expect(tool({ name: 'always', description: 'x', input: z.object({}), execute: async () => 1, needsApproval: true }).needsApproval).toBe(true);
+    expect('needsApproval' in tool({ name: 'never', description: 'x', input: z.object({}), execute: async () => 1 })).toBe(false);
+  });
+
+  it('refuses a definition the model could not be told, naming the tool', () => {
+    const define = (over: Record<string, unknown>) => () =>
+      tool({ name: 'get_weather', description: 'd', input: z.object({}), execute: async () => 1, ...over } as never);
+    expect(define({ name: 'get weather' })).toThrow(new ConfigError('tool name "get weather": use 1 to 64 letters, digits, "_" or "-"'));
+    expect(define({ description: ' ' })).toThrow(new ConfigError('tool "get_weather": description must be a non-empty string'));
+    expect(define({ input: z.string() })).toThrow(new ConfigError('tool "get_weather": input must be a zod object schema (z.object({…}))'));
+    expect(define({ input: { type: 'object' } })).toThrow(new ConfigError('tool "get_weather": input must be a zod schema'));
+    expect(define({ input: z.object({ when: z.date() }) })).toThrow(/tool "get_weather": its input schema cannot be told to the model as JSON Schema: Date cannot be represented/);
+  });
+});
