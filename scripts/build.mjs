@@ -34,7 +34,8 @@ const isAsset = (file) => !file.endsWith('.ts');
 
 const sources = new Set(files(src));
 for (const file of files(dist)) {
-  if (file === '.tsbuildinfo') continue;
+  // dist/dashboard/ is the dashboard's build (dashboard/build.ts), not an output of src/.
+  if (file === '.tsbuildinfo' || file.startsWith(`dashboard${path.sep}`)) continue;
   const target = path.join(dist, file);
   const source = OUTPUT.test(file) ? file.replace(OUTPUT, '.ts') : file;
   if (!sources.has(source)) {

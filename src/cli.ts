@@ -69,6 +69,7 @@ function banner(config: Readonly<Config>, url: string, database: string, provide
     `  agent:    ${agent ?? 'demo (the built-in support assistant; --config for yours)'}`,
     `  model:    ${provider === 'demo' ? 'demo (offline stand-in; set ANTHROPIC_API_KEY for Claude)' : `${provider}, default ${config.defaultModel}`}`,
     `  worker:   ${withWorker ? `${config.workerName}, up to ${config.workerConcurrency} runs at once` : 'none in this process (--no-worker)'}`,
+    `  web UI:   ${url}/ (the dashboard)`,
     '',
     'Start a run:',
     `  curl -s -X POST ${url}/api/runs -H 'Content-Type: application/json' \\`,

@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { loadDashboard } from './api/dashboard.ts';
 import type { RunDefaults } from './api/new-run.ts';
 import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
@@ -25,6 +26,7 @@ import { RunWaits } from './run-waits.ts';
 import { createRuns, type Runs } from './runs.ts';
 import { TicketStore } from './store/demo-tickets.ts';
 import { RunListing } from './store/run-listing.ts';
+import { RunOverview } from './store/run-overview.ts';
 import { RunStore } from './store/run-store.ts';
 import { countRunsByStatus, queueDepth } from './store/run-stats.ts';
 import { DEFAULT_SYSTEM_PROMPT, demoTools } from './tools/demo-tools.ts';
@@ -148,6 +150,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     let url: string | null = null;
     // Listen before the worker claims anything: a port already taken must fail before runs are held.
     if (opts.api) {
+      const dashboard = loadDashboard();
+      if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
       server = createServer({
         store,
         listing,
@@ -156,6 +160,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           await pool.query('SELECT 1');
         },
         metrics: () => metrics.render(),
+        overview: new RunOverview(pool),
+        dashboard,
         logger,
       });
       url = await server.listen({ host: config.host, port: config.port }).catch((e: NodeJS.ErrnoException) => {

@@ -1,6 +1,7 @@
 /** Domain types → the API's JSON, in one place: camelCase keys, dates as ISO strings, no internals (leases). */
 import type { Run, StepSummary } from '../domain.ts';
-import type { RunJson, TimelineItem } from './schemas.ts';
+import type { ListedRun } from '../store/run-listing.ts';
+import type { RunJson, RunListItemJson, TimelineItem } from './schemas.ts';
 
 const iso = (d: Date) => d.toISOString();
 const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
@@ -25,6 +26,15 @@ export function runJson(r: Run): RunJson {
     attempts: r.attempts,
     cancelRequested: r.cancelRequested,
     metadata: r.metadata,
+  };
+}
+
+/** A run in a list: the run, its step count, and how long it took once it has finished. */
+export function runListItem(r: ListedRun): RunListItemJson {
+  return {
+    ...runJson(r),
+    stepCount: r.stepCount,
+    durationMs: r.finishedAt ? Math.max(0, r.finishedAt.getTime() - r.createdAt.getTime()) : null,
   };
 }
 

@@ -4,7 +4,7 @@ import { NotFoundError } from '../errors.ts';
 import type { RunListing } from '../store/run-listing.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { type RunDefaults, toNewRun } from './new-run.ts';
-import { runJson, timelineItem } from './present.ts';
+import { runJson, runListItem, timelineItem } from './present.ts';
 import { defineRoute, type ApiRoute } from './route.ts';
 import {
   CancelledRun,
@@ -60,7 +60,7 @@ export function runRoutes({ store, listing, defaults }: RunsDeps): ApiRoute[] {
       responses: { 200: { description: 'One page of runs.', schema: RunPageJson } },
       async handle({ query }) {
         const page = await listing.list(query);
-        return { body: { runs: page.runs.map(runJson), nextCursor: page.nextCursor } };
+        return { body: { runs: page.runs.map(runListItem), nextCursor: page.nextCursor } };
       },
     }),
     defineRoute({

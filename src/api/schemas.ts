@@ -150,8 +150,15 @@ export const RunJson = z.object({
 responseSchemas.add(RunJson, { id: 'Run' });
 export type RunJson = z.infer<typeof RunJson>;
 
+export const RunListItemJson = RunJson.extend({
+  stepCount: count.describe('Steps recorded so far (a tool call in progress included).'),
+  durationMs: count.nullable().describe('From creation to the end; null while the run is not finished.'),
+});
+responseSchemas.add(RunListItemJson, { id: 'RunListItem' });
+export type RunListItemJson = z.infer<typeof RunListItemJson>;
+
 export const RunPageJson = z.object({
-  runs: z.array(RunJson),
+  runs: z.array(RunListItemJson),
   nextCursor: z.string().nullable().describe('Pass as ?cursor= for the next page; null on the last page.'),
 });
 responseSchemas.add(RunPageJson, { id: 'RunPage' });

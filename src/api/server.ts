@@ -10,11 +10,13 @@ import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import { InputError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
+import { type DashboardFiles, registerDashboard } from './dashboard.ts';
 import { parseInput, toHttpError, type HttpError } from './errors.ts';
 import { isLoopbackAddress, loopbackRefusal } from './loopback-guard.ts';
 import { openApiDocument } from './openapi.ts';
 import type { ApiRoute } from './route.ts';
 import { opsRoutes, type OpsDeps } from './routes-ops.ts';
+import { overviewRoutes, type OverviewDeps } from './routes-overview.ts';
 import { runRoutes, type RunsDeps } from './routes-runs.ts';
 
 export type { RunDefaults } from './routes-runs.ts';
@@ -37,10 +39,12 @@ export interface ClientTimeouts {
 
 export const CLIENT_TIMEOUTS: ClientTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 60_000, checkIntervalMs: 1_000 };
 
-export interface ApiDeps extends RunsDeps, OpsDeps {
+export interface ApiDeps extends RunsDeps, OpsDeps, OverviewDeps {
   /** Request lines (method, url, status, time; never bodies) and 500s go here; none when absent or false. */
   logger?: Logger | false | undefined;
   timeouts?: Partial<ClientTimeouts> | undefined;
+  /** The dashboard at /: its built files, or null when it is not built (its pages say how). Absent: no dashboard. */
+  dashboard?: DashboardFiles | null | undefined;
 }
 
 /** Larger bodies are refused with 413 before they are read to the end. */
@@ -136,7 +140,11 @@ export function createServer(deps: ApiDeps): FastifyInstance {
   });
 
   let document: unknown;
-  const routes: ApiRoute[] = [...runRoutes(deps), ...opsRoutes(deps, () => (document ??= openApiDocument(routes)))];
+  const routes: ApiRoute[] = [
+    ...runRoutes(deps),
+    ...overviewRoutes(deps),
+    ...opsRoutes(deps, () => (document ??= openApiDocument(routes))),
+  ];
   for (const r of routes) {
     app.route({
       method: r.method,
@@ -155,5 +163,6 @@ export function createServer(deps: ApiDeps): FastifyInstance {
       },
     });
   }
+  if (deps.dashboard !== undefined) registerDashboard(app, deps.dashboard);
   return app;
 }

@@ -6,6 +6,9 @@
  * The cursor is opaque to clients: base64url of JSON {createdAt, id} naming the last run of the page.
  * createdAt is the exact timestamptz as text with microseconds: a JS Date keeps only milliseconds,
  * and a cursor rounded to the millisecond would skip or repeat runs created within the same one.
+ *
+ * Each listed run carries its step count: the highest seq, one probe of the step table's primary key
+ * per run (steps are numbered 1, 2, 3 … without gaps), so a page costs the same however long its runs.
  */
 import type pg from 'pg';
 import { z } from 'zod';
@@ -20,8 +23,13 @@ export interface RunPageQuery {
   cursor?: string | undefined;
 }
 
+/** A run as the list shows it: the run and how many steps it has recorded. */
+export interface ListedRun extends Run {
+  stepCount: number;
+}
+
 export interface RunPage {
-  runs: Run[];
+  runs: ListedRun[];
   /** Where the next page starts; null on the last page. */
   nextCursor: string | null;
 }
@@ -80,8 +88,9 @@ export class RunListing {
     }
     // One extra row tells whether there is a next page without a count query.
     params.push(q.limit + 1);
-    const { rows } = await this.db.query<RunRow & { exact_created_at: string }>(
-      `SELECT ${RUN_COLUMNS}, ${EXACT_CREATED_AT} AS exact_created_at
+    const { rows } = await this.db.query<RunRow & { exact_created_at: string; step_count: number | null }>(
+      `SELECT ${RUN_COLUMNS}, ${EXACT_CREATED_AT} AS exact_created_at,
+              (SELECT max(s.seq) FROM run_step s WHERE s.run_id = run.id) AS step_count
        FROM run
        ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
        ORDER BY created_at DESC, id DESC
@@ -91,7 +100,7 @@ export class RunListing {
     const page = rows.slice(0, q.limit);
     const last = page.at(-1);
     return {
-      runs: page.map(toRun),
+      runs: page.map((r) => ({ ...toRun(r), stepCount: r.step_count ?? 0 })),
       nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: last.exact_created_at, id: last.id }) : null,
     };
   }

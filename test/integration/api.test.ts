@@ -421,7 +421,7 @@ describe('operations', () => {
       Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
     );
     expect(operations.sort()).toEqual([
-      'GET /api/runs', 'GET /api/runs/{id}', 'GET /api/runs/{id}/steps/{seq}', 'GET /api/runs/{id}/timeline',
+      'GET /api/overview', 'GET /api/runs', 'GET /api/runs/{id}', 'GET /api/runs/{id}/steps/{seq}', 'GET /api/runs/{id}/timeline',
       'GET /healthz', 'GET /metrics', 'GET /openapi.json', 'POST /api/runs', 'POST /api/runs/{id}/cancel',
     ]);
     for (const op of operations) {

@@ -182,6 +182,8 @@ it('worker-A is killed mid-step; worker-B resumes from the checkpoint and the ru
   expect(workerA.out).toMatch(new RegExp(`worker-A run=${short} seq=2 TOOL list_tickets id=toolu_01Ab started`));
   expect(workerA.out).toMatch(new RegExp(`worker-A run=${short} seq=2 TOOL list_tickets id=toolu_01Ab done \\d+ms`));
   expect(workerA.out).not.toContain('seq=3 MODEL stop=');
+  // Log lines are written asynchronously: the last one may arrive just after the API shows the run finished.
+  await waitForOutput(workerB, new RegExp(`worker-B run=${short} SUCCEEDED`), 10_000);
   expect(workerB.out).toMatch(/worker-B run=\w{8} resumed at seq=/);
   expect(workerB.out).toContain(`worker-B run=${short} resumed at seq=2`);
   expect(workerB.out).toMatch(new RegExp(`worker-B run=${short} seq=3 MODEL stop=end_turn in=1210 out=140 cache_read=100 latency=\\d+ms`));

@@ -1,0 +1,52 @@
+/** The dashboard's overview as an API route: the figures of store/run-overview.ts as JSON. */
+import { NotFoundError } from '../errors.ts';
+import type { Overview, OverviewWindow, RunOverview } from '../store/run-overview.ts';
+import { defineRoute, type ApiRoute } from './route.ts';
+import { ErrorBody } from './schemas.ts';
+import { OverviewJson } from './schemas-overview.ts';
+
+export interface OverviewDeps {
+  /** Without it /api/overview is a 404. */
+  overview?: Pick<RunOverview, 'read'> | undefined;
+}
+
+const windowJson = (w: OverviewWindow): OverviewJson['hour'] => ({
+  since: w.since.toISOString(),
+  bucketSeconds: w.bucketSeconds,
+  runsCreated: w.runsCreated,
+  totals: w.totals,
+  series: w.series.map((b) => ({ ...b, start: b.start.toISOString() })),
+  latency: w.latency,
+});
+
+export function overviewJson(o: Overview): OverviewJson {
+  return { at: o.at.toISOString(), runsByStatus: o.runsByStatus, hour: windowJson(o.hour), day: windowJson(o.day) };
+}
+
+/** `read`, with the calls made while one is under way sharing it instead of starting another. */
+export function sharedWhileRunning<T>(read: () => Promise<T>): () => Promise<T> {
+  let running: Promise<T> | null = null;
+  return () => (running ??= read().finally(() => (running = null)));
+}
+
+export function overviewRoutes(deps: OverviewDeps): ApiRoute[] {
+  // Every open dashboard asks every few seconds: however many people watch, the database does one read at a time.
+  const read = deps.overview ? sharedWhileRunning(() => deps.overview!.read()) : null;
+
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/api/overview',
+      operationId: 'getOverview',
+      summary: 'Runs by status; tokens, cost and p50/p95 step latency of the last hour and day',
+      responses: {
+        200: { description: 'The figures, read now.', schema: OverviewJson },
+        404: { description: 'The overview is not enabled on this server.', schema: ErrorBody },
+      },
+      async handle() {
+        if (!read) throw new NotFoundError('the overview is not enabled on this server');
+        return { body: overviewJson(await read()) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,326 @@
+/**
+ * The dashboard in a real headless Chromium (Debian's `chromium`, driven by playwright-core) against
+ * a real runtime: API and worker on a real PostgreSQL, a scripted model, real tools. What a person
+ * would check: the list shows the database's runs, the filter and the paging work, a run's steps are
+ * in the waterfall, a step opens to its request and response, Cancel stops a running run, the
+ * overview's figures are the database's, and the browser logs no error on the way.
+ */
+import pg from 'pg';
+import type { ConsoleMessage, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seedRuns } from '../../bench/seed-runs.ts';
+import { dashboardStaleness } from '../../dashboard/build.ts';
+import { formatCost, formatCount, formatDuration } from '../../dashboard/src/format.ts';
+import { loadConfig } from '../../src/config.ts';
+import type { RunId } from '../../src/domain.ts';
+import { ToolError } from '../../src/errors.ts';
+import { type Runtime, startRuntime } from '../../src/runtime.ts';
+import { defineTool } from '../../src/tools/types.ts';
+import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { waitFor } from '../support/engine.ts';
+import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
+
+const UI_TIMEOUT = 20_000;
+
+let db: TestDatabase;
+let runtime: Runtime;
+let chromium: LaunchedChromium;
+let page: Page;
+let base: string;
+const consoleErrors: string[] = [];
+let releaseHeld: () => void = () => {};
+const held = new Promise<void>((resolve) => (releaseHeld = resolve));
+
+const tools = [
+  defineTool({ name: 'lookup', description: 'Finds tickets', inputSchema: { type: 'object' }, execute: async () => ({ tickets: [{ id: 'T-1', title: 'Printer on fire' }] }) }),
+  defineTool({
+    name: 'broken',
+    description: 'Always fails',
+    inputSchema: { type: 'object' },
+    execute: async () => {
+      throw new ToolError('the ticket system is down');
+    },
+  }),
+];
+
+/** The model's side of each run, chosen by the run's input and how far the conversation is. */
+const llm = new ScriptedLlm(async (req) => {
+  const input = String(req.messages[0]!.content);
+  const turn = req.messages.filter((m) => m.role === 'assistant').length;
+  if (input.startsWith('hold')) {
+    await held;
+    return response([{ type: 'tool_use', id: `toolu_hold_${turn}`, name: 'lookup', input: {} }], 'tool_use', usage(500, 30));
+  }
+  if (input.startsWith('tickets')) {
+    if (turn === 0) return response([{ type: 'text', text: 'Looking.' }, { type: 'tool_use', id: 'toolu_look_1', name: 'lookup', input: { q: 'fire' } }], 'tool_use', usage(400, 40, 0, 1200));
+    if (turn === 1) return response([{ type: 'tool_use', id: 'toolu_broken_1', name: 'broken', input: {} }], 'tool_use', usage(450, 20, 1200, 60));
+    return response([{ type: 'text', text: 'T-1 (Printer on fire) is the only ticket; the ticket system is down for the rest.' }], 'end_turn', usage(500, 35, 1260, 90));
+  }
+  return response([{ type: 'text', text: `answer to ${input}` }], 'end_turn', usage(300, 20));
+});
+
+async function sql<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
+  return (await db.pool.query<T>(text, values)).rows;
+}
+
+const post = async (body: object): Promise<RunId> => {
+  const res = await fetch(`${base}/api/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { id: RunId }).id;
+};
+
+const statusOf = async (id: RunId) => (await sql<{ status: string }>('SELECT status FROM run WHERE id = $1', [id]))[0]!.status;
+
+let ticketsRun: RunId;
+let failedRun: RunId;
+
+beforeAll(async () => {
+  // The files `npm ci` built (prepare), as installed. Rebuilding them here would pull them from under the
+  // servers other test files start at the same time.
+  const stale = dashboardStaleness();
+  if (stale) throw new Error(stale);
+  db = await testDatabase();
+  runtime = await startRuntime(
+    loadConfig({ DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'silent', WORKER_NAME: 'worker-t', LLM_PROVIDER: 'demo', DEFAULT_MODEL: 'claude-sonnet-4-6' }),
+    { api: true, worker: true, llm, agent: { system: 'You are a test agent.', tools } },
+  );
+  base = runtime.url!;
+  // History: 60 finished runs over the last week, so there is more than one page of runs.
+  await seedRuns(db.pool, { runs: 60, steps: 5, varied: true, spanMs: 7 * 86_400_000 });
+  ticketsRun = await post({ input: 'tickets on fire?' });
+  failedRun = await post({ input: 'tickets again', tokenBudget: 1000 });
+  const other = await post({ input: 'hello' });
+  await waitFor('the runs to finish', async () => (await Promise.all([ticketsRun, failedRun, other].map(statusOf))).every((s) => s !== 'QUEUED' && s !== 'RUNNING'));
+  // A run due in an hour stays QUEUED: the list shows one of each kind.
+  const queued = await post({ input: 'later' });
+  await db.pool.query(`UPDATE run SET run_at = now() + interval '1 hour' WHERE id = $1 AND status = 'QUEUED'`, [queued]);
+
+  chromium = await launchChromium();
+  page = await chromium.context.newPage();
+  page.setDefaultTimeout(UI_TIMEOUT);
+  page.on('console', (m: ConsoleMessage) => {
+    if (m.type() === 'error' || m.type() === 'warning') consoleErrors.push(`${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => consoleErrors.push(`pageerror: ${e.message}`));
+}, 120_000);
+
+afterAll(async () => {
+  releaseHeld();
+  await chromium?.close();
+  await runtime?.close();
+  await db?.close();
+});
+
+async function visibleRuns(p: Page): Promise<{ id: string; status: string; steps: string }[]> {
+  return p.$$eval('table.runs tbody tr', (rows) =>
+    rows.map((r) => ({ id: r.getAttribute('data-run-id')!, status: r.getAttribute('data-status')!, steps: r.querySelector('.c-steps')!.textContent! })),
+  );
+}
+
+describe('the dashboard in Chromium', () => {
+  it('lists the newest runs of the database with their status and step count', async () => {
+    await page.goto(base);
+    await page.waitForSelector('table.runs tbody tr');
+    const shown = await visibleRuns(page);
+    const expected = await sql<{ id: string; status: string; steps: number }>(
+      `SELECT id, status, (SELECT count(*)::int FROM run_step s WHERE s.run_id = run.id) AS steps
+       FROM run ORDER BY created_at DESC, id DESC LIMIT 50`,
+    );
+    expect(shown).toEqual(expected.map((r) => ({ id: r.id, status: r.status, steps: String(r.steps) })));
+    expect(shown.find((r) => r.id === ticketsRun)).toEqual({ id: ticketsRun, status: 'SUCCEEDED', steps: '5' });
+    expect(await page.textContent(`tr[data-run-id="${failedRun}"] .pill`)).toBe('Failed');
+    // The status chips count the database's runs.
+    const total = (await sql<{ n: number }>('SELECT count(*)::int AS n FROM run'))[0]!.n;
+    await page.waitForSelector('.chip[data-filter="ALL"] .chip-count');
+    expect(await page.textContent('.chip[data-filter="ALL"] .chip-count')).toBe(formatCount(total));
+  });
+
+  it('filters by status, and pages with the cursor without losing or repeating a run', async () => {
+    await page.click('.chip[data-filter="SUCCEEDED"]');
+    await page.waitForURL(/\?status=SUCCEEDED$/);
+    await page.waitForFunction(() => [...document.querySelectorAll('table.runs tbody tr')].every((r) => r.getAttribute('data-status') === 'SUCCEEDED'));
+    const succeeded = await sql<{ id: string }>(`SELECT id FROM run WHERE status = 'SUCCEEDED' ORDER BY created_at DESC, id DESC`);
+    expect(succeeded.length).toBeGreaterThan(50);
+    expect(await page.textContent('.chip[data-filter="SUCCEEDED"] .chip-count')).toBe(formatCount(succeeded.length));
+
+    const seen: string[] = (await visibleRuns(page)).map((r) => r.id);
+    expect(seen.length).toBe(50);
+    await page.click('a[rel="next"]');
+    await page.waitForURL(/cursor=/);
+    await page.waitForFunction((first) => !document.querySelector(`tr[data-run-id="${first}"]`) && document.querySelectorAll('table.runs tbody tr').length > 0, seen[0]);
+    seen.push(...(await visibleRuns(page)).map((r) => r.id));
+    expect(seen).toEqual(succeeded.map((r) => r.id));
+    expect(await page.textContent('.pager')).toContain('End of the list');
+  });
+
+  it('opens a run and shows its steps in the waterfall, in order, coloured by kind and outcome', async () => {
+    await page.goto(base);
+    await page.click(`tr[data-run-id="${ticketsRun}"] td.c-status`);
+    await page.waitForURL(new RegExp(`/runs/${ticketsRun}$`));
+    await page.waitForSelector('.wf-row[data-seq="5"]');
+    const rows = await page.$$eval('.wf-row[data-seq]', (els) =>
+      els.map((e) => {
+        const bar = e.querySelector('.wf-bar') as HTMLElement;
+        return { seq: Number(e.getAttribute('data-seq')), kind: e.getAttribute('data-kind'), status: e.getAttribute('data-status'), bar: bar.className, left: parseFloat(bar.style.left) };
+      }),
+    );
+    const timeline = (await (await fetch(`${base}/api/runs/${ticketsRun}/timeline`)).json()) as { seq: number; kind: string; status: string }[];
+    expect(rows.map(({ seq, kind, status }) => ({ seq, kind, status }))).toEqual(timeline.map(({ seq, kind, status }) => ({ seq, kind, status })));
+    expect(rows.map((r) => r.status)).toEqual(['DONE', 'DONE', 'DONE', 'ERROR', 'DONE']);
+    expect(rows[0]!.bar).toContain('model');
+    expect(rows[1]!.bar).toContain('tool');
+    expect(rows[3]!.bar).toContain('error');
+    // One time axis: each step starts no earlier than the one before it.
+    for (let i = 1; i < rows.length; i++) expect(rows[i]!.left).toBeGreaterThanOrEqual(rows[i - 1]!.left);
+    expect(await page.textContent('.io.output .prose')).toBe('T-1 (Printer on fire) is the only ticket; the ticket system is down for the rest.');
+    expect(await page.textContent('.io.input .prose')).toBe('tickets on fire?');
+    const run = (await sql<{ tokens_used: number; token_budget: number }>('SELECT tokens_used, token_budget FROM run WHERE id = $1', [ticketsRun]))[0]!;
+    expect(await page.textContent('[data-meter="tokens"] .meter-value')).toBe(`${formatCount(run.tokens_used)} / ${formatCount(run.token_budget)}`);
+    expect(await page.textContent('[data-meter="steps"] .meter-value')).toBe('5 / 50');
+  });
+
+  it('opens a step to its request and response', async () => {
+    await page.click('.wf-row[data-seq="5"]');
+    await page.waitForURL(/\?step=5$/);
+    const detail = page.locator('.step-detail[data-seq="5"]');
+    await detail.waitFor();
+    // The request is the conversation as sent: the tool calls and their results, the failing one marked.
+    await detail.getByRole('button', { name: /Show 1 earlier message/ }).click();
+    const request = detail.locator('.step-pane').first();
+    expect(await request.locator('.blk.tool-use .tool-name').allTextContents()).toEqual(['lookup', 'broken']);
+    expect(await request.locator('.blk.tool-result.error').textContent()).toContain('error: the ticket system is down');
+    expect(await request.locator('.blk.tool-result:not(.error)').textContent()).toContain('Printer on fire');
+    expect(await detail.locator('.step-pane').nth(1).textContent()).toContain('T-1 (Printer on fire) is the only ticket');
+
+    // A tool step: its input and its result.
+    await page.click('.wf-row[data-seq="2"]');
+    const tool = page.locator('.step-detail[data-seq="2"]');
+    await tool.waitFor();
+    expect(await tool.locator('h2').textContent()).toContain('lookup');
+    expect(await tool.locator('.step-pane').first().textContent()).toContain('fire');
+    expect(await tool.locator('.step-pane').nth(1).textContent()).toContain('Printer on fire');
+  });
+
+  it('cancels a running run with a click, and shows it end CANCELLED', async () => {
+    const id = await post({ input: 'hold this one' });
+    await waitFor('the run to be claimed', async () => (await statusOf(id)) === 'RUNNING');
+    await page.goto(`${base}/runs/${id}`);
+    await page.waitForSelector('.run-head .pill[data-status="RUNNING"]');
+    await page.click('button[data-action="cancel"]');
+    await page.waitForSelector('.notice.ok');
+    expect(await page.textContent('.notice')).toBe('Cancel requested: the run stops before its next step.');
+    expect((await sql<{ cancel_requested: boolean }>('SELECT cancel_requested FROM run WHERE id = $1', [id]))[0]!.cancel_requested).toBe(true);
+    releaseHeld();
+    // The page follows the run on its own until it has ended.
+    await page.waitForSelector('.run-head .pill[data-status="CANCELLED"]');
+    expect(await statusOf(id)).toBe('CANCELLED');
+    expect(await page.$('button[data-action="cancel"]')).toBeNull();
+  });
+
+  it('shows overview figures that are the figures of the database', async () => {
+    await page.goto(`${base}/overview`);
+    await page.waitForSelector('.latency-card');
+    const at = await page.getAttribute('[data-at]', 'data-at');
+    const figure = (name: string) => page.textContent(`[data-figure="${name}"]`);
+    for (const r of await sql<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM run GROUP BY status')) {
+      expect(await figure(`status-${r.status}`), r.status).toBe(formatCount(r.n));
+    }
+    for (const [name, hours] of [['hour', 1], ['day', 24]] as const) {
+      const [w] = await sql<{ steps: number; tokens: number; cost: number; runs: number }>(
+        `SELECT count(*)::int AS steps, coalesce(sum(input_tokens + cache_creation_input_tokens + output_tokens), 0)::int AS tokens,
+                coalesce(sum(cost_usd), 0)::float8 AS cost,
+                (SELECT count(*)::int FROM run WHERE created_at >= $1::timestamptz - $2 * interval '1 hour' AND created_at < $1) AS runs
+         FROM run_step WHERE started_at >= $1::timestamptz - $2 * interval '1 hour' AND started_at < $1`,
+        [at, hours],
+      );
+      expect(await figure(`${name}-steps`)).toBe(formatCount(w!.steps));
+      expect(await page.getAttribute(`[data-figure="${name}-tokens"]`, 'title')).toBe(formatCount(w!.tokens));
+      expect(await figure(`${name}-cost`)).toBe(formatCost(w!.cost));
+      expect(await figure(`${name}-runs`)).toBe(formatCount(w!.runs));
+    }
+    const [p] = await sql<{ p50: number; p95: number }>(
+      `SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50, percentile_disc(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95
+       FROM run_step WHERE kind = 'MODEL' AND latency_ms IS NOT NULL AND started_at >= $1::timestamptz - interval '1 day' AND started_at < $1`,
+      [at],
+    );
+    expect(await figure('day-MODEL-p50')).toBe(formatDuration(p!.p50));
+    expect(await figure('day-MODEL-p95')).toBe(formatDuration(p!.p95));
+  });
+
+  it('logged no error or warning in the browser console on the way', () => {
+    expect(consoleErrors).toEqual([]);
+  });
+});
+
+describe('the parts that wait for the API (the browser answers for the server)', () => {
+  it('asks for a key on a 401, then sends it as a bearer token and keeps it for the tab only', async () => {
+    const keyPage = await chromium.context.newPage();
+    keyPage.setDefaultTimeout(UI_TIMEOUT);
+    const sent: (string | null)[] = [];
+    // The server has no keys yet: the browser gets the 401 it will answer, and the request goes on once a key is sent.
+    await keyPage.route('**/api/**', async (route) => {
+      const auth = route.request().headers().authorization ?? null;
+      sent.push(auth);
+      if (auth !== 'Bearer da_test_key_123') {
+        await route.fulfill({ status: 401, headers: { 'www-authenticate': 'Bearer' }, json: { error: { code: 'unauthorized', message: 'a valid API key is required' } } });
+      } else {
+        await route.continue();
+      }
+    });
+    await keyPage.goto(base);
+    const dialog = keyPage.locator('dialog.key-dialog');
+    await dialog.waitFor();
+    expect(await dialog.locator('h2').textContent()).toBe('An API key is needed');
+    await dialog.locator('input[name="api-key"]').fill('wrong');
+    await dialog.locator('button[type="submit"]').click();
+    // A refused key asks again, saying so.
+    await keyPage.waitForFunction(() => document.querySelector('dialog.key-dialog h2')?.textContent === 'That key was not accepted');
+    expect(await keyPage.locator('dialog.key-dialog p.muted').textContent()).toContain('a valid API key is required');
+    await keyPage.locator('dialog.key-dialog input[name="api-key"]').fill('da_test_key_123');
+    await keyPage.locator('dialog.key-dialog button[type="submit"]').click();
+    await keyPage.waitForSelector('table.runs tbody tr');
+    expect(sent.at(-1)).toBe('Bearer da_test_key_123');
+    expect(sent).toContain('Bearer wrong');
+    expect(await keyPage.evaluate(() => sessionStorage.getItem('durable-agent.api-key'))).toBe('da_test_key_123');
+    expect(await keyPage.evaluate(() => localStorage.length)).toBe(0);
+    await keyPage.getByRole('button', { name: 'Forget key' }).click();
+    expect(await keyPage.evaluate(() => sessionStorage.getItem('durable-agent.api-key'))).toBeNull();
+    await keyPage.close();
+  });
+
+  it('shows the pending tool calls of a WAITING run, and posts Approve and Deny with its reason', async () => {
+    const p = await chromium.context.newPage();
+    p.setDefaultTimeout(UI_TIMEOUT);
+    const run = (await (await fetch(`${base}/api/runs/${ticketsRun}`)).json()) as Record<string, unknown>;
+    const waiting = {
+      ...run, status: 'WAITING', finishedAt: null, output: null,
+      waiting: {
+        kind: 'approval', since: new Date().toISOString(),
+        toolCalls: [
+          { toolUseId: 'toolu_close_1', toolName: 'close_ticket', input: { ticketId: 'T-1', resolution: 'fixed' } },
+          { toolUseId: 'toolu_close_2', toolName: 'close_ticket', input: { ticketId: 'T-2', resolution: 'duplicate' } },
+        ],
+      },
+    };
+    const decisions: { url: string; body: unknown }[] = [];
+    await p.route(`**/api/runs/${ticketsRun}`, (route) => route.fulfill({ json: waiting }));
+    await p.route('**/tool-calls/*/decision', async (route) => {
+      decisions.push({ url: new URL(route.request().url()).pathname, body: route.request().postDataJSON() });
+      await route.fulfill({ status: 202, json: { id: ticketsRun, status: 'WAITING' } });
+    });
+    await p.goto(`${base}/runs/${ticketsRun}`);
+    await p.waitForSelector('.approvals .approval[data-tool-use-id="toolu_close_2"]');
+    expect(await p.locator('.approvals .approval').count()).toBe(2);
+    await p.locator('.approval[data-tool-use-id="toolu_close_1"]').getByRole('button', { name: 'Approve' }).click();
+    const second = p.locator('.approval[data-tool-use-id="toolu_close_2"]');
+    await second.locator('input.reason').fill('T-2 is not a duplicate');
+    await second.getByRole('button', { name: 'Deny' }).click();
+    await p.waitForFunction(() => document.querySelectorAll('.decision-result:not(:empty)').length === 2);
+    expect(decisions).toEqual([
+      { url: `/api/runs/${ticketsRun}/tool-calls/toolu_close_1/decision`, body: { decision: 'approve' } },
+      { url: `/api/runs/${ticketsRun}/tool-calls/toolu_close_2/decision`, body: { decision: 'deny', reason: 'T-2 is not a duplicate' } },
+    ]);
+    await p.close();
+  });
+});
