@@ -210,16 +210,17 @@ describe('runs through the real SDK against a Messages API server', () => {
   });
 
   it.each([
-    ['a 529 error event after 3 deltas', () => fake.streamError(fake.text('Overdue are ACME-101, ACME-102 and more'), 3)],
-    ['a connection cut mid-stream', () => fake.cut(fake.text('Overdue are ACME-101, ACME-102 and more'), 2)],
-    ['an HTML page with status 200', () => fake.html(200)],
-  ])('retries %s within the step and SUCCEEDED with the text of the attempt that finished', async (_what, broken) => {
+    // The broken streams had reported their usage so far (message_start: 10 in, 1 out): billed, so counted.
+    ['a 529 error event after 3 deltas', () => fake.streamError(fake.text('Overdue are ACME-101, ACME-102 and more'), 3), [50, 5]],
+    ['a connection cut mid-stream', () => fake.cut(fake.text('Overdue are ACME-101, ACME-102 and more'), 2), [50, 5]],
+    ['an HTML page with status 200', () => fake.html(200), [40, 4]],
+  ] as const)('retries %s within the step and SUCCEEDED with the text of the attempt that finished', async (_what, broken, [inTokens, outTokens]) => {
     server.enqueue(broken()).text('ACME-101 and ACME-102', { input_tokens: 40, output_tokens: 4 });
     const { run, steps } = await drive();
     expect(run).toMatchObject({ status: 'SUCCEEDED', output: 'ACME-101 and ACME-102', error: null });
     expect(server.requests).toHaveLength(2);
     expect(waits).toHaveLength(1);
-    expect(steps.map((s) => [s.kind, s.attempts, s.inputTokens, s.outputTokens])).toEqual([['MODEL', 2, 40, 4]]);
+    expect(steps.map((s) => [s.kind, s.attempts, s.inputTokens, s.outputTokens])).toEqual([['MODEL', 2, inTokens, outTokens]]);
   });
 
   it('a retry-after of an hour is not slept in the worker: the run goes back to the queue at once', async () => {
