@@ -1,16 +1,23 @@
 /**
- * The worker: claims runs (up to `concurrency` at once), drives each, keeps their leases alive with a
- * fenced heartbeat, wakes on LISTEN/NOTIFY (polling only as a fallback), and on shutdown stops
- * claiming, lets in-flight steps finish for a grace period and hands every run back to the queue.
+ * The worker: claims runs (up to `concurrency` at once) and drives each. A lease keeper renews the
+ * leases of every run it holds in one statement per interval; LISTEN/NOTIFY wakes it when runs are
+ * queued (polling only as a fallback) and tells it of cancels, which reach the step in flight at
+ * once, as do the run's deadline and a lost lease. On shutdown it stops claiming, lets in-flight
+ * steps finish for a grace period, hands every run back, and stops waiting for steps that ignore
+ * their signal at a force limit.
  */
-import type { RunId, TerminalStatus, Usage } from '../domain.ts';
+import { performance } from 'node:perf_hooks';
+import { budgetTokens, type RunId, type TerminalStatus, type Usage } from '../domain.ts';
 import { FatalError, LeaseLostError } from '../errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { ClaimedRun, EngineStore, LeaseOwner } from '../store/ports.ts';
+import type { ClaimedRun, EngineStore, LeaseKeeper, LeaseKeeperFactory, LeaseOwner, Release, RunEnd } from '../store/ports.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
 import { drive, HandBackSignal, type PreparedAgent, RequeueSignal } from './driver.ts';
+import { type EventLoopBlock, watchEventLoop } from './event-loop-watch.ts';
 import { combineEvents, type EngineEvents } from './events.ts';
+import { inProcessLeaseKeeper } from './lease-keeper.ts';
+import { CancelSignal, DeadlineSignal, HeldRun } from './run-stops.ts';
 
 export interface WorkerOptions {
   name: string;
@@ -19,16 +26,31 @@ export interface WorkerOptions {
   /** Claims a run may take without finishing before it is failed as abandoned (a poison run). */
   maxRunAttempts: number;
   pollIntervalMs: number;
-  /** How long shutdown waits for in-flight steps before cancelling them. */
+  /** How long shutdown waits for in-flight steps before telling them to stop. */
   shutdownGraceMs: number;
+  /**
+   * How long, once told to stop, steps may take before their runs are handed back without them. A
+   * non-idempotent tool is still let finish (its own timeout bounds it). Default 10000.
+   */
+  shutdownForceMs?: number;
   /** How long a run waits in the queue after its model provider kept failing (at least its retry-after). */
   requeueDelayMs: number;
+  /** An event loop blocked at least this long is reported, naming the tool most likely to blame. Default 1000. */
+  blockedLoopWarnMs?: number;
 }
 
 export interface AgentDefinition {
   system: string | null;
   tools: ToolExecutor;
   maxTokens: number;
+}
+
+/** What the database announces to a worker. */
+export interface WorkerNotifications {
+  /** A run was queued; also called after every (re)connect, since notifications sent meanwhile are lost. */
+  runQueued(): void;
+  /** A cancel was requested for this RUNNING run. */
+  cancelRequested(runId: string): void;
 }
 
 export interface WorkerDeps {
@@ -38,32 +60,44 @@ export interface WorkerDeps {
   costOf: (model: string, usage: Usage) => number;
   logger: Logger;
   events?: EngineEvents[];
-  /** Subscribes to "a run was queued" notifications; without it the worker polls. */
-  subscribe?: (onNotify: () => void) => { close(): Promise<void> };
+  /** Subscribes to notifications; without it the worker polls, and hears of cancels from its lease renewals. */
+  subscribe?: (on: WorkerNotifications) => { close(): Promise<void> };
+  /** Renews the leases of held runs; by default through `store`, on this thread (see lease-keeper.ts). */
+  leaseKeeper?: LeaseKeeperFactory;
   now?: () => Date;
 }
 
-interface Held {
-  run: ClaimedRun;
-  controller: AbortController;
-  done: Promise<void>;
+/** Tries of a write that settles an attempt (a release, a finish) before the lease is left to lapse. */
+const SETTLE_TRIES = 3;
+const SETTLE_BACKOFF_MS = 200;
+
+/** The cause of a driver crash as the run records it: short, and naming a database error's SQLSTATE. */
+function describeCrash(e: unknown): string {
+  const code = (e as { code?: unknown } | null)?.code;
+  const message = e instanceof Error ? e.message : String(e);
+  const text = typeof code === 'string' ? `database error ${code}: ${message}` : `${e instanceof Error ? e.name : 'Error'}: ${message}`;
+  return text.length > 1000 ? `${text.slice(0, 1000)}…` : text;
 }
 
 export class Worker {
   private readonly owner: LeaseOwner;
   private readonly events: Required<EngineEvents>;
-  private readonly held = new Map<RunId, Held>();
+  private readonly held = new Map<RunId, HeldRun>();
+  private readonly now: () => Date;
   private agent: PreparedAgent | null = null;
+  private keeper: LeaseKeeper | null = null;
   private stopping = false;
   private loopDone: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
   /** Set by a wake that arrived while the loop was busy, so it is not lost. */
   private woken = false;
   private subscription: { close(): Promise<void> } | null = null;
+  private loopWatch: { stop(): void } | null = null;
 
   constructor(private readonly deps: WorkerDeps, private readonly opts: WorkerOptions) {
     this.owner = { worker: opts.name, leaseMs: opts.leaseMs };
-    this.events = combineEvents(...(deps.events ?? []));
+    this.now = deps.now ?? (() => new Date());
+    this.events = combineEvents(...(deps.events ?? []), this.tracking());
   }
 
   get name(): string {
@@ -93,24 +127,30 @@ export class Worker {
 
   async start(): Promise<void> {
     await this.prepare();
-    this.subscription = this.deps.subscribe?.(() => this.wake()) ?? null;
+    this.subscription =
+      this.deps.subscribe?.({ runQueued: () => this.wake(), cancelRequested: (runId) => this.deliverCancel(runId, 'notification') }) ?? null;
+    this.loopWatch = watchEventLoop({ thresholdMs: this.opts.blockedLoopWarnMs ?? 1000, onBlocked: (b) => this.reportBlock(b) });
     this.loopDone = this.loop();
   }
 
-  /** Stops claiming, waits up to the grace period for in-flight steps, then hands every held run back. */
+  /**
+   * Stops claiming and waits up to the grace period for in-flight steps; then tells them to stop and
+   * hands their runs back at the step boundary; past the force limit it stops waiting for steps that
+   * ignore their signal (except a non-idempotent tool, which is always let finish).
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     this.wake();
     await this.loopDone;
-    await this.subscription?.close();
-    const all = () => Promise.all([...this.held.values()].map((h) => h.done));
-    let timer: NodeJS.Timeout | undefined;
-    const grace = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), this.opts.shutdownGraceMs)));
-    if ((await Promise.race([all(), grace])) === 'timeout') {
-      for (const h of this.held.values()) h.controller.abort(new HandBackSignal());
-      await all();
+    if (!(await this.settledWithin(this.opts.shutdownGraceMs))) {
+      for (const h of this.held.values()) h.stop(new HandBackSignal());
+      if (!(await this.settledWithin(this.opts.shutdownForceMs ?? 10_000))) await this.cutIgnoringSteps();
     }
-    clearTimeout(timer);
+    this.loopWatch?.stop();
+    // Cancels and lease renewals matter until the last run is settled, so these close last.
+    await this.subscription?.close();
+    await this.keeper?.close();
+    this.keeper = null;
   }
 
   /** Claims one run and drives it to the end of this attempt, rethrowing what ended it (for tests and tools). */
@@ -118,7 +158,10 @@ export class Worker {
     await this.prepare();
     const [run] = await this.deps.store.claim(this.owner, 1, [...this.held.keys()]);
     if (!run) return null;
-    return { runId: run.id, status: await this.hold(run, true) };
+    const h = this.track(run);
+    const attempt = this.attempt(h, true);
+    h.done = attempt.catch(() => undefined);
+    return { runId: run.id, status: await attempt };
   }
 
   private wake(): void {
@@ -136,15 +179,11 @@ export class Worker {
           const runs = await this.deps.store.claim(this.owner, free, [...this.held.keys()]);
           claimed = runs.length;
           for (const run of runs) {
-            const controller = new AbortController();
-            const h: Held = { run, controller, done: Promise.resolve() };
-            this.held.set(run.id, h);
-            h.done = this.hold(run, false, controller)
-              .then(() => undefined, () => undefined)
-              .finally(() => {
-                if (this.held.get(run.id) === h) this.held.delete(run.id);
-                this.wake();
-              });
+            const h = this.track(run);
+            h.done = this.attempt(h, false).then(
+              () => this.wake(),
+              () => this.wake(),
+            );
           }
         } catch (e) {
           this.deps.logger.error({ err: e }, 'claim failed; retrying after the poll interval');
@@ -162,62 +201,236 @@ export class Worker {
     }
   }
 
-  /** One attempt at one run, with its heartbeat. Returns the terminal status, or null when handed back. */
-  private async hold(run: ClaimedRun, rethrow: boolean, controller = new AbortController()): Promise<TerminalStatus | null> {
-    const { store, logger } = this.deps;
-    let finished = false;
-    const heartbeat = setInterval(() => {
-      store.renewLease(run.id, run.lease).catch((e: unknown) => {
-        if (finished) return;
-        if (e instanceof LeaseLostError) controller.abort(e);
-        else logger.warn({ err: e, run_id: run.id }, 'lease renewal failed');
-      });
-    }, Math.max(10, Math.floor(this.opts.leaseMs / 3)));
+  private leases(): LeaseKeeper {
+    const factory = this.deps.leaseKeeper ?? inProcessLeaseKeeper((owner, held) => this.deps.store.renewLeases(owner, held));
+    return (this.keeper ??= factory(this.owner, Math.max(10, Math.floor(this.opts.leaseMs / 3)), {
+      lost: ({ runId, token }) => {
+        const h = this.held.get(runId);
+        if (h?.run.lease.token === token) h.stop(new LeaseLostError(runId, this.owner.worker));
+      },
+      cancelRequested: (runId) => this.deliverCancel(runId, 'lease renewal'),
+      failed: (e) => this.deps.logger.warn({ err_message: e.message }, 'lease renewal failed; retrying at the next interval'),
+    }));
+  }
+
+  private track(run: ClaimedRun): HeldRun {
+    const h = new HeldRun(run, this.now);
+    this.held.set(run.id, h);
+    this.leases().hold({ runId: run.id, token: run.lease.token });
+    return h;
+  }
+
+  private forget(h: HeldRun): void {
+    h.dispose();
+    if (this.held.get(h.id) !== h) return;
+    this.held.delete(h.id);
+    this.keeper?.drop(h.id);
+  }
+
+  private deliverCancel(runId: string, via: string): void {
+    if (this.held.get(runId as RunId)?.stop(new CancelSignal())) {
+      this.deps.logger.info({ event: 'cancel_delivered', run_id: runId, via }, 'cancel delivered to the step in flight');
+    }
+  }
+
+  /** One attempt at one held run. Returns the terminal status, or null when the run went back to the queue. */
+  private async attempt(h: HeldRun, rethrow: boolean): Promise<TerminalStatus | null> {
+    const { run } = h;
     try {
-      if (run.attempts > this.opts.maxRunAttempts) {
-        const last = run.error ? `; last error: ${run.error}` : '';
-        const error = `abandoned: claimed ${run.attempts - 1} times without finishing (limit ${this.opts.maxRunAttempts})${last}`;
-        await store.finish(run.id, run.lease, { status: 'FAILED', error });
-        this.events.runFinished({ run, status: 'FAILED', error, tokensUsed: run.tokensUsed });
-        return 'FAILED';
-      }
+      if (run.attempts > this.opts.maxRunAttempts) return await this.abandon(h);
       return await drive(run, {
-        store,
+        store: this.deps.store,
         llm: this.deps.llm,
         agent: await this.prepare(),
         owner: run.lease,
         events: this.events,
         costOf: this.deps.costOf,
-        now: this.deps.now ?? (() => new Date()),
-        signal: controller.signal,
+        now: this.now,
+        signal: h.signal,
         shouldYield: () => this.stopping,
       });
     } catch (e) {
-      const reason = controller.signal.aborted ? controller.signal.reason : e;
-      if (reason instanceof HandBackSignal) {
-        if (await store.release(run.id, run.lease).catch(() => false)) {
-          this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: 'handed-back' });
-        }
-        return null;
-      }
-      if (reason instanceof RequeueSignal) {
-        const delayMs = Math.max(this.opts.requeueDelayMs, reason.retryAfterMs ?? 0);
-        if (await store.release(run.id, run.lease, { countAttempt: true, delayMs, error: reason.message }).catch(() => false)) {
-          this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: 'requeued', error: reason });
-        }
-        return null;
-      }
-      if (reason instanceof LeaseLostError) {
-        this.events.leaseLost({ runId: run.id, worker: this.owner.worker });
-      } else {
-        const database = !(e instanceof FatalError) && typeof (e as { code?: unknown })?.code === 'string';
-        this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: database ? 'database' : 'crash', error: e });
-      }
-      if (rethrow) throw e;
-      return null;
+      if (h.cut) return null; // already handed back at the force limit
+      return await this.settle(h, e, rethrow);
     } finally {
-      finished = true;
-      clearInterval(heartbeat);
+      this.forget(h);
     }
+  }
+
+  private async abandon(h: HeldRun): Promise<TerminalStatus> {
+    const { run } = h;
+    const cause = run.lastError?.message ?? run.error;
+    const error = `abandoned: claimed ${run.attempts - 1} times without finishing (limit ${this.opts.maxRunAttempts})${cause ? `; last error: ${cause}` : ''}`;
+    await this.deps.store.finish(run.id, run.lease, { status: 'FAILED', error });
+    this.events.runFinished({ run, status: 'FAILED', error, tokensUsed: run.tokensUsed });
+    return 'FAILED';
+  }
+
+  /** Ends an attempt the driver did not finish, by what stopped it. */
+  private async settle(h: HeldRun, e: unknown, rethrow: boolean): Promise<TerminalStatus | null> {
+    const { run } = h;
+    const worker = this.owner.worker;
+    const reason: unknown = h.signal.aborted ? h.signal.reason : e;
+    if (reason instanceof HandBackSignal) return this.release(h, { countAttempt: false }, 'handed-back');
+    if (reason instanceof RequeueSignal) {
+      const delayMs = Math.max(this.opts.requeueDelayMs, reason.retryAfterMs ?? 0);
+      return this.release(h, { countAttempt: false, providerRequeue: true, delayMs, error: reason.message }, 'requeued', reason);
+    }
+    // Nobody wants this run driven further: the cancel pending makes the release end it CANCELLED.
+    if (reason instanceof CancelSignal) return this.release(h, { countAttempt: false }, null);
+    if (reason instanceof DeadlineSignal) return this.end(h, { status: 'TIMED_OUT', error: reason.message });
+    if (reason instanceof LeaseLostError) {
+      await this.lostLease(h);
+    } else if (reason instanceof FatalError) {
+      // A simulated process crash: nothing is recorded; the lease lapses and another worker resumes.
+      this.events.attemptEnded({ runId: run.id, worker, reason: 'crash', error: e });
+    } else {
+      // The driver crashed (a bug, a failed database write): the run records why and is claimable at
+      // once, the attempt counted, so a run that crashes every driver still ends at the attempt limit.
+      const database = typeof (e as { code?: unknown } | null)?.code === 'string';
+      this.events.attemptEnded({ runId: run.id, worker, reason: database ? 'database' : 'crash', error: e });
+      await this.release(h, { countAttempt: true, error: describeCrash(e) }, null);
+    }
+    if (rethrow) throw e;
+    return null;
+  }
+
+  /** Puts the run back in the queue (or ends it CANCELLED when a cancel is pending) and reports it. */
+  private async release(h: HeldRun, how: Release, reported: 'handed-back' | 'requeued' | null, error?: unknown): Promise<TerminalStatus | null> {
+    const { run } = h;
+    const released = await this.settleWrite(h, 'release', () => this.deps.store.release(run.id, run.lease, how));
+    if (released === undefined) return null;
+    if (released === false) {
+      await this.lostLease(h);
+      return null;
+    }
+    if (reported) this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: reported, error });
+    if (released.status !== 'CANCELLED') return null;
+    this.events.runFinished({ run, status: 'CANCELLED', error: 'cancelled on request', tokensUsed: released.tokensUsed });
+    return 'CANCELLED';
+  }
+
+  private async end(h: HeldRun, end: RunEnd & { status: TerminalStatus }): Promise<TerminalStatus | null> {
+    const { run } = h;
+    try {
+      if ((await this.settleWrite(h, 'finish', () => this.deps.store.finish(run.id, run.lease, end).then(() => true))) === undefined) return null;
+    } catch (e) {
+      if (!(e instanceof LeaseLostError)) throw e;
+      await this.lostLease(h);
+      return null;
+    }
+    this.events.runFinished({ run, status: end.status, error: end.error ?? null, tokensUsed: h.tokensUsed });
+    return end.status;
+  }
+
+  /**
+   * This worker lived to see the lease lost, so the run did not kill it: it stalled, or could not
+   * reach the database. The attempt the takeover cost the run is given back.
+   */
+  private async lostLease(h: HeldRun): Promise<void> {
+    const { run } = h;
+    this.events.leaseLost({ runId: run.id, worker: this.owner.worker });
+    try {
+      if (await this.deps.store.forgiveLapsedAttempt(run.id, run.lease)) {
+        this.deps.logger.info({ run_id: run.id }, 'the attempt lost with the lease is not counted against the run');
+      }
+    } catch (e) {
+      this.deps.logger.warn({ err: e, run_id: run.id }, 'could not give back the attempt lost with the lease');
+    }
+  }
+
+  /**
+   * A write that settles an attempt, tried a few times: failing, the run would sit RUNNING until its
+   * lease lapses. Undefined when every try failed (each is logged); LeaseLostError passes through.
+   */
+  private async settleWrite<T>(h: HeldRun, what: string, write: () => Promise<T>): Promise<T | undefined> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await write();
+      } catch (e) {
+        if (e instanceof LeaseLostError) throw e;
+        const last = tries >= SETTLE_TRIES;
+        this.deps.logger.error(
+          { err: e, run_id: h.id, tries },
+          last ? `${what} failed; the run is taken over when its lease lapses` : `${what} failed; trying again`,
+        );
+        if (last) return undefined;
+        await new Promise((r) => setTimeout(r, SETTLE_BACKOFF_MS * tries));
+      }
+    }
+  }
+
+  /** True when every held run's attempt settled within `ms`. */
+  private async settledWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    const all = Promise.all([...this.held.values()].map((h) => h.done)).then(() => true);
+    try {
+      return await Promise.race([all, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Past the force limit: runs whose step ignores its signal are handed back without waiting for it
+   * (whatever that step writes later is fenced off). A non-idempotent tool is still waited for: cut
+   * off, it would leave its run for a human to decide whether it ran.
+   */
+  private async cutIgnoringSteps(): Promise<void> {
+    const waits: Promise<unknown>[] = [];
+    for (const h of [...this.held.values()]) {
+      if (h.tool && !h.tool.idempotent) {
+        waits.push(h.done);
+        continue;
+      }
+      h.cut = true;
+      this.forget(h);
+      this.deps.logger.warn(
+        { run_id: h.id, step_seq: h.tool?.seq, tool_name: h.tool?.tool },
+        'a step ignored its stop signal past the shutdown force limit; its run is handed back without it',
+      );
+      waits.push(this.release(h, { countAttempt: false }, 'handed-back'));
+    }
+    await Promise.all(waits);
+  }
+
+  /** Follows the steps in flight, for shutdown (a non-idempotent tool) and for naming what blocked the loop. */
+  private tracking(): EngineEvents {
+    return {
+      toolStarted: ({ run, seq, toolName }) => {
+        const h = this.held.get(run.id);
+        if (h) h.tool = { seq, tool: toolName, idempotent: this.deps.agent.tools.isIdempotent(toolName), startedAt: performance.now() };
+      },
+      toolStep: ({ run }) => {
+        const h = this.held.get(run.id);
+        if (h) h.tool = null;
+      },
+      modelStep: ({ run, response }) => {
+        const h = this.held.get(run.id);
+        if (h) h.tokensUsed += budgetTokens(response.usage);
+      },
+    };
+  }
+
+  /**
+   * The event loop was blocked: every run of this worker waited. The likeliest culprit is the tool that
+   * started last before the block began (a synchronous computation blocks as its tool starts).
+   */
+  private reportBlock(b: EventLoopBlock): void {
+    const tools = [...this.held.values()].filter((h) => h.tool !== null);
+    const suspect = tools.filter((h) => h.tool!.startedAt <= b.beganBefore).sort((x, y) => y.tool!.startedAt - x.tool!.startedAt)[0];
+    const blockedMs = Math.round(b.blockedMs);
+    this.deps.logger.warn(
+      {
+        event: 'event_loop_blocked',
+        blocked_ms: blockedMs,
+        tools_in_flight: tools.length,
+        suspect: suspect && { run_id: suspect.id, step_seq: suspect.tool!.seq, tool: suspect.tool!.tool },
+      },
+      suspect
+        ? `event loop blocked for ${blockedMs} ms, most likely by tool "${suspect.tool!.tool}" (run ${suspect.id}, step ${suspect.tool!.seq}); every run of this worker waited`
+        : `event loop blocked for ${blockedMs} ms with no tool in flight (a model call or the runtime itself)`,
+    );
   }
 }

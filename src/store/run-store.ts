@@ -7,7 +7,11 @@ import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Run, RunId, RunProgress, Step } from '../domain.ts';
 import { ConflictError, LeaseLostError, NotFoundError } from '../errors.ts';
-import type { AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, Lease, LeaseOwner, Release, ModelCheckpoint, RunEnd, ToolFinish, ToolStart } from './ports.ts';
+import { renewLeases } from './lease-renewal.ts';
+import type {
+  AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, HeldLease, Lease, LeaseOwner, Release, Released, RenewedLease, ModelCheckpoint,
+  RunEnd, ToolFinish, ToolStart,
+} from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, type StepRow, toRun, toStep } from './rows.ts';
 
 export interface NewRun {
@@ -142,7 +146,8 @@ export class RunStore implements EngineStore {
          FOR UPDATE SKIP LOCKED)
        UPDATE run r SET status = 'RUNNING', locked_by = $1, lease_token = gen_random_uuid(),
               locked_until = now() + $2 * interval '1 millisecond',
-              attempts = r.attempts + 1, updated_at = now()
+              attempts = r.attempts + 1, updated_at = now(),
+              lapsed_lease_token = CASE WHEN r.status = 'RUNNING' THEN r.lease_token END
        FROM next WHERE r.id = next.id
        RETURNING r.*, EXISTS (SELECT 1 FROM run_step s WHERE s.run_id = r.id) AS has_steps`,
       [owner.worker, owner.leaseMs, limit, holding],
@@ -236,17 +241,44 @@ export class RunStore implements EngineStore {
     return progress(rows[0]);
   }
 
-  async release(runId: RunId, owner: Lease, how: Release = { countAttempt: false }): Promise<boolean> {
+  async renewLeases(owner: LeaseOwner, held: readonly HeldLease[]): Promise<RenewedLease[]> {
+    return renewLeases(this.db, owner, held);
+  }
+
+  async release(runId: RunId, owner: Lease, how: Release = { countAttempt: false }): Promise<Released | false> {
     // A run with a cancel pending ends here instead: nobody would be driving it to its next guard.
-    const { rowCount } = await this.db.query(
+    // The delay is a float8 and is compared with the time left before the deadline instead of being
+    // added to now() first, so no delay, however long, can overflow: past the deadline means "at the
+    // deadline", where the run is claimed and times out.
+    const delayMs = Number.isFinite(how.delayMs) ? Math.max(0, how.delayMs!) : how.delayMs === undefined ? 0 : Number.POSITIVE_INFINITY;
+    const { rows } = await this.prepared<{ status: 'QUEUED' | 'CANCELLED'; tokens_used: number; run_at: Date }>(
+      'release',
       `UPDATE run SET locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now(),
               status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END,
               finished_at = CASE WHEN cancel_requested THEN now() END,
               attempts = CASE WHEN $4 THEN attempts ELSE greatest(attempts - 1, 0) END,
-              run_at = CASE WHEN $5 > 0 THEN now() + $5 * interval '1 millisecond' ELSE run_at END,
-              error = CASE WHEN cancel_requested THEN 'cancelled on request' ELSE coalesce($6, error) END
-       WHERE ${FENCE(3)}`,
-      [runId, owner.worker, owner.token, how.countAttempt, how.delayMs ?? 0, how.error ?? null],
+              provider_requeues = provider_requeues + CASE WHEN $5 THEN 1 ELSE 0 END,
+              run_at = CASE WHEN $6::float8 <= 0 THEN run_at
+                            WHEN $6::float8 / 1000 >= extract(epoch FROM deadline_at - now()) THEN greatest(deadline_at, now())
+                            ELSE now() + $6::float8 * interval '1 millisecond' END,
+              error = CASE WHEN cancel_requested THEN 'cancelled on request' ELSE coalesce($7, error) END,
+              last_error = coalesce($7, last_error),
+              last_error_at = CASE WHEN $7::text IS NULL THEN last_error_at ELSE now() END,
+              last_error_attempt = CASE WHEN $7::text IS NULL THEN last_error_attempt ELSE attempts END
+       WHERE ${FENCE(3)}
+       RETURNING status, tokens_used, run_at`,
+      [runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error ?? null],
+    );
+    const row = rows[0];
+    return row ? { status: row.status, tokensUsed: row.tokens_used, runAt: row.run_at } : false;
+  }
+
+  async forgiveLapsedAttempt(runId: RunId, lost: Lease): Promise<boolean> {
+    const { rowCount } = await this.prepared(
+      'forgive_lapsed_attempt',
+      `UPDATE run SET attempts = greatest(attempts - 1, 0), lapsed_lease_token = NULL, updated_at = now()
+       WHERE id = $1 AND lapsed_lease_token = $2::uuid`,
+      [runId, lost.token],
     );
     return rowCount === 1;
   }
