@@ -218,7 +218,7 @@ describe('the shutdown grace expiring', () => {
       started++;
       const input = req.messages[0]!.content;
       if (input === 'pays') return response([{ type: 'tool_use', id: 'toolu_pay', name: 'charge_card', input: {} }], 'tool_use', usage(10, 5));
-      if (input === 'ignores') return new Promise(() => {}); // deaf to its signal, never settles
+      if (input === 'ignores its signal') return new Promise(() => {}); // deaf to its signal, never settles
       return new Promise((_, reject) => options!.signal!.addEventListener('abort', () => reject(options!.signal!.reason)));
     });
     const w = testWorker(db.store, llm, [charge], { name: 'A', concurrency: 3, shutdownGraceMs: 100, shutdownForceMs: 400 });
