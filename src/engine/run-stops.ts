@@ -5,8 +5,10 @@
  * or tool in flight (a non-idempotent tool is let finish, see ToolExecutor); the worker then settles
  * the attempt by the reason. The first reason wins.
  */
-import type { RunId } from '../domain.ts';
+import { performance } from 'node:perf_hooks';
+import { budgetTokens, type RunId } from '../domain.ts';
 import type { ClaimedRun } from '../store/ports.ts';
+import type { EngineEvents } from './events.ts';
 
 /** A cancel was requested while the run was being driven: it ends CANCELLED now, not at its next guard. */
 export class CancelSignal extends Error {
@@ -77,4 +79,25 @@ export class HeldRun {
     );
     this.deadlineTimer.unref();
   }
+}
+
+/**
+ * Follows the steps of held runs from the engine's events: the tool in flight (shutdown waits for a
+ * non-idempotent one; a blocked event loop is blamed on one) and the tokens used so far.
+ */
+export function followSteps(held: ReadonlyMap<RunId, HeldRun>, isIdempotent: (tool: string) => boolean): EngineEvents {
+  return {
+    toolStarted: ({ run, seq, toolName }) => {
+      const h = held.get(run.id);
+      if (h) h.tool = { seq, tool: toolName, idempotent: isIdempotent(toolName), startedAt: performance.now() };
+    },
+    toolStep: ({ run }) => {
+      const h = held.get(run.id);
+      if (h) h.tool = null;
+    },
+    modelStep: ({ run, response }) => {
+      const h = held.get(run.id);
+      if (h) h.tokensUsed += budgetTokens(response.usage);
+    },
+  };
 }

@@ -6,18 +6,18 @@
  * steps finish for a grace period, hands every run back, and stops waiting for steps that ignore
  * their signal at a force limit.
  */
-import { performance } from 'node:perf_hooks';
-import { budgetTokens, type RunId, type TerminalStatus, type Usage } from '../domain.ts';
-import { FatalError, LeaseLostError } from '../errors.ts';
+import type { RunId, TerminalStatus, Usage } from '../domain.ts';
+import { LeaseLostError } from '../errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { ClaimedRun, EngineStore, LeaseKeeper, LeaseKeeperFactory, LeaseOwner, Release, RunEnd } from '../store/ports.ts';
+import type { ClaimedRun, EngineStore, LeaseKeeper, LeaseKeeperFactory, LeaseOwner } from '../store/ports.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
-import { drive, HandBackSignal, type PreparedAgent, RequeueSignal } from './driver.ts';
-import { type EventLoopBlock, watchEventLoop } from './event-loop-watch.ts';
+import { AttemptEnds } from './attempt-end.ts';
+import { drive, HandBackSignal, type PreparedAgent } from './driver.ts';
+import { reportBlock, watchEventLoop } from './event-loop-watch.ts';
 import { combineEvents, type EngineEvents } from './events.ts';
 import { inProcessLeaseKeeper } from './lease-keeper.ts';
-import { CancelSignal, DeadlineSignal, HeldRun } from './run-stops.ts';
+import { CancelSignal, followSteps, HeldRun } from './run-stops.ts';
 
 export interface WorkerOptions {
   name: string;
@@ -67,23 +67,12 @@ export interface WorkerDeps {
   now?: () => Date;
 }
 
-/** Tries of a write that settles an attempt (a release, a finish) before the lease is left to lapse. */
-const SETTLE_TRIES = 3;
-const SETTLE_BACKOFF_MS = 200;
-
-/** The cause of a driver crash as the run records it: short, and naming a database error's SQLSTATE. */
-function describeCrash(e: unknown): string {
-  const code = (e as { code?: unknown } | null)?.code;
-  const message = e instanceof Error ? e.message : String(e);
-  const text = typeof code === 'string' ? `database error ${code}: ${message}` : `${e instanceof Error ? e.name : 'Error'}: ${message}`;
-  return text.length > 1000 ? `${text.slice(0, 1000)}…` : text;
-}
-
 export class Worker {
   private readonly owner: LeaseOwner;
   private readonly events: Required<EngineEvents>;
   private readonly held = new Map<RunId, HeldRun>();
   private readonly now: () => Date;
+  private readonly ends: AttemptEnds;
   private agent: PreparedAgent | null = null;
   private keeper: LeaseKeeper | null = null;
   private stopping = false;
@@ -97,7 +86,15 @@ export class Worker {
   constructor(private readonly deps: WorkerDeps, private readonly opts: WorkerOptions) {
     this.owner = { worker: opts.name, leaseMs: opts.leaseMs };
     this.now = deps.now ?? (() => new Date());
-    this.events = combineEvents(...(deps.events ?? []), this.tracking());
+    this.events = combineEvents(...(deps.events ?? []), followSteps(this.held, (name) => deps.agent.tools.isIdempotent(name)));
+    this.ends = new AttemptEnds({
+      store: deps.store,
+      events: this.events,
+      logger: deps.logger,
+      owner: this.owner,
+      maxRunAttempts: opts.maxRunAttempts,
+      requeueDelayMs: opts.requeueDelayMs,
+    });
   }
 
   get name(): string {
@@ -129,7 +126,7 @@ export class Worker {
     await this.prepare();
     this.subscription =
       this.deps.subscribe?.({ runQueued: () => this.wake(), cancelRequested: (runId) => this.deliverCancel(runId, 'notification') }) ?? null;
-    this.loopWatch = watchEventLoop({ thresholdMs: this.opts.blockedLoopWarnMs ?? 1000, onBlocked: (b) => this.reportBlock(b) });
+    this.loopWatch = watchEventLoop({ thresholdMs: this.opts.blockedLoopWarnMs ?? 1000, onBlocked: (b) => reportBlock(this.deps.logger, b, this.held.values()) });
     this.loopDone = this.loop();
   }
 
@@ -237,7 +234,7 @@ export class Worker {
   private async attempt(h: HeldRun, rethrow: boolean): Promise<TerminalStatus | null> {
     const { run } = h;
     try {
-      if (run.attempts > this.opts.maxRunAttempts) return await this.abandon(h);
+      if (run.attempts > this.opts.maxRunAttempts) return await this.ends.abandon(h);
       return await drive(run, {
         store: this.deps.store,
         llm: this.deps.llm,
@@ -251,112 +248,9 @@ export class Worker {
       });
     } catch (e) {
       if (h.cut) return null; // already handed back at the force limit
-      return await this.settle(h, e, rethrow);
+      return await this.ends.settle(h, e, rethrow);
     } finally {
       this.forget(h);
-    }
-  }
-
-  private async abandon(h: HeldRun): Promise<TerminalStatus> {
-    const { run } = h;
-    const cause = run.lastError?.message ?? run.error;
-    const error = `abandoned: claimed ${run.attempts - 1} times without finishing (limit ${this.opts.maxRunAttempts})${cause ? `; last error: ${cause}` : ''}`;
-    await this.deps.store.finish(run.id, run.lease, { status: 'FAILED', error });
-    this.events.runFinished({ run, status: 'FAILED', error, tokensUsed: run.tokensUsed });
-    return 'FAILED';
-  }
-
-  /** Ends an attempt the driver did not finish, by what stopped it. */
-  private async settle(h: HeldRun, e: unknown, rethrow: boolean): Promise<TerminalStatus | null> {
-    const { run } = h;
-    const worker = this.owner.worker;
-    const reason: unknown = h.signal.aborted ? h.signal.reason : e;
-    if (reason instanceof HandBackSignal) return this.release(h, { countAttempt: false }, 'handed-back');
-    if (reason instanceof RequeueSignal) {
-      const delayMs = Math.max(this.opts.requeueDelayMs, reason.retryAfterMs ?? 0);
-      return this.release(h, { countAttempt: false, providerRequeue: true, delayMs, error: reason.message }, 'requeued', reason);
-    }
-    // Nobody wants this run driven further: the cancel pending makes the release end it CANCELLED.
-    if (reason instanceof CancelSignal) return this.release(h, { countAttempt: false }, null);
-    if (reason instanceof DeadlineSignal) return this.end(h, { status: 'TIMED_OUT', error: reason.message });
-    if (reason instanceof LeaseLostError) {
-      await this.lostLease(h);
-    } else if (reason instanceof FatalError) {
-      // A simulated process crash: nothing is recorded; the lease lapses and another worker resumes.
-      this.events.attemptEnded({ runId: run.id, worker, reason: 'crash', error: e });
-    } else {
-      // The driver crashed (a bug, a failed database write): the run records why and is claimable at
-      // once, the attempt counted, so a run that crashes every driver still ends at the attempt limit.
-      const database = typeof (e as { code?: unknown } | null)?.code === 'string';
-      this.events.attemptEnded({ runId: run.id, worker, reason: database ? 'database' : 'crash', error: e });
-      await this.release(h, { countAttempt: true, error: describeCrash(e) }, null);
-    }
-    if (rethrow) throw e;
-    return null;
-  }
-
-  /** Puts the run back in the queue (or ends it CANCELLED when a cancel is pending) and reports it. */
-  private async release(h: HeldRun, how: Release, reported: 'handed-back' | 'requeued' | null, error?: unknown): Promise<TerminalStatus | null> {
-    const { run } = h;
-    const released = await this.settleWrite(h, 'release', () => this.deps.store.release(run.id, run.lease, how));
-    if (released === undefined) return null;
-    if (released === false) {
-      await this.lostLease(h);
-      return null;
-    }
-    if (reported) this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: reported, error });
-    if (released.status !== 'CANCELLED') return null;
-    this.events.runFinished({ run, status: 'CANCELLED', error: 'cancelled on request', tokensUsed: released.tokensUsed });
-    return 'CANCELLED';
-  }
-
-  private async end(h: HeldRun, end: RunEnd & { status: TerminalStatus }): Promise<TerminalStatus | null> {
-    const { run } = h;
-    try {
-      if ((await this.settleWrite(h, 'finish', () => this.deps.store.finish(run.id, run.lease, end).then(() => true))) === undefined) return null;
-    } catch (e) {
-      if (!(e instanceof LeaseLostError)) throw e;
-      await this.lostLease(h);
-      return null;
-    }
-    this.events.runFinished({ run, status: end.status, error: end.error ?? null, tokensUsed: h.tokensUsed });
-    return end.status;
-  }
-
-  /**
-   * This worker lived to see the lease lost, so the run did not kill it: it stalled, or could not
-   * reach the database. The attempt the takeover cost the run is given back.
-   */
-  private async lostLease(h: HeldRun): Promise<void> {
-    const { run } = h;
-    this.events.leaseLost({ runId: run.id, worker: this.owner.worker });
-    try {
-      if (await this.deps.store.forgiveLapsedAttempt(run.id, run.lease)) {
-        this.deps.logger.info({ run_id: run.id }, 'the attempt lost with the lease is not counted against the run');
-      }
-    } catch (e) {
-      this.deps.logger.warn({ err: e, run_id: run.id }, 'could not give back the attempt lost with the lease');
-    }
-  }
-
-  /**
-   * A write that settles an attempt, tried a few times: failing, the run would sit RUNNING until its
-   * lease lapses. Undefined when every try failed (each is logged); LeaseLostError passes through.
-   */
-  private async settleWrite<T>(h: HeldRun, what: string, write: () => Promise<T>): Promise<T | undefined> {
-    for (let tries = 1; ; tries++) {
-      try {
-        return await write();
-      } catch (e) {
-        if (e instanceof LeaseLostError) throw e;
-        const last = tries >= SETTLE_TRIES;
-        this.deps.logger.error(
-          { err: e, run_id: h.id, tries },
-          last ? `${what} failed; the run is taken over when its lease lapses` : `${what} failed; trying again`,
-        );
-        if (last) return undefined;
-        await new Promise((r) => setTimeout(r, SETTLE_BACKOFF_MS * tries));
-      }
     }
   }
 
@@ -390,47 +284,8 @@ export class Worker {
         { run_id: h.id, step_seq: h.tool?.seq, tool_name: h.tool?.tool },
         'a step ignored its stop signal past the shutdown force limit; its run is handed back without it',
       );
-      waits.push(this.release(h, { countAttempt: false }, 'handed-back'));
+      waits.push(this.ends.handBack(h));
     }
     await Promise.all(waits);
-  }
-
-  /** Follows the steps in flight, for shutdown (a non-idempotent tool) and for naming what blocked the loop. */
-  private tracking(): EngineEvents {
-    return {
-      toolStarted: ({ run, seq, toolName }) => {
-        const h = this.held.get(run.id);
-        if (h) h.tool = { seq, tool: toolName, idempotent: this.deps.agent.tools.isIdempotent(toolName), startedAt: performance.now() };
-      },
-      toolStep: ({ run }) => {
-        const h = this.held.get(run.id);
-        if (h) h.tool = null;
-      },
-      modelStep: ({ run, response }) => {
-        const h = this.held.get(run.id);
-        if (h) h.tokensUsed += budgetTokens(response.usage);
-      },
-    };
-  }
-
-  /**
-   * The event loop was blocked: every run of this worker waited. The likeliest culprit is the tool that
-   * started last before the block began (a synchronous computation blocks as its tool starts).
-   */
-  private reportBlock(b: EventLoopBlock): void {
-    const tools = [...this.held.values()].filter((h) => h.tool !== null);
-    const suspect = tools.filter((h) => h.tool!.startedAt <= b.beganBefore).sort((x, y) => y.tool!.startedAt - x.tool!.startedAt)[0];
-    const blockedMs = Math.round(b.blockedMs);
-    this.deps.logger.warn(
-      {
-        event: 'event_loop_blocked',
-        blocked_ms: blockedMs,
-        tools_in_flight: tools.length,
-        suspect: suspect && { run_id: suspect.id, step_seq: suspect.tool!.seq, tool: suspect.tool!.tool },
-      },
-      suspect
-        ? `event loop blocked for ${blockedMs} ms, most likely by tool "${suspect.tool!.tool}" (run ${suspect.id}, step ${suspect.tool!.seq}); every run of this worker waited`
-        : `event loop blocked for ${blockedMs} ms with no tool in flight (a model call or the runtime itself)`,
-    );
   }
 }
