@@ -1,58 +1,90 @@
 /**
- * Notices when the event loop was blocked: a timer that should fire every `tickMs` fires late by the
- * time something kept the loop busy (a tool doing a long synchronous computation, say). Blocked, a
- * worker makes no progress on any of its runs; its leases survive because the keeper renews them from
- * another thread, but every run it holds waits. The caller is told how long, and roughly when it began.
+ * Notices when the event loop was blocked (a tool doing a long synchronous computation, say) and says
+ * what blocked it. Blocked, a worker makes no progress on any of its runs; their leases survive
+ * because the keeper renews them from another thread, but every run it holds waits.
+ *
+ * Two measures: the synchronous start of each tool call is timed, which names a tool that blocks as
+ * it starts exactly; and a timer that should fire every `tickMs` fires late by the time anything else
+ * kept the loop busy, which is blamed on the tool most likely to have done it.
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../observability/logger.ts';
+import type { ToolExecutor } from '../tools/executor.ts';
 import type { HeldRun } from './run-stops.ts';
-
-export interface EventLoopBlock {
-  /** @unit milliseconds — how much later than due the watch timer fired. */
-  blockedMs: number;
-  /** performance.now() by which the block had begun (it began after the last tick on time, and before this). */
-  beganBefore: number;
-}
 
 export interface EventLoopWatchOptions {
   /** @unit milliseconds — report blocks at least this long. */
   thresholdMs: number;
   /** @unit milliseconds — how often the watch timer fires; the resolution of the measure. Default 200. */
   tickMs?: number;
-  onBlocked: (block: EventLoopBlock) => void;
 }
 
-export function watchEventLoop(opts: EventLoopWatchOptions): { stop(): void } {
-  const tickMs = opts.tickMs ?? 200;
-  let last = performance.now();
-  const timer = setInterval(() => {
-    const now = performance.now();
-    const blockedMs = now - last - tickMs;
-    if (blockedMs >= opts.thresholdMs) opts.onBlocked({ blockedMs, beganBefore: last + tickMs });
-    last = now;
-  }, tickMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
-}
+export class EventLoopWatch {
+  private readonly tickMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  /** performance.now() of the last block already blamed on a tool by timing its start. */
+  private namedAt = Number.NEGATIVE_INFINITY;
 
-/**
- * Logs a block of the event loop with the tool most likely to blame: the one in flight that started
- * last before the block began (a synchronous computation blocks as its tool starts).
- */
-export function reportBlock(logger: Logger, b: EventLoopBlock, runs: Iterable<HeldRun>): void {
-  const tools = [...runs].filter((h) => h.tool !== null);
-  const suspect = tools.filter((h) => h.tool!.startedAt <= b.beganBefore).sort((x, y) => y.tool!.startedAt - x.tool!.startedAt)[0];
-  const blockedMs = Math.round(b.blockedMs);
-  logger.warn(
-    {
-      event: 'event_loop_blocked',
-      blocked_ms: blockedMs,
-      tools_in_flight: tools.length,
-      suspect: suspect && { run_id: suspect.id, step_seq: suspect.tool!.seq, tool: suspect.tool!.tool },
-    },
-    suspect
-      ? `event loop blocked for ${blockedMs} ms, most likely by tool "${suspect.tool!.tool}" (run ${suspect.id}, step ${suspect.tool!.seq}); every run of this worker waited`
-      : `event loop blocked for ${blockedMs} ms with no tool in flight (a model call or the runtime itself)`,
-  );
+  constructor(
+    private readonly logger: Logger,
+    private readonly runs: () => Iterable<HeldRun>,
+    private readonly opts: EventLoopWatchOptions,
+  ) {
+    this.tickMs = opts.tickMs ?? 200;
+  }
+
+  start(): void {
+    let last = performance.now();
+    this.timer = setInterval(() => {
+      const now = performance.now();
+      const blockedMs = now - last - this.tickMs;
+      // Reported already if a tool's start was timed blocking since the last tick on time.
+      if (blockedMs >= this.opts.thresholdMs && this.namedAt < last) this.blame(blockedMs, last + this.tickMs);
+      last = now;
+    }, this.tickMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** `tools`, with the synchronous part of each call timed (where a computation that blocks as it starts runs). */
+  timeTools(tools: ToolExecutor): ToolExecutor {
+    const timed = Object.create(tools) as ToolExecutor;
+    timed.execute = (use, ctx) => {
+      const started = performance.now();
+      const outcome = tools.execute(use, ctx);
+      const blockedMs = performance.now() - started;
+      if (blockedMs >= this.opts.thresholdMs) {
+        this.namedAt = performance.now();
+        const seq = [...this.runs()].find((h) => h.id === ctx.runId)?.tool?.seq;
+        const suspect = { run_id: ctx.runId, step_seq: seq, tool: use.name };
+        this.report(blockedMs, suspect, `tool "${use.name}" blocked the event loop for ${Math.round(blockedMs)} ms as it started (run ${ctx.runId})`);
+      }
+      return outcome;
+    };
+    return timed;
+  }
+
+  /** A block the tool timing did not catch: the likeliest culprit is the tool in flight that started last before it began. */
+  private blame(blockedMs: number, beganBefore: number): void {
+    const tools = [...this.runs()].filter((h) => h.tool !== null);
+    const h = tools.filter((x) => x.tool!.startedAt <= beganBefore).sort((x, y) => y.tool!.startedAt - x.tool!.startedAt)[0];
+    const ms = Math.round(blockedMs);
+    if (!h) {
+      this.report(blockedMs, undefined, `event loop blocked for ${ms} ms with no tool in flight (a model call or the runtime itself)`);
+      return;
+    }
+    const suspect = { run_id: h.id, step_seq: h.tool!.seq, tool: h.tool!.tool };
+    this.report(blockedMs, suspect, `event loop blocked for ${ms} ms, most likely by tool "${suspect.tool}" (run ${h.id}, step ${suspect.step_seq})`);
+  }
+
+  private report(blockedMs: number, suspect: { run_id: string; step_seq?: number | undefined; tool: string } | undefined, msg: string): void {
+    const held = [...this.runs()];
+    this.logger.warn(
+      { event: 'event_loop_blocked', blocked_ms: Math.round(blockedMs), runs_waiting: held.length, suspect },
+      `${msg}; every run of this worker waited`,
+    );
+  }
 }

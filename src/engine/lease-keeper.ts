@@ -41,6 +41,7 @@ export function inProcessLeaseKeeper(renew: (owner: LeaseOwner, held: readonly H
     };
 
     return {
+      ready: Promise.resolve(),
       hold({ runId, token }) {
         held.set(runId, token);
         timer ??= setInterval(() => void round(), intervalMs).unref();

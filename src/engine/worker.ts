@@ -14,7 +14,7 @@ import type { ClaimedRun, EngineStore, LeaseKeeper, LeaseKeeperFactory, LeaseOwn
 import type { ToolExecutor } from '../tools/executor.ts';
 import { AttemptEnds } from './attempt-end.ts';
 import { drive, HandBackSignal, type PreparedAgent } from './driver.ts';
-import { reportBlock, watchEventLoop } from './event-loop-watch.ts';
+import { EventLoopWatch } from './event-loop-watch.ts';
 import { combineEvents, type EngineEvents } from './events.ts';
 import { inProcessLeaseKeeper } from './lease-keeper.ts';
 import { CancelSignal, followSteps, HeldRun } from './run-stops.ts';
@@ -81,12 +81,13 @@ export class Worker {
   /** Set by a wake that arrived while the loop was busy, so it is not lost. */
   private woken = false;
   private subscription: { close(): Promise<void> } | null = null;
-  private loopWatch: { stop(): void } | null = null;
+  private readonly loopWatch: EventLoopWatch;
 
   constructor(private readonly deps: WorkerDeps, private readonly opts: WorkerOptions) {
     this.owner = { worker: opts.name, leaseMs: opts.leaseMs };
     this.now = deps.now ?? (() => new Date());
     this.events = combineEvents(...(deps.events ?? []), followSteps(this.held, (name) => deps.agent.tools.isIdempotent(name)));
+    this.loopWatch = new EventLoopWatch(deps.logger, () => this.held.values(), { thresholdMs: opts.blockedLoopWarnMs ?? 1000 });
     this.ends = new AttemptEnds({
       store: deps.store,
       events: this.events,
@@ -114,7 +115,7 @@ export class Worker {
     this.agent = {
       system: agent.system,
       systemDigest: agent.system ? await store.putBlob(agent.system) : null,
-      tools: agent.tools,
+      tools: this.loopWatch.timeTools(agent.tools),
       toolDefinitions,
       toolsDigest: toolDefinitions.length ? await store.putBlob(JSON.stringify(toolDefinitions)) : null,
       maxTokens: agent.maxTokens,
@@ -124,9 +125,11 @@ export class Worker {
 
   async start(): Promise<void> {
     await this.prepare();
+    // The keeper is up before the first claim, so the first leases are renewed in time.
+    await this.leases().ready;
     this.subscription =
       this.deps.subscribe?.({ runQueued: () => this.wake(), cancelRequested: (runId) => this.deliverCancel(runId, 'notification') }) ?? null;
-    this.loopWatch = watchEventLoop({ thresholdMs: this.opts.blockedLoopWarnMs ?? 1000, onBlocked: (b) => reportBlock(this.deps.logger, b, this.held.values()) });
+    this.loopWatch.start();
     this.loopDone = this.loop();
   }
 
@@ -143,7 +146,7 @@ export class Worker {
       for (const h of this.held.values()) h.stop(new HandBackSignal());
       if (!(await this.settledWithin(this.opts.shutdownForceMs ?? 10_000))) await this.cutIgnoringSteps();
     }
-    this.loopWatch?.stop();
+    this.loopWatch.stop();
     // Cancels and lease renewals matter until the last run is settled, so these close last.
     await this.subscription?.close();
     await this.keeper?.close();

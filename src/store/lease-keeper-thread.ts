@@ -16,7 +16,11 @@ import { RENEW_LEASES, RENEW_LEASES_NAME } from './lease-renewal.ts';
 import type { LeaseKeeper, LeaseKeeperFactory, LeaseKeeperListener, LeaseOwner } from './ports.ts';
 
 type ToThread = { type: 'hold'; runId: string; token: string } | { type: 'drop'; runId: string } | { type: 'close' };
-type FromThread = { type: 'lost'; runId: string; token: string } | { type: 'cancel'; runId: string } | { type: 'failed'; message: string };
+type FromThread =
+  | { type: 'ready' }
+  | { type: 'lost'; runId: string; token: string }
+  | { type: 'cancel'; runId: string }
+  | { type: 'failed'; message: string };
 
 interface ThreadData {
   pgPath: string;
@@ -53,8 +57,11 @@ async function connection() {
   return c;
 }
 
+// Rounds start every intervalMs (a slow round shortens the wait for the next, it does not push it
+// back): the lease must be renewed well within its length even when the database answers slowly.
 async function round() {
   timer = null;
+  const started = Date.now();
   if (held.size > 0) {
     const ids = [...held.keys()];
     const tokens = ids.map((id) => held.get(id));
@@ -79,7 +86,7 @@ async function round() {
       parentPort.postMessage({ type: 'failed', message: e && e.message ? e.message : String(e) });
     }
   }
-  if (!closing) timer = setTimeout(round, intervalMs);
+  if (!closing) timer = setTimeout(round, Math.max(0, intervalMs - (Date.now() - started)));
 }
 
 parentPort.on('message', (m) => {
@@ -95,6 +102,12 @@ parentPort.on('message', (m) => {
     Promise.resolve(c && c.end()).catch(() => {}).finally(() => parentPort.close());
   }
 });
+// Connected before the first claim's lease needs renewing: a connection made at the first round
+// (under load, with the main thread busy) could come too late for it.
+connection().then(
+  () => parentPort.postMessage({ type: 'ready' }),
+  (e) => parentPort.postMessage({ type: 'failed', message: e && e.message ? e.message : String(e) }),
+);
 timer = setTimeout(round, intervalMs);
 `;
 
@@ -109,6 +122,9 @@ class ThreadLeaseKeeper implements LeaseKeeper {
   private thread: Thread | null = null;
   private restart: NodeJS.Timeout | undefined;
   private closed = false;
+  private markReady!: () => void;
+  /** Settles once the first thread has connected, or failed to (it then keeps trying). */
+  readonly ready = new Promise<void>((resolve) => (this.markReady = resolve));
 
   constructor(
     private readonly url: string,
@@ -132,7 +148,10 @@ class ThreadLeaseKeeper implements LeaseKeeper {
     // The process's life is the main thread's business; the keeper only serves it.
     thread.unref();
     thread.on('message', (m: FromThread) => this.receive(m));
-    thread.on('error', (e) => this.listener.failed(e));
+    thread.on('error', (e) => {
+      this.markReady();
+      this.listener.failed(e);
+    });
     thread.on('exit', () => {
       if (this.thread !== thread || this.closed) return;
       this.thread = null;
@@ -145,6 +164,9 @@ class ThreadLeaseKeeper implements LeaseKeeper {
 
   private receive(m: FromThread): void {
     switch (m.type) {
+      case 'ready':
+        this.markReady();
+        break;
       case 'lost':
         if (this.held.get(m.runId) === m.token) this.listener.lost({ runId: m.runId as RunId, token: m.token });
         break;
@@ -152,6 +174,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
         if (this.held.has(m.runId)) this.listener.cancelRequested(m.runId as RunId);
         break;
       case 'failed':
+        this.markReady();
         this.listener.failed(new Error(`lease renewal failed: ${m.message}`));
         break;
     }

@@ -64,6 +64,8 @@ export interface LeaseKeeperListener {
  * interval: liveness costs per worker, not per run.
  */
 export interface LeaseKeeper {
+  /** Settles when the keeper can renew (connected, or known not to be yet: it keeps trying). */
+  readonly ready: Promise<void>;
   hold(lease: HeldLease): void;
   drop(runId: RunId): void;
   close(): Promise<void>;
