@@ -252,7 +252,8 @@ export class RunStore implements EngineStore {
     // added to now() first, so no delay, however long, can overflow: past the deadline means "at the
     // deadline", where the run is claimed and times out. The least() keeps the branch not taken from
     // overflowing too: the planner may fold it with the parameter's value before choosing a branch.
-    const delayMs = Number.isFinite(how.delayMs) ? Math.max(0, how.delayMs!) : how.delayMs === undefined ? 0 : Number.POSITIVE_INFINITY;
+    // Not a number of milliseconds (NaN, ±Infinity): wait as long as the run may, i.e. until its deadline.
+    const delayMs = how.delayMs === undefined ? 0 : Number.isFinite(how.delayMs) ? Math.max(0, how.delayMs) : Number.POSITIVE_INFINITY;
     const { rows } = await this.prepared<{ status: 'QUEUED' | 'CANCELLED'; tokens_used: number; run_at: Date }>(
       'release',
       `UPDATE run SET locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now(),
