@@ -54,7 +54,7 @@ it('a worker process stopped (SIGSTOP) past its lease is taken over, writes noth
   const a = startWorker('worker-A');
   await waitFor('worker A to start the tool', async () => (await db.store.steps(run.id)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED'), 30_000);
   a.kill('SIGSTOP');
-  const b = startWorker('worker-B');
+  startWorker('worker-B');
   await waitFor('worker B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 30_000);
   expect((await db.store.state(run.id)).attempts).toBe(2); // A's claim and B's
   a.kill('SIGCONT');
