@@ -94,8 +94,3 @@ export function listenForWorker(
     { onConnect: () => on.runQueued(), onError },
   );
 }
-
-/** LISTENs on one channel whose payload does not matter; `onNotify` is also called after every (re)connect. */
-export function subscribe(url: string, channel: string, onNotify: () => void, onError: (e: Error) => void): Subscription {
-  return listen(url, { [channel]: () => onNotify() }, { onConnect: onNotify, onError });
-}

@@ -146,7 +146,6 @@ export interface EngineStore {
   /** Records a tool's result; `startNext` as for checkpointModel. */
   finishTool(runId: RunId, owner: Lease, finish: ToolFinish, startNext?: ToolStart): Promise<FencedWrite>;
   finish(runId: RunId, owner: Lease, end: RunEnd): Promise<void>;
-  renewLease(runId: RunId, owner: Lease): Promise<RunProgress>;
   /** Renews the leases of many runs in one statement; returns those it renewed (the others are lost). */
   renewLeases(owner: LeaseOwner, held: readonly HeldLease[]): Promise<RenewedLease[]>;
   /**

@@ -233,6 +233,7 @@ export class RunStore implements EngineStore {
     if (rowCount !== 1) throw new LeaseLostError(runId, owner.worker);
   }
 
+  /** Renews one run's lease; a worker renews all of its runs at once (renewLeases). */
   async renewLease(runId: RunId, owner: Lease): Promise<RunProgress> {
     const { rows } = await this.prepared<ProgressRow>('renew_lease', `WITH ${OWNED(4)} SELECT tokens_used, cancel_requested FROM owner`, [
       runId, owner.worker, owner.leaseMs, owner.token,
