@@ -49,6 +49,8 @@ const EnvSchema = z.object({
   PRICES_FILE: z.string().min(1).default(path.join(PROJECT_ROOT, 'prices.json')),
   /** How long a stopping worker lets in-flight steps finish before handing their runs back. */
   SHUTDOWN_GRACE_SECONDS: number().nonnegative('must not be negative').default(20),
+  /** After the grace period, how long steps told to stop may take before their runs are handed back without them. */
+  SHUTDOWN_FORCE_SECONDS: number().nonnegative('must not be negative').default(10),
   DEMO_LATENCY_MS: int(0, 600_000).default(800),
   METRICS_PORT: int(0, 65535).optional(),
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
@@ -91,6 +93,7 @@ export interface Config {
   crashAt: CrashPlan | null;
   pricesFile: string;
   shutdownGraceMs: number;
+  shutdownForceMs: number;
   demoLatencyMs: number;
   metricsPort: number | null;
   logFormat: 'json' | 'pretty';
@@ -154,6 +157,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     crashAt,
     pricesFile: path.resolve(e.PRICES_FILE),
     shutdownGraceMs: Math.round(e.SHUTDOWN_GRACE_SECONDS * 1000),
+    shutdownForceMs: Math.round(e.SHUTDOWN_FORCE_SECONDS * 1000),
     demoLatencyMs: e.DEMO_LATENCY_MS,
     metricsPort: e.METRICS_PORT ?? null,
     logFormat: e.LOG_FORMAT,

@@ -7,7 +7,9 @@
  * - worker: a loop that claims runs and drives them; its name is written to `locked_by` and `run_step.worker`.
  * - lease: the worker's right to drive a run until `locked_until`. Every write is fenced on it: a write
  *   by a worker that no longer holds the lease changes nothing and raises `LeaseLostError`.
- * - attempt: one claim of a run. A run that is claimed too often without finishing is abandoned.
+ * - attempt: one claim of a run. A run that is claimed too often without finishing is abandoned. A
+ *   hand-back at shutdown, a requeue after a model outage and a lease lost while its worker was alive
+ *   but stalled give the attempt back: none of them is the run's doing.
  * - checkpoint: the single transaction that records a finished step together with its token counts
  *   and a renewal of the lease.
  * - replay: the pure fold from the ordered steps to the conversation and the work still pending.
@@ -111,6 +113,20 @@ export interface Run {
   /** The final model step's stop reason; "max_tokens" means the output was cut short. */
   stopReason: string | null;
   error: string | null;
+  /** Why the last attempt ended without finishing the run (a crash, a database failure, a model outage). */
+  lastError: AttemptError | null;
+  /** Set while the run waits in the queue for a later time (a requeue after a model outage). */
+  nextAttemptAt: Date | null;
+  /** Times the run went back to the queue because the model provider kept failing; not counted in `attempts`. */
+  providerRequeues: number;
+}
+
+/** The cause of an attempt that ended without finishing its run. */
+export interface AttemptError {
+  message: string;
+  at: Date;
+  /** The attempt (claim number) it ended. */
+  attempt: number;
 }
 
 /** What a model step stores of its request: the parameters, never the message list (that is the log). */

@@ -5,7 +5,7 @@
  * every wait of the process; it is opened by the first wait. After a (re)connect every waited run
  * is read again, since announcements sent while disconnected are lost.
  */
-import { RUN_FINISHED_CHANNEL, subscribe, type Subscription } from './db/notifications.ts';
+import { listen, RUN_FINISHED_CHANNEL, type Subscription } from './db/notifications.ts';
 import { isTerminal, type Run, type RunId } from './domain.ts';
 import { DurableAgentError, NotFoundError, WaitTimeoutError } from './errors.ts';
 import type { Logger } from './observability/logger.ts';
@@ -31,11 +31,13 @@ export class RunWaits {
   /** Resolves with the run once it is in a terminal status; rejects after `timeoutMs` (when given) or on close. */
   wait(id: RunId, timeoutMs?: number): Promise<Run> {
     if (this.closed) return Promise.reject(new DurableAgentError('the runtime is closed'));
-    this.subscription ??= subscribe(
+    this.subscription ??= listen(
       this.databaseUrl,
-      RUN_FINISHED_CHANNEL,
-      (payload) => this.wake(payload as RunId | undefined),
-      (e) => this.logger.warn({ err_message: e.message }, 'LISTEN connection for run waits failed; reconnecting'),
+      { [RUN_FINISHED_CHANNEL]: (payload) => this.wake((payload || undefined) as RunId | undefined) },
+      {
+        onConnect: () => this.wake(undefined),
+        onError: (e) => this.logger.warn({ err_message: e.message }, 'LISTEN connection for run waits failed; reconnecting'),
+      },
     );
     return new Promise<Run>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;

@@ -11,7 +11,7 @@ import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
 import { ConfigError } from './errors.ts';
 import { migrate } from './db/migrate.ts';
-import { RUN_QUEUED_CHANNEL, subscribe } from './db/notifications.ts';
+import { listenForWorker } from './db/notifications.ts';
 import { checkConnection, createPool, type Database, poolSizeFor, resolveDatabase } from './db/pool.ts';
 import { armCrashPoint } from './engine/crash-points.ts';
 import type { EngineEvents } from './engine/events.ts';
@@ -25,6 +25,7 @@ import { traceEvents } from './observability/tracing.ts';
 import { RunWaits } from './run-waits.ts';
 import { createRuns, type Runs } from './runs.ts';
 import { TicketStore } from './store/demo-tickets.ts';
+import { leaseKeeperThread } from './store/lease-keeper-thread.ts';
 import { RunListing } from './store/run-listing.ts';
 import { RunOverview } from './store/run-overview.ts';
 import { RunStore } from './store/run-store.ts';
@@ -190,8 +191,11 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           costOf: (model, usage) => prices.costOf(model, usage),
           logger,
           events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider }), ...(opts.events ?? [])],
-          subscribe: (onNotify) =>
-            subscribe(database.url, RUN_QUEUED_CHANNEL, onNotify, (e) => logger.warn({ err_message: e.message }, 'LISTEN connection failed; reconnecting')),
+          subscribe: (on) =>
+            listenForWorker(database.url, on, (e, retryInMs) =>
+              logger.warn({ err_message: e.message, retry_in_ms: retryInMs }, 'LISTEN connection failed; reconnecting'),
+            ),
+          leaseKeeper: leaseKeeperThread(database.url),
         },
         {
           name: config.workerName,
@@ -200,6 +204,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           maxRunAttempts: config.maxRunAttempts,
           pollIntervalMs: config.pollIntervalMs,
           shutdownGraceMs: config.shutdownGraceMs,
+          shutdownForceMs: config.shutdownForceMs,
           requeueDelayMs: config.retryCapMs,
         },
       );

@@ -26,6 +26,8 @@ export function runJson(r: Run): RunJson {
     attempts: r.attempts,
     cancelRequested: r.cancelRequested,
     metadata: r.metadata,
+    lastError: r.lastError && { message: r.lastError.message, at: iso(r.lastError.at), attempt: r.lastError.attempt },
+    nextAttemptAt: isoOrNull(r.nextAttemptAt),
   };
 }
 

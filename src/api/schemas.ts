@@ -146,6 +146,11 @@ export const RunJson = z.object({
   attempts: count.describe('Times a worker claimed the run.'),
   cancelRequested: z.boolean(),
   metadata: z.record(z.string(), z.unknown()),
+  lastError: z
+    .object({ message: z.string(), at: timestamp, attempt: count.describe('The attempt it ended.') })
+    .nullable()
+    .describe('Why the last attempt ended without finishing the run (a crash, a database failure, a model outage); null when none did.'),
+  nextAttemptAt: timestamp.nullable().describe('When the run is tried again while it waits in the queue for a later time (after a model outage); null otherwise.'),
 });
 responseSchemas.add(RunJson, { id: 'Run' });
 export type RunJson = z.infer<typeof RunJson>;

@@ -1,55 +1,81 @@
 import pg from 'pg';
 import { PG_TYPES } from './pg-types.ts';
 
+/** A run became claimable (queued, or handed back). The payload is empty, so a burst folds into one. */
 export const RUN_QUEUED_CHANNEL = 'durable_agent_run_queued';
 /** Payload: the id of a run that just reached a terminal status. */
 export const RUN_FINISHED_CHANNEL = 'durable_agent_run_finished';
+/** A cancel was requested for a RUNNING run; the payload is its id (see migration 0004). */
+export const RUN_CANCEL_CHANNEL = 'durable_agent_run_cancel';
 
 export interface Subscription {
   close(): Promise<void>;
 }
 
+export interface ListenOptions {
+  /**
+   * Called after every (re)connect: notifications sent while disconnected are lost, so whoever
+   * listens must look for what it may have missed.
+   */
+  onConnect?: () => void;
+  /** The connection failed or broke; the next try is `retryInMs` from now. */
+  onError: (e: Error, retryInMs: number) => void;
+  /** @unit milliseconds — first wait before reconnecting; it doubles per failure in a row. Default 500. */
+  initialDelayMs?: number;
+  /** @unit milliseconds — the wait never grows past this. Default 30000. */
+  maxDelayMs?: number;
+}
+
 /**
- * LISTENs on a channel with a dedicated connection (LISTEN does not survive a pooled client being
- * handed to someone else), reconnecting after a failure. `onNotify` gets each notification's payload,
- * and is also called without one after every (re)connect, since notifications sent while
- * disconnected are lost.
+ * LISTENs on channels with a dedicated connection (LISTEN does not survive a pooled client being
+ * handed to someone else), reconnecting after a failure with a backoff that starts again from the
+ * beginning after each successful connect. Each handler receives its notification's payload.
  */
-export function subscribe(url: string, channel: string, onNotify: (payload?: string) => void, onError: (e: Error) => void): Subscription {
+export function listen(url: string, handlers: Readonly<Record<string, (payload: string) => void>>, opts: ListenOptions): Subscription {
+  const initialDelayMs = opts.initialDelayMs ?? 500;
+  const maxDelayMs = opts.maxDelayMs ?? 30_000;
   let client: pg.Client | null = null;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
+  let delayMs = initialDelayMs;
 
-  const connect = async (delayMs: number): Promise<void> => {
+  const failed = (e: Error) => {
+    client = null;
+    if (closed) return;
+    opts.onError(e, delayMs);
+    retry = setTimeout(() => void connect(), delayMs);
+    delayMs = Math.min(delayMs * 2, maxDelayMs);
+  };
+
+  const connect = async (): Promise<void> => {
     if (closed) return;
     const c = new pg.Client({ connectionString: url, application_name: 'durable-agent-listener', types: PG_TYPES });
-    c.on('notification', (n) => onNotify(n.payload));
+    c.on('notification', (n) => handlers[n.channel]?.(n.payload ?? ''));
     c.on('error', (e) => {
-      onError(e);
       c.end().catch(() => {});
-      if (client === c) schedule(Math.min(delayMs * 2, 30_000));
+      if (client === c) failed(e);
+    });
+    c.on('end', () => {
+      if (client === c) failed(new Error('LISTEN connection ended'));
     });
     try {
       await c.connect();
-      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-      if (closed) {
-        await c.end();
-        return;
-      }
-      client = c;
-      onNotify();
+      for (const channel of Object.keys(handlers)) await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
     } catch (e) {
-      onError(e as Error);
       await c.end().catch(() => {});
-      schedule(Math.min(delayMs * 2, 30_000));
+      failed(e as Error);
+      return;
     }
-  };
-  const schedule = (delayMs: number) => {
-    client = null;
-    if (!closed) retry = setTimeout(() => void connect(delayMs), delayMs);
+    if (closed) {
+      await c.end().catch(() => {});
+      return;
+    }
+    client = c;
+    delayMs = initialDelayMs;
+    opts.onConnect?.();
   };
 
-  void connect(500);
+  void connect();
   return {
     async close() {
       closed = true;
@@ -57,4 +83,17 @@ export function subscribe(url: string, channel: string, onNotify: (payload?: str
       await client?.end().catch(() => {});
     },
   };
+}
+
+/** What a worker hears, on one connection: runs queued (and every reconnect), and cancels of RUNNING runs. */
+export function listenForWorker(
+  url: string,
+  on: { runQueued(): void; cancelRequested(runId: string): void },
+  onError: ListenOptions['onError'],
+): Subscription {
+  return listen(
+    url,
+    { [RUN_QUEUED_CHANNEL]: () => on.runQueued(), [RUN_CANCEL_CHANNEL]: (runId) => on.cancelRequested(runId) },
+    { onConnect: () => on.runQueued(), onError },
+  );
 }

@@ -1,16 +1,23 @@
 /**
- * The worker: claims runs (up to `concurrency` at once), drives each, keeps their leases alive with a
- * fenced heartbeat, wakes on LISTEN/NOTIFY (polling only as a fallback), and on shutdown stops
- * claiming, lets in-flight steps finish for a grace period and hands every run back to the queue.
+ * The worker: claims runs (up to `concurrency` at once) and drives each. A lease keeper renews the
+ * leases of every run it holds in one statement per interval; LISTEN/NOTIFY wakes it when runs are
+ * queued (polling only as a fallback) and tells it of cancels, which reach the step in flight at
+ * once, as do the run's deadline and a lost lease. On shutdown it stops claiming, lets in-flight
+ * steps finish for a grace period, hands every run back, and stops waiting for steps that ignore
+ * their signal at a force limit.
  */
 import type { RunId, TerminalStatus, Usage } from '../domain.ts';
-import { FatalError, LeaseLostError } from '../errors.ts';
+import { LeaseLostError } from '../errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { ClaimedRun, EngineStore, LeaseOwner } from '../store/ports.ts';
+import type { ClaimedRun, EngineStore, LeaseKeeper, LeaseKeeperFactory, LeaseOwner } from '../store/ports.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
-import { drive, HandBackSignal, type PreparedAgent, RequeueSignal } from './driver.ts';
+import { AttemptEnds } from './attempt-end.ts';
+import { drive, HandBackSignal, type PreparedAgent } from './driver.ts';
+import { EventLoopWatch } from './event-loop-watch.ts';
 import { combineEvents, type EngineEvents } from './events.ts';
+import { inProcessLeaseKeeper } from './lease-keeper.ts';
+import { CancelSignal, followSteps, HeldRun } from './run-stops.ts';
 
 export interface WorkerOptions {
   name: string;
@@ -19,16 +26,31 @@ export interface WorkerOptions {
   /** Claims a run may take without finishing before it is failed as abandoned (a poison run). */
   maxRunAttempts: number;
   pollIntervalMs: number;
-  /** How long shutdown waits for in-flight steps before cancelling them. */
+  /** How long shutdown waits for in-flight steps before telling them to stop. */
   shutdownGraceMs: number;
+  /**
+   * How long, once told to stop, steps may take before their runs are handed back without them. A
+   * non-idempotent tool is still let finish (its own timeout bounds it). Default 10000.
+   */
+  shutdownForceMs?: number;
   /** How long a run waits in the queue after its model provider kept failing (at least its retry-after). */
   requeueDelayMs: number;
+  /** An event loop blocked at least this long is reported, naming the tool most likely to blame. Default 1000. */
+  blockedLoopWarnMs?: number;
 }
 
 export interface AgentDefinition {
   system: string | null;
   tools: ToolExecutor;
   maxTokens: number;
+}
+
+/** What the database announces to a worker. */
+export interface WorkerNotifications {
+  /** A run was queued; also called after every (re)connect, since notifications sent meanwhile are lost. */
+  runQueued(): void;
+  /** A cancel was requested for this RUNNING run. */
+  cancelRequested(runId: string): void;
 }
 
 export interface WorkerDeps {
@@ -38,32 +60,42 @@ export interface WorkerDeps {
   costOf: (model: string, usage: Usage) => number;
   logger: Logger;
   events?: EngineEvents[];
-  /** Subscribes to "a run was queued" notifications; without it the worker polls. */
-  subscribe?: (onNotify: () => void) => { close(): Promise<void> };
+  /** Subscribes to notifications; without it the worker polls, and hears of cancels from its lease renewals. */
+  subscribe?: (on: WorkerNotifications) => { close(): Promise<void> };
+  /** Renews the leases of held runs; by default through `store`, on this thread (see lease-keeper.ts). */
+  leaseKeeper?: LeaseKeeperFactory;
   now?: () => Date;
-}
-
-interface Held {
-  run: ClaimedRun;
-  controller: AbortController;
-  done: Promise<void>;
 }
 
 export class Worker {
   private readonly owner: LeaseOwner;
   private readonly events: Required<EngineEvents>;
-  private readonly held = new Map<RunId, Held>();
+  private readonly held = new Map<RunId, HeldRun>();
+  private readonly now: () => Date;
+  private readonly ends: AttemptEnds;
   private agent: PreparedAgent | null = null;
+  private keeper: LeaseKeeper | null = null;
   private stopping = false;
   private loopDone: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
   /** Set by a wake that arrived while the loop was busy, so it is not lost. */
   private woken = false;
   private subscription: { close(): Promise<void> } | null = null;
+  private readonly loopWatch: EventLoopWatch;
 
   constructor(private readonly deps: WorkerDeps, private readonly opts: WorkerOptions) {
     this.owner = { worker: opts.name, leaseMs: opts.leaseMs };
-    this.events = combineEvents(...(deps.events ?? []));
+    this.now = deps.now ?? (() => new Date());
+    this.events = combineEvents(...(deps.events ?? []), followSteps(this.held, (name) => deps.agent.tools.isIdempotent(name)));
+    this.loopWatch = new EventLoopWatch(deps.logger, () => this.held.values(), { thresholdMs: opts.blockedLoopWarnMs ?? 1000 });
+    this.ends = new AttemptEnds({
+      store: deps.store,
+      events: this.events,
+      logger: deps.logger,
+      owner: this.owner,
+      maxRunAttempts: opts.maxRunAttempts,
+      requeueDelayMs: opts.requeueDelayMs,
+    });
   }
 
   get name(): string {
@@ -83,7 +115,7 @@ export class Worker {
     this.agent = {
       system: agent.system,
       systemDigest: agent.system ? await store.putBlob(agent.system) : null,
-      tools: agent.tools,
+      tools: this.loopWatch.timeTools(agent.tools),
       toolDefinitions,
       toolsDigest: toolDefinitions.length ? await store.putBlob(JSON.stringify(toolDefinitions)) : null,
       maxTokens: agent.maxTokens,
@@ -93,24 +125,32 @@ export class Worker {
 
   async start(): Promise<void> {
     await this.prepare();
-    this.subscription = this.deps.subscribe?.(() => this.wake()) ?? null;
+    // The keeper is up before the first claim, so the first leases are renewed in time.
+    await this.leases().ready;
+    this.subscription =
+      this.deps.subscribe?.({ runQueued: () => this.wake(), cancelRequested: (runId) => this.deliverCancel(runId, 'notification') }) ?? null;
+    this.loopWatch.start();
     this.loopDone = this.loop();
   }
 
-  /** Stops claiming, waits up to the grace period for in-flight steps, then hands every held run back. */
+  /**
+   * Stops claiming and waits up to the grace period for in-flight steps; then tells them to stop and
+   * hands their runs back at the step boundary; past the force limit it stops waiting for steps that
+   * ignore their signal (except a non-idempotent tool, which is always let finish).
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     this.wake();
     await this.loopDone;
-    await this.subscription?.close();
-    const all = () => Promise.all([...this.held.values()].map((h) => h.done));
-    let timer: NodeJS.Timeout | undefined;
-    const grace = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), this.opts.shutdownGraceMs)));
-    if ((await Promise.race([all(), grace])) === 'timeout') {
-      for (const h of this.held.values()) h.controller.abort(new HandBackSignal());
-      await all();
+    if (!(await this.settledWithin(this.opts.shutdownGraceMs))) {
+      for (const h of this.held.values()) h.stop(new HandBackSignal());
+      if (!(await this.settledWithin(this.opts.shutdownForceMs ?? 10_000))) await this.cutIgnoringSteps();
     }
-    clearTimeout(timer);
+    this.loopWatch.stop();
+    // Cancels and lease renewals matter until the last run is settled, so these close last.
+    await this.subscription?.close();
+    await this.keeper?.close();
+    this.keeper = null;
   }
 
   /** Claims one run and drives it to the end of this attempt, rethrowing what ended it (for tests and tools). */
@@ -118,7 +158,10 @@ export class Worker {
     await this.prepare();
     const [run] = await this.deps.store.claim(this.owner, 1, [...this.held.keys()]);
     if (!run) return null;
-    return { runId: run.id, status: await this.hold(run, true) };
+    const h = this.track(run);
+    const attempt = this.attempt(h, true);
+    h.done = attempt.catch(() => undefined);
+    return { runId: run.id, status: await attempt };
   }
 
   private wake(): void {
@@ -136,15 +179,11 @@ export class Worker {
           const runs = await this.deps.store.claim(this.owner, free, [...this.held.keys()]);
           claimed = runs.length;
           for (const run of runs) {
-            const controller = new AbortController();
-            const h: Held = { run, controller, done: Promise.resolve() };
-            this.held.set(run.id, h);
-            h.done = this.hold(run, false, controller)
-              .then(() => undefined, () => undefined)
-              .finally(() => {
-                if (this.held.get(run.id) === h) this.held.delete(run.id);
-                this.wake();
-              });
+            const h = this.track(run);
+            h.done = this.attempt(h, false).then(
+              () => this.wake(),
+              () => this.wake(),
+            );
           }
         } catch (e) {
           this.deps.logger.error({ err: e }, 'claim failed; retrying after the poll interval');
@@ -162,62 +201,94 @@ export class Worker {
     }
   }
 
-  /** One attempt at one run, with its heartbeat. Returns the terminal status, or null when handed back. */
-  private async hold(run: ClaimedRun, rethrow: boolean, controller = new AbortController()): Promise<TerminalStatus | null> {
-    const { store, logger } = this.deps;
-    let finished = false;
-    const heartbeat = setInterval(() => {
-      store.renewLease(run.id, run.lease).catch((e: unknown) => {
-        if (finished) return;
-        if (e instanceof LeaseLostError) controller.abort(e);
-        else logger.warn({ err: e, run_id: run.id }, 'lease renewal failed');
-      });
-    }, Math.max(10, Math.floor(this.opts.leaseMs / 3)));
+  private leases(): LeaseKeeper {
+    const factory = this.deps.leaseKeeper ?? inProcessLeaseKeeper((owner, held) => this.deps.store.renewLeases(owner, held));
+    return (this.keeper ??= factory(this.owner, Math.max(10, Math.floor(this.opts.leaseMs / 3)), {
+      lost: ({ runId, token }) => {
+        const h = this.held.get(runId);
+        if (h?.run.lease.token === token) h.stop(new LeaseLostError(runId, this.owner.worker));
+      },
+      cancelRequested: (runId) => this.deliverCancel(runId, 'lease renewal'),
+      failed: (e) => this.deps.logger.warn({ err_message: e.message }, 'lease renewal failed; retrying at the next interval'),
+    }));
+  }
+
+  private track(run: ClaimedRun): HeldRun {
+    const h = new HeldRun(run, this.now);
+    this.held.set(run.id, h);
+    this.leases().hold({ runId: run.id, token: run.lease.token });
+    return h;
+  }
+
+  private forget(h: HeldRun): void {
+    h.dispose();
+    if (this.held.get(h.id) !== h) return;
+    this.held.delete(h.id);
+    this.keeper?.drop(h.id);
+  }
+
+  private deliverCancel(runId: string, via: string): void {
+    if (this.held.get(runId as RunId)?.stop(new CancelSignal())) {
+      this.deps.logger.info({ event: 'cancel_delivered', run_id: runId, via }, 'cancel delivered to the step in flight');
+    }
+  }
+
+  /** One attempt at one held run. Returns the terminal status, or null when the run went back to the queue. */
+  private async attempt(h: HeldRun, rethrow: boolean): Promise<TerminalStatus | null> {
+    const { run } = h;
     try {
-      if (run.attempts > this.opts.maxRunAttempts) {
-        const last = run.error ? `; last error: ${run.error}` : '';
-        const error = `abandoned: claimed ${run.attempts - 1} times without finishing (limit ${this.opts.maxRunAttempts})${last}`;
-        await store.finish(run.id, run.lease, { status: 'FAILED', error });
-        this.events.runFinished({ run, status: 'FAILED', error, tokensUsed: run.tokensUsed });
-        return 'FAILED';
-      }
+      if (run.attempts > this.opts.maxRunAttempts) return await this.ends.abandon(h);
       return await drive(run, {
-        store,
+        store: this.deps.store,
         llm: this.deps.llm,
         agent: await this.prepare(),
         owner: run.lease,
         events: this.events,
         costOf: this.deps.costOf,
-        now: this.deps.now ?? (() => new Date()),
-        signal: controller.signal,
+        now: this.now,
+        signal: h.signal,
         shouldYield: () => this.stopping,
       });
     } catch (e) {
-      const reason = controller.signal.aborted ? controller.signal.reason : e;
-      if (reason instanceof HandBackSignal) {
-        if (await store.release(run.id, run.lease).catch(() => false)) {
-          this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: 'handed-back' });
-        }
-        return null;
-      }
-      if (reason instanceof RequeueSignal) {
-        const delayMs = Math.max(this.opts.requeueDelayMs, reason.retryAfterMs ?? 0);
-        if (await store.release(run.id, run.lease, { countAttempt: true, delayMs, error: reason.message }).catch(() => false)) {
-          this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: 'requeued', error: reason });
-        }
-        return null;
-      }
-      if (reason instanceof LeaseLostError) {
-        this.events.leaseLost({ runId: run.id, worker: this.owner.worker });
-      } else {
-        const database = !(e instanceof FatalError) && typeof (e as { code?: unknown })?.code === 'string';
-        this.events.attemptEnded({ runId: run.id, worker: this.owner.worker, reason: database ? 'database' : 'crash', error: e });
-      }
-      if (rethrow) throw e;
-      return null;
+      if (h.cut) return null; // already handed back at the force limit
+      return await this.ends.settle(h, e, rethrow);
     } finally {
-      finished = true;
-      clearInterval(heartbeat);
+      this.forget(h);
     }
+  }
+
+  /** True when every held run's attempt settled within `ms`. */
+  private async settledWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    const all = Promise.all([...this.held.values()].map((h) => h.done)).then(() => true);
+    try {
+      return await Promise.race([all, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Past the force limit: runs whose step ignores its signal are handed back without waiting for it
+   * (whatever that step writes later is fenced off). A non-idempotent tool is still waited for: cut
+   * off, it would leave its run for a human to decide whether it ran.
+   */
+  private async cutIgnoringSteps(): Promise<void> {
+    const waits: Promise<unknown>[] = [];
+    for (const h of [...this.held.values()]) {
+      if (h.tool && !h.tool.idempotent) {
+        waits.push(h.done);
+        continue;
+      }
+      h.cut = true;
+      this.forget(h);
+      this.deps.logger.warn(
+        { run_id: h.id, step_seq: h.tool?.seq, tool_name: h.tool?.tool },
+        'a step ignored its stop signal past the shutdown force limit; its run is handed back without it',
+      );
+      waits.push(this.ends.handBack(h));
+    }
+    await Promise.all(waits);
   }
 }

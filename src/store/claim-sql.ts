@@ -21,7 +21,9 @@ export const CLAIM_SQL = `WITH next AS (
     FOR UPDATE SKIP LOCKED)
   UPDATE run r SET status = 'RUNNING', locked_by = $1, lease_token = gen_random_uuid(),
          locked_until = now() + $2 * interval '1 millisecond',
-         attempts = r.attempts + 1, updated_at = now()
+         attempts = r.attempts + 1, updated_at = now(),
+         -- A take-over remembers the lease it ended, so a stalled (not dead) owner can give the attempt back.
+         lapsed_lease_token = CASE WHEN r.status = 'RUNNING' THEN r.lease_token END
   FROM next WHERE r.id = next.id
   RETURNING r.*, EXISTS (SELECT 1 FROM run_step s WHERE s.run_id = r.id) AS has_steps`;
 

@@ -13,11 +13,19 @@ export interface Lease extends LeaseOwner {
 
 /** How a run goes back to the queue without finishing. */
 export interface Release {
-  /** True when this attempt counts toward the abandon limit (a transient failure), false for a hand-back. */
+  /**
+   * True when this attempt counts toward the abandon limit (the driver crashed, the database failed);
+   * false for a hand-back at shutdown and for a requeue caused by the model provider.
+   */
   countAttempt: boolean;
-  /** Not claimable again before this delay. */
+  /** The model provider kept failing: counted in `providerRequeues` (bounded by the deadline), not in `attempts`. */
+  providerRequeue?: boolean;
+  /**
+   * @unit milliseconds — not claimable again before this delay (any size: a wait past the run's deadline
+   * requeues it to the deadline, where it times out). 0 or absent: claimable at once, in its old place.
+   */
   delayMs?: number;
-  /** Why, kept in the run's `error` while it waits. */
+  /** Why; recorded as the run's last error (with the time and the attempt) and kept in `error` while it waits. */
   error?: string;
   /**
    * Usage of model calls this attempt paid for but recorded in no step (a call that failed for good
@@ -27,6 +35,50 @@ export interface Release {
   usage?: Usage;
   costUsd?: number;
 }
+
+/** What a release did; `false` from `release` when the lease was no longer held. */
+export interface Released {
+  /** QUEUED, or CANCELLED when a cancel was pending (nobody would drive the run to its next guard). */
+  status: 'QUEUED' | 'CANCELLED';
+  tokensUsed: number;
+  /** When the run may be claimed again. */
+  runAt: Date;
+}
+
+/** One run a worker holds, as its lease keeper renews it. */
+export interface HeldLease {
+  runId: RunId;
+  token: string;
+}
+
+/** What one renewal found of a held run whose lease it extended. */
+export interface RenewedLease extends HeldLease {
+  cancelRequested: boolean;
+}
+
+/** Told by a lease keeper after each renewal that found something to act on. */
+export interface LeaseKeeperListener {
+  /** The lease is gone (it lapsed and the run was claimed again, or the run is no longer RUNNING). */
+  lost(lease: HeldLease): void;
+  /** A cancel was requested for the run (the fallback when the NOTIFY was missed). */
+  cancelRequested(runId: RunId): void;
+  /** A renewal failed; the keeper tries again at the next interval. */
+  failed(error: Error): void;
+}
+
+/**
+ * Keeps the leases of every run one worker holds alive, renewing them all in one statement per
+ * interval: liveness costs per worker, not per run.
+ */
+export interface LeaseKeeper {
+  /** Settles when the keeper can renew (connected, or known not to be yet: it keeps trying). */
+  readonly ready: Promise<void>;
+  hold(lease: HeldLease): void;
+  drop(runId: RunId): void;
+  close(): Promise<void>;
+}
+
+export type LeaseKeeperFactory = (owner: LeaseOwner, intervalMs: number, listener: LeaseKeeperListener) => LeaseKeeper;
 
 export interface ModelCheckpoint {
   seq: number;
@@ -135,13 +187,20 @@ export interface EngineStore {
    * so a retry that finds its own row already there treats the write as done. Null: no such run.
    */
   recordedWrite(runId: RunId, owner: Lease, probe: WriteProbe): Promise<RecordedWrite | null>;
-  renewLease(runId: RunId, owner: Lease): Promise<RunProgress>;
+  /** Renews the leases of many runs in one statement; returns those it renewed (the others are lost). */
+  renewLeases(owner: LeaseOwner, held: readonly HeldLease[]): Promise<RenewedLease[]>;
   /**
    * Puts a run back in the queue: at once and without counting the attempt for a hand-back at
-   * shutdown; after a delay, counted, when the attempt failed for a passing reason (a model outage).
-   * A run with a cancel pending is CANCELLED instead. False when the lease was no longer held.
+   * shutdown; after a delay when the model provider kept failing; at once, counted, with the cause
+   * when the driver crashed. A run with a cancel pending is CANCELLED instead. False when the lease
+   * was no longer held.
    */
-  release(runId: RunId, owner: Lease, how?: Release): Promise<boolean>;
+  release(runId: RunId, owner: Lease, how?: Release): Promise<Released | false>;
+  /**
+   * Gives back the attempt a lapsed lease cost the run, when the worker that held it lived to see it
+   * lost (it stalled; the run did not kill it). Only the claim that took over `lost` is affected, once.
+   */
+  forgiveLapsedAttempt(runId: RunId, lost: Lease): Promise<boolean>;
   /** Stores a text once under its SHA-256 and returns the digest. */
   putBlob(body: string): Promise<string>;
 }

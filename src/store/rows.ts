@@ -23,6 +23,12 @@ export interface RunRow {
   output: string | null;
   stop_reason: string | null;
   error: string | null;
+  last_error: string | null;
+  last_error_at: Date | null;
+  last_error_attempt: number | null;
+  provider_requeues: number;
+  /** Computed by RUN_COLUMNS; absent where a statement returns `run.*`. */
+  next_attempt_at?: Date | null;
 }
 
 export interface StepRow {
@@ -48,7 +54,9 @@ export interface StepRow {
 }
 
 export const RUN_COLUMNS = `id, status, input, model, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
-  locked_by, locked_until, cancel_requested, attempts, metadata, created_at, updated_at, finished_at, output, stop_reason, error`;
+  locked_by, locked_until, cancel_requested, attempts, metadata, created_at, updated_at, finished_at, output, stop_reason, error,
+  last_error, last_error_at, last_error_attempt, provider_requeues,
+  CASE WHEN status = 'QUEUED' AND run_at > now() THEN run_at END AS next_attempt_at`;
 
 /** Every step column but the bodies (`request`, `response`), which can be large. */
 export const STEP_SUMMARY_COLUMNS = `run_id, seq, kind, status, tool_name, tool_use_id, stop_reason,
@@ -80,6 +88,9 @@ export function toRun(r: RunRow): Run {
     output: r.output,
     stopReason: r.stop_reason,
     error: r.error,
+    lastError: r.last_error === null ? null : { message: r.last_error, at: r.last_error_at!, attempt: r.last_error_attempt ?? 0 },
+    nextAttemptAt: r.next_attempt_at ?? null,
+    providerRequeues: r.provider_requeues,
   };
 }
 

@@ -8,13 +8,14 @@ import type pg from 'pg';
 import { budgetTokens, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
 import { ConflictError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
+import { renewLeases } from './lease-renewal.ts';
 import type {
-  AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, RunEnd, ToolFinish,
-  ToolStart, WriteProbe,
+  AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
+  RenewedLease, RunEnd, ToolFinish, ToolStart, WriteProbe,
 } from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
 import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow, START_NEXT, startParams } from './fenced-sql.ts';
-import { storableCost, storableText } from './storable.ts';
+import { storableCost, storableText, storableUsage } from './storable.ts';
 
 export interface NewRun {
   input: string;
@@ -214,6 +215,8 @@ export class RunStore implements EngineStore {
     return { ...progress(r), status: r.status, ours: r.ours === true, modelStep: r.model_step, toolFinished: r.tool_finished, nextStarted: r.next_started };
   }
 
+
+  /** Renews one run's lease; a worker renews all of its runs at once (renewLeases). */
   async renewLease(runId: RunId, owner: Lease): Promise<RunProgress> {
     const { rows } = await this.prepared<ProgressRow>('renew_lease', `WITH ${OWNED(4)} SELECT tokens_used, cancel_requested FROM owner`, [
       runId, owner.worker, owner.leaseMs, owner.token,
@@ -222,17 +225,51 @@ export class RunStore implements EngineStore {
     return progress(rows[0]);
   }
 
-  async release(runId: RunId, owner: Lease, how: Release = { countAttempt: false }): Promise<boolean> {
-    // A run with a cancel pending ends here instead: nobody would be driving it to its next guard.
-    const { rowCount } = await this.db.query(
+  async renewLeases(owner: LeaseOwner, held: readonly HeldLease[]): Promise<RenewedLease[]> {
+    return renewLeases(this.db, owner, held);
+  }
+
+  async release(runId: RunId, owner: Lease, how: Release = { countAttempt: false }): Promise<Released | false> {
+    // A run with a cancel pending ends here instead: nobody would be driving it to its next guard (and
+    // the attempt it ends stays counted: it is given back only to a run that goes back to the queue).
+    // The delay is a float8 and is compared with the time left before the deadline instead of being
+    // added to now() first, so no delay, however long, can overflow: past the deadline means "at the
+    // deadline", where the run is claimed and times out. The least() keeps the branch not taken from
+    // overflowing too: the planner may fold it with the parameter's value before choosing a branch.
+    // Not a number of milliseconds (NaN, ±Infinity): wait as long as the run may, i.e. until its deadline.
+    const delayMs = how.delayMs === undefined ? 0 : Number.isFinite(how.delayMs) ? Math.max(0, how.delayMs) : Number.POSITIVE_INFINITY;
+    const { rows } = await this.prepared<{ status: 'QUEUED' | 'CANCELLED'; tokens_used: number; run_at: Date }>(
+      'release',
       `UPDATE run SET locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now(),
               status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END,
               finished_at = CASE WHEN cancel_requested THEN now() END,
-              attempts = CASE WHEN $4 THEN attempts ELSE greatest(attempts - 1, 0) END,
-              run_at = CASE WHEN $5 > 0 THEN now() + $5 * interval '1 millisecond' ELSE run_at END,
-              error = CASE WHEN cancel_requested THEN 'cancelled on request' ELSE coalesce($6, error) END
-       WHERE ${FENCE(3)}`,
-      [runId, owner.worker, owner.token, how.countAttempt, how.delayMs ?? 0, how.error ?? null],
+              attempts = CASE WHEN $4 OR cancel_requested THEN attempts ELSE greatest(attempts - 1, 0) END,
+              provider_requeues = provider_requeues + CASE WHEN $5 THEN 1 ELSE 0 END,
+              run_at = CASE WHEN $6::float8 <= 0 THEN run_at
+                            WHEN $6::float8 / 1000 >= extract(epoch FROM deadline_at - now()) THEN greatest(deadline_at, now())
+                            ELSE now() + least($6::float8, 1e12) * interval '1 millisecond' END,
+              error = CASE WHEN cancel_requested THEN 'cancelled on request' ELSE coalesce($7, error) END,
+              last_error = coalesce($7, last_error),
+              last_error_at = CASE WHEN $7::text IS NULL THEN last_error_at ELSE now() END,
+              last_error_attempt = CASE WHEN $7::text IS NULL THEN last_error_attempt ELSE attempts END,
+              tokens_used = tokens_used + $8, cost_usd = cost_usd + $9
+       WHERE ${FENCE(3)}
+       RETURNING status, tokens_used, run_at`,
+      [
+        runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error ?? null,
+        how.usage ? budgetTokens(storableUsage(how.usage)) : 0, storableCost(how.costUsd ?? 0),
+      ],
+    );
+    const row = rows[0];
+    return row ? { status: row.status, tokensUsed: row.tokens_used, runAt: row.run_at } : false;
+  }
+
+  async forgiveLapsedAttempt(runId: RunId, lost: Lease): Promise<boolean> {
+    const { rowCount } = await this.prepared(
+      'forgive_lapsed_attempt',
+      `UPDATE run SET attempts = greatest(attempts - 1, 0), lapsed_lease_token = NULL, updated_at = now()
+       WHERE id = $1 AND lapsed_lease_token = $2::uuid`,
+      [runId, lost.token],
     );
     return rowCount === 1;
   }

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, waitFor } from '../support/engine.ts';
 
@@ -9,8 +9,13 @@ const children: ChildProcess[] = [];
 beforeAll(async () => {
   db = await testDatabase();
 });
+// No test's worker may live on to claim the next test's run.
+afterEach(async () => {
+  const exited = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : new Promise((r) => c.once('exit', r))));
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+  await Promise.all(exited);
+});
 afterAll(async () => {
-  for (const c of children) c.kill('SIGKILL');
   await db.close();
 });
 
@@ -36,6 +41,25 @@ it('a second worker process finishes the run of one killed with SIGKILL mid-step
   const final = await db.store.state(run.id);
   expect(final.attempts).toBe(2);
   expect(final.output).toBe('done');
+  const steps = await db.store.steps(run.id);
+  expect(steps.map((s) => [s.seq, s.kind, s.status, s.worker])).toEqual([
+    [1, 'MODEL', 'DONE', 'worker-A'],
+    [2, 'TOOL', 'DONE', 'worker-B'],
+    [3, 'MODEL', 'DONE', 'worker-B'],
+  ]);
+});
+
+it('a worker process stopped (SIGSTOP) past its lease is taken over, writes nothing after SIGCONT, and the attempt is not counted', async () => {
+  const run = await newRun(db.store, 'survive a stalled worker');
+  const a = startWorker('worker-A');
+  await waitFor('worker A to start the tool', async () => (await db.store.steps(run.id)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED'), 30_000);
+  a.kill('SIGSTOP');
+  startWorker('worker-B');
+  await waitFor('worker B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 30_000);
+  expect((await db.store.state(run.id)).attempts).toBe(2); // A's claim and B's
+  a.kill('SIGCONT');
+  // A wakes, finds its lease lost (its tool's result is fenced off), and gives the attempt back.
+  await waitFor('A to give back the attempt its stall cost', async () => (await db.store.state(run.id)).attempts === 1, 15_000);
   const steps = await db.store.steps(run.id);
   expect(steps.map((s) => [s.seq, s.kind, s.status, s.worker])).toEqual([
     [1, 'MODEL', 'DONE', 'worker-A'],

@@ -199,26 +199,57 @@ describe('model outages', () => {
     const w = testWorker(db.store, llm, [], { name: 'A', requeueDelayMs: 50 });
     expect(await w.runOnce()).toEqual({ runId: run.id, status: null });
     const waiting = await db.store.state(run.id);
-    expect(waiting).toMatchObject({ status: 'QUEUED', attempts: 1, lockedBy: null });
+    // The provider's failure is not the run's: the attempt is given back, the requeue counted apart.
+    expect(waiting).toMatchObject({ status: 'QUEUED', attempts: 0, providerRequeues: 1, lockedBy: null });
     expect(waiting.error).toMatch(/HTTP 529 overloaded_error\): Overloaded/);
+    expect(waiting.lastError).toMatchObject({ message: waiting.error, attempt: 1 });
     expect(waiting.runAt.getTime() - waiting.updatedAt.getTime()).toBeGreaterThanOrEqual(299); // its retry-after
+    expect(waiting.nextAttemptAt).toEqual(waiting.runAt);
     expect(await w.runOnce()).toBeNull(); // not claimable before then
-    await new Promise((r) => setTimeout(r, 350));
+    await waitFor('the retry-after to pass', async () => (await db.store.state(run.id)).nextAttemptAt === null);
     expect(await w.runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
-    expect(await db.store.state(run.id)).toMatchObject({ status: 'SUCCEEDED', output: 'finally', attempts: 2 });
+    expect(await db.store.state(run.id)).toMatchObject({ status: 'SUCCEEDED', output: 'finally', attempts: 1, providerRequeues: 1 });
   });
 
-  it('gives up after the attempt limit with the last error, when the outage never ends', async () => {
+  it('does not count requeues caused by the provider against the attempt limit', async () => {
     const { LlmError } = await import('../../src/errors.ts');
-    const run = await newRun(db.store, 'never gets through');
+    const run = await newRun(db.store, 'a long outage');
+    const llm = new ScriptedLlm();
+    for (let i = 0; i < 4; i++) llm.thenFail(new LlmError(529, 'Overloaded', { type: 'overloaded_error' }));
+    llm.thenText('through at last');
+    const w = testWorker(db.store, llm, [], { name: 'A', requeueDelayMs: 0, maxRunAttempts: 1 });
+    for (let i = 0; i < 4; i++) expect(await w.runOnce()).toEqual({ runId: run.id, status: null });
+    expect(await w.runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
+    expect(await db.store.state(run.id)).toMatchObject({ status: 'SUCCEEDED', attempts: 1, providerRequeues: 4 });
+  });
+
+  it('keeps trying through an outage that never ends until the deadline, then times out with the cause', async () => {
+    const { LlmError } = await import('../../src/errors.ts');
+    const run = await newRun(db.store, 'never gets through', { timeoutSeconds: 1 });
     const llm = new ScriptedLlm(() => {
       throw new LlmError(503, 'Service Unavailable', { type: 'api_error' });
     });
-    const w = testWorker(db.store, llm, [], { name: 'A', requeueDelayMs: 0, maxRunAttempts: 2 });
-    for (let i = 0; i < 3; i++) await w.runOnce();
+    const w = testWorker(db.store, llm, [], { name: 'A', requeueDelayMs: 100, maxRunAttempts: 2, pollIntervalMs: 20 });
+    await w.start();
+    await waitFor('the run to time out', async () => (await db.store.state(run.id)).status === 'TIMED_OUT', 10_000);
+    await w.stop();
     const final = await db.store.state(run.id);
-    expect(final.status).toBe('FAILED');
-    expect(final.error).toMatch(/abandoned: claimed 2 times without finishing \(limit 2\); last error: model call failed \(HTTP 503 api_error\)/);
+    expect(final.error).toMatch(/^deadline .* passed$/);
+    expect(final.lastError?.message).toMatch(/model call failed \(HTTP 503 api_error\): Service Unavailable/);
+    expect(final.providerRequeues).toBeGreaterThan(2); // more than the attempt limit allows claims
+    expect(llm.seen.length).toBe(final.providerRequeues);
+  });
+
+  it('requeues a run whose provider asks for a wait past its deadline to the deadline, where it times out', async () => {
+    const { LlmError } = await import('../../src/errors.ts');
+    const run = await newRun(db.store, 'retry in an hour', { timeoutSeconds: 2 });
+    const llm = new ScriptedLlm().thenFail(new LlmError(429, 'Rate limited', { type: 'rate_limit_error', retryAfterMs: 3_600_000 }));
+    const w = testWorker(db.store, llm, [], { name: 'A' });
+    expect(await w.runOnce()).toEqual({ runId: run.id, status: null });
+    const waiting = await db.store.state(run.id);
+    expect(waiting).toMatchObject({ status: 'QUEUED', runAt: waiting.deadlineAt, nextAttemptAt: waiting.deadlineAt });
+    await db.store.cancel(run.id); // a cancel while it waits takes effect at once
+    expect(await db.store.state(run.id)).toMatchObject({ status: 'CANCELLED', nextAttemptAt: null });
   });
 });
 
@@ -272,9 +303,9 @@ describe('claiming', () => {
     const run = await newRun(db.store, 'lease lapses under a live driver');
     let executions = 0;
     const slow = sleepTool(1_200, () => executions++); // outlives the 300 ms lease
-    // Heartbeats fail (the database is flaky for a while), so the 300 ms lease lapses mid-tool.
+    // Lease renewals fail (the database is flaky for a while), so the 300 ms lease lapses mid-tool.
     const flaky: typeof db.store = Object.create(db.store, {
-      renewLease: { value: async () => Promise.reject(Object.assign(new Error('connection reset'), { code: 'ECONNRESET' })) },
+      renewLeases: { value: async () => Promise.reject(Object.assign(new Error('connection reset'), { code: 'ECONNRESET' })) },
     });
     const w = testWorker(flaky, toolThenTextLlm('sleep'), [slow], { name: 'A', leaseMs: 300, pollIntervalMs: 50 });
     await w.start();
@@ -289,7 +320,7 @@ describe('claiming', () => {
     const [claimed] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 1);
     expect(claimed?.id).toBe(run.id);
     await db.store.cancel(run.id);
-    expect(await db.store.release(run.id, claimed!.lease)).toBe(true);
+    expect(await db.store.release(run.id, claimed!.lease)).toMatchObject({ status: 'CANCELLED' });
     expect(await db.store.state(run.id)).toMatchObject({ status: 'CANCELLED', error: 'cancelled on request', lockedBy: null });
   });
 });

@@ -1,9 +1,10 @@
-import { RUN_QUEUED_CHANNEL, subscribe } from '../../src/db/notifications.ts';
+import { listenForWorker } from '../../src/db/notifications.ts';
 import { FatalError } from '../../src/errors.ts';
-import { Worker, type WorkerOptions } from '../../src/engine/worker.ts';
+import { Worker, type WorkerNotifications, type WorkerOptions } from '../../src/engine/worker.ts';
 import type { LlmClient } from '../../src/llm/types.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import type { EngineStore } from '../../src/store/ports.ts';
+import { createLogger, type Logger } from '../../src/observability/logger.ts';
+import { leaseKeeperThread } from '../../src/store/lease-keeper-thread.ts';
+import type { EngineStore, LeaseKeeperFactory } from '../../src/store/ports.ts';
 import type { RunStore } from '../../src/store/run-store.ts';
 import { ToolExecutor } from '../../src/tools/executor.ts';
 import type { Tool } from '../../src/tools/types.ts';
@@ -23,23 +24,31 @@ export function testWorker(
     name: string;
     events?: EngineEvents[];
     toolTimeoutMs?: number;
+    /** LISTEN/NOTIFY on this database: wakes on queued runs, hears cancels. */
     subscribeUrl?: string;
+    /** Wired as the runtime wires a worker: LISTEN/NOTIFY and the lease keeper thread on this database. */
+    databaseUrl?: string;
+    leaseKeeper?: LeaseKeeperFactory;
+    logger?: Logger;
     /** Prices model calls; every call is free when absent. */
     costOf?: (model: string, usage: Usage) => number;
     /** The clock the guard reads (deadlines); the real one when absent. */
     now?: () => Date;
   },
 ): Worker {
+  const listenUrl = opts.subscribeUrl ?? opts.databaseUrl;
+  const leaseKeeper = opts.leaseKeeper ?? (opts.databaseUrl ? leaseKeeperThread(opts.databaseUrl) : undefined);
   return new Worker(
     {
       store,
       llm,
       agent: { system: 'You are a test agent.', tools: new ToolExecutor(tools, opts.toolTimeoutMs ?? 10_000), maxTokens: 1024 },
       costOf: opts.costOf ?? (() => 0),
-      logger: silentLogger,
+      logger: opts.logger ?? silentLogger,
       events: opts.events ?? [],
       ...(opts.now ? { now: opts.now } : {}),
-      ...(opts.subscribeUrl ? { subscribe: (onNotify: () => void) => subscribe(opts.subscribeUrl!, RUN_QUEUED_CHANNEL, onNotify, () => {}) } : {}),
+      ...(listenUrl ? { subscribe: (on: WorkerNotifications) => listenForWorker(listenUrl, on, () => {}) } : {}),
+      ...(leaseKeeper ? { leaseKeeper } : {}),
     },
     {
       name: opts.name,
@@ -48,6 +57,7 @@ export function testWorker(
       maxRunAttempts: opts.maxRunAttempts ?? 5,
       pollIntervalMs: opts.pollIntervalMs ?? 100,
       shutdownGraceMs: opts.shutdownGraceMs ?? 5_000,
+      shutdownForceMs: opts.shutdownForceMs ?? 5_000,
       requeueDelayMs: opts.requeueDelayMs ?? 50,
     },
   );

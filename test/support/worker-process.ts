@@ -24,7 +24,7 @@ const worker = testWorker(new RunStore(pool), toolThenTextLlm('slow'), [slow], {
   name: process.env.WORKER_NAME!,
   leaseMs: Number(process.env.LEASE_MS ?? 1000),
   pollIntervalMs: 100,
-  subscribeUrl: url,
+  databaseUrl: url,
 });
 await worker.start();
 console.log(JSON.stringify({ event: 'ready' }));

@@ -1,0 +1,155 @@
+/**
+ * How an attempt ends when its driver did not finish the run, by what stopped it:
+ * - a hand-back at shutdown, or a model provider that kept failing: back to the queue (after the
+ *   provider's wait, at the latest at the deadline), the attempt not counted;
+ * - a cancel: CANCELLED; the deadline: TIMED_OUT;
+ * - a lost lease this worker lived to see: the attempt the takeover cost the run is given back;
+ * - a crash of the driver (a bug, a failed database write): the cause recorded on the run, which is
+ *   claimable again at once, the attempt counted, so a run that crashes every driver still ends at
+ *   the attempt limit — then with that cause in its error.
+ * A run with a cancel pending that goes back to the queue ends CANCELLED instead (see `release`).
+ */
+import type { TerminalStatus } from '../domain.ts';
+import { FatalError, LeaseLostError } from '../errors.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { EngineStore, LeaseOwner, Release, RunEnd } from '../store/ports.ts';
+import { HandBackSignal, RequeueSignal } from './driver.ts';
+import type { EngineEvents } from './events.ts';
+import { CancelSignal, DeadlineSignal, type HeldRun } from './run-stops.ts';
+
+export interface AttemptEndDeps {
+  store: EngineStore;
+  events: Required<EngineEvents>;
+  logger: Logger;
+  owner: LeaseOwner;
+  /** Claims a run may take without finishing before it is failed as abandoned (a poison run). */
+  maxRunAttempts: number;
+  /** How long a run waits in the queue after its model provider kept failing (at least its retry-after). */
+  requeueDelayMs: number;
+}
+
+/** Tries of a write that ends an attempt (a release, a finish) before the lease is left to lapse. */
+const WRITE_TRIES = 3;
+const WRITE_BACKOFF_MS = 200;
+
+/** The cause of a driver crash as the run records it: short, and naming a database error's SQLSTATE. */
+export function describeCrash(e: unknown): string {
+  const code = (e as { code?: unknown } | null)?.code;
+  const message = e instanceof Error ? e.message : String(e);
+  const text = typeof code === 'string' ? `database error ${code}: ${message}` : `${e instanceof Error ? e.name : 'Error'}: ${message}`;
+  return text.length > 1000 ? `${text.slice(0, 1000)}…` : text;
+}
+
+export class AttemptEnds {
+  constructor(private readonly d: AttemptEndDeps) {}
+
+  /** A run claimed more often than the limit allows: it crashed every worker that drove it. */
+  async abandon(h: HeldRun): Promise<TerminalStatus> {
+    const { run } = h;
+    const cause = run.lastError?.message ?? run.error;
+    const error = `abandoned: claimed ${run.attempts - 1} times without finishing (limit ${this.d.maxRunAttempts})${cause ? `; last error: ${cause}` : ''}`;
+    await this.d.store.finish(run.id, run.lease, { status: 'FAILED', error });
+    this.d.events.runFinished({ run, status: 'FAILED', error, tokensUsed: run.tokensUsed });
+    return 'FAILED';
+  }
+
+  /**
+   * Ends the attempt by what stopped it: `e` is what the driver threw, the signal's reason (when it
+   * was aborted) says why. Returns the run's terminal status, or null when it went back to the queue;
+   * with `rethrow`, a crash or a lost lease is thrown again once dealt with.
+   */
+  async settle(h: HeldRun, e: unknown, rethrow: boolean): Promise<TerminalStatus | null> {
+    const { run } = h;
+    const worker = this.d.owner.worker;
+    const reason: unknown = h.signal.aborted ? h.signal.reason : e;
+    if (reason instanceof HandBackSignal) return this.handBack(h);
+    if (reason instanceof RequeueSignal) {
+      const delayMs = Math.max(this.d.requeueDelayMs, reason.retryAfterMs ?? 0);
+      return this.release(h, { countAttempt: false, providerRequeue: true, delayMs, error: reason.message, ...reason.unrecorded }, 'requeued', reason);
+    }
+    // Nobody wants this run driven further: the cancel pending makes the release end it CANCELLED.
+    if (reason instanceof CancelSignal) return this.release(h, { countAttempt: false }, null);
+    if (reason instanceof DeadlineSignal) return this.end(h, { status: 'TIMED_OUT', error: reason.message });
+    if (reason instanceof LeaseLostError) {
+      await this.lostLease(h);
+    } else if (reason instanceof FatalError) {
+      // A simulated process crash: nothing is recorded; the lease lapses and another worker resumes.
+      this.d.events.attemptEnded({ runId: run.id, worker, reason: 'crash', error: e });
+    } else {
+      const database = typeof (e as { code?: unknown } | null)?.code === 'string';
+      this.d.events.attemptEnded({ runId: run.id, worker, reason: database ? 'database' : 'crash', error: e });
+      await this.release(h, { countAttempt: true, error: describeCrash(e) }, null);
+    }
+    if (rethrow) throw e;
+    return null;
+  }
+
+  /** Back to the queue at once, in its old place, the attempt not counted. */
+  handBack(h: HeldRun): Promise<TerminalStatus | null> {
+    return this.release(h, { countAttempt: false }, 'handed-back');
+  }
+
+  private async release(h: HeldRun, how: Release, reported: 'handed-back' | 'requeued' | null, error?: unknown): Promise<TerminalStatus | null> {
+    const { run } = h;
+    const released = await this.write(h, 'release', () => this.d.store.release(run.id, run.lease, how));
+    if (released === undefined) return null;
+    if (released === false) {
+      await this.lostLease(h);
+      return null;
+    }
+    if (reported) this.d.events.attemptEnded({ runId: run.id, worker: this.d.owner.worker, reason: reported, error });
+    if (released.status !== 'CANCELLED') return null;
+    this.d.events.runFinished({ run, status: 'CANCELLED', error: 'cancelled on request', tokensUsed: released.tokensUsed });
+    return 'CANCELLED';
+  }
+
+  private async end(h: HeldRun, end: RunEnd & { status: TerminalStatus }): Promise<TerminalStatus | null> {
+    const { run } = h;
+    try {
+      if ((await this.write(h, 'finish', () => this.d.store.finish(run.id, run.lease, end).then(() => true))) === undefined) return null;
+    } catch (e) {
+      if (!(e instanceof LeaseLostError)) throw e;
+      await this.lostLease(h);
+      return null;
+    }
+    this.d.events.runFinished({ run, status: end.status, error: end.error ?? null, tokensUsed: h.tokensUsed });
+    return end.status;
+  }
+
+  /**
+   * This worker lived to see the lease lost, so the run did not kill it: it stalled, or could not
+   * reach the database. The attempt the takeover cost the run is given back.
+   */
+  private async lostLease(h: HeldRun): Promise<void> {
+    const { run } = h;
+    this.d.events.leaseLost({ runId: run.id, worker: this.d.owner.worker });
+    try {
+      if (await this.d.store.forgiveLapsedAttempt(run.id, run.lease)) {
+        this.d.logger.info({ run_id: run.id }, 'the attempt lost with the lease is not counted against the run');
+      }
+    } catch (e) {
+      this.d.logger.warn({ err: e, run_id: run.id }, 'could not give back the attempt lost with the lease');
+    }
+  }
+
+  /**
+   * A write that ends an attempt, tried a few times: failing, the run would sit RUNNING until its
+   * lease lapses. Undefined when every try failed (each is logged); LeaseLostError passes through.
+   */
+  private async write<T>(h: HeldRun, what: string, write: () => Promise<T>): Promise<T | undefined> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await write();
+      } catch (e) {
+        if (e instanceof LeaseLostError) throw e;
+        const last = tries >= WRITE_TRIES;
+        this.d.logger.error(
+          { err: e, run_id: h.id, tries },
+          last ? `${what} failed; the run is taken over when its lease lapses` : `${what} failed; trying again`,
+        );
+        if (last) return undefined;
+        await new Promise((r) => setTimeout(r, WRITE_BACKOFF_MS * tries));
+      }
+    }
+  }
+}

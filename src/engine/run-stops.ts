@@ -1,0 +1,103 @@
+/**
+ * A run this worker is driving, and what may stop it from outside its driver: a cancel request (the
+ * NOTIFY, or the lease renewal's answer as the fallback), its deadline (a timer), a lost lease (the
+ * lease keeper) and a hand-back at shutdown. Each aborts the run's signal, which cancels the model call
+ * or tool in flight (a non-idempotent tool is let finish, see ToolExecutor); the worker then settles
+ * the attempt by the reason. The first reason wins.
+ */
+import { performance } from 'node:perf_hooks';
+import { budgetTokens, type RunId } from '../domain.ts';
+import type { ClaimedRun } from '../store/ports.ts';
+import type { EngineEvents } from './events.ts';
+
+/** A cancel was requested while the run was being driven: it ends CANCELLED now, not at its next guard. */
+export class CancelSignal extends Error {
+  constructor() {
+    super('cancelled on request');
+  }
+}
+
+/** The run's deadline passed while it was being driven: it ends TIMED_OUT now. */
+export class DeadlineSignal extends Error {
+  constructor(readonly deadlineAt: Date) {
+    super(`deadline ${deadlineAt.toISOString()} passed`);
+  }
+}
+
+/** The tool call a run is executing now, as the engine's events report it. */
+export interface ToolInFlight {
+  seq: number;
+  tool: string;
+  idempotent: boolean;
+  /** performance.now() when it started. */
+  startedAt: number;
+}
+
+/** setTimeout's limit (a 32-bit signed delay); longer waits are re-armed when it fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export class HeldRun {
+  private readonly controller = new AbortController();
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  /** Settles when the attempt is over (driven to its end, released, or given up). */
+  done: Promise<unknown> = Promise.resolve();
+  tool: ToolInFlight | null = null;
+  /** Tokens counted against the budget so far, followed from the model steps of this attempt. */
+  tokensUsed: number;
+  /** Given up at the forced-shutdown limit: whatever its driver does later is ignored. */
+  cut = false;
+
+  constructor(readonly run: ClaimedRun, now: () => Date) {
+    this.tokensUsed = run.tokensUsed;
+    this.armDeadline(now);
+  }
+
+  get id(): RunId {
+    return this.run.id;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Aborts the run's signal with `reason`; false when it was stopped already (the first reason stands). */
+  stop(reason: Error): boolean {
+    if (this.controller.signal.aborted) return false;
+    this.controller.abort(reason);
+    return true;
+  }
+
+  dispose(): void {
+    clearTimeout(this.deadlineTimer);
+  }
+
+  private armDeadline(now: () => Date): void {
+    const ms = this.run.deadlineAt.getTime() - now().getTime();
+    this.deadlineTimer = setTimeout(
+      () => (ms > MAX_TIMER_MS ? this.armDeadline(now) : this.stop(new DeadlineSignal(this.run.deadlineAt))),
+      Math.min(Math.max(ms, 0), MAX_TIMER_MS),
+    );
+    this.deadlineTimer.unref();
+  }
+}
+
+/**
+ * Follows the steps of held runs from the engine's events: the tool in flight (shutdown waits for a
+ * non-idempotent one; a blocked event loop is blamed on one) and the tokens used so far.
+ */
+export function followSteps(held: ReadonlyMap<RunId, HeldRun>, isIdempotent: (tool: string) => boolean): EngineEvents {
+  return {
+    toolStarted: ({ run, seq, toolName }) => {
+      const h = held.get(run.id);
+      if (h) h.tool = { seq, tool: toolName, idempotent: isIdempotent(toolName), startedAt: performance.now() };
+    },
+    toolStep: ({ run }) => {
+      const h = held.get(run.id);
+      if (h) h.tool = null;
+    },
+    modelStep: ({ run, response }) => {
+      const h = held.get(run.id);
+      if (h) h.tokensUsed += budgetTokens(response.usage);
+    },
+  };
+}

@@ -1,0 +1,214 @@
+/**
+ * The lease keeper on its own thread, with its own connection: a step that blocks the main event loop
+ * (a tool doing a long synchronous computation) cannot stop the renewals, so the runs of a live worker
+ * are never taken over just because it was busy. One statement per interval renews every lease the
+ * worker holds (RENEW_LEASES); the main thread says which runs it holds and hears back which leases
+ * were lost and which runs have a cancel pending.
+ *
+ * The thread runs plain JavaScript given as source text (`eval: true`) and loads `pg` by its resolved
+ * path, so it works the same under tsx, under vitest and from the compiled package: worker threads
+ * do not go through the loaders that compile TypeScript.
+ */
+import { createRequire } from 'node:module';
+import { Worker as Thread } from 'node:worker_threads';
+import type { RunId } from '../domain.ts';
+import { RENEW_LEASES, RENEW_LEASES_NAME } from './lease-renewal.ts';
+import type { LeaseKeeper, LeaseKeeperFactory, LeaseKeeperListener, LeaseOwner } from './ports.ts';
+
+type ToThread = { type: 'hold'; runId: string; token: string } | { type: 'drop'; runId: string } | { type: 'close' };
+type FromThread =
+  | { type: 'ready' }
+  | { type: 'lost'; runId: string; token: string }
+  | { type: 'cancel'; runId: string }
+  | { type: 'failed'; message: string };
+
+interface ThreadData {
+  pgPath: string;
+  url: string;
+  statement: { name: string; text: string };
+  owner: LeaseOwner;
+  intervalMs: number;
+  held: [string, string][];
+}
+
+/** The thread's program (CommonJS, run with `eval: true`); its input is ThreadData, its messages ToThread/FromThread. */
+const THREAD_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const pg = require(workerData.pgPath);
+const { url, statement, owner, intervalMs } = workerData;
+const held = new Map(workerData.held); // run id -> lease token
+const cancelReported = new Set();
+let client = null;
+let timer = null;
+let closing = false;
+
+function disconnect() {
+  const c = client;
+  client = null;
+  if (c) c.end().catch(() => {});
+}
+
+async function connection() {
+  if (client) return client;
+  const c = new pg.Client({ connectionString: url, application_name: 'durable-agent-lease-keeper', query_timeout: Math.max(intervalMs, 1000) });
+  c.on('error', () => { if (client === c) disconnect(); });
+  await c.connect();
+  client = c;
+  return c;
+}
+
+// Rounds start every intervalMs (a slow round shortens the wait for the next, it does not push it
+// back): the lease must be renewed well within its length even when the database answers slowly.
+async function round() {
+  timer = null;
+  const started = Date.now();
+  if (held.size > 0) {
+    const ids = [...held.keys()];
+    const tokens = ids.map((id) => held.get(id));
+    try {
+      const c = await connection();
+      const { rows } = await c.query({ name: statement.name, text: statement.text, values: [owner.worker, owner.leaseMs, ids, tokens] });
+      const renewed = new Set(rows.map((r) => r.id + ' ' + r.lease_token));
+      ids.forEach((runId, i) => {
+        const token = tokens[i];
+        if (renewed.has(runId + ' ' + token) || held.get(runId) !== token) return;
+        held.delete(runId);
+        parentPort.postMessage({ type: 'lost', runId, token });
+      });
+      for (const r of rows) {
+        if (r.cancel_requested && !cancelReported.has(r.id)) {
+          cancelReported.add(r.id);
+          parentPort.postMessage({ type: 'cancel', runId: r.id });
+        }
+      }
+    } catch (e) {
+      disconnect();
+      parentPort.postMessage({ type: 'failed', message: e && e.message ? e.message : String(e) });
+    }
+  }
+  if (!closing) timer = setTimeout(round, Math.max(0, intervalMs - (Date.now() - started)));
+}
+
+parentPort.on('message', (m) => {
+  if (m.type === 'hold') held.set(m.runId, m.token);
+  else if (m.type === 'drop') {
+    held.delete(m.runId);
+    cancelReported.delete(m.runId);
+  } else if (m.type === 'close') {
+    closing = true;
+    if (timer) clearTimeout(timer);
+    const c = client;
+    client = null;
+    Promise.resolve(c && c.end()).catch(() => {}).finally(() => parentPort.close());
+  }
+});
+// Connected before the first claim's lease needs renewing: a connection made at the first round
+// (under load, with the main thread busy) could come too late for it.
+connection().then(
+  () => parentPort.postMessage({ type: 'ready' }),
+  (e) => parentPort.postMessage({ type: 'failed', message: e && e.message ? e.message : String(e) }),
+);
+timer = setTimeout(round, intervalMs);
+`;
+
+const pgPath = createRequire(import.meta.url).resolve('pg');
+
+/** How long close() waits for the thread to hang up its connection before terminating it. */
+const CLOSE_TIMEOUT_MS = 2_000;
+
+class ThreadLeaseKeeper implements LeaseKeeper {
+  /** What the thread should hold: replayed into a new thread if the old one died. */
+  private readonly held = new Map<string, string>();
+  private thread: Thread | null = null;
+  private restart: NodeJS.Timeout | undefined;
+  private closed = false;
+  private markReady!: () => void;
+  /** Settles once the first thread has connected, or failed to (it then keeps trying). */
+  readonly ready = new Promise<void>((resolve) => (this.markReady = resolve));
+
+  constructor(
+    private readonly url: string,
+    private readonly owner: LeaseOwner,
+    private readonly intervalMs: number,
+    private readonly listener: LeaseKeeperListener,
+  ) {
+    this.spawn();
+  }
+
+  private spawn(): void {
+    const data: ThreadData = {
+      pgPath,
+      url: this.url,
+      statement: { name: RENEW_LEASES_NAME, text: RENEW_LEASES },
+      owner: this.owner,
+      intervalMs: this.intervalMs,
+      held: [...this.held],
+    };
+    const thread = new Thread(THREAD_SOURCE, { eval: true, workerData: data });
+    // The process's life is the main thread's business; the keeper only serves it.
+    thread.unref();
+    thread.on('message', (m: FromThread) => this.receive(m));
+    thread.on('error', (e) => {
+      this.markReady();
+      this.listener.failed(e);
+    });
+    thread.on('exit', () => {
+      if (this.thread !== thread || this.closed) return;
+      this.thread = null;
+      // Died unexpectedly: start another after an interval (not in a tight loop), with the same leases.
+      this.restart = setTimeout(() => this.spawn(), this.intervalMs);
+      this.restart.unref();
+    });
+    this.thread = thread;
+  }
+
+  private receive(m: FromThread): void {
+    switch (m.type) {
+      case 'ready':
+        this.markReady();
+        break;
+      case 'lost':
+        if (this.held.get(m.runId) === m.token) this.listener.lost({ runId: m.runId as RunId, token: m.token });
+        break;
+      case 'cancel':
+        if (this.held.has(m.runId)) this.listener.cancelRequested(m.runId as RunId);
+        break;
+      case 'failed':
+        this.markReady();
+        this.listener.failed(new Error(`lease renewal failed: ${m.message}`));
+        break;
+    }
+  }
+
+  private send(m: ToThread): void {
+    this.thread?.postMessage(m);
+  }
+
+  hold(lease: { runId: RunId; token: string }): void {
+    this.held.set(lease.runId, lease.token);
+    this.send({ type: 'hold', runId: lease.runId, token: lease.token });
+  }
+
+  drop(runId: RunId): void {
+    this.held.delete(runId);
+    this.send({ type: 'drop', runId });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.restart);
+    const thread = this.thread;
+    this.thread = null;
+    if (!thread) return;
+    const exited = new Promise<void>((resolve) => thread.once('exit', () => resolve()));
+    thread.postMessage({ type: 'close' } satisfies ToThread);
+    const timer = setTimeout(() => void thread.terminate(), CLOSE_TIMEOUT_MS);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/** A lease keeper on its own thread and connection to the database at `url`. */
+export function leaseKeeperThread(url: string): LeaseKeeperFactory {
+  return (owner, intervalMs, listener) => new ThreadLeaseKeeper(url, owner, intervalMs, listener);
+}

@@ -1,0 +1,36 @@
+/**
+ * The renewal of every lease one worker holds, in ONE statement: liveness costs a statement per worker
+ * per interval, whatever the number of runs in flight. Shared by the in-process keeper (through
+ * RunStore) and the keeper thread, which runs the same text on its own connection.
+ */
+import type pg from 'pg';
+import type { RunId } from '../domain.ts';
+import type { HeldLease, LeaseOwner, RenewedLease } from './ports.ts';
+
+/**
+ * $1 worker, $2 lease ms, $3 run ids, $4 their lease tokens (same order). Fenced like every engine
+ * write: a run claimed again since (new token), or no longer RUNNING, is not renewed, and its absence
+ * from the answer tells the keeper the lease is lost.
+ */
+export const RENEW_LEASES = `UPDATE run SET locked_until = now() + $2::float8 * interval '1 millisecond', updated_at = now()
+  FROM unnest($3::uuid[], $4::uuid[]) AS held (id, token)
+  WHERE run.id = held.id AND run.locked_by = $1 AND run.lease_token = held.token AND run.status = 'RUNNING'
+  RETURNING run.id, run.lease_token, run.cancel_requested`;
+
+export const RENEW_LEASES_NAME = 'durable_agent_renew_leases';
+
+export interface RenewedRow {
+  id: string;
+  lease_token: string;
+  cancel_requested: boolean;
+}
+
+export function renewParams(owner: LeaseOwner, held: readonly HeldLease[]): unknown[] {
+  return [owner.worker, owner.leaseMs, held.map((h) => h.runId), held.map((h) => h.token)];
+}
+
+export async function renewLeases(db: Pick<pg.Pool, 'query'>, owner: LeaseOwner, held: readonly HeldLease[]): Promise<RenewedLease[]> {
+  if (held.length === 0) return [];
+  const { rows } = await db.query<RenewedRow>({ name: RENEW_LEASES_NAME, text: RENEW_LEASES, values: renewParams(owner, held) });
+  return rows.map((r) => ({ runId: r.id as RunId, token: r.lease_token, cancelRequested: r.cancel_requested }));
+}

@@ -1,0 +1,81 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { newRun, waitFor } from '../support/engine.ts';
+
+let db: TestDatabase;
+const children: ChildProcess[] = [];
+beforeAll(async () => {
+  db = await testDatabase();
+});
+afterAll(async () => {
+  for (const c of children) c.kill('SIGKILL');
+  await db.close();
+});
+
+interface Line {
+  event?: string;
+  runId?: string;
+  key?: string;
+  msg?: string;
+  [field: string]: unknown;
+}
+
+function startWorker(name: string, lines: Line[]): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('test/support/stall-worker-process.ts')], {
+    env: { ...process.env, DATABASE_URL: db.url, WORKER_NAME: name, LEASE_MS: '1000', BLOCK_MS: '2500', MAX_RUN_ATTEMPTS: '3' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  readline.createInterface({ input: child.stdout! }).on('line', (l) => {
+    try {
+      lines.push(JSON.parse(l) as Line);
+    } catch {
+      // not ours
+    }
+  });
+  children.push(child);
+  return child;
+}
+
+it('a tool that blocks the event loop longer than the lease fails no innocent run and runs no tool twice', async () => {
+  const lines: Line[] = [];
+  const a = startWorker('stall-A', lines);
+  const b = startWorker('stall-B', lines);
+  await waitFor('both workers to be ready', async () => lines.filter((l) => l.event === 'ready').length === 2, 30_000);
+  const blockers = new Set<string>();
+  const ids: string[] = [];
+  for (let i = 0; i < 30; i++) {
+    const run = await newRun(db.store, i % 5 === 0 ? `block ${i}` : `innocent ${i}`);
+    ids.push(run.id);
+    if (i % 5 === 0) blockers.add(run.id);
+  }
+  await waitFor(
+    'every run to end',
+    async () => {
+      const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM run WHERE id = ANY($1) AND finished_at IS NOT NULL`, [ids]);
+      return rows[0]!.n === 30;
+    },
+    90_000,
+  );
+  for (const c of [a, b]) c.kill('SIGTERM');
+  await Promise.all([a, b].map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+
+  const { rows } = await db.pool.query<{ id: string; status: string; attempts: number }>(`SELECT id, status, attempts FROM run WHERE id = ANY($1)`, [ids]);
+  const starts = new Map<string, number>();
+  for (const l of lines) if (l.event === 'tool') starts.set(l.key!, (starts.get(l.key!) ?? 0) + 1);
+  const innocent = rows.filter((r) => !blockers.has(r.id));
+  expect({
+    innocentSucceeded: innocent.filter((r) => r.status === 'SUCCEEDED').length,
+    blockersSucceeded: rows.filter((r) => blockers.has(r.id) && r.status === 'SUCCEEDED').length,
+    toolKeys: starts.size,
+    keysStartedMoreThanOnce: [...starts.values()].filter((n) => n > 1).length,
+    maxAttempts: Math.max(...rows.map((r) => r.attempts)),
+  }).toEqual({ innocentSucceeded: 24, blockersSucceeded: 6, toolKeys: 30, keysStartedMoreThanOnce: 0, maxAttempts: 1 });
+
+  // The workers said what blocked them: each blocking tool call, by its run.
+  const blamed = lines.filter((l) => l.event === 'event_loop_blocked').map((l) => l.suspect as { run_id: string; tool: string });
+  expect(blamed.map((b) => b.tool)).toEqual(Array(6).fill('work'));
+  expect(new Set(blamed.map((b) => b.run_id))).toEqual(blockers);
+});

@@ -1,0 +1,52 @@
+/**
+ * A real worker process whose runs each call the tool `work` once: for a run whose input starts with
+ * "block" the tool busy-loops for BLOCK_MS (a synchronous computation blocking the event loop), for the
+ * others it waits WORK_MS without blocking. Prints a JSON line per tool start; its own log lines
+ * (warnings and up) go to stdout as JSON too. Configured by environment.
+ */
+import { createPool } from '../../src/db/pool.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { RunStore } from '../../src/store/run-store.ts';
+import { defineTool } from '../../src/tools/types.ts';
+import { testWorker } from './engine.ts';
+import { response, ScriptedLlm, usage } from './scripted-llm.ts';
+
+const url = process.env.DATABASE_URL!;
+const blockMs = Number(process.env.BLOCK_MS ?? 2000);
+const pool = createPool(url, 8);
+const llm = new ScriptedLlm((req) => {
+  const first = req.messages[0]!.content as string;
+  const last = req.messages[req.messages.length - 1]!;
+  if (typeof last.content === 'string') {
+    const id = `toolu_${Math.random().toString(36).slice(2, 12)}`;
+    return response([{ type: 'tool_use', id, name: 'work', input: { block: first.startsWith('block') } }], 'tool_use', usage(100, 20));
+  }
+  return response([{ type: 'text', text: 'done' }], 'end_turn', usage(150, 5));
+});
+const work = defineTool({
+  name: 'work',
+  description: 'works, sometimes synchronously for a long time',
+  inputSchema: { type: 'object' },
+  async execute(input, ctx) {
+    console.log(JSON.stringify({ event: 'tool', runId: ctx.runId, key: ctx.idempotencyKey }));
+    if ((input as { block?: boolean }).block) {
+      const until = Date.now() + blockMs;
+      while (Date.now() < until); // a synchronous computation: nothing else in this process runs meanwhile
+    } else {
+      await new Promise((r) => setTimeout(r, Number(process.env.WORK_MS ?? 300)));
+    }
+    return 'worked';
+  },
+});
+const worker = testWorker(new RunStore(pool), llm, [work], {
+  name: process.env.WORKER_NAME!,
+  leaseMs: Number(process.env.LEASE_MS ?? 1000),
+  maxRunAttempts: Number(process.env.MAX_RUN_ATTEMPTS ?? 5),
+  concurrency: Number(process.env.CONCURRENCY ?? 16),
+  pollIntervalMs: 100,
+  databaseUrl: url,
+  logger: createLogger({ level: 'warn' }),
+});
+await worker.start();
+console.log(JSON.stringify({ event: 'ready' }));
+process.on('SIGTERM', () => void worker.stop().then(() => pool.end()).then(() => process.exit(0)));
