@@ -206,9 +206,10 @@ describe('rt.runs', () => {
     await expect(rt.runs.wait(UNKNOWN_ID)).rejects.toThrow(new NotFoundError(`run ${UNKNOWN_ID} not found`));
     await expect(rt.runs.wait(run.id, { timeoutMs: 0 })).rejects.toThrow(/^invalid options: timeoutMs: /);
 
-    const pending = rt.runs.wait(run.id);
+    // The expectation is attached before close rejects the wait, so the rejection is never unhandled.
+    const pending = expect(rt.runs.wait(run.id)).rejects.toThrow('the runtime was closed while waiting for a run');
     await rt.close();
-    await expect(pending).rejects.toThrow('the runtime was closed while waiting for a run');
+    await pending;
   });
 });
 
