@@ -47,14 +47,14 @@ async function indexesUsed(pool: pg.Pool, sql: string, params: unknown[]): Promi
 
 /** As autovacuum would leave the tables: statistics current, visibility map set (index-only scans). */
 async function vacuum(pool: pg.Pool): Promise<void> {
-  await pool.query('VACUUM ANALYZE run');
-  await pool.query('VACUUM ANALYZE run_step');
+  await pool.query('VACUUM ANALYZE durable_agent.run');
+  await pool.query('VACUUM ANALYZE durable_agent.run_step');
 }
 
 async function measure(pool: pg.Pool, app: FastifyInstance, label: string): Promise<Record<string, unknown>> {
   const { rows: picks } = await pool.query<{ id: string; created: string }>(
     `SELECT id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created
-     FROM run ORDER BY created_at DESC, id DESC OFFSET $1 LIMIT 1`,
+     FROM durable_agent.run ORDER BY created_at DESC, id DESC OFFSET $1 LIMIT 1`,
     [Math.floor(RUNS / 2)],
   );
   const deep = encodeCursor({ createdAt: picks[0]!.created, id: picks[0]!.id });
@@ -104,23 +104,23 @@ async function main(): Promise<void> {
     process.stdout.write(`seeded ${RUNS.toLocaleString('en-US')} runs × ${STEPS} steps over 30 days in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
     const day = [new Date(Date.now() - 86_400_000), new Date(Date.now() - 3_600_000), new Date()];
     results.indexes = {
-      overviewSteps: await indexesUsed(pool, 'SELECT count(*) FROM run_step WHERE started_at >= $1 AND started_at < $3 AND $2::timestamptz IS NOT NULL', day),
-      overviewRuns: await indexesUsed(pool, 'SELECT status, count(*) FROM run WHERE created_at >= $1 AND created_at < $2 GROUP BY status', [day[0], day[2]]),
-      runsByStatus: await indexesUsed(pool, 'SELECT status, count(*) FROM run GROUP BY status', []),
+      overviewSteps: await indexesUsed(pool, 'SELECT count(*) FROM durable_agent.run_step WHERE started_at >= $1 AND started_at < $3 AND $2::timestamptz IS NOT NULL', day),
+      overviewRuns: await indexesUsed(pool, 'SELECT status, count(*) FROM durable_agent.run WHERE created_at >= $1 AND created_at < $2 GROUP BY status', [day[0], day[2]]),
+      runsByStatus: await indexesUsed(pool, 'SELECT status, count(*) FROM durable_agent.run GROUP BY status', []),
     };
     process.stdout.write(`indexes used: ${JSON.stringify(results.indexes)}\n`);
     const lastDay = Math.round(RUNS / 30);
     results.month = await measure(pool, app, `runs created over 30 days (about ${lastDay.toLocaleString('en-US')} runs and ${(lastDay * STEPS).toLocaleString('en-US')} steps in the last day)`);
 
     await pool.query('DROP INDEX run_step_started_idx');
-    await pool.query('ANALYZE run_step');
+    await pool.query('ANALYZE durable_agent.run_step');
     results.monthWithoutStepIndex = { overview: await time(app, '/api/overview') };
     process.stdout.write(`  ${'overview without run_step_started_idx'.padEnd(40)} p50 ${String((results.monthWithoutStepIndex as { overview: { p50: number } }).overview.p50).padStart(8)} ms\n`);
     await pool.query('CREATE INDEX run_step_started_idx ON run_step (started_at)');
 
     // The worst case for the overview: every run, and so every step, within the last day.
     t = performance.now();
-    await pool.query('TRUNCATE run_step, run');
+    await pool.query('TRUNCATE durable_agent.run_step, run');
     await seedRuns(pool, { runs: RUNS, steps: STEPS, spanMs: 86_000_000 });
     await vacuum(pool);
     process.stdout.write(`\nseeded again within one day in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);

@@ -103,7 +103,7 @@ async function main() {
       );
     const untilDone = async (ids: RunId[]) => {
       for (;;) {
-        const { rows } = await pool.query(`SELECT count(*)::int AS n FROM run WHERE id = ANY($1) AND status IN ('QUEUED','RUNNING')`, [ids]);
+        const { rows } = await pool.query(`SELECT count(*)::int AS n FROM durable_agent.run WHERE id = ANY($1) AND status IN ('QUEUED','RUNNING')`, [ids]);
         if (rows[0].n === 0) return;
         await new Promise((r) => setTimeout(r, 5));
       }
@@ -130,7 +130,7 @@ async function main() {
         const seconds = (performance.now() - t) / 1000;
         await w.stop();
         const { rows } = await pool.query(
-          `SELECT count(*)::int AS n FROM run_step s JOIN run r ON r.id = s.run_id WHERE r.id = ANY($1) AND r.status = 'SUCCEEDED'`,
+          `SELECT count(*)::int AS n FROM durable_agent.run_step s JOIN durable_agent.run r ON r.id = s.run_id WHERE r.id = ANY($1) AND r.status = 'SUCCEEDED'`,
           [ids],
         );
         if (rows[0].n !== 1000) throw new Error(`throughput runs did not all succeed with 10 steps (${rows[0].n} steps)`);
@@ -150,7 +150,7 @@ async function main() {
         const run = await newRun();
         await untilDone([run.id]);
         const { rows } = await pool.query<{ ms: number }>(
-          `SELECT extract(epoch FROM (s.finished_at - r.created_at)) * 1000 AS ms FROM run r JOIN run_step s ON s.run_id = r.id AND s.seq = 1 WHERE r.id = $1`,
+          `SELECT extract(epoch FROM (s.finished_at - r.created_at)) * 1000 AS ms FROM durable_agent.run r JOIN durable_agent.run_step s ON s.run_id = r.id AND s.seq = 1 WHERE r.id = $1`,
           [run.id],
         );
         samples.push(Number(rows[0]!.ms));
@@ -174,7 +174,7 @@ async function main() {
       results.perStepMsAt10 = round(perStep(1));
       results.perStepMsAt200 = round(perStep(190));
       const bytes = async (upTo: number) =>
-        Number((await pool.query(`SELECT sum(pg_column_size(s.*))::bigint AS b FROM run_step s WHERE run_id = $1 AND seq <= $2`, [run.id, upTo])).rows[0].b);
+        Number((await pool.query(`SELECT sum(pg_column_size(s.*))::bigint AS b FROM durable_agent.run_step s WHERE run_id = $1 AND seq <= $2`, [run.id, upTo])).rows[0].b);
       results.storageBytesAt10 = await bytes(10);
       results.storageBytesAt200 = await bytes(200);
     }

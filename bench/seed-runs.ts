@@ -40,7 +40,7 @@ export async function seedRuns(db: Pick<pg.Pool, 'query'>, o: SeedOptions): Prom
     const n = Math.min(batch, o.runs - done);
     await db.query(
       `WITH new_runs AS (
-         INSERT INTO run (id, status, input, model, token_budget, max_steps, deadline_at, run_at, attempts, metadata,
+         INSERT INTO durable_agent.run (id, status, input, model, token_budget, max_steps, deadline_at, run_at, attempts, metadata,
                           created_at, updated_at, finished_at, output, error, stop_reason)
          SELECT id, status, ($4::text[])[1 + (g % cardinality($4::text[]))], model, 100000, 50, created_at + interval '10 minutes',
                 created_at, 1, '{"seeded":true}', created_at, created_at, created_at, NULL, NULL, NULL
@@ -54,7 +54,7 @@ export async function seedRuns(db: Pick<pg.Pool, 'query'>, o: SeedOptions): Prom
          RETURNING id, model, created_at),
        counted AS (
          SELECT r.*, CASE WHEN $7 THEN 1 + 2 * ${H('n', (steps + 1) / 2)} ELSE $6 END AS n FROM new_runs r)
-       INSERT INTO run_step (run_id, seq, kind, status, tool_name, tool_use_id, request, response, stop_reason,
+       INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, request, response, stop_reason,
                              input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens,
                              cost_usd, latency_ms, worker, started_at, finished_at)
        SELECT r.id, s, kind, 'DONE',
@@ -91,15 +91,15 @@ export async function seedRuns(db: Pick<pg.Pool, 'query'>, o: SeedOptions): Prom
   }
   // The run rows carry their totals and end, as the checkpoints would have left them.
   await db.query(
-    `UPDATE run r SET tokens_used = t.tokens, cost_usd = t.cost, finished_at = t.last, updated_at = t.last,
+    `UPDATE durable_agent.run r SET tokens_used = t.tokens, cost_usd = t.cost, finished_at = t.last, updated_at = t.last,
             output = CASE WHEN r.status = 'SUCCEEDED' THEN 'ACME-101 (Export fails on large projects) is overdue since 10 January.' END,
             error = CASE r.status WHEN 'FAILED' THEN 'token budget exhausted' WHEN 'CANCELLED' THEN 'cancelled on request'
                                   WHEN 'TIMED_OUT' THEN 'deadline passed' END,
             stop_reason = CASE WHEN r.status = 'SUCCEEDED' THEN 'end_turn' END
      FROM (SELECT run_id, sum(input_tokens + cache_creation_input_tokens + output_tokens) AS tokens, sum(cost_usd) AS cost,
                   max(finished_at) AS last
-           FROM run_step GROUP BY run_id) t
+           FROM durable_agent.run_step GROUP BY run_id) t
      WHERE t.run_id = r.id AND r.metadata ? 'seeded' AND r.output IS NULL AND r.error IS NULL`,
   );
-  await db.query('ANALYZE run; ANALYZE run_step');
+  await db.query('ANALYZE durable_agent.run; ANALYZE durable_agent.run_step');
 }

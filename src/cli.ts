@@ -96,10 +96,10 @@ async function migrateCommand(config: Readonly<Config>): Promise<number> {
   const { checkConnection, createPool, resolveDatabase } = await import('./db/pool.ts');
   const { migrate } = await import('./db/migrate.ts');
   const database = await resolveDatabase(config);
-  const pool = createPool(database.url, 1);
+  const pool = createPool(database.url, 1, config.databaseSchema);
   try {
     await checkConnection(pool, database);
-    const applied = await migrate(pool);
+    const applied = await migrate(pool, { schema: config.databaseSchema });
     process.stdout.write(applied.length ? `applied ${applied.join(', ')} to ${database.description}\n` : `${database.description} is up to date\n`);
   } finally {
     await pool.end();

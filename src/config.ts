@@ -18,6 +18,8 @@ const EnvSchema = z.object({
   DATABASE_URL: z.string().min(1).optional(),
   /** Where the embedded PostgreSQL keeps its data when DATABASE_URL is unset. */
   DATA_DIR: z.string().min(1).default('.data'),
+  /** The PostgreSQL schema of the project's tables. */
+  DATABASE_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case identifier (letters, digits, _; at most 63)').default('durable_agent'),
   PORT: int(0, 65535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   WORKER_NAME: z.string().min(1).max(200).optional(),
@@ -65,6 +67,7 @@ export const ENV_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
 export interface Config {
   databaseUrl: string | null;
   dataDir: string;
+  databaseSchema: string;
   port: number;
   host: string;
   workerName: string;
@@ -131,6 +134,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return Object.freeze({
     databaseUrl: e.DATABASE_URL ?? null,
     dataDir: path.resolve(e.DATA_DIR),
+    databaseSchema: e.DATABASE_SCHEMA,
     port: e.PORT,
     host: e.HOST,
     workerName: e.WORKER_NAME ?? `${os.hostname()}-${process.pid}`,

@@ -10,7 +10,7 @@ import type { RunDefaults } from './api/new-run.ts';
 import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
 import { ConfigError } from './errors.ts';
-import { migrate } from './db/migrate.ts';
+import { DEMO_MIGRATIONS_DIR, migrate, MIGRATIONS_DIR } from './db/migrate.ts';
 import { listenForWorker } from './db/notifications.ts';
 import { checkConnection, createPool, type Database, poolSizeFor, resolveDatabase } from './db/pool.ts';
 import { armCrashPoint } from './engine/crash-points.ts';
@@ -99,7 +99,7 @@ function metricsServer(metrics: Metrics, host: string, port: number): Promise<ht
 export async function startRuntime(config: Readonly<Config>, opts: RuntimeOptions): Promise<Runtime> {
   const logger = opts.logger ? adoptLogger(opts.logger) : createLogger({ level: config.logLevel, format: config.logFormat });
   const database = await resolveDatabase(config);
-  const pool = createPool(database.url, poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0));
+  const pool = createPool(database.url, poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0), config.databaseSchema);
   let worker: Worker | null = null;
   let server: FastifyInstance | null = null;
   let plainMetrics: http.Server | null = null;
@@ -118,7 +118,9 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
 
   try {
     await checkConnection(pool, database);
-    await migrate(pool);
+    // The demo agent's tickets exist only where the demo agent is served.
+    const demo = opts.agent?.tools === undefined;
+    await migrate(pool, { schema: config.databaseSchema, dirs: demo ? [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] : [MIGRATIONS_DIR] });
     const store = new RunStore(pool);
     const listing = new RunListing(pool);
     const defaults: RunDefaults = {
@@ -195,7 +197,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
             listenForWorker(database.url, on, (e, retryInMs) =>
               logger.warn({ err_message: e.message, retry_in_ms: retryInMs }, 'LISTEN connection failed; reconnecting'),
             ),
-          leaseKeeper: leaseKeeperThread(database.url),
+          leaseKeeper: leaseKeeperThread(database.url, config.databaseSchema),
         },
         {
           name: config.workerName,

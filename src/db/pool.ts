@@ -4,6 +4,7 @@ import { ConfigError } from '../errors.ts';
 import { ensureDatabase } from './embedded.ts';
 import { attachEmbeddedPostgres } from './embedded-sharing.ts';
 import { PG_TYPES } from './pg-types.ts';
+import { clientForSchema, DEFAULT_SCHEMA } from './schema.ts';
 
 export const APPLICATION_NAME = 'durable-agent';
 const EMBEDDED_DATABASE = 'durable_agent';
@@ -52,8 +53,9 @@ export function poolSizeFor(concurrency: number): number {
   return Math.min(concurrency, 20) + 4;
 }
 
-export function createPool(url: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, application_name: APPLICATION_NAME, types: PG_TYPES });
+/** A pool whose statements find the project's tables in `schema` (see schema.ts). */
+export function createPool(url: string, max = 10, schema = DEFAULT_SCHEMA): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, application_name: APPLICATION_NAME, types: PG_TYPES, Client: clientForSchema(schema) });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   return pool;

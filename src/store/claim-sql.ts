@@ -13,18 +13,18 @@ export const CLAIMABLE = `status IN ('QUEUED', 'RUNNING') AND run_at <= now()
  * the worker drives already) and rows another claim has locked; one statement, one commit.
  */
 export const CLAIM_SQL = `WITH next AS (
-    SELECT id FROM run
+    SELECT id FROM durable_agent.run
     WHERE ${CLAIMABLE}
       AND id <> ALL ($4::uuid[])
     ORDER BY run_at
     LIMIT $3
     FOR UPDATE SKIP LOCKED)
-  UPDATE run r SET status = 'RUNNING', locked_by = $1, lease_token = gen_random_uuid(),
+  UPDATE durable_agent.run r SET status = 'RUNNING', locked_by = $1, lease_token = gen_random_uuid(),
          locked_until = now() + $2 * interval '1 millisecond',
          attempts = r.attempts + 1, updated_at = now(),
          -- A take-over remembers the lease it ended, so a stalled (not dead) owner can give the attempt back.
          lapsed_lease_token = CASE WHEN r.status = 'RUNNING' THEN r.lease_token END
   FROM next WHERE r.id = next.id
-  RETURNING r.*, EXISTS (SELECT 1 FROM run_step s WHERE s.run_id = r.id) AS has_steps`;
+  RETURNING r.*, EXISTS (SELECT 1 FROM durable_agent.run_step s WHERE s.run_id = r.id) AS has_steps`;
 
 export const claimParams = (worker: string, leaseMs: number, limit: number, holding: readonly string[]) => [worker, leaseMs, limit, holding];

@@ -25,7 +25,7 @@ export class TicketStore {
 
   async list(filter: { customer?: string; overdue?: boolean; status?: 'open' | 'closed' }): Promise<Ticket[]> {
     const { rows } = await this.db.query<Ticket>(
-      `SELECT ${TICKET} FROM demo_ticket
+      `SELECT ${TICKET} FROM durable_agent.demo_ticket
        WHERE ($1::text IS NULL OR customer = lower($1))
          AND ($2::boolean IS NULL OR (status = 'open' AND due_date < current_date) = $2)
          AND ($3::text IS NULL OR status = $3)
@@ -36,10 +36,10 @@ export class TicketStore {
   }
 
   async get(id: string): Promise<(Ticket & { comments: TicketComment[] }) | null> {
-    const { rows } = await this.db.query<Ticket>(`SELECT ${TICKET} FROM demo_ticket WHERE id = upper($1)`, [id]);
+    const { rows } = await this.db.query<Ticket>(`SELECT ${TICKET} FROM durable_agent.demo_ticket WHERE id = upper($1)`, [id]);
     if (!rows[0]) return null;
     const comments = await this.db.query<TicketComment>(
-      `SELECT id, body, created_at AS "createdAt" FROM demo_ticket_comment WHERE ticket_id = $1 ORDER BY id`,
+      `SELECT id, body, created_at AS "createdAt" FROM durable_agent.demo_ticket_comment WHERE ticket_id = $1 ORDER BY id`,
       [rows[0].id],
     );
     return { ...rows[0], comments: comments.rows };
@@ -48,15 +48,15 @@ export class TicketStore {
   /** Adds a comment once per idempotency key; a repeated call returns the comment made the first time. */
   async comment(ticketId: string, body: string, idempotencyKey: string): Promise<{ commentId: number; created: boolean } | null> {
     const { rows } = await this.db.query<{ id: number; created: boolean }>(
-      `WITH ticket AS (SELECT id FROM demo_ticket WHERE id = upper($1)),
+      `WITH ticket AS (SELECT id FROM durable_agent.demo_ticket WHERE id = upper($1)),
        ins AS (
-         INSERT INTO demo_ticket_comment (ticket_id, body, idempotency_key)
+         INSERT INTO durable_agent.demo_ticket_comment (ticket_id, body, idempotency_key)
          SELECT id, $2, $3 FROM ticket
          ON CONFLICT (idempotency_key) DO NOTHING
          RETURNING id)
        SELECT id, true AS created FROM ins
        UNION ALL
-       SELECT id, false FROM demo_ticket_comment WHERE idempotency_key = $3
+       SELECT id, false FROM durable_agent.demo_ticket_comment WHERE idempotency_key = $3
        LIMIT 1`,
       [ticketId, body, idempotencyKey],
     );

@@ -22,7 +22,7 @@ export const FENCE = (tokenParam: number) => `id = $1 AND locked_by = $2 AND lea
 
 /** Renews the lease of a run this claim still owns ($1 run, $2 worker, $3 lease ms), and yields nothing otherwise. */
 export const OWNED = (tokenParam: number, extraSet = '') => `owner AS (
-  UPDATE run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()${extraSet}
+  UPDATE durable_agent.run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()${extraSet}
   WHERE ${FENCE(tokenParam)}
   RETURNING id, tokens_used, cancel_requested)`;
 
@@ -31,14 +31,14 @@ export const OWNED = (tokenParam: number, extraSet = '') => `owner AS (
  * Skipped when a cancel is pending: the guard would stop the run before that tool.
  */
 export const START_NEXT = (p: number) => `next AS (
-  INSERT INTO run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
+  INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
   SELECT id, $${p}::int, 'TOOL', 'STARTED', $${p + 1}::text, $${p + 2}::text, $2 FROM owner
   WHERE $${p}::int IS NOT NULL AND NOT cancel_requested
   RETURNING seq)`;
 
 /** The MODEL step row: $2 worker, $5 cost, $6 seq, $7..$15 request, response and usage. */
 export const MODEL_STEP = `step AS (
-  INSERT INTO run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
+  INSERT INTO durable_agent.run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
                         cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms,
                         worker, started_at, finished_at)
   SELECT id, $6, 'MODEL', 'DONE', $7, $8, $9, $10, $11, $12, $13, $5, $14, $15::int, $2,

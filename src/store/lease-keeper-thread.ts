@@ -12,6 +12,7 @@
 import { createRequire } from 'node:module';
 import { Worker as Thread } from 'node:worker_threads';
 import type { RunId } from '../domain.ts';
+import { DEFAULT_SCHEMA, inSchema } from '../db/schema.ts';
 import { RENEW_LEASES, RENEW_LEASES_NAME } from './lease-renewal.ts';
 import type { LeaseKeeper, LeaseKeeperFactory, LeaseKeeperListener, LeaseOwner } from './ports.ts';
 
@@ -128,6 +129,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
 
   constructor(
     private readonly url: string,
+    private readonly schema: string,
     private readonly owner: LeaseOwner,
     private readonly intervalMs: number,
     private readonly listener: LeaseKeeperListener,
@@ -139,7 +141,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
     const data: ThreadData = {
       pgPath,
       url: this.url,
-      statement: { name: RENEW_LEASES_NAME, text: RENEW_LEASES },
+      statement: { name: `${RENEW_LEASES_NAME}__${this.schema}`, text: inSchema(RENEW_LEASES, this.schema) },
       owner: this.owner,
       intervalMs: this.intervalMs,
       held: [...this.held],
@@ -209,6 +211,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
 }
 
 /** A lease keeper on its own thread and connection to the database at `url`. */
-export function leaseKeeperThread(url: string): LeaseKeeperFactory {
-  return (owner, intervalMs, listener) => new ThreadLeaseKeeper(url, owner, intervalMs, listener);
+/** `schema`: where the project's tables are (see src/db/schema.ts). */
+export function leaseKeeperThread(url: string, schema = DEFAULT_SCHEMA): LeaseKeeperFactory {
+  return (owner, intervalMs, listener) => new ThreadLeaseKeeper(url, schema, owner, intervalMs, listener);
 }

@@ -12,7 +12,7 @@ import type { HeldLease, LeaseOwner, RenewedLease } from './ports.ts';
  * write: a run claimed again since (new token), or no longer RUNNING, is not renewed, and its absence
  * from the answer tells the keeper the lease is lost.
  */
-export const RENEW_LEASES = `UPDATE run SET locked_until = now() + $2::float8 * interval '1 millisecond', updated_at = now()
+export const RENEW_LEASES = `UPDATE durable_agent.run SET locked_until = now() + $2::float8 * interval '1 millisecond', updated_at = now()
   FROM unnest($3::uuid[], $4::uuid[]) AS held (id, token)
   WHERE run.id = held.id AND run.locked_by = $1 AND run.lease_token = held.token AND run.status = 'RUNNING'
   RETURNING run.id, run.lease_token, run.cancel_requested`;

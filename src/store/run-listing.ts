@@ -90,8 +90,8 @@ export class RunListing {
     params.push(q.limit + 1);
     const { rows } = await this.db.query<RunRow & { exact_created_at: string; step_count: number | null }>(
       `SELECT ${RUN_COLUMNS}, ${EXACT_CREATED_AT} AS exact_created_at,
-              (SELECT max(s.seq) FROM run_step s WHERE s.run_id = run.id) AS step_count
-       FROM run
+              (SELECT max(s.seq) FROM durable_agent.run_step s WHERE s.run_id = run.id) AS step_count
+       FROM durable_agent.run
        ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
        ORDER BY created_at DESC, id DESC
        LIMIT $${params.length}`,

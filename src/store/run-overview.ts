@@ -151,8 +151,8 @@ export class RunOverview {
     // Per status, two range scans of run_status_created_idx: only the day's runs are read.
     const created = await db.query<{ status: string; day: number; hour: number }>(
       `SELECT s.status,
-              (SELECT count(*)::int FROM run r WHERE r.status = s.status AND r.created_at >= $1 AND r.created_at < $3) AS day,
-              (SELECT count(*)::int FROM run r WHERE r.status = s.status AND r.created_at >= $2 AND r.created_at < $3) AS hour
+              (SELECT count(*)::int FROM durable_agent.run r WHERE r.status = s.status AND r.created_at >= $1 AND r.created_at < $3) AS day,
+              (SELECT count(*)::int FROM durable_agent.run r WHERE r.status = s.status AND r.created_at >= $2 AND r.created_at < $3) AS hour
        FROM unnest($4::text[]) AS s (status)`,
       [daySince, hourSince, at, RUN_STATUSES],
     );
@@ -162,7 +162,7 @@ export class RunOverview {
       `WITH s AS MATERIALIZED (
          SELECT started_at, kind, latency_ms, input_tokens, output_tokens, cache_creation_input_tokens,
                 cache_read_input_tokens, cost_usd
-         FROM run_step WHERE started_at >= $1 AND started_at < $3)
+         FROM durable_agent.run_step WHERE started_at >= $1 AND started_at < $3)
        SELECT date_bin('5 minutes', started_at, timestamptz 'epoch') AS bucket, started_at >= $2 AS in_hour,
               NULL AS kind, count(*)::int AS steps, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
               sum(cache_creation_input_tokens) AS cache_write_tokens, sum(cache_read_input_tokens) AS cache_read_tokens,

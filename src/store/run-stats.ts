@@ -9,12 +9,12 @@ type Queryable = Pick<pg.Pool, 'query'>;
 
 /** Runs per status. Statuses with no runs are absent; the caller fills in zeros. */
 export async function countRunsByStatus(db: Queryable): Promise<Record<string, number>> {
-  const { rows } = await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM run GROUP BY status');
+  const { rows } = await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM durable_agent.run GROUP BY status');
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 
 /** Runs a worker could claim right now, by the claim's own predicate. */
 export async function queueDepth(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM run WHERE ${CLAIMABLE}`);
+  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM durable_agent.run WHERE ${CLAIMABLE}`);
   return rows[0]?.n ?? 0;
 }

@@ -40,7 +40,7 @@ export class RunStore implements EngineStore {
 
   async create(r: NewRun): Promise<Run> {
     const { rows } = await this.prepared<RunRow>('create', 
-      `INSERT INTO run (id, input, model, token_budget, max_steps, deadline_at, metadata)
+      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata)
        VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7)
        RETURNING ${RUN_COLUMNS}`,
       [randomUUID(), r.input, r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}],
@@ -49,7 +49,7 @@ export class RunStore implements EngineStore {
   }
 
   async get(id: RunId): Promise<Run | null> {
-    const { rows } = await this.db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM run WHERE id = $1`, [id]);
+    const { rows } = await this.db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM durable_agent.run WHERE id = $1`, [id]);
     return rows[0] ? toRun(rows[0]) : null;
   }
 
@@ -61,20 +61,20 @@ export class RunStore implements EngineStore {
   }
 
   async steps(runId: RunId): Promise<Step[]> {
-    const { rows } = await this.prepared<StepRow>('steps', `SELECT ${STEP_COLUMNS} FROM run_step WHERE run_id = $1 ORDER BY seq`, [runId]);
+    const { rows } = await this.prepared<StepRow>('steps', `SELECT ${STEP_COLUMNS} FROM durable_agent.run_step WHERE run_id = $1 ORDER BY seq`, [runId]);
     return rows.map(toStep);
   }
 
   /** The steps without their request and response bodies, which can be large: what a timeline shows. */
   async timeline(runId: RunId): Promise<StepSummary[]> {
-    const { rows } = await this.db.query<StepRow>(`SELECT ${STEP_SUMMARY_COLUMNS} FROM run_step WHERE run_id = $1 ORDER BY seq`, [runId]);
+    const { rows } = await this.db.query<StepRow>(`SELECT ${STEP_SUMMARY_COLUMNS} FROM durable_agent.run_step WHERE run_id = $1 ORDER BY seq`, [runId]);
     return rows.map(toStepSummary);
   }
 
   /** Steps 1..upTo (inclusive), enough to rebuild the request of step upTo. */
   async stepsThrough(runId: RunId, upTo: number): Promise<Step[]> {
     const { rows } = await this.db.query<StepRow>(
-      `SELECT ${STEP_COLUMNS} FROM run_step WHERE run_id = $1 AND seq <= $2 ORDER BY seq`,
+      `SELECT ${STEP_COLUMNS} FROM durable_agent.run_step WHERE run_id = $1 AND seq <= $2 ORDER BY seq`,
       [runId, upTo],
     );
     return rows.map(toStep);
@@ -86,7 +86,7 @@ export class RunStore implements EngineStore {
    */
   async cancel(id: RunId): Promise<Run> {
     const { rows } = await this.db.query<RunRow>(
-      `UPDATE run SET cancel_requested = true,
+      `UPDATE durable_agent.run SET cancel_requested = true,
               status = CASE WHEN status = 'QUEUED' THEN 'CANCELLED' ELSE status END,
               finished_at = CASE WHEN status = 'QUEUED' THEN now() ELSE finished_at END,
               error = CASE WHEN status = 'QUEUED' THEN 'cancelled before it started' ELSE error END,
@@ -123,7 +123,7 @@ export class RunStore implements EngineStore {
       ? await this.prepared<ProgressRow & { next_started: boolean }>(
           'checkpoint_model_final',
           `WITH owner AS (
-             UPDATE run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, status = $3, output = $16,
+             UPDATE durable_agent.run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, status = $3, output = $16,
                     error = $17, stop_reason = $18, finished_at = now(), updated_at = now(), locked_until = NULL
              WHERE ${FENCE(19)}
              RETURNING id, tokens_used, cancel_requested),
@@ -147,12 +147,12 @@ export class RunStore implements EngineStore {
     const { rows } = await this.prepared<ProgressRow & { inserted: number | null; existing: number | null }>('start_tool', 
       `WITH ${OWNED(7)},
        ins AS (
-         INSERT INTO run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
+         INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
          SELECT id, $4, 'TOOL', 'STARTED', $5, $6, $2 FROM owner
          ON CONFLICT (run_id, tool_use_id) WHERE kind = 'TOOL' DO NOTHING
          RETURNING seq)
        SELECT tokens_used, cancel_requested, (SELECT seq FROM ins) AS inserted,
-              (SELECT seq FROM run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing
+              (SELECT seq FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing
        FROM owner`,
       [runId, owner.worker, owner.leaseMs, start.seq, start.toolName, start.toolUseId, owner.token],
     );
@@ -167,20 +167,20 @@ export class RunStore implements EngineStore {
     const { rows } = await this.prepared<ProgressRow & { updated: number; next_started: boolean; owned: boolean; step_status: string | null }>(
       'finish_tool',
       `WITH started AS (
-         SELECT seq FROM run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4 AND status = 'STARTED'),
+         SELECT seq FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4 AND status = 'STARTED'),
        owner AS (
-         UPDATE run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()
+         UPDATE durable_agent.run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()
          WHERE ${FENCE(11)} AND EXISTS (SELECT 1 FROM started)
          RETURNING id, tokens_used, cancel_requested),
        done AS (
-         UPDATE run_step s SET status = $5, response = $6, latency_ms = $7, worker = $2, finished_at = now()
+         UPDATE durable_agent.run_step s SET status = $5, response = $6, latency_ms = $7, worker = $2, finished_at = now()
          FROM owner WHERE s.run_id = owner.id AND s.kind = 'TOOL' AND s.tool_use_id = $4 AND s.status = 'STARTED'
          RETURNING s.seq),
        ${START_NEXT(8)}
        SELECT o.tokens_used, o.cancel_requested, (SELECT count(*)::int FROM done) AS updated,
               EXISTS (SELECT 1 FROM next) AS next_started,
-              EXISTS (SELECT 1 FROM run WHERE ${FENCE(11)}) AS owned,
-              (SELECT status FROM run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4) AS step_status
+              EXISTS (SELECT 1 FROM durable_agent.run WHERE ${FENCE(11)}) AS owned,
+              (SELECT status FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4) AS step_status
        FROM (SELECT 1) AS one LEFT JOIN owner o ON true`,
       [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, storableText(f.result), Math.round(f.latencyMs), ...startParams(startNext), owner.token],
     );
@@ -193,7 +193,7 @@ export class RunStore implements EngineStore {
   async finish(runId: RunId, owner: Lease, end: RunEnd): Promise<void> {
     const { rowCount } = await this.prepared(
       'finish',
-      `UPDATE run SET status = $3, output = $4, error = $5, stop_reason = $6, finished_at = now(), updated_at = now(),
+      `UPDATE durable_agent.run SET status = $3, output = $4, error = $5, stop_reason = $6, finished_at = now(), updated_at = now(),
               locked_until = NULL, tokens_used = tokens_used + $8, cost_usd = cost_usd + $9
        WHERE ${FENCE(7)}`,
       [runId, owner.worker, end.status, ...endTexts(end), owner.token, end.usage ? budgetTokens(end.usage) : 0, storableCost(end.costUsd ?? 0)],
@@ -204,10 +204,10 @@ export class RunStore implements EngineStore {
   async recordedWrite(runId: RunId, owner: Lease, probe: WriteProbe): Promise<RecordedWrite | null> {
     const { rows } = await this.db.query<ProgressRow & { status: RunStatus; ours: boolean | null; model_step: boolean; tool_finished: boolean; next_started: boolean }>(
       `SELECT r.status, r.tokens_used, r.cancel_requested, (r.locked_by = $2 AND r.lease_token = $3::uuid) AS ours,
-              EXISTS (SELECT 1 FROM run_step WHERE run_id = r.id AND seq = $4 AND kind = 'MODEL') AS model_step,
-              EXISTS (SELECT 1 FROM run_step WHERE run_id = r.id AND kind = 'TOOL' AND tool_use_id = $5 AND status <> 'STARTED') AS tool_finished,
-              EXISTS (SELECT 1 FROM run_step WHERE run_id = r.id AND kind = 'TOOL' AND tool_use_id = $6 AND seq = $7) AS next_started
-       FROM run r WHERE r.id = $1`,
+              EXISTS (SELECT 1 FROM durable_agent.run_step WHERE run_id = r.id AND seq = $4 AND kind = 'MODEL') AS model_step,
+              EXISTS (SELECT 1 FROM durable_agent.run_step WHERE run_id = r.id AND kind = 'TOOL' AND tool_use_id = $5 AND status <> 'STARTED') AS tool_finished,
+              EXISTS (SELECT 1 FROM durable_agent.run_step WHERE run_id = r.id AND kind = 'TOOL' AND tool_use_id = $6 AND seq = $7) AS next_started
+       FROM durable_agent.run r WHERE r.id = $1`,
       [runId, owner.worker, owner.token, probe.modelSeq ?? null, probe.finishedToolUseId ?? null, probe.startNext?.toolUseId ?? null, probe.startNext?.seq ?? null],
     );
     const r = rows[0];
@@ -240,7 +240,7 @@ export class RunStore implements EngineStore {
     const delayMs = how.delayMs === undefined ? 0 : Number.isFinite(how.delayMs) ? Math.max(0, how.delayMs) : Number.POSITIVE_INFINITY;
     const { rows } = await this.prepared<{ status: 'QUEUED' | 'CANCELLED'; tokens_used: number; run_at: Date }>(
       'release',
-      `UPDATE run SET locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now(),
+      `UPDATE durable_agent.run SET locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now(),
               status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END,
               finished_at = CASE WHEN cancel_requested THEN now() END,
               attempts = CASE WHEN $4 OR cancel_requested THEN attempts ELSE greatest(attempts - 1, 0) END,
@@ -267,7 +267,7 @@ export class RunStore implements EngineStore {
   async forgiveLapsedAttempt(runId: RunId, lost: Lease): Promise<boolean> {
     const { rowCount } = await this.prepared(
       'forgive_lapsed_attempt',
-      `UPDATE run SET attempts = greatest(attempts - 1, 0), lapsed_lease_token = NULL, updated_at = now()
+      `UPDATE durable_agent.run SET attempts = greatest(attempts - 1, 0), lapsed_lease_token = NULL, updated_at = now()
        WHERE id = $1 AND lapsed_lease_token = $2::uuid`,
       [runId, lost.token],
     );
@@ -276,12 +276,12 @@ export class RunStore implements EngineStore {
 
   async putBlob(body: string): Promise<string> {
     const digest = sha256(body);
-    await this.db.query('INSERT INTO content_blob (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING', [digest, body]);
+    await this.db.query('INSERT INTO durable_agent.content_blob (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING', [digest, body]);
     return digest;
   }
 
   async blob(digest: string): Promise<string | null> {
-    const { rows } = await this.db.query<{ body: string }>('SELECT body FROM content_blob WHERE digest = $1', [digest]);
+    const { rows } = await this.db.query<{ body: string }>('SELECT body FROM durable_agent.content_blob WHERE digest = $1', [digest]);
     return rows[0]?.body ?? null;
   }
 }

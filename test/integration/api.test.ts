@@ -32,7 +32,7 @@ const post = (app: FastifyInstance, url: string, body?: unknown) =>
   app.inject({ method: 'POST', url, ...(body === undefined ? {} : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
 
 async function runCount(db: TestDatabase): Promise<number> {
-  const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM run');
+  const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM durable_agent.run');
   return rows[0]!.n;
 }
 
@@ -55,7 +55,7 @@ describe('POST /api/runs and GET /api/runs/{id}', () => {
     expect(body).toEqual({ id: expect.any(String), status: 'QUEUED' });
     expect(res.headers.location).toBe(`/api/runs/${body.id}`);
     const { rows } = await db.pool.query(
-      `SELECT status, input, model, token_budget, max_steps, metadata, deadline_at - created_at AS timeout FROM run WHERE id = $1`,
+      `SELECT status, input, model, token_budget, max_steps, metadata, deadline_at - created_at AS timeout FROM durable_agent.run WHERE id = $1`,
       [body.id],
     );
     expect(rows[0]).toMatchObject({ status: 'QUEUED', input: 'Which acme tickets are overdue?', model: 'default-model', token_budget: 5_000, max_steps: 20, metadata: {} });
@@ -96,7 +96,7 @@ describe('GET /api/runs', () => {
       for (let i = 0; i < 8; i++) runs.push(await newRun(own.store, `run ${i}`));
       // Five CANCELLED, three QUEUED; created one microsecond apart, which a millisecond cursor would lose.
       for (const [i, r] of runs.entries()) {
-        await own.pool.query(`UPDATE run SET created_at = '2025-01-01T00:00:00.000000Z'::timestamptz + $2 * interval '1 microsecond' WHERE id = $1`, [r.id, i]);
+        await own.pool.query(`UPDATE durable_agent.run SET created_at = '2025-01-01T00:00:00.000000Z'::timestamptz + $2 * interval '1 microsecond' WHERE id = $1`, [r.id, i]);
         if (i % 3 !== 0) await own.store.cancel(r.id);
       }
       const cancelled = runs.filter((_, i) => i % 3 !== 0).reverse().map((r) => r.id);
@@ -128,7 +128,7 @@ describe('GET /api/runs', () => {
     const api = server(own);
     try {
       for (let i = 0; i < 5; i++) await newRun(own.store, `same ${i}`);
-      await own.pool.query(`UPDATE run SET created_at = '2025-06-01T12:00:00.123456Z'`);
+      await own.pool.query(`UPDATE durable_agent.run SET created_at = '2025-06-01T12:00:00.123456Z'`);
       const seen: string[] = [];
       let url = '/api/runs?limit=2';
       for (;;) {
@@ -137,7 +137,7 @@ describe('GET /api/runs', () => {
         if (!page.nextCursor) break;
         url = `/api/runs?limit=2&cursor=${page.nextCursor}`;
       }
-      const { rows } = await own.pool.query<{ id: string }>('SELECT id FROM run ORDER BY id DESC');
+      const { rows } = await own.pool.query<{ id: string }>('SELECT id FROM durable_agent.run ORDER BY id DESC');
       expect(seen).toEqual(rows.map((r) => r.id));
     } finally {
       await api.close();

@@ -116,7 +116,7 @@ describe('release', () => {
   it('makes a run whose deadline already passed claimable now, to time out', async () => {
     const run = await newRun(db.store, 'too late', { timeoutSeconds: 1 });
     const [claimed] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 1, []);
-    await db.pool.query(`UPDATE run SET deadline_at = now() - interval '1 second' WHERE id = $1`, [run.id]);
+    await db.pool.query(`UPDATE durable_agent.run SET deadline_at = now() - interval '1 second' WHERE id = $1`, [run.id]);
     await db.store.release(run.id, claimed!.lease, { countAttempt: false, delayMs: 30_000 });
     expect((await db.store.state(run.id)).nextAttemptAt).toBeNull();
     expect((await testWorker(db.store, new ScriptedLlm(), [], { name: 'B' }).runOnce())?.status).toBe('TIMED_OUT');

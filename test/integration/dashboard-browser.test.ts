@@ -70,7 +70,7 @@ const post = async (body: object): Promise<RunId> => {
   return ((await res.json()) as { id: RunId }).id;
 };
 
-const statusOf = async (id: RunId) => (await sql<{ status: string }>('SELECT status FROM run WHERE id = $1', [id]))[0]!.status;
+const statusOf = async (id: RunId) => (await sql<{ status: string }>('SELECT status FROM durable_agent.run WHERE id = $1', [id]))[0]!.status;
 
 let ticketsRun: RunId;
 let failedRun: RunId;
@@ -94,7 +94,7 @@ beforeAll(async () => {
   await waitFor('the runs to finish', async () => (await Promise.all([ticketsRun, failedRun, other].map(statusOf))).every((s) => s !== 'QUEUED' && s !== 'RUNNING'));
   // A run due in an hour stays QUEUED: the list shows one of each kind.
   const queued = await post({ input: 'later' });
-  await db.pool.query(`UPDATE run SET run_at = now() + interval '1 hour' WHERE id = $1 AND status = 'QUEUED'`, [queued]);
+  await db.pool.query(`UPDATE durable_agent.run SET run_at = now() + interval '1 hour' WHERE id = $1 AND status = 'QUEUED'`, [queued]);
 
   chromium = await launchChromium();
   page = await chromium.context.newPage();
@@ -124,14 +124,14 @@ describe('the dashboard in Chromium', () => {
     await page.waitForSelector('table.runs tbody tr');
     const shown = await visibleRuns(page);
     const expected = await sql<{ id: string; status: string; steps: number }>(
-      `SELECT id, status, (SELECT count(*)::int FROM run_step s WHERE s.run_id = run.id) AS steps
-       FROM run ORDER BY created_at DESC, id DESC LIMIT 50`,
+      `SELECT id, status, (SELECT count(*)::int FROM durable_agent.run_step s WHERE s.run_id = run.id) AS steps
+       FROM durable_agent.run ORDER BY created_at DESC, id DESC LIMIT 50`,
     );
     expect(shown).toEqual(expected.map((r) => ({ id: r.id, status: r.status, steps: String(r.steps) })));
     expect(shown.find((r) => r.id === ticketsRun)).toEqual({ id: ticketsRun, status: 'SUCCEEDED', steps: '5' });
     expect(await page.textContent(`tr[data-run-id="${failedRun}"] .pill`)).toBe('Failed');
     // The status chips count the database's runs.
-    const total = (await sql<{ n: number }>('SELECT count(*)::int AS n FROM run'))[0]!.n;
+    const total = (await sql<{ n: number }>('SELECT count(*)::int AS n FROM durable_agent.run'))[0]!.n;
     await page.waitForSelector('.chip[data-filter="ALL"] .chip-count');
     expect(await page.textContent('.chip[data-filter="ALL"] .chip-count')).toBe(formatCount(total));
   });
@@ -140,7 +140,7 @@ describe('the dashboard in Chromium', () => {
     await page.click('.chip[data-filter="SUCCEEDED"]');
     await page.waitForURL(/\?status=SUCCEEDED$/);
     await page.waitForFunction(() => [...document.querySelectorAll('table.runs tbody tr')].every((r) => r.getAttribute('data-status') === 'SUCCEEDED'));
-    const succeeded = await sql<{ id: string }>(`SELECT id FROM run WHERE status = 'SUCCEEDED' ORDER BY created_at DESC, id DESC`);
+    const succeeded = await sql<{ id: string }>(`SELECT id FROM durable_agent.run WHERE status = 'SUCCEEDED' ORDER BY created_at DESC, id DESC`);
     expect(succeeded.length).toBeGreaterThan(50);
     expect(await page.textContent('.chip[data-filter="SUCCEEDED"] .chip-count')).toBe(formatCount(succeeded.length));
 
@@ -175,7 +175,7 @@ describe('the dashboard in Chromium', () => {
     for (let i = 1; i < rows.length; i++) expect(rows[i]!.left).toBeGreaterThanOrEqual(rows[i - 1]!.left);
     expect(await page.textContent('.io.output .prose')).toBe('T-1 (Printer on fire) is the only ticket; the ticket system is down for the rest.');
     expect(await page.textContent('.io.input .prose')).toBe('tickets on fire?');
-    const run = (await sql<{ tokens_used: number; token_budget: number }>('SELECT tokens_used, token_budget FROM run WHERE id = $1', [ticketsRun]))[0]!;
+    const run = (await sql<{ tokens_used: number; token_budget: number }>('SELECT tokens_used, token_budget FROM durable_agent.run WHERE id = $1', [ticketsRun]))[0]!;
     expect(await page.textContent('[data-meter="tokens"] .meter-value')).toBe(`${formatCount(run.tokens_used)} / ${formatCount(run.token_budget)}`);
     expect(await page.textContent('[data-meter="steps"] .meter-value')).toBe('5 / 50');
   });
@@ -210,7 +210,7 @@ describe('the dashboard in Chromium', () => {
     await page.click('button[data-action="cancel"]');
     await page.waitForSelector('.notice.ok');
     expect(await page.textContent('.notice')).toBe('Cancel requested: the run stops before its next step.');
-    expect((await sql<{ cancel_requested: boolean }>('SELECT cancel_requested FROM run WHERE id = $1', [id]))[0]!.cancel_requested).toBe(true);
+    expect((await sql<{ cancel_requested: boolean }>('SELECT cancel_requested FROM durable_agent.run WHERE id = $1', [id]))[0]!.cancel_requested).toBe(true);
     releaseHeld();
     // The page follows the run on its own until it has ended.
     await page.waitForSelector('.run-head .pill[data-status="CANCELLED"]');
@@ -223,15 +223,15 @@ describe('the dashboard in Chromium', () => {
     await page.waitForSelector('.latency-card');
     const at = await page.getAttribute('[data-at]', 'data-at');
     const figure = (name: string) => page.textContent(`[data-figure="${name}"]`);
-    for (const r of await sql<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM run GROUP BY status')) {
+    for (const r of await sql<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM durable_agent.run GROUP BY status')) {
       expect(await figure(`status-${r.status}`), r.status).toBe(formatCount(r.n));
     }
     for (const [name, hours] of [['hour', 1], ['day', 24]] as const) {
       const [w] = await sql<{ steps: number; tokens: number; cost: number; runs: number }>(
         `SELECT count(*)::int AS steps, coalesce(sum(input_tokens + cache_creation_input_tokens + output_tokens), 0)::int AS tokens,
                 coalesce(sum(cost_usd), 0)::float8 AS cost,
-                (SELECT count(*)::int FROM run WHERE created_at >= $1::timestamptz - $2 * interval '1 hour' AND created_at < $1) AS runs
-         FROM run_step WHERE started_at >= $1::timestamptz - $2 * interval '1 hour' AND started_at < $1`,
+                (SELECT count(*)::int FROM durable_agent.run WHERE created_at >= $1::timestamptz - $2 * interval '1 hour' AND created_at < $1) AS runs
+         FROM durable_agent.run_step WHERE started_at >= $1::timestamptz - $2 * interval '1 hour' AND started_at < $1`,
         [at, hours],
       );
       expect(await figure(`${name}-steps`)).toBe(formatCount(w!.steps));
@@ -241,7 +241,7 @@ describe('the dashboard in Chromium', () => {
     }
     const [p] = await sql<{ p50: number; p95: number }>(
       `SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50, percentile_disc(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95
-       FROM run_step WHERE kind = 'MODEL' AND latency_ms IS NOT NULL AND started_at >= $1::timestamptz - interval '1 day' AND started_at < $1`,
+       FROM durable_agent.run_step WHERE kind = 'MODEL' AND latency_ms IS NOT NULL AND started_at >= $1::timestamptz - interval '1 day' AND started_at < $1`,
       [at],
     );
     expect(await figure('day-MODEL-p50')).toBe(formatDuration(p!.p50));

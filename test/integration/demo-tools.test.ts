@@ -50,7 +50,7 @@ describe('demo tools', () => {
     await expireLease(db.pool, run.id);
     expect(await testWorker(db.store, llm, tools, { name: 'B' }).runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
 
-    const { rows } = await db.pool.query(`SELECT body FROM demo_ticket_comment WHERE ticket_id = 'ACME-103'`);
+    const { rows } = await db.pool.query(`SELECT body FROM durable_agent.demo_ticket_comment WHERE ticket_id = 'ACME-103'`);
     expect(rows).toEqual([{ body: 'Looking into it.' }]);
     const steps = await db.store.steps(run.id);
     expect(JSON.parse(steps[1]!.response as string)).toMatchObject({ created: false }); // the second execution found the first

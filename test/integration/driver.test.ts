@@ -74,7 +74,7 @@ describe('budget and cost', () => {
     expect((await testWorker(db.store, llm, [lookup()], { name: 'W' }).runOnce())?.status).toBe('SUCCEEDED');
 
     expect(llm.seen.map((r) => r.maxTokens)).toEqual([300, 80]); // MAX_TOKENS is 1024; then 300 - 220 left
-    const [run] = (await db.pool.query('SELECT id FROM run')).rows as { id: string }[];
+    const [run] = (await db.pool.query('SELECT id FROM durable_agent.run')).rows as { id: string }[];
     const steps = await db.store.steps(run!.id as never);
     expect(steps.filter((s) => s.kind === 'MODEL').map((s) => s.request?.maxTokens)).toEqual([300, 80]);
   });

@@ -98,7 +98,7 @@ describe('exit codes', () => {
     const url = await emptyDatabase();
     const c = new pg.Client({ connectionString: url });
     await c.connect();
-    await c.query('CREATE TABLE run (x int)'); // in the way of the first migration
+    await c.query('CREATE SCHEMA durable_agent; CREATE TABLE durable_agent.run (x int)'); // in the way of the first migration
     await c.end();
     const res = await cli(['migrate'], { DATABASE_URL: url });
     expect(res.code).toBe(1);
@@ -115,7 +115,7 @@ it('`migrate` applies the migrations to an empty database and exits 0, then find
   expect(first.out).toBe(`applied ${names.join(', ')} to ${redacted}\n`);
   const c = new pg.Client({ connectionString: url });
   await c.connect();
-  const { rows } = await c.query<{ name: string }>('SELECT name FROM schema_migration ORDER BY version');
+  const { rows } = await c.query<{ name: string }>('SELECT name FROM durable_agent.schema_migration ORDER BY version');
   expect(rows.map((r) => r.name)).toEqual(names);
   await c.end();
   const second = await cli(['migrate'], { DATABASE_URL: url });

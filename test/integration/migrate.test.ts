@@ -5,8 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { migrate } from '../../src/db/migrate.ts';
+import { DEMO_MIGRATIONS_DIR, listMigrations, migrate, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
 import { createPool } from '../../src/db/pool.ts';
+import { RunStore } from '../../src/store/run-store.ts';
 
 let admin: pg.Client;
 let name: string;
@@ -30,8 +31,8 @@ afterAll(async () => {
 });
 
 const tables = async () =>
-  (await pool.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`)).rows.map((r) => r.t);
-const recorded = async () => (await pool.query<{ name: string }>('SELECT name FROM schema_migration ORDER BY version')).rows.map((r) => r.name);
+  (await pool.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = 'durable_agent' ORDER BY 1`)).rows.map((r) => r.t);
+const recorded = async () => (await pool.query<{ name: string }>('SELECT name FROM durable_agent.schema_migration ORDER BY version')).rows.map((r) => r.name);
 
 it('rolls a failing migration back whole, records nothing of it, stops there, and applies it once it is fixed', async () => {
   fs.writeFileSync(path.join(dir, '0001_first.sql'), 'CREATE TABLE first_table (id int PRIMARY KEY);');
@@ -39,13 +40,103 @@ it('rolls a failing migration back whole, records nothing of it, stops there, an
   fs.writeFileSync(path.join(dir, '0002_broken.sql'), `CREATE TABLE broken_table (n int);\nINSERT INTO broken_table VALUES ('not a number');`);
   fs.writeFileSync(path.join(dir, '0003_after.sql'), 'CREATE TABLE after_table (id int);');
 
-  await expect(migrate(pool, dir)).rejects.toThrow(/^migration 0002_broken failed: invalid input syntax for type integer/);
+  await expect(migrate(pool, { dirs: [dir] })).rejects.toThrow(/^migration 0002_broken failed: invalid input syntax for type integer/);
   expect(await tables()).toEqual(['first_table', 'schema_migration']);
   expect(await recorded()).toEqual(['0001_first']);
 
   fs.writeFileSync(path.join(dir, '0002_broken.sql'), `CREATE TABLE broken_table (n int);\nINSERT INTO broken_table VALUES (1);`);
-  expect(await migrate(pool, dir)).toEqual(['0002_broken', '0003_after']);
+  expect(await migrate(pool, { dirs: [dir] })).toEqual(['0002_broken', '0003_after']);
   expect(await tables()).toEqual(['after_table', 'broken_table', 'first_table', 'schema_migration']);
   expect(await recorded()).toEqual(['0001_first', '0002_broken', '0003_after']);
-  expect(await migrate(pool, dir)).toEqual([]);
+  expect(await migrate(pool, { dirs: [dir] })).toEqual([]);
+});
+
+/** A database of its own for one test, dropped after it. */
+async function freshDatabase(): Promise<{ url: string; pool: pg.Pool; drop(): Promise<void> }> {
+  const db = `${inject('dbPrefix')}_migrate_${randomBytes(3).toString('hex')}`;
+  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(db)}`);
+  const url = new URL(inject('adminUrl'));
+  url.pathname = `/${db}`;
+  const p = createPool(url.toString(), 2);
+  return {
+    url: url.toString(),
+    pool: p,
+    async drop() {
+      await p.end();
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(db)} WITH (FORCE)`);
+    },
+  };
+}
+
+const schemaTables = async (p: pg.Pool, schema: string) =>
+  (await p.query<{ t: string }>('SELECT tablename AS t FROM pg_tables WHERE schemaname = $1 ORDER BY 1', [schema])).rows.map((r) => r.t);
+
+it("leaves the user's public schema alone: a table of theirs named run is no obstacle", async () => {
+  const fresh = await freshDatabase();
+  try {
+    await fresh.pool.query('CREATE TABLE public.run (x int); INSERT INTO public.run VALUES (42)');
+    await migrate(fresh.pool);
+    expect(await schemaTables(fresh.pool, 'public')).toEqual(['run']);
+    expect((await fresh.pool.query('SELECT x FROM public.run')).rows).toEqual([{ x: 42 }]);
+    expect(await schemaTables(fresh.pool, 'durable_agent')).toEqual(expect.arrayContaining(['content_blob', 'run', 'run_step', 'schema_migration']));
+    // The demo agent's tables come only with the demo agent.
+    expect(await schemaTables(fresh.pool, 'durable_agent')).not.toContain('demo_ticket');
+  } finally {
+    await fresh.drop();
+  }
+});
+
+it('moves a database of the release before the own schema out of public, keeping its runs readable', async () => {
+  const fresh = await freshDatabase();
+  try {
+    // That release's layout: its two migrations applied in public, recorded in public.schema_migration.
+    const earlier = [...listMigrations(MIGRATIONS_DIR).filter((m) => m.version === 1), ...listMigrations(DEMO_MIGRATIONS_DIR)];
+    await fresh.pool.query('CREATE TABLE public.schema_migration (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    for (const m of earlier) {
+      await fresh.pool.query(m.sql);
+      await fresh.pool.query('INSERT INTO public.schema_migration (version, name) VALUES ($1, $2)', [m.version, m.name]);
+    }
+    const id = '6f1c0a52-0000-4000-8000-000000000001';
+    await fresh.pool.query(
+      `INSERT INTO public.run (id, status, input, model, token_budget, max_steps, deadline_at, output, finished_at)
+       VALUES ($1, 'SUCCEEDED', 'Which acme tickets are overdue?', 'demo', 1000, 10, now(), 'ACME-101', now())`,
+      [id],
+    );
+    await fresh.pool.query(
+      `INSERT INTO public.run_step (run_id, seq, kind, status, response, stop_reason, input_tokens, output_tokens)
+       VALUES ($1, 1, 'MODEL', 'DONE', '[{"type":"text","text":"ACME-101"}]', 'end_turn', 10, 2)`,
+      [id],
+    );
+
+    const applied = await migrate(fresh.pool, { dirs: [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] });
+    expect(applied).toEqual(listMigrations(MIGRATIONS_DIR).filter((m) => m.version > 1).map((m) => m.name));
+    expect(await schemaTables(fresh.pool, 'public')).toEqual([]);
+    const store = new RunStore(fresh.pool);
+    expect(await store.get(id as never)).toMatchObject({ status: 'SUCCEEDED', output: 'ACME-101', lastError: null });
+    expect((await store.steps(id as never)).map((st) => [st.seq, st.kind, st.response])).toEqual([[1, 'MODEL', [{ type: 'text', text: 'ACME-101' }]]]);
+    const ticket = await fresh.pool.query("SELECT title FROM durable_agent.demo_ticket WHERE id = 'ACME-101'");
+    expect(ticket.rows).toHaveLength(1);
+    // A second migrator finds nothing left to do.
+    expect(await migrate(fresh.pool, { dirs: [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] })).toEqual([]);
+  } finally {
+    await fresh.drop();
+  }
+});
+
+it('puts everything in DATABASE_SCHEMA when it names another schema, and the store finds it there', async () => {
+  const fresh = await freshDatabase();
+  const other = createPool(fresh.url, 2, 'agents_here');
+  try {
+    await migrate(other, { schema: 'agents_here' });
+    expect(await schemaTables(other, 'agents_here')).toEqual(expect.arrayContaining(['run', 'run_step', 'schema_migration']));
+    expect(await schemaTables(other, 'durable_agent')).toEqual([]);
+    const store = new RunStore(other);
+    const run = await store.create({ input: 'hello', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5 });
+    expect((await store.get(run.id))?.input).toBe('hello');
+    const [claimed] = await store.claim({ worker: 'w', leaseMs: 10_000 }, 1);
+    expect(claimed?.id).toBe(run.id);
+  } finally {
+    await other.end();
+    await fresh.drop();
+  }
 });

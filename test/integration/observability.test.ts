@@ -102,7 +102,7 @@ describe('observability of a run', () => {
     expect(sample(body, 'agent_step_latency_seconds_count', { kind: 'TOOL', outcome: 'ok' })).toBe(1);
     expect(sample(body, 'agent_runs_claimed_total')).toBe(1);
     expect(sample(body, 'agent_runs_finished_total', { status: 'SUCCEEDED' })).toBe(1);
-    const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM run WHERE status = 'SUCCEEDED'`);
+    const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM durable_agent.run WHERE status = 'SUCCEEDED'`);
     expect(sample(body, 'agent_runs', { status: 'SUCCEEDED' })).toBe(rows[0]!.n);
     for (const status of RUN_STATUSES) expect(sample(body, 'agent_runs', { status })).toBeGreaterThanOrEqual(0);
     expect(sample(body, 'agent_queue_depth')).toBe(0);
@@ -284,13 +284,13 @@ describe('gauges read from the database', () => {
     const later = await newRun(db.store);
     const leased = await newRun(db.store);
     const lapsed = await newRun(db.store);
-    await db.pool.query(`UPDATE run SET run_at = now() + interval '1 hour' WHERE id = $1`, [later.id]);
-    await db.pool.query(`UPDATE run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`, [[leased.id, lapsed.id]]);
+    await db.pool.query(`UPDATE durable_agent.run SET run_at = now() + interval '1 hour' WHERE id = $1`, [later.id]);
+    await db.pool.query(`UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`, [[leased.id, lapsed.id]]);
     await expireLease(db.pool, lapsed.id);
     expect((await queueDepth(db.pool)) - before).toBe(2);
     const counts = await countRunsByStatus(db.pool);
     expect(counts.RUNNING).toBeGreaterThanOrEqual(2);
-    await db.pool.query('DELETE FROM run WHERE id = ANY($1)', [[due.id, later.id, leased.id, lapsed.id]]);
+    await db.pool.query('DELETE FROM durable_agent.run WHERE id = ANY($1)', [[due.id, later.id, leased.id, lapsed.id]]);
   });
 
   it('keeps the last values when a read fails or hangs, instead of failing the scrape; counts retries by reason', async () => {

@@ -30,7 +30,7 @@ interface SeedStep {
 async function seedSteps(runId: RunId, steps: SeedStep[]): Promise<void> {
   for (const [i, s] of steps.entries()) {
     await db.pool.query(
-      `INSERT INTO run_step (run_id, seq, kind, status, tool_name, tool_use_id, input_tokens, output_tokens,
+      `INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, input_tokens, output_tokens,
                              cache_creation_input_tokens, cache_read_input_tokens, cost_usd, latency_ms, worker, started_at, finished_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'w', now() - $13 * interval '1 minute',
                CASE WHEN $12::int IS NULL THEN NULL ELSE now() - $13 * interval '1 minute' + $12 * interval '1 millisecond' END)`,
@@ -73,16 +73,16 @@ beforeAll(async () => {
   ]);
   // Earlier today: a run created three hours ago whose steps are two hours old.
   const earlier = await newRun(db.store, 'earlier');
-  await db.pool.query(`UPDATE run SET status = 'SUCCEEDED', created_at = now() - interval '3 hours', finished_at = now() WHERE id = $1`, [earlier.id]);
+  await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED', created_at = now() - interval '3 hours', finished_at = now() WHERE id = $1`, [earlier.id]);
   await seedSteps(earlier.id, [
     { kind: 'MODEL', ageMinutes: 125, latencyMs: 10_000, input: 7000, output: 400, cost: 0.5 },
     { kind: 'TOOL', ageMinutes: 124, latencyMs: 800 },
   ]);
   // Last week: counted by status, but in neither window.
   const old = await newRun(db.store, 'old');
-  await db.pool.query(`UPDATE run SET status = 'FAILED', created_at = now() - interval '7 days', finished_at = now() - interval '7 days' WHERE id = $1`, [old.id]);
+  await db.pool.query(`UPDATE durable_agent.run SET status = 'FAILED', created_at = now() - interval '7 days', finished_at = now() - interval '7 days' WHERE id = $1`, [old.id]);
   await seedSteps(old.id, [{ kind: 'MODEL', ageMinutes: 7 * 24 * 60, latencyMs: 99_999, input: 1_000_000, cost: 100 }]);
-  await db.pool.query(`UPDATE run SET status = 'CANCELLED', finished_at = now() WHERE id = $1`, [(await newRun(db.store, 'cancelled')).id]);
+  await db.pool.query(`UPDATE durable_agent.run SET status = 'CANCELLED', finished_at = now() WHERE id = $1`, [(await newRun(db.store, 'cancelled')).id]);
 });
 
 afterAll(async () => {
@@ -93,7 +93,7 @@ afterAll(async () => {
 describe('GET /api/overview', () => {
   it('counts every run by status, zeros included', async () => {
     const body = (await app.inject('/api/overview')).json();
-    const { rows } = await db.pool.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM run GROUP BY status');
+    const { rows } = await db.pool.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM durable_agent.run GROUP BY status');
     expect(rows.length).toBeGreaterThanOrEqual(3);
     for (const r of rows) expect(body.runsByStatus[r.status]).toBe(r.n);
     expect(body.runsByStatus).toMatchObject({ QUEUED: 1, SUCCEEDED: 1, FAILED: 1, CANCELLED: 1, RUNNING: 0, TIMED_OUT: 0 });
@@ -109,7 +109,7 @@ describe('GET /api/overview', () => {
         `SELECT count(*)::int AS steps, coalesce(sum(input_tokens), 0)::int AS input, coalesce(sum(output_tokens), 0)::int AS output,
                 coalesce(sum(cache_creation_input_tokens), 0)::int AS cache_write, coalesce(sum(cache_read_input_tokens), 0)::int AS cache_read,
                 coalesce(sum(cost_usd), 0)::float8 AS cost
-         FROM run_step WHERE started_at >= $1 AND started_at < $2`,
+         FROM durable_agent.run_step WHERE started_at >= $1 AND started_at < $2`,
         [w.since, body.at],
       );
       const sql = rows[0];

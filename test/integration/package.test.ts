@@ -140,7 +140,7 @@ console.log('RESULT ' + JSON.stringify({ status: done.status, output: done.outpu
     ]);
     expect(JSON.stringify(fake.requests[1]!.body.messages)).toContain('"tool_use_id":"toolu_pkg_1","content":"Paris: rain"');
     // Every step is in the database: two model calls and the tool call.
-    const { rows } = await db.pool.query<{ kind: string; status: string }>('SELECT kind, status FROM run_step ORDER BY seq');
+    const { rows } = await db.pool.query<{ kind: string; status: string }>('SELECT kind, status FROM durable_agent.run_step ORDER BY seq');
     expect(rows).toEqual([
       { kind: 'MODEL', status: 'DONE' },
       { kind: 'TOOL', status: 'DONE' },

@@ -140,7 +140,7 @@ describe('token counts out of range', () => {
 
 describe('a write the database refuses for good', () => {
   it('fails the run at once with the cause, counting the paid call, instead of calling the model again', async () => {
-    await db.pool.query(`ALTER TABLE run_step ADD CONSTRAINT refuses_forbidden CHECK (response NOT LIKE '%forbidden%')`);
+    await db.pool.query(`ALTER TABLE durable_agent.run_step ADD CONSTRAINT refuses_forbidden CHECK (response NOT LIKE '%forbidden%')`);
     const run = await newRun(db.store);
     const llm = new ScriptedLlm(() => response([{ type: 'text', text: 'a forbidden answer' }], 'end_turn', usage(40, 2)));
 
@@ -153,7 +153,7 @@ describe('a write the database refuses for good', () => {
   });
 
   it('fails the run at once when a tool result cannot be recorded, running the tool once', async () => {
-    await db.pool.query(`ALTER TABLE run_step ADD CONSTRAINT refuses_forbidden CHECK (response NOT LIKE '%forbidden%')`);
+    await db.pool.query(`ALTER TABLE durable_agent.run_step ADD CONSTRAINT refuses_forbidden CHECK (response NOT LIKE '%forbidden%')`);
     const run = await newRun(db.store);
     const executions: string[] = [];
     const refused = defineTool({

@@ -178,7 +178,7 @@ describe('a lease lost under a live worker', () => {
     await call.inFlight;
     // As if A had stalled past its lease: B finds the lease lapsed and claims the run.
     const [taken] = await waitFor('B to take the run over', async () => {
-      await db.pool.query(`UPDATE run SET locked_until = now() - interval '1 second' WHERE id = $1`, [run.id]);
+      await db.pool.query(`UPDATE durable_agent.run SET locked_until = now() - interval '1 second' WHERE id = $1`, [run.id]);
       const claimed = await db.store.claim({ worker: 'B', leaseMs: 60_000 }, 1);
       return claimed.length ? claimed : null;
     });

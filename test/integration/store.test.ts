@@ -21,11 +21,11 @@ afterAll(async () => {
 describe('store', () => {
   it('claims with an index scan when 100k finished runs share the table', async () => {
     await db.pool.query(
-      `INSERT INTO run (id, status, input, model, token_budget, max_steps, deadline_at, finished_at)
+      `INSERT INTO durable_agent.run (id, status, input, model, token_budget, max_steps, deadline_at, finished_at)
        SELECT gen_random_uuid(), 'SUCCEEDED', 'old', 'm', 100, 10, now(), now() FROM generate_series(1, 100000)`,
     );
     const live = await newRun(db.store, 'live');
-    await db.pool.query('ANALYZE run');
+    await db.pool.query('ANALYZE durable_agent.run');
     // The plan of the claim statement itself, with the parameters a worker passes.
     const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${CLAIM_SQL}`, claimParams('W', 1000, 10, []));
     const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
@@ -51,10 +51,10 @@ describe('store', () => {
   });
 
   it('counts in the queue depth exactly the runs a claim would take', async () => {
-    await db.pool.query(`UPDATE run SET status = 'SUCCEEDED' WHERE status IN ('QUEUED', 'RUNNING')`);
+    await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED' WHERE status IN ('QUEUED', 'RUNNING')`);
     const [due, later, leased, lapsed] = await Promise.all([1, 2, 3, 4].map((i) => newRun(db.store, `run ${i}`)));
-    await db.pool.query(`UPDATE run SET run_at = now() + interval '1 hour' WHERE id = $1`, [later!.id]);
-    await db.pool.query(`UPDATE run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`, [[leased!.id, lapsed!.id]]);
+    await db.pool.query(`UPDATE durable_agent.run SET run_at = now() + interval '1 hour' WHERE id = $1`, [later!.id]);
+    await db.pool.query(`UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`, [[leased!.id, lapsed!.id]]);
     await expireLease(db.pool, lapsed!.id);
 
     expect(await queueDepth(db.pool)).toBe(2);
@@ -107,7 +107,7 @@ describe('store', () => {
     const b = await db.store.putBlob('You are helpful.');
     expect(a).toBe(b);
     expect(await db.store.blob(a)).toBe('You are helpful.');
-    const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM content_blob WHERE digest = $1', [a]);
+    const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM durable_agent.content_blob WHERE digest = $1', [a]);
     expect(rows[0].n).toBe(1);
   });
 });
@@ -126,7 +126,7 @@ describe('migrations', () => {
       const applied = await Promise.all(pools.map((p) => migrate(p)));
       const all = listMigrations().map((m) => m.name);
       expect([...applied[0]!, ...applied[1]!].sort()).toEqual([...all].sort()); // each applied by exactly one
-      const { rows } = await pools[0]!.query('SELECT name FROM schema_migration ORDER BY version');
+      const { rows } = await pools[0]!.query('SELECT name FROM durable_agent.schema_migration ORDER BY version');
       expect(rows.map((r) => r.name)).toEqual(all);
       expect(await migrate(pools[0]!)).toEqual([]);
     } finally {

@@ -69,7 +69,7 @@ describe('worker', () => {
     );
     await Promise.all(workers.map((w) => w.start()));
     await waitFor('all runs to finish', async () => {
-      const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM run WHERE id = ANY($1) AND status = 'SUCCEEDED'`, [[...ids]]);
+      const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM durable_agent.run WHERE id = ANY($1) AND status = 'SUCCEEDED'`, [[...ids]]);
       return rows[0].n === 200;
     }, 60_000);
     await Promise.all(workers.map((w) => w.stop()));
@@ -77,7 +77,7 @@ describe('worker', () => {
     expect(overlaps).toBe(0);
     const { rows } = await db.pool.query<{ id: string; attempts: number; seqs: number[]; workers: string[] }>(
       `SELECT r.id, r.attempts, array_agg(s.seq ORDER BY s.seq) AS seqs, array_agg(DISTINCT s.worker) AS workers
-       FROM run r JOIN run_step s ON s.run_id = r.id WHERE r.id = ANY($1) GROUP BY r.id, r.attempts`,
+       FROM durable_agent.run r JOIN durable_agent.run_step s ON s.run_id = r.id WHERE r.id = ANY($1) GROUP BY r.id, r.attempts`,
       [[...ids]],
     );
     expect(rows).toHaveLength(200);
@@ -286,7 +286,7 @@ describe('shutdown and bad logs', () => {
   it('fails a run whose log cannot be replayed at once, instead of crashing on it until abandoned', async () => {
     const run = await newRun(db.store, 'broken log');
     await db.pool.query(
-      `INSERT INTO run_step (run_id, seq, kind, status, tool_name, tool_use_id, response) VALUES ($1, 1, 'TOOL', 'DONE', 'x', 'toolu_nobody_asked', 'r')`,
+      `INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, response) VALUES ($1, 1, 'TOOL', 'DONE', 'x', 'toolu_nobody_asked', 'r')`,
       [run.id],
     );
     const llm = new ScriptedLlm();

@@ -137,7 +137,7 @@ describe('the built-in tools', () => {
   it('retry a query that failed on the connection instead of answering the model with an error', async () => {
     const tools = demoTools(new TicketStore(flaky.pool));
     const listTickets = tools.find((t) => t.name === 'list_tickets')!;
-    flaky.inject({ match: 'FROM demo_ticket', when: 'before', times: 2 });
+    flaky.inject({ match: 'FROM durable_agent.demo_ticket', when: 'before', times: 2 });
 
     const tickets = (await listTickets.execute({ customer: 'acme', overdue: true }, { idempotencyKey: 'k', runId: 'r' as never, signal: new AbortController().signal })) as { id: string }[];
 
@@ -149,7 +149,7 @@ describe('the built-in tools', () => {
     const run = await newRun(db.store);
     const tools = demoTools(new TicketStore(flaky.pool), { attempts: 3, baseMs: 1, capMs: 1 });
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'get_ticket', { id: 'ACME-101' });
-    flaky.inject({ match: 'FROM demo_ticket', when: 'before', times: 3 });
+    flaky.inject({ match: 'FROM durable_agent.demo_ticket', when: 'before', times: 3 });
 
     await expect(testWorker(db.store, llm, tools, { name: 'A' }).runOnce()).rejects.toThrow(DatabaseUnavailableError);
 

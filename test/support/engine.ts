@@ -69,7 +69,7 @@ export function newRun(store: RunStore, input = 'find x', extra: Partial<Paramet
 
 /** Makes the run's lease lapse now, as if its worker had died LEASE_SECONDS ago. */
 export async function expireLease(pool: import('pg').Pool, runId: string): Promise<void> {
-  await pool.query(`UPDATE run SET locked_until = now() - interval '1 second' WHERE id = $1`, [runId]);
+  await pool.query(`UPDATE durable_agent.run SET locked_until = now() - interval '1 second' WHERE id = $1`, [runId]);
 }
 
 export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { ensureEmbeddedPostgres, stopEmbeddedPostgres } from '../../src/db/embedded.ts';
-import { migrate } from '../../src/db/migrate.ts';
+import { DEMO_MIGRATIONS_DIR, migrate, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
 import { createPool } from '../../src/db/pool.ts';
 
 declare module 'vitest' {
@@ -40,7 +40,7 @@ export default async function setup(project: TestProject) {
   await admin.connect();
   await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(templateDb)}`);
   const pool = createPool(withDatabase(adminUrl, templateDb), 2);
-  await migrate(pool);
+  await migrate(pool, { dirs: [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] });
   await pool.end();
   project.provide('adminUrl', adminUrl);
   project.provide('templateDb', templateDb);
