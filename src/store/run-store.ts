@@ -5,7 +5,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { budgetTokens, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
+import { budgetTokens, DEFAULT_TENANT, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
 import { ConflictError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
 import { renewLeases } from './lease-renewal.ts';
@@ -24,14 +24,29 @@ export interface NewRun {
   timeoutSeconds: number;
   maxSteps: number;
   metadata?: Record<string, unknown>;
+  /** Whose run it is; "default" when absent. */
+  tenant?: string;
 }
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
+export interface RunStoreOptions {
+  /**
+   * Applied to a run's input and to tool results before they are written (observability/redact.ts).
+   * The driver folds the result it got, so the model still sees it unredacted in the attempt that
+   * produced it; a resumed run replays what was stored.
+   */
+  redact?: (text: string) => string;
+}
+
 export class RunStore implements EngineStore {
-  constructor(private readonly db: pg.Pool) {}
+  private readonly redact: (text: string) => string;
+
+  constructor(private readonly db: pg.Pool, opts: RunStoreOptions = {}) {
+    this.redact = opts.redact ?? ((text) => text);
+  }
 
   /** A named statement: each connection parses and plans it once, which matters on the step path. */
   private prepared<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
@@ -40,10 +55,10 @@ export class RunStore implements EngineStore {
 
   async create(r: NewRun): Promise<Run> {
     const { rows } = await this.prepared<RunRow>('create', 
-      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata)
-       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7)
+      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata, tenant)
+       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7, $8)
        RETURNING ${RUN_COLUMNS}`,
-      [randomUUID(), r.input, r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}],
+      [randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, r.tenant ?? DEFAULT_TENANT],
     );
     return toRun(rows[0]!);
   }
@@ -182,7 +197,7 @@ export class RunStore implements EngineStore {
               EXISTS (SELECT 1 FROM durable_agent.run WHERE ${FENCE(11)}) AS owned,
               (SELECT status FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4) AS step_status
        FROM (SELECT 1) AS one LEFT JOIN owner o ON true`,
-      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, storableText(f.result), Math.round(f.latencyMs), ...startParams(startNext), owner.token],
+      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, this.redact(storableText(f.result)), Math.round(f.latencyMs), ...startParams(startNext), owner.token],
     );
     const row = rows[0]!;
     if (!row.owned) throw new LeaseLostError(runId, owner.worker);
