@@ -5,9 +5,8 @@
  */
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { type AuthenticateHook, authByHook, authByKeys, authOff, type Authenticator } from './api/auth.ts';
+import { type AuthenticateHook, authFor, type Authenticator } from './api/auth.ts';
 import { loadDashboard } from './api/dashboard.ts';
-import { isLoopbackHostname } from './api/loopback-guard.ts';
 import type { RunDefaults } from './api/new-run.ts';
 import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
@@ -142,11 +141,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     const store = new RunStore(pool, { redact });
     const listing = new RunListing(pool);
     const deletion = new RunDeletion(pool);
-    const auth = opts.authenticate
-      ? authByHook(opts.authenticate)
-      : config.auth === 'off'
-        ? authOff()
-        : authByKeys(new ApiKeys(pool), { alwaysRequired: config.auth === 'on' || !isLoopbackHostname(config.host) });
+    const auth = authFor(config, new ApiKeys(pool), opts.authenticate);
     const defaults: RunDefaults = {
       agent: opts.agent?.name ?? DEMO_AGENT,
       model: opts.agent?.model ?? config.defaultModel,

@@ -17,6 +17,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { UnauthorizedError } from '../errors.ts';
 import type { ApiKeys } from '../store/api-keys.ts';
+import { isLoopbackHostname } from './loopback-guard.ts';
 
 /** The requester, as far as authentication is concerned. */
 export interface Caller {
@@ -122,4 +123,19 @@ export function authByKeys(keys: Pick<ApiKeys, 'holder' | 'anyExist'>, opts: Key
       return UNRESTRICTED;
     },
   };
+}
+
+/**
+ * The authenticator a server gets: the library's hook when given, none with AUTH=off, else API keys,
+ * required from the start when the server listens beyond loopback (a HOST other than a loopback
+ * name or address, 0.0.0.0 included) or with AUTH=on.
+ */
+export function authFor(
+  config: { auth: 'on' | 'off' | null; host: string },
+  keys: Pick<ApiKeys, 'holder' | 'anyExist'>,
+  hook?: AuthenticateHook,
+): Authenticator {
+  if (hook) return authByHook(hook);
+  if (config.auth === 'off') return authOff();
+  return authByKeys(keys, { alwaysRequired: config.auth === 'on' || !isLoopbackHostname(config.host) });
 }
