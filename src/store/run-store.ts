@@ -48,6 +48,11 @@ export class RunStore implements EngineStore {
     this.redact = opts.redact ?? ((text) => text);
   }
 
+  /** A run's error says what failed, and can quote what failed: a tool's message, a provider's answer. */
+  private redactedEnd(end: RunEnd): RunEnd {
+    return end.error == null ? end : { ...end, error: this.redact(end.error) };
+  }
+
   /** A named statement: each connection parses and plans it once, which matters on the step path. */
   private prepared<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
     return this.db.query<R>({ name: `durable_agent_${name}`, text, values });
@@ -144,7 +149,7 @@ export class RunStore implements EngineStore {
              RETURNING id, tokens_used, cancel_requested),
            ${MODEL_STEP}
            SELECT tokens_used, cancel_requested, false AS next_started FROM owner`,
-          [runId, owner.worker, end.status, ...stepValues, ...endTexts(end), owner.token],
+          [runId, owner.worker, end.status, ...stepValues, ...endTexts(this.redactedEnd(end)), owner.token],
         )
       : await this.prepared<ProgressRow & { next_started: boolean }>(
           'checkpoint_model',
@@ -211,7 +216,7 @@ export class RunStore implements EngineStore {
       `UPDATE durable_agent.run SET status = $3, output = $4, error = $5, stop_reason = $6, finished_at = now(), updated_at = now(),
               locked_until = NULL, tokens_used = tokens_used + $8, cost_usd = cost_usd + $9
        WHERE ${FENCE(7)}`,
-      [runId, owner.worker, end.status, ...endTexts(end), owner.token, end.usage ? budgetTokens(end.usage) : 0, storableCost(end.costUsd ?? 0)],
+      [runId, owner.worker, end.status, ...endTexts(this.redactedEnd(end)), owner.token, end.usage ? budgetTokens(end.usage) : 0, storableCost(end.costUsd ?? 0)],
     );
     if (rowCount !== 1) throw new LeaseLostError(runId, owner.worker);
   }
@@ -271,7 +276,7 @@ export class RunStore implements EngineStore {
        WHERE ${FENCE(3)}
        RETURNING status, tokens_used, run_at`,
       [
-        runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error ?? null,
+        runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error == null ? null : this.redact(how.error),
         how.usage ? budgetTokens(storableUsage(how.usage)) : 0, storableCost(how.costUsd ?? 0),
       ],
     );
