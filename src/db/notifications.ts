@@ -100,8 +100,9 @@ export function listenForWorker(
     url,
     {
       [RUN_QUEUED_CHANNEL]: () => on.runQueued(),
-      [RUN_CANCEL_CHANNEL]: (runId) => on.cancelRequested(runId),
       [BLOB_DELETED_CHANNEL]: (digest) => on.blobDeleted?.(digest),
+      // Last: a LISTEN on it as the connection's latest statement says the connection is ready (tests wait for that).
+      [RUN_CANCEL_CHANNEL]: (runId) => on.cancelRequested(runId),
     },
     {
       onConnect: () => {
