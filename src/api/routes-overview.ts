@@ -23,14 +23,8 @@ export function overviewJson(o: Overview): OverviewJson {
   return { at: o.at.toISOString(), runsByStatus: o.runsByStatus, hour: windowJson(o.hour), day: windowJson(o.day) };
 }
 
-/** `read`, with the calls made while one is under way sharing it instead of starting another. */
-export function sharedWhileRunning<T>(read: () => Promise<T>): () => Promise<T> {
-  let running: Promise<T> | null = null;
-  return () => (running ??= read().finally(() => (running = null)));
-}
-
-/** `sharedWhileRunning` per key: callers of the same key share a read, other keys read their own. */
-export function sharedPerKey<K, T>(read: (key: K) => Promise<T>): (key: K) => Promise<T> {
+/** `read`, with the calls made while one of the same key is under way sharing it instead of starting another. */
+export function sharedWhileRunning<K, T>(read: (key: K) => Promise<T>): (key: K) => Promise<T> {
   const running = new Map<K, Promise<T>>();
   return (key) => {
     let p = running.get(key);
@@ -42,7 +36,7 @@ export function sharedPerKey<K, T>(read: (key: K) => Promise<T>): (key: K) => Pr
 export function overviewRoutes(deps: OverviewDeps): ApiRoute[] {
   // Every open dashboard asks every few seconds: however many people watch, the database does one read at a time.
   // Per tenant: each tenant's figures are its runs' only.
-  const read = deps.overview ? sharedPerKey((tenant: string | null) => deps.overview!.read(undefined, tenant)) : null;
+  const read = deps.overview ? sharedWhileRunning((tenant: string | null) => deps.overview!.read(undefined, tenant)) : null;
 
   return [
     defineRoute({

@@ -13,6 +13,9 @@ import type { RunId } from '../../src/domain.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { ApiKeys, type NewApiKey } from '../../src/store/api-keys.ts';
 import { RunDeletion } from '../../src/store/retention.ts';
+import { loadConfig } from '../../src/config.ts';
+import { startRuntime } from '../../src/runtime.ts';
+import { ScriptedLlm } from '../support/scripted-llm.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
 import { RunOverview } from '../../src/store/run-overview.ts';
 import { countRunsByStatus, queueDepth } from '../../src/store/run-stats.ts';
@@ -259,6 +262,29 @@ describe('when a key is required', () => {
       expect(other.statusCode).toBe(404);
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe("a worker's own /metrics (METRICS_PORT)", () => {
+  it('wants a key as the API does', async () => {
+    const runtime = await startRuntime(loadConfig({ DATABASE_URL: db.url, METRICS_PORT: '0', LOG_LEVEL: 'silent', LLM_PROVIDER: 'demo' }), {
+      api: false,
+      worker: true,
+      llm: new ScriptedLlm(),
+      agent: { system: null, tools: [] },
+    });
+    try {
+      const none = await fetch(`${runtime.url}/metrics`);
+      expect(none.status).toBe(401);
+      expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      const wrong = await fetch(`${runtime.url}/metrics`, { headers: bearer(revoked.key) });
+      expect(wrong.status).toBe(401);
+      const ok = await fetch(`${runtime.url}/metrics`, { headers: bearer(theirs.key) });
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toContain('agent_runs');
+    } finally {
+      await runtime.close();
     }
   });
 });
