@@ -197,7 +197,10 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
             listenForWorker(database.url, on, (e, retryInMs) =>
               logger.warn({ err_message: e.message, retry_in_ms: retryInMs }, 'LISTEN connection failed; reconnecting'),
             ),
-          leaseKeeper: leaseKeeperThread(database.url, config.databaseSchema),
+          leaseKeeper: leaseKeeperThread(database.url, {
+            schema: config.databaseSchema,
+            stallLimitMs: Math.max(3 * config.leaseMs, config.toolTimeoutMs + config.leaseMs),
+          }),
         },
         {
           name: config.workerName,

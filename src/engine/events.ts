@@ -13,7 +13,7 @@ import type { LlmResponse } from '../llm/types.ts';
  * - unstorable-text-replaced: the reply or a tool result held U+0000 or a lone surrogate, stored as U+FFFD
  * - usage-out-of-range: a token count was negative, fractional or too large, and was clamped
  */
-export type StepWarning = 'tool-use-under-stop-reason' | 'unstorable-text-replaced' | 'usage-out-of-range';
+export type StepWarning = 'tool-use-under-stop-reason' | 'unstorable-text-replaced' | 'usage-out-of-range' | 'provider-value-repaired';
 
 export interface EngineEvents {
   runClaimed?(e: { run: Run; worker: string; resumedAtSeq: number }): void;

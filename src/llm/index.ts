@@ -12,7 +12,7 @@ export { statusOfErrorType, toLlmError } from './anthropic-errors.ts';
 export { StreamAssembler } from './anthropic-stream.ts';
 export { DemoLlmClient, DEMO_LABEL } from './demo.ts';
 export { RetryingLlmClient, backoffMs, giveUpReason, parseRetryAfterMs, retryReason } from './retrying.ts';
-export { MAX_TOKEN_COUNT, addUsage, normaliseContent, normaliseUsage } from './normalise.ts';
+export { normaliseContent, normaliseUsage } from './normalise.ts';
 export type { RandomSource, RetryListener, RetryPolicy, RetryingOptions, Sleeper } from './retrying.ts';
 export { TimeLimitedLlmClient } from './time-limited.ts';
 export { PriceTable, loadPrices, parsePrices, type ModelPrice } from './prices.ts';

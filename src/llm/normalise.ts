@@ -1,4 +1,4 @@
-import type { ContentBlock, Usage } from '../domain.ts';
+import { type ContentBlock, MAX_TOKEN_COUNT, type Usage } from '../domain.ts';
 
 /**
  * The provider's numbers and content, made safe to count and store, in one place for the streamed and
@@ -7,9 +7,6 @@ import type { ContentBlock, Usage } from '../domain.ts';
  * clamped rather than refused: the model call was made and paid for, so its answer is kept, and what
  * was repaired is said in `warnings`.
  */
-
-/** The largest token count stored for one step: the range of a PostgreSQL integer. */
-export const MAX_TOKEN_COUNT = 2 ** 31 - 1;
 
 const USAGE_FIELDS = [
   ['input_tokens', 'inputTokens'],
@@ -51,17 +48,6 @@ export function normaliseContent(raw: unknown, warnings: string[]): ContentBlock
   }
   warnings.push(`content was ${describe(raw)}: taken as no content`);
   return [];
-}
-
-/** The sum of two usages, each count still clamped to the storable range. */
-export function addUsage(a: Usage, b: Usage): Usage {
-  const add = (x: number, y: number) => Math.min(x + y, MAX_TOKEN_COUNT);
-  return {
-    inputTokens: add(a.inputTokens, b.inputTokens),
-    outputTokens: add(a.outputTokens, b.outputTokens),
-    cacheCreationInputTokens: add(a.cacheCreationInputTokens, b.cacheCreationInputTokens),
-    cacheReadInputTokens: add(a.cacheReadInputTokens, b.cacheReadInputTokens),
-  };
 }
 
 /** A short, safe description of an unexpected value for a warning (never the value itself when long). */

@@ -256,7 +256,7 @@ export class RunStore implements EngineStore {
        WHERE ${FENCE(3)}
        RETURNING status, tokens_used, run_at`,
       [
-        runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error ?? null,
+        runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error == null ? null : storableText(how.error),
         how.usage ? budgetTokens(storableUsage(how.usage)) : 0, storableCost(how.costUsd ?? 0),
       ],
     );

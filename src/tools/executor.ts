@@ -7,7 +7,7 @@
  * the model is sent exactly the text the log keeps, and a resumed run replays that same text.
  */
 import type { RunId, ToolUseBlock } from '../domain.ts';
-import { FatalError } from '../errors.ts';
+import { DatabaseUnavailableError, FatalError } from '../errors.ts';
 import type { ToolDefinition } from '../llm/types.ts';
 import { storableText } from '../store/storable.ts';
 import type { Tool } from './types.ts';
@@ -77,7 +77,11 @@ export class ToolExecutor {
     // A tool that cannot be re-run safely is never cut off by the worker giving the run up: cut off,
     // it would be left STARTED and the run would have to stop for a human. Its own timeout still holds.
     const cancellable = tool.idempotent !== false;
-    if (cancellable) ctx.signal.addEventListener('abort', onOuterAbort, { once: true });
+    if (cancellable) {
+      // Stopped while the STARTED row was being written: the tool starts already cut off.
+      if (ctx.signal.aborted) onOuterAbort();
+      else ctx.signal.addEventListener('abort', onOuterAbort, { once: true });
+    }
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -93,7 +97,7 @@ export class ToolExecutor {
       ]);
       return { status: 'DONE', result: render(value) };
     } catch (e) {
-      if (e instanceof FatalError) throw e;
+      if (e instanceof FatalError || e instanceof DatabaseUnavailableError) throw e;
       if (cancellable && ctx.signal.aborted) throw ctx.signal.reason;
       // A tool that stops on its signal fails with its own error; the timeout is what the model should hear.
       const cause = controller.signal.reason instanceof ToolTimeout ? controller.signal.reason : e;

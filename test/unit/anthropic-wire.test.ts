@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../../src/domain.ts';
+import { MAX_TOKEN_COUNT, type Message } from '../../src/domain.ts';
 import { LlmError } from '../../src/errors.ts';
 import { toLlmResponse, toMessageParams } from '../../src/llm/anthropic-wire.ts';
-import { MAX_TOKEN_COUNT } from '../../src/llm/normalise.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
 
 const EPHEMERAL = { type: 'ephemeral' };
