@@ -143,7 +143,8 @@ export const RunJson = z.object({
   output: z.string().nullable(),
   error: z.string().nullable(),
   stopReason: z.string().nullable().describe('The final model stop reason; "max_tokens" means the output was cut short.'),
-  attempts: count.describe('Times a worker claimed the run.'),
+  attempts: count.describe('Claims of the run that count toward MAX_RUN_ATTEMPTS (hand-backs, stalls and outages are given back).'),
+  providerRequeues: count.describe('Times the run went back to the queue because its model provider kept failing; bounded by its deadline, not by MAX_RUN_ATTEMPTS.'),
   cancelRequested: z.boolean(),
   metadata: z.record(z.string(), z.unknown()),
   lastError: z

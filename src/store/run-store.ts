@@ -89,7 +89,8 @@ export class RunStore implements EngineStore {
       `UPDATE durable_agent.run SET cancel_requested = true,
               status = CASE WHEN status = 'QUEUED' THEN 'CANCELLED' ELSE status END,
               finished_at = CASE WHEN status = 'QUEUED' THEN now() ELSE finished_at END,
-              error = CASE WHEN status = 'QUEUED' THEN 'cancelled before it started' ELSE error END,
+              error = CASE WHEN status <> 'QUEUED' THEN error WHEN attempts = 0 AND provider_requeues = 0 THEN 'cancelled before it started'
+                           ELSE 'cancelled while waiting in the queue' END,
               updated_at = now()
        WHERE id = $1 AND status IN ('QUEUED', 'RUNNING') AND NOT cancel_requested
        RETURNING ${RUN_COLUMNS}`,
@@ -217,14 +218,6 @@ export class RunStore implements EngineStore {
 
 
   /** Renews one run's lease; a worker renews all of its runs at once (renewLeases). */
-  async renewLease(runId: RunId, owner: Lease): Promise<RunProgress> {
-    const { rows } = await this.prepared<ProgressRow>('renew_lease', `WITH ${OWNED(4)} SELECT tokens_used, cancel_requested FROM owner`, [
-      runId, owner.worker, owner.leaseMs, owner.token,
-    ]);
-    if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
-    return progress(rows[0]);
-  }
-
   async renewLeases(owner: LeaseOwner, held: readonly HeldLease[]): Promise<RenewedLease[]> {
     return renewLeases(this.db, owner, held);
   }

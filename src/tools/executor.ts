@@ -31,7 +31,7 @@ function render(value: unknown): string {
  * model how much it does not see. Text within the limit is returned as it is.
  */
 export function capResult(text: string, maxBytes: number): string {
-  // Each UTF-16 unit is at least one UTF-8 byte, so only a text this long can be over the limit.
+  // A UTF-16 unit is at most three UTF-8 bytes, so a text this short cannot be over the limit.
   if (text.length <= maxBytes / 3 || Buffer.byteLength(text, 'utf8') <= maxBytes) return text;
   const total = Buffer.byteLength(text, 'utf8');
   const note = (kept: number) => `\n\n[result cut: the tool returned ${total} bytes; only the first ${kept} are shown above]`;
