@@ -1,0 +1,63 @@
+/**
+ * The OpenTelemetry SDK behind the spans of tracing.ts, registered by the CLI when the OTEL_*
+ * variables name a collector: a tracer provider as the global one, whose batches go over OTLP/HTTP
+ * (protobuf, or JSON) to that collector. Loaded only then, by a dynamic import: a process that
+ * exports nothing never loads the SDK. Library users register their own SDK instead.
+ */
+import { diag, DiagLogLevel, trace } from '@opentelemetry/api';
+import type { Logger } from './logger.ts';
+import type { OtelExportConfig } from './otel-config.ts';
+
+/**
+ * @unit milliseconds — how long stopping waits for the last batch: a collector that is down must not
+ * keep a stopping worker from exiting (the exporter's own timeout and retries take longer).
+ */
+const SHUTDOWN_LIMIT_MS = 5_000;
+
+export interface OtelExport {
+  /** Where spans go, for the startup banner (the URL only: the headers may hold a token). */
+  readonly tracesUrl: string;
+  /** From now on, the SDK's own complaints (a collector that refuses or cannot be reached) are warnings in this log. */
+  reportTo(logger: Logger): void;
+  /** Sends the spans still buffered, then stops exporting. Safe to call twice. */
+  shutdown(): Promise<void>;
+}
+
+/** Registers the SDK as the global tracer provider; the spans of every run from now on are exported. */
+export async function startOtelExport(config: OtelExportConfig, extraResource: Record<string, string> = {}): Promise<OtelExport> {
+  const [{ BasicTracerProvider, BatchSpanProcessor }, { defaultResource, resourceFromAttributes }, { OTLPTraceExporter }] = await Promise.all([
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/resources'),
+    config.protocol === 'http/json' ? import('@opentelemetry/exporter-trace-otlp-http') : import('@opentelemetry/exporter-trace-otlp-proto'),
+  ]);
+  let sink: Logger | null = null;
+  const forward = (...args: unknown[]) => sink?.warn({ event: 'otel_export' }, `OpenTelemetry: ${args.map(String).join(' ')}`);
+  const quiet = () => {};
+  diag.setLogger({ error: forward, warn: forward, info: quiet, debug: quiet, verbose: quiet }, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
+
+  const exporter = new OTLPTraceExporter({ url: config.tracesUrl, headers: config.headers });
+  const provider = new BasicTracerProvider({
+    resource: defaultResource().merge(resourceFromAttributes({ ...extraResource, ...config.resource })),
+    spanProcessors: [new BatchSpanProcessor(exporter)],
+  });
+  trace.setGlobalTracerProvider(provider);
+  let stopping: Promise<void> | null = null;
+  return {
+    tracesUrl: config.tracesUrl,
+    reportTo(logger) {
+      sink = logger;
+    },
+    shutdown: () =>
+      (stopping ??= (async () => {
+        let timer: NodeJS.Timeout | undefined;
+        const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_LIMIT_MS)));
+        try {
+          await Promise.race([provider.shutdown(), limit]);
+        } finally {
+          clearTimeout(timer);
+          trace.disable();
+          diag.disable();
+        }
+      })()),
+  };
+}
