@@ -13,6 +13,8 @@ const number = () => z.coerce.number({ error: 'must be a number' });
 const int = (min: number, max: number) =>
   number().int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 const positive = number().positive('must be greater than 0');
+/** "localhost:11434/v1" parses as a URL of scheme "localhost:"; an endpoint needs its http:// written out. */
+const httpUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 
 /** Every environment variable the project reads, with its default (the README's configuration table). */
 const EnvSchema = z.object({
@@ -35,7 +37,7 @@ const EnvSchema = z.object({
   ANTHROPIC_BASE_URL: z.string().url().optional(),
   OPENAI_API_KEY: z.string().min(1).optional(),
   /** Any server speaking the Chat Completions API: OpenAI, vLLM, Ollama, LM Studio … (up to /v1). */
-  OPENAI_BASE_URL: z.string().url().optional(),
+  OPENAI_BASE_URL: httpUrl().optional(),
   DEFAULT_MODEL: z.string().min(1).optional(),
   /** Ask the model for its answer as a stream of events, so text is seen as it is written. */
   LLM_STREAMING: z.stringbool({ error: 'must be true or false' }).default(true),
@@ -64,8 +66,8 @@ const EnvSchema = z.object({
   // The standard OpenTelemetry variables the CLI honours (see observability/otel-config.ts).
   OTEL_SDK_DISABLED: z.stringbool({ error: 'must be true or false' }).optional(),
   OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none'], { error: 'must be otlp or none' }).optional(),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl().optional(),
   OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
   OTEL_EXPORTER_OTLP_TRACES_HEADERS: z.string().optional(),
   OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(OTLP_PROTOCOLS, { error: 'must be http/protobuf, http/json or grpc' }).optional(),
