@@ -50,9 +50,12 @@ export async function startOtelExport(config: OtelExportConfig, extraResource: R
     shutdown: () =>
       (stopping ??= (async () => {
         let timer: NodeJS.Timeout | undefined;
-        const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_LIMIT_MS)));
+        const limit = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), SHUTDOWN_LIMIT_MS)));
         try {
-          await Promise.race([provider.shutdown(), limit]);
+          const outcome = await Promise.race([provider.shutdown().then(() => 'sent' as const), limit]);
+          if (outcome === 'late') forward(`the last spans could not be sent to ${config.tracesUrl} within ${SHUTDOWN_LIMIT_MS} ms and are dropped`);
+        } catch (error) {
+          forward(`the last spans could not be sent to ${config.tracesUrl}: ${error instanceof Error ? error.message : String(error)}`);
         } finally {
           clearTimeout(timer);
           trace.disable();
