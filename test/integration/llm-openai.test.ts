@@ -233,6 +233,18 @@ describe('runs through the openai SDK against a Chat Completions server', () => 
     expect(tool.content).toMatch(/^Error: error: the arguments are not a JSON object, so lookup was not run/);
   });
 
+  it('reports streamed text as it arrives, numbered by attempt; an attempt cut mid-stream is voided before the next one streams', async () => {
+    const answer = 'The three overdue tickets are ACME-101, ACME-102 and ACME-107.';
+    server.enqueue(chat.cut(chat.text('Overdue are ACME-101 and more'), 3), { ...chat.text(answer, { prompt_tokens: 9, completion_tokens: 9 }), stream: { deltaDelayMs: 20 } });
+    const log: string[] = [];
+    const response = await createLlmClient(llmConfig(), { sleeper }).send(
+      { model: MODEL, maxTokens: 100, system: null, messages: [{ role: 'user', content: 'hi' }], tools: [] },
+      { onText: (text, attempt) => log.push(`${attempt}:${text}`), onAttemptFailed: (attempt, error) => log.push(`failed ${attempt} (${error.status})`) },
+    );
+    expect(log).toEqual(['1:Overdue ', '1:are ', '1:ACME-101 ', 'failed 1 (-1)', ...answer.split(/(?<= )/).map((t) => `2:${t}`)]);
+    expect(response).toMatchObject({ attempts: 2, content: [{ type: 'text', text: answer }], stopReason: 'end_turn' });
+  });
+
   describe('finish reasons', () => {
     it('length: SUCCEEDED with the cut-short output and stopReason max_tokens', async () => {
       server.enqueue(chat.reply({ content: 'The answer is forty', finishReason: 'length' }));
