@@ -30,8 +30,14 @@ export async function startOtelExport(config: OtelExportConfig, extraResource: R
     import('@opentelemetry/resources'),
     config.protocol === 'http/json' ? import('@opentelemetry/exporter-trace-otlp-http') : import('@opentelemetry/exporter-trace-otlp-proto'),
   ]);
+  // Complaints before the log exists are kept (a few) and written when it does.
   let sink: Logger | null = null;
-  const forward = (...args: unknown[]) => sink?.warn({ event: 'otel_export' }, `OpenTelemetry: ${args.map(String).join(' ')}`);
+  const early: string[] = [];
+  const forward = (...args: unknown[]) => {
+    const message = `OpenTelemetry: ${args.map(String).join(' ')}`;
+    if (sink) sink.warn({ event: 'otel_export' }, message);
+    else if (early.length < 20) early.push(message);
+  };
   const quiet = () => {};
   diag.setLogger({ error: forward, warn: forward, info: quiet, debug: quiet, verbose: quiet }, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
 
@@ -40,12 +46,17 @@ export async function startOtelExport(config: OtelExportConfig, extraResource: R
     resource: defaultResource().merge(resourceFromAttributes({ ...extraResource, ...config.resource })),
     spanProcessors: [new BatchSpanProcessor(exporter)],
   });
-  trace.setGlobalTracerProvider(provider);
+  const registered = trace.setGlobalTracerProvider(provider);
+  if (!registered) {
+    // Another SDK registered first (e.g. preloaded with --require): it keeps the spans, ours stands down.
+    forward('another tracer provider is already registered: its exporter gets the spans, the OTEL_EXPORTER_OTLP_* settings are not used');
+  }
   let stopping: Promise<void> | null = null;
   return {
     tracesUrl: config.tracesUrl,
     reportTo(logger) {
       sink = logger;
+      for (const message of early.splice(0)) logger.warn({ event: 'otel_export' }, message);
     },
     shutdown: () =>
       (stopping ??= (async () => {
@@ -58,7 +69,7 @@ export async function startOtelExport(config: OtelExportConfig, extraResource: R
           forward(`the last spans could not be sent to ${config.tracesUrl}: ${error instanceof Error ? error.message : String(error)}`);
         } finally {
           clearTimeout(timer);
-          trace.disable();
+          if (registered) trace.disable();
           diag.disable();
         }
       })()),

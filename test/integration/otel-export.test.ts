@@ -4,6 +4,7 @@
  * with the configured headers and resource; and a collector that is down does not fail silently.
  */
 import { trace } from '@opentelemetry/api';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
 import { createLogger } from '../../src/observability/logger.ts';
@@ -71,4 +72,19 @@ it('a collector that is down: stopping says in the log that the spans were not s
   expect(warnings.length).toBeGreaterThan(0);
   expect(String(warnings[0]!.msg)).toMatch(/^OpenTelemetry: /);
   expect(JSON.stringify(lines)).not.toContain('otel-secret-token-0123456789');
+});
+
+it('stands down, saying so, when another SDK registered its tracer provider first, and leaves that one in place', async () => {
+  const theirs = new BasicTracerProvider();
+  expect(trace.setGlobalTracerProvider(theirs)).toBe(true);
+  const lines: Record<string, unknown>[] = [];
+  const otel = await startOtelExport({ tracesUrl: `${collector.url}/v1/traces`, protocol: 'http/json', headers: {}, resource: { 'service.name': 'x' } });
+  otel.reportTo(createLogger({ level: 'info', destination: { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) } }));
+  expect(lines.map((l) => l.msg)).toContain(
+    'OpenTelemetry: another tracer provider is already registered: its exporter gets the spans, the OTEL_EXPORTER_OTLP_* settings are not used',
+  );
+  await otel.shutdown();
+  expect(trace.getTracer('still theirs').startSpan('span').isRecording()).toBe(true);
+  trace.disable();
+  await theirs.shutdown();
 });
