@@ -28,8 +28,9 @@ Options:
   --host <addr>    API address (HOST, default 127.0.0.1)
   --help           this text
 
-Configuration comes from environment variables (DATABASE_URL, ANTHROPIC_API_KEY, WORKER_CONCURRENCY,
-LEASE_SECONDS, LOG_FORMAT, …); see the README. With DATABASE_URL unset, an embedded PostgreSQL keeps
+Configuration comes from environment variables (DATABASE_URL, ANTHROPIC_API_KEY, LLM_PROVIDER=openai
+with OPENAI_API_KEY and OPENAI_BASE_URL, WORKER_CONCURRENCY, LEASE_SECONDS, LOG_FORMAT,
+OTEL_EXPORTER_OTLP_ENDPOINT, …); see the README. With DATABASE_URL unset, an embedded PostgreSQL keeps
 its data under ./.data/ and is shared by every process of the project on this machine.
 `;
 
@@ -61,7 +62,7 @@ function parse(argv: string[]) {
   }
 }
 
-function banner(config: Readonly<Config>, url: string, database: string, provider: string, agent: string | null, withWorker: boolean): string {
+function banner(config: Readonly<Config>, url: string, database: string, provider: string, agent: string | null, withWorker: boolean, traces: string | null): string {
   const example = agent ? '{"input":"Hello!"}' : '{"input":"Which acme tickets are overdue?","tokenBudget":50000,"timeoutSeconds":300}';
   const lines = [
     `durable-agent listening on ${url}`,
@@ -70,6 +71,7 @@ function banner(config: Readonly<Config>, url: string, database: string, provide
     `  model:    ${provider === 'demo' ? 'demo (offline stand-in; set ANTHROPIC_API_KEY for Claude)' : `${provider}, default ${config.defaultModel}`}`,
     `  worker:   ${withWorker ? `${config.workerName}, up to ${config.workerConcurrency} runs at once` : 'none in this process (--no-worker)'}`,
     `  web UI:   ${url}/ (the dashboard)`,
+    ...(traces ? [`  traces:   OTLP to ${traces}`] : []),
     '',
     'Start a run:',
     `  curl -s -X POST ${url}/api/runs -H 'Content-Type: application/json' \\`,
@@ -108,6 +110,13 @@ async function migrateCommand(config: Readonly<Config>): Promise<number> {
   return 0;
 }
 
+/** With OTEL_* naming a collector, the SDK exporting this process's spans; otherwise null, and nothing is loaded. */
+async function otelExport(config: Readonly<Config>) {
+  if (!config.otel) return null;
+  const { startOtelExport } = await import('./observability/otel-export.ts');
+  return startOtelExport(config.otel, { 'service.instance.id': config.workerName });
+}
+
 async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker', withWorker: boolean, configFile: string | undefined): Promise<number> {
   let agent;
   if (configFile !== undefined) {
@@ -116,18 +125,26 @@ async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker
     agent = singleAgent(await loadAgentsConfig(configFile), `--config ${configFile}`);
   }
   const { startRuntime } = await import('./runtime.ts');
-  const runtime = await startRuntime(config, { api: command === 'serve', worker: withWorker, ...(agent ? { agent } : {}) });
-  if (command === 'serve') {
-    process.stdout.write(banner(config, runtime.url!, runtime.database.description, runtime.llm.provider, agent?.name ?? null, withWorker));
-  } else {
-    runtime.logger.info(
-      { database: runtime.database.description, provider: runtime.llm.provider, metrics: runtime.url ? `${runtime.url}/metrics` : undefined },
-      `worker ${config.workerName} started`,
-    );
+  // Registered before the runtime starts, so the first run claimed is traced too.
+  const otel = await otelExport(config);
+  try {
+    const runtime = await startRuntime(config, { api: command === 'serve', worker: withWorker, ...(agent ? { agent } : {}) });
+    otel?.reportTo(runtime.logger);
+    if (command === 'serve') {
+      process.stdout.write(banner(config, runtime.url!, runtime.database.description, runtime.llm.provider, agent?.name ?? null, withWorker, otel?.tracesUrl ?? null));
+    } else {
+      runtime.logger.info(
+        { database: runtime.database.description, provider: runtime.llm.provider, metrics: runtime.url ? `${runtime.url}/metrics` : undefined, traces: otel?.tracesUrl },
+        `worker ${config.workerName} started`,
+      );
+    }
+    const signal = await untilSignal();
+    runtime.logger.info({ signal }, 'shutting down: handing back runs in flight');
+    await runtime.close();
+  } finally {
+    // The spans of the last runs are still in the batch: sent before the process exits.
+    await otel?.shutdown();
   }
-  const signal = await untilSignal();
-  runtime.logger.info({ signal }, 'shutting down: handing back runs in flight');
-  await runtime.close();
   return 0;
 }
 

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { type CrashPlan, parseCrashPlan } from './engine/crash-points.ts';
 import { ConfigError } from './errors.ts';
+import { OTLP_PROTOCOLS, type OtelExportConfig, otelExportConfig } from './observability/otel-config.ts';
 
 /** The root of the installed project (where package.json and prices.json live). */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -12,6 +13,8 @@ const number = () => z.coerce.number({ error: 'must be a number' });
 const int = (min: number, max: number) =>
   number().int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 const positive = number().positive('must be greater than 0');
+/** "localhost:11434/v1" parses as a URL of scheme "localhost:"; an endpoint needs its http:// written out. */
+const httpUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 
 /** Every environment variable the project reads, with its default (the README's configuration table). */
 const EnvSchema = z.object({
@@ -29,9 +32,12 @@ const EnvSchema = z.object({
   MAX_RUN_ATTEMPTS: int(1, 1000).default(5),
   /** Fallback poll when no notification arrives; LISTEN/NOTIFY wakes workers sooner. */
   POLL_INTERVAL_MS: int(10, 3_600_000).default(2000),
-  LLM_PROVIDER: z.enum(['anthropic', 'demo']).optional(),
+  LLM_PROVIDER: z.enum(['anthropic', 'openai', 'demo']).optional(),
   ANTHROPIC_API_KEY: z.string().min(1).optional(),
   ANTHROPIC_BASE_URL: z.string().url().optional(),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  /** Any server speaking the Chat Completions API: OpenAI, vLLM, Ollama, LM Studio … (up to /v1). */
+  OPENAI_BASE_URL: httpUrl().optional(),
   DEFAULT_MODEL: z.string().min(1).optional(),
   /** Ask the model for its answer as a stream of events, so text is seen as it is written. */
   LLM_STREAMING: z.stringbool({ error: 'must be true or false' }).default(true),
@@ -57,6 +63,17 @@ const EnvSchema = z.object({
   METRICS_PORT: int(0, 65535).optional(),
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // The standard OpenTelemetry variables the CLI honours (see observability/otel-config.ts).
+  OTEL_SDK_DISABLED: z.stringbool({ error: 'must be true or false' }).optional(),
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none'], { error: 'must be otlp or none' }).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl().optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: z.string().optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(OTLP_PROTOCOLS, { error: 'must be http/protobuf, http/json or grpc' }).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(OTLP_PROTOCOLS, { error: 'must be http/protobuf, http/json or grpc' }).optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+  OTEL_RESOURCE_ATTRIBUTES: z.string().optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -75,11 +92,13 @@ export interface Config {
   leaseMs: number;
   maxRunAttempts: number;
   pollIntervalMs: number;
-  llmProvider: 'anthropic' | 'demo';
+  llmProvider: 'anthropic' | 'openai' | 'demo';
   /** True when the provider was chosen because no key was set, so the banner can warn. */
   llmProviderDefaulted: boolean;
   anthropicApiKey: string | null;
   anthropicBaseUrl: string | null;
+  openaiApiKey: string | null;
+  openaiBaseUrl: string | null;
   llmStreaming: boolean;
   defaultModel: string;
   maxTokens: number;
@@ -101,10 +120,14 @@ export interface Config {
   metricsPort: number | null;
   logFormat: 'json' | 'pretty';
   logLevel: Env['LOG_LEVEL'];
+  /** Where the CLI exports its spans over OTLP; null: no export, and the OpenTelemetry SDK is not loaded. */
+  otel: OtelExportConfig | null;
 }
 
 export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-6';
+export const DEFAULT_OPENAI_MODEL = 'gpt-5.4-mini';
 export const DEMO_MODEL = 'demo';
+const DEFAULT_MODELS = { anthropic: DEFAULT_ANTHROPIC_MODEL, openai: DEFAULT_OPENAI_MODEL, demo: DEMO_MODEL } as const;
 
 /** Reads the environment (and flag overrides) once into a frozen Config; the only reader of process.env. */
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Env> = {}): Readonly<Config> {
@@ -119,6 +142,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const llmProvider = e.LLM_PROVIDER ?? (e.ANTHROPIC_API_KEY ? 'anthropic' : 'demo');
   if (llmProvider === 'anthropic' && !e.ANTHROPIC_API_KEY) {
     throw new ConfigError('invalid configuration: LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY');
+  }
+  if (llmProvider === 'openai' && !e.OPENAI_API_KEY) {
+    // Local servers ignore the key, but the protocol has one: any non-empty value will do for them.
+    throw new ConfigError('invalid configuration: LLM_PROVIDER=openai needs OPENAI_API_KEY (any value for a local server that checks none)');
   }
   let crashAt: CrashPlan | null = null;
   if (e.DURABLE_AGENT_CRASH_AT) {
@@ -146,8 +173,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     llmProviderDefaulted: e.LLM_PROVIDER === undefined && llmProvider === 'demo',
     anthropicApiKey: e.ANTHROPIC_API_KEY ?? null,
     anthropicBaseUrl: e.ANTHROPIC_BASE_URL ?? null,
+    openaiApiKey: e.OPENAI_API_KEY ?? null,
+    openaiBaseUrl: e.OPENAI_BASE_URL ?? null,
     llmStreaming: e.LLM_STREAMING,
-    defaultModel: e.DEFAULT_MODEL ?? (llmProvider === 'demo' ? DEMO_MODEL : DEFAULT_ANTHROPIC_MODEL),
+    defaultModel: e.DEFAULT_MODEL ?? DEFAULT_MODELS[llmProvider],
     maxTokens: e.MAX_TOKENS,
     stepTimeoutMs: Math.round(e.STEP_TIMEOUT_SECONDS * 1000),
     maxAttempts: e.MAX_ATTEMPTS,
@@ -166,5 +195,33 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     metricsPort: e.METRICS_PORT ?? null,
     logFormat: e.LOG_FORMAT,
     logLevel: e.LOG_LEVEL,
+    otel: otelExportConfig(e),
+  });
+}
+/** What one model call may take and how it is retried: a runtime's settings, for model clients made in code. */
+export type ModelCallSettings = Pick<Config, 'stepTimeoutMs' | 'maxAttempts' | 'retryBaseMs' | 'retryCapMs' | 'llmStreaming'>;
+
+const ModelCallSchema = EnvSchema.pick({ STEP_TIMEOUT_SECONDS: true, MAX_ATTEMPTS: true, RETRY_BASE_MS: true, RETRY_CAP_MS: true, LLM_STREAMING: true });
+
+/**
+ * The model call settings alone (STEP_TIMEOUT_SECONDS, MAX_ATTEMPTS, RETRY_BASE_MS, RETRY_CAP_MS,
+ * LLM_STREAMING), with the runtime's defaults: what a model client defined next to an agent is given,
+ * so it retries and times out as the runtime's own does. The rest of the environment is not looked at.
+ */
+export function loadModelCallSettings(env: Record<string, string | undefined> = process.env): Readonly<ModelCallSettings> {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = ModelCallSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]!;
+    throw new ConfigError(`invalid configuration: ${first.path.join('.')}: ${first.message}`);
+  }
+  const e = parsed.data;
+  if (e.RETRY_CAP_MS < e.RETRY_BASE_MS) throw new ConfigError('invalid configuration: RETRY_CAP_MS must be at least RETRY_BASE_MS');
+  return Object.freeze({
+    stepTimeoutMs: Math.round(e.STEP_TIMEOUT_SECONDS * 1000),
+    maxAttempts: e.MAX_ATTEMPTS,
+    retryBaseMs: e.RETRY_BASE_MS,
+    retryCapMs: e.RETRY_CAP_MS,
+    llmStreaming: e.LLM_STREAMING,
   });
 }

@@ -152,6 +152,8 @@ export interface ModelRequestParams {
   systemDigest: string | null;
   /** Digest of the tool definitions JSON, stored once in `content_blob`. */
   toolsDigest: string | null;
+  /** The model client's provider, e.g. "anthropic" or "openai"; absent in steps recorded before it was kept. */
+  provider?: string;
 }
 
 export interface Step {

@@ -48,6 +48,8 @@ export interface AgentOptions {
   model?: string | null;
   /** `max_tokens` of each model call; defaults to MAX_TOKENS. */
   maxTokens?: number | null;
+  /** The model client its runs call; defaults to the configured provider. */
+  llm?: LlmClient | null;
 }
 
 export interface RuntimeOptions {
@@ -123,9 +125,11 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     await migrate(pool, { schema: config.databaseSchema, dirs: demo ? [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] : [MIGRATIONS_DIR] });
     const store = new RunStore(pool);
     const listing = new RunListing(pool);
+    // A client given in code (with the agent, or to the runtime) instead of the configured provider.
+    const ownLlm = opts.agent?.llm ?? opts.llm ?? null;
     const defaults: RunDefaults = {
       agent: opts.agent?.name ?? DEMO_AGENT,
-      model: opts.agent?.model ?? config.defaultModel,
+      model: opts.agent?.model ?? ownLlm?.defaultModel ?? config.defaultModel,
       tokenBudget: config.defaultTokenBudget,
       timeoutSeconds: config.defaultTimeoutSeconds,
       maxSteps: config.maxSteps,
@@ -138,7 +142,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       { models: [...prices.models, config.defaultModel] },
     );
     const llm =
-      opts.llm ??
+      ownLlm ??
       createLlmClient(config, {
         onRetry: (error, attempt, waitMs) => {
           metrics.onLlmRetry(retryReason(error));
@@ -146,7 +150,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         },
       });
 
-    if (opts.worker && !opts.llm && config.llmProviderDefaulted) {
+    if (opts.worker && !ownLlm && config.llmProviderDefaulted) {
       logger.warn('ANTHROPIC_API_KEY is not set: using the offline demo model (LLM_PROVIDER=demo)');
     }
 

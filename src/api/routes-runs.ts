@@ -12,7 +12,7 @@ import {
   CreateRunBody,
   ErrorBody,
   ListRunsQuery,
-  RunJson,
+  RunDetailJson,
   RunPageJson,
   RunParams,
   StepDetail,
@@ -23,7 +23,7 @@ import { stepDetail } from './step-detail.ts';
 
 export type { RunDefaults } from './new-run.ts';
 
-export type RunsStore = Pick<RunStore, 'create' | 'get' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob'>;
+export type RunsStore = Pick<RunStore, 'create' | 'get' | 'latestProvider' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob'>;
 
 export interface RunsDeps {
   store: RunsStore;
@@ -69,9 +69,10 @@ export function runRoutes({ store, listing, defaults }: RunsDeps): ApiRoute[] {
       operationId: 'getRun',
       summary: 'One run',
       params: RunParams,
-      responses: { 200: { description: 'The run.', schema: RunJson } },
+      responses: { 200: { description: 'The run.', schema: RunDetailJson } },
       async handle({ params }) {
-        return { body: runJson(await existing(params.id)) };
+        const [run, provider] = await Promise.all([existing(params.id), store.latestProvider(params.id as RunId)]);
+        return { body: { ...runJson(run), provider } };
       },
     }),
     defineRoute({

@@ -156,6 +156,11 @@ export const RunJson = z.object({
 responseSchemas.add(RunJson, { id: 'Run' });
 export type RunJson = z.infer<typeof RunJson>;
 
+export const RunDetailJson = RunJson.extend({
+  provider: z.string().nullable().describe('The model provider of its latest model step ("anthropic", "openai" …); null before its first model call.'),
+});
+responseSchemas.add(RunDetailJson, { id: 'RunDetail' });
+
 export const RunListItemJson = RunJson.extend({
   stepCount: count.describe('Steps recorded so far (a tool call in progress included).'),
   durationMs: count.nullable().describe('From creation to the end; null while the run is not finished.'),

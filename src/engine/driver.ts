@@ -218,7 +218,7 @@ class RunDriver {
         : undefined;
     const checkpoint = {
       seq,
-      request: { model: run.model, maxTokens, systemDigest: agent.systemDigest, toolsDigest: agent.toolsDigest },
+      request: { model: run.model, maxTokens, systemDigest: agent.systemDigest, toolsDigest: agent.toolsDigest, provider: d.llm.provider },
       content: response.content,
       stopReason: response.stopReason,
       usage: response.usage,

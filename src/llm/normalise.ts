@@ -39,6 +39,29 @@ export function normaliseUsage(raw: unknown, warnings: string[]): Usage {
   return usage;
 }
 
+/**
+ * The Chat Completions API's `usage` in our terms. Its prompt count includes the cached part, which
+ * ours keeps apart (cache reads are cheaper and stay out of a run's budget): input = prompt − cached.
+ * There is no separate price for writing the cache, so no cache creation tokens.
+ */
+export function normaliseChatUsage(raw: unknown, warnings: string[]): Usage {
+  const source = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
+  if (source !== raw) warnings.push(`usage was ${describe(raw)}: counted as 0 tokens`);
+  const details = source.prompt_tokens_details;
+  const prompt = tokenCount(source.prompt_tokens, 'prompt_tokens', warnings);
+  let cached = tokenCount(details !== null && typeof details === 'object' ? (details as Record<string, unknown>).cached_tokens : undefined, 'prompt_tokens_details.cached_tokens', warnings);
+  if (cached > prompt) {
+    warnings.push(`usage.prompt_tokens_details.cached_tokens (${cached}) exceeds prompt_tokens (${prompt}): counted as ${prompt}`);
+    cached = prompt;
+  }
+  return {
+    inputTokens: prompt - cached,
+    outputTokens: tokenCount(source.completion_tokens, 'completion_tokens', warnings),
+    cacheCreationInputTokens: 0,
+    cacheReadInputTokens: cached,
+  };
+}
+
 /** The answer's content blocks, kept verbatim; `null`, a missing or a non-array `content` is no blocks. */
 export function normaliseContent(raw: unknown, warnings: string[]): ContentBlock[] {
   if (Array.isArray(raw)) {

@@ -71,6 +71,19 @@ export class RunStore implements EngineStore {
     return rows.map(toStepSummary);
   }
 
+  /**
+   * The provider of the run's latest model step ("anthropic", "openai" …); null before its first
+   * model call (or when its model steps were recorded before steps kept their provider).
+   */
+  async latestProvider(runId: RunId): Promise<string | null> {
+    const { rows } = await this.db.query<{ provider: string }>(
+      `SELECT request->>'provider' AS provider FROM durable_agent.run_step
+        WHERE run_id = $1 AND kind = 'MODEL' AND request ? 'provider' ORDER BY seq DESC LIMIT 1`,
+      [runId],
+    );
+    return rows[0]?.provider ?? null;
+  }
+
   /** Steps 1..upTo (inclusive), enough to rebuild the request of step upTo. */
   async stepsThrough(runId: RunId, upTo: number): Promise<Step[]> {
     const { rows } = await this.db.query<StepRow>(

@@ -72,6 +72,11 @@ export class ToolExecutor {
   private async run(use: ToolUseBlock, ctx: { runId: RunId; signal: AbortSignal }): Promise<ToolOutcome> {
     const tool = this.byName.get(use.name);
     if (!tool) return { status: 'ERROR', result: `error: unknown tool "${use.name}"` };
+    // Every tool takes a JSON object. Anything else is arguments the provider could not read as one
+    // (kept as the model's own text): running the tool on a guess would be worse than telling the model.
+    if (typeof use.input !== 'object' || use.input === null || Array.isArray(use.input)) {
+      return { status: 'ERROR', result: `error: the arguments are not a JSON object, so ${use.name} was not run; call it again with a JSON object that fits its input schema` };
+    }
     const controller = new AbortController();
     const onOuterAbort = () => controller.abort(ctx.signal.reason);
     // A tool that cannot be re-run safely is never cut off by the worker giving the run up: cut off,
