@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from './errors.ts';
+import type { LlmClient } from './llm/types.ts';
 import type { Tool } from './tools/types.ts';
 import { TOOL_NAME } from './tools/zod-tool.ts';
 
@@ -21,6 +22,11 @@ export interface DefineAgentOptions {
   maxTokens?: number;
   /** A label for this definition of the agent, e.g. a release or a date. */
   version?: string;
+  /**
+   * The model client its runs call, e.g. `openAiCompatible({ apiKey, baseUrl, model })`; default the
+   * runtime's (LLM_PROVIDER). Its `defaultModel` is the runs' model when neither they nor `model` name one.
+   */
+  llm?: LlmClient;
 }
 
 export interface Agent {
@@ -30,6 +36,7 @@ export interface Agent {
   readonly model: string | null;
   readonly maxTokens: number | null;
   readonly version: string | null;
+  readonly llm: LlmClient | null;
 }
 
 const ToolShape = z.custom<Tool>(
@@ -64,6 +71,12 @@ const AgentSchema = z.strictObject({
   model: z.string().min(1).max(200).optional(),
   maxTokens: z.number().int().min(1).max(200_000).optional(),
   version: z.string().min(1).max(200).optional(),
+  llm: z
+    .custom<LlmClient>(
+      (c) => typeof c === 'object' && c !== null && typeof (c as Partial<LlmClient>).send === 'function' && typeof (c as Partial<LlmClient>).provider === 'string',
+      'must be a model client, e.g. openAiCompatible({ apiKey, baseUrl, model }) or anthropic({ apiKey })',
+    )
+    .optional(),
 });
 
 function invalid(what: string, error: z.ZodError): ConfigError {
@@ -84,6 +97,7 @@ export function defineAgent(options: DefineAgentOptions): Agent {
     model: a.model ?? null,
     maxTokens: a.maxTokens ?? null,
     version: a.version ?? null,
+    llm: a.llm ?? null,
   });
 }
 
@@ -95,9 +109,9 @@ export function checkAgents(value: unknown, where: string): Agent[] {
   if (!Array.isArray(value) || value.length === 0) throw new ConfigError(`${where}: agents must be a non-empty array of defineAgent(…) values`);
   const agents = value.map((a: unknown, i) => {
     if (typeof a !== 'object' || a === null) throw new ConfigError(`${where}: agents.${i} is not an agent definition`);
-    const { name, system, tools, model, maxTokens, version } = a as Record<string, unknown>;
+    const { name, system, tools, model, maxTokens, version, llm } = a as Record<string, unknown>;
     // defineAgent's result has nulls where its options had nothing; read it back as options.
-    const options = Object.fromEntries(Object.entries({ name, system, tools, model, maxTokens, version }).filter(([, v]) => v != null));
+    const options = Object.fromEntries(Object.entries({ name, system, tools, model, maxTokens, version, llm }).filter(([, v]) => v != null));
     try {
       return defineAgent(options as unknown as DefineAgentOptions);
     } catch (e) {

@@ -30,8 +30,9 @@ Options:
   --host <addr>    API address (HOST, default 127.0.0.1)
   --help           this text
 
-Configuration comes from environment variables (DATABASE_URL, ANTHROPIC_API_KEY, WORKER_CONCURRENCY,
-LEASE_SECONDS, LOG_FORMAT, …); see the README. With DATABASE_URL unset, an embedded PostgreSQL keeps
+Configuration comes from environment variables (DATABASE_URL, ANTHROPIC_API_KEY, LLM_PROVIDER=openai
+with OPENAI_API_KEY and OPENAI_BASE_URL, WORKER_CONCURRENCY, LEASE_SECONDS, LOG_FORMAT,
+OTEL_EXPORTER_OTLP_ENDPOINT, …); see the README. With DATABASE_URL unset, an embedded PostgreSQL keeps
 its data under ./.data/ and is shared by every process of the project on this machine.
 `;
 
@@ -65,7 +66,10 @@ function authLine(mode: 'keys' | 'hook' | 'off', required: boolean): string {
   return 'none yet: no API key exists and the API listens on loopback (durable-agent keys create --tenant <name> turns keys on)';
 }
 
-function banner(config: Readonly<Config>, url: string, database: string, provider: string, agent: string | null, withWorker: boolean, auth: string, keyed: boolean): string {
+function banner(
+  config: Readonly<Config>, url: string, database: string, provider: string, agent: string | null, withWorker: boolean, traces: string | null,
+  auth: string, keyed: boolean,
+): string {
   const example = agent ? '{"input":"Hello!"}' : '{"input":"Which acme tickets are overdue?","tokenBudget":50000,"timeoutSeconds":300}';
   const key = keyed ? ` -H "Authorization: Bearer $DURABLE_AGENT_KEY"` : '';
   const lines = [
@@ -75,6 +79,7 @@ function banner(config: Readonly<Config>, url: string, database: string, provide
     `  model:    ${provider === 'demo' ? 'demo (offline stand-in; set ANTHROPIC_API_KEY for Claude)' : `${provider}, default ${config.defaultModel}`}`,
     `  worker:   ${withWorker ? `${config.workerName}, up to ${config.workerConcurrency} runs at once` : 'none in this process (--no-worker)'}`,
     `  web UI:   ${url}/ (the dashboard)`,
+    ...(traces ? [`  traces:   OTLP to ${traces}`] : []),
     `  auth:     ${auth}`,
     '',
     'Start a run:',
@@ -114,6 +119,13 @@ async function migrateCommand(config: Readonly<Config>): Promise<number> {
   return 0;
 }
 
+/** With OTEL_* naming a collector, the SDK exporting this process's spans; otherwise null, and nothing is loaded. */
+async function otelExport(config: Readonly<Config>) {
+  if (!config.otel) return null;
+  const { startOtelExport } = await import('./observability/otel-export.ts');
+  return startOtelExport(config.otel, { 'service.instance.id': config.workerName });
+}
+
 async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker', withWorker: boolean, configFile: string | undefined): Promise<number> {
   let agent;
   if (configFile !== undefined) {
@@ -122,20 +134,30 @@ async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker
     agent = singleAgent(await loadAgentsConfig(configFile), `--config ${configFile}`);
   }
   const { startRuntime } = await import('./runtime.ts');
-  const runtime = await startRuntime(config, { api: command === 'serve', worker: withWorker, ...(agent ? { agent } : {}) });
-  if (command === 'serve') {
-    const required = await runtime.auth.required();
-    const auth = authLine(runtime.auth.mode, required);
-    process.stdout.write(banner(config, runtime.url!, runtime.database.description, runtime.llm.provider, agent?.name ?? null, withWorker, auth, required));
-  } else {
-    runtime.logger.info(
-      { database: runtime.database.description, provider: runtime.llm.provider, metrics: runtime.url ? `${runtime.url}/metrics` : undefined },
-      `worker ${config.workerName} started`,
-    );
+  // Registered before the runtime starts, so the first run claimed is traced too.
+  const otel = await otelExport(config);
+  try {
+    const runtime = await startRuntime(config, { api: command === 'serve', worker: withWorker, ...(agent ? { agent } : {}) });
+    otel?.reportTo(runtime.logger);
+    if (command === 'serve') {
+      const required = await runtime.auth.required();
+      const auth = authLine(runtime.auth.mode, required);
+      process.stdout.write(
+        banner(config, runtime.url!, runtime.database.description, runtime.llm.provider, agent?.name ?? null, withWorker, otel?.tracesUrl ?? null, auth, required),
+      );
+    } else {
+      runtime.logger.info(
+        { database: runtime.database.description, provider: runtime.llm.provider, metrics: runtime.url ? `${runtime.url}/metrics` : undefined, traces: otel?.tracesUrl },
+        `worker ${config.workerName} started`,
+      );
+    }
+    const signal = await untilSignal();
+    runtime.logger.info({ signal }, 'shutting down: handing back runs in flight');
+    await runtime.close();
+  } finally {
+    // The spans of the last runs are still in the batch: sent before the process exits.
+    await otel?.shutdown();
   }
-  const signal = await untilSignal();
-  runtime.logger.info({ signal }, 'shutting down: handing back runs in flight');
-  await runtime.close();
   return 0;
 }
 

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { type CrashPlan, parseCrashPlan } from './engine/crash-points.ts';
 import { ConfigError } from './errors.ts';
+import { OTLP_PROTOCOLS, type OtelExportConfig, otelExportConfig } from './observability/otel-config.ts';
 import { parseRedactSetting, type RedactPattern } from './observability/redact.ts';
 
 /** The root of the installed project (where package.json and prices.json live). */
@@ -13,6 +14,8 @@ const number = () => z.coerce.number({ error: 'must be a number' });
 const int = (min: number, max: number) =>
   number().int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
 const positive = number().positive('must be greater than 0');
+/** "localhost:11434/v1" parses as a URL of scheme "localhost:"; an endpoint needs its http:// written out. */
+const httpUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 
 /** Every environment variable the project reads, with its default (the README's configuration table). */
 const EnvSchema = z.object({
@@ -30,9 +33,12 @@ const EnvSchema = z.object({
   MAX_RUN_ATTEMPTS: int(1, 1000).default(5),
   /** Fallback poll when no notification arrives; LISTEN/NOTIFY wakes workers sooner. */
   POLL_INTERVAL_MS: int(10, 3_600_000).default(2000),
-  LLM_PROVIDER: z.enum(['anthropic', 'demo']).optional(),
+  LLM_PROVIDER: z.enum(['anthropic', 'openai', 'demo']).optional(),
   ANTHROPIC_API_KEY: z.string().min(1).optional(),
   ANTHROPIC_BASE_URL: z.string().url().optional(),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  /** Any server speaking the Chat Completions API: OpenAI, vLLM, Ollama, LM Studio … (up to /v1). */
+  OPENAI_BASE_URL: httpUrl().optional(),
   DEFAULT_MODEL: z.string().min(1).optional(),
   /** Ask the model for its answer as a stream of events, so text is seen as it is written. */
   LLM_STREAMING: z.stringbool({ error: 'must be true or false' }).default(true),
@@ -58,6 +64,17 @@ const EnvSchema = z.object({
   METRICS_PORT: int(0, 65535).optional(),
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // The standard OpenTelemetry variables the CLI honours (see observability/otel-config.ts).
+  OTEL_SDK_DISABLED: z.stringbool({ error: 'must be true or false' }).optional(),
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none'], { error: 'must be otlp or none' }).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl().optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: z.string().optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(OTLP_PROTOCOLS, { error: 'must be http/protobuf, http/json or grpc' }).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(OTLP_PROTOCOLS, { error: 'must be http/protobuf, http/json or grpc' }).optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+  OTEL_RESOURCE_ATTRIBUTES: z.string().optional(),
   /** API keys: unset → required once a key exists or off loopback; `on` → always; `off` → never (loudly). */
   AUTH: z.enum(['on', 'off'], { error: 'must be on or off (unset: keys are required once one exists, or when HOST is not loopback)' }).optional(),
   /** Finished runs older than this many days are deleted by workers; unset keeps them for ever. */
@@ -114,11 +131,13 @@ export interface Config {
   leaseMs: number;
   maxRunAttempts: number;
   pollIntervalMs: number;
-  llmProvider: 'anthropic' | 'demo';
+  llmProvider: 'anthropic' | 'openai' | 'demo';
   /** True when the provider was chosen because no key was set, so the banner can warn. */
   llmProviderDefaulted: boolean;
   anthropicApiKey: string | null;
   anthropicBaseUrl: string | null;
+  openaiApiKey: string | null;
+  openaiBaseUrl: string | null;
   llmStreaming: boolean;
   defaultModel: string;
   maxTokens: number;
@@ -140,6 +159,8 @@ export interface Config {
   metricsPort: number | null;
   logFormat: 'json' | 'pretty';
   logLevel: Env['LOG_LEVEL'];
+  /** Where the CLI exports its spans over OTLP; null: no export, and the OpenTelemetry SDK is not loaded. */
+  otel: OtelExportConfig | null;
   /** `on`/`off` when set; null decides by keys and HOST (see api/auth.ts). */
   auth: 'on' | 'off' | null;
   /** @unit milliseconds — finished runs older than this are deleted by workers; null keeps them. */
@@ -149,7 +170,9 @@ export interface Config {
 }
 
 export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-6';
+export const DEFAULT_OPENAI_MODEL = 'gpt-5.4-mini';
 export const DEMO_MODEL = 'demo';
+const DEFAULT_MODELS = { anthropic: DEFAULT_ANTHROPIC_MODEL, openai: DEFAULT_OPENAI_MODEL, demo: DEMO_MODEL } as const;
 
 /** Reads the environment (and flag overrides) once into a frozen Config; the only reader of process.env. */
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Env> = {}): Readonly<Config> {
@@ -164,6 +187,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const llmProvider = e.LLM_PROVIDER ?? (e.ANTHROPIC_API_KEY ? 'anthropic' : 'demo');
   if (llmProvider === 'anthropic' && !e.ANTHROPIC_API_KEY) {
     throw new ConfigError('invalid configuration: LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY');
+  }
+  if (llmProvider === 'openai' && !e.OPENAI_API_KEY) {
+    // Local servers ignore the key, but the protocol has one: any non-empty value will do for them.
+    throw new ConfigError('invalid configuration: LLM_PROVIDER=openai needs OPENAI_API_KEY (any value for a local server that checks none)');
   }
   let crashAt: CrashPlan | null = null;
   if (e.DURABLE_AGENT_CRASH_AT) {
@@ -197,8 +224,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     llmProviderDefaulted: e.LLM_PROVIDER === undefined && llmProvider === 'demo',
     anthropicApiKey: e.ANTHROPIC_API_KEY ?? null,
     anthropicBaseUrl: e.ANTHROPIC_BASE_URL ?? null,
+    openaiApiKey: e.OPENAI_API_KEY ?? null,
+    openaiBaseUrl: e.OPENAI_BASE_URL ?? null,
     llmStreaming: e.LLM_STREAMING,
-    defaultModel: e.DEFAULT_MODEL ?? (llmProvider === 'demo' ? DEMO_MODEL : DEFAULT_ANTHROPIC_MODEL),
+    defaultModel: e.DEFAULT_MODEL ?? DEFAULT_MODELS[llmProvider],
     maxTokens: e.MAX_TOKENS,
     stepTimeoutMs: Math.round(e.STEP_TIMEOUT_SECONDS * 1000),
     maxAttempts: e.MAX_ATTEMPTS,
@@ -217,8 +246,37 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     metricsPort: e.METRICS_PORT ?? null,
     logFormat: e.LOG_FORMAT,
     logLevel: e.LOG_LEVEL,
+    otel: otelExportConfig(e),
     auth: e.AUTH ?? null,
     retentionMs: e.RETENTION_DAYS === undefined ? null : Math.round(e.RETENTION_DAYS * 86_400_000),
     redact,
+  });
+}
+
+/** What one model call may take and how it is retried: a runtime's settings, for model clients made in code. */
+export type ModelCallSettings = Pick<Config, 'stepTimeoutMs' | 'maxAttempts' | 'retryBaseMs' | 'retryCapMs' | 'llmStreaming'>;
+
+const ModelCallSchema = EnvSchema.pick({ STEP_TIMEOUT_SECONDS: true, MAX_ATTEMPTS: true, RETRY_BASE_MS: true, RETRY_CAP_MS: true, LLM_STREAMING: true });
+
+/**
+ * The model call settings alone (STEP_TIMEOUT_SECONDS, MAX_ATTEMPTS, RETRY_BASE_MS, RETRY_CAP_MS,
+ * LLM_STREAMING), with the runtime's defaults: what a model client defined next to an agent is given,
+ * so it retries and times out as the runtime's own does. The rest of the environment is not looked at.
+ */
+export function loadModelCallSettings(env: Record<string, string | undefined> = process.env): Readonly<ModelCallSettings> {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = ModelCallSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]!;
+    throw new ConfigError(`invalid configuration: ${first.path.join('.')}: ${first.message}`);
+  }
+  const e = parsed.data;
+  if (e.RETRY_CAP_MS < e.RETRY_BASE_MS) throw new ConfigError('invalid configuration: RETRY_CAP_MS must be at least RETRY_BASE_MS');
+  return Object.freeze({
+    stepTimeoutMs: Math.round(e.STEP_TIMEOUT_SECONDS * 1000),
+    maxAttempts: e.MAX_ATTEMPTS,
+    retryBaseMs: e.RETRY_BASE_MS,
+    retryCapMs: e.RETRY_CAP_MS,
+    llmStreaming: e.LLM_STREAMING,
   });
 }

@@ -91,6 +91,21 @@ export interface Usage {
  * re-reading of a prefix the run already paid for, so counting them would make a long cached run
  * look more expensive than an uncached one. Cache writes are new input and do count.
  */
+/** The most tokens one count may hold: the range of the PostgreSQL integer columns that store it. */
+export const MAX_TOKEN_COUNT = 2 ** 31 - 1;
+
+/** The sum of two usages, each count kept within MAX_TOKEN_COUNT. */
+export function addUsage(a: Usage, b: Usage | null | undefined): Usage {
+  if (!b) return a;
+  const add = (x: number, y: number) => Math.min(x + y, MAX_TOKEN_COUNT);
+  return {
+    inputTokens: add(a.inputTokens, b.inputTokens),
+    outputTokens: add(a.outputTokens, b.outputTokens),
+    cacheCreationInputTokens: add(a.cacheCreationInputTokens, b.cacheCreationInputTokens),
+    cacheReadInputTokens: add(a.cacheReadInputTokens, b.cacheReadInputTokens),
+  };
+}
+
 export function budgetTokens(u: Usage): number {
   return u.inputTokens + u.cacheCreationInputTokens + u.outputTokens;
 }
@@ -144,6 +159,8 @@ export interface ModelRequestParams {
   systemDigest: string | null;
   /** Digest of the tool definitions JSON, stored once in `content_blob`. */
   toolsDigest: string | null;
+  /** The model client's provider, e.g. "anthropic" or "openai"; absent in steps recorded before it was kept. */
+  provider?: string;
 }
 
 export interface Step {

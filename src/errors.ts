@@ -132,8 +132,9 @@ export class StepNotStartedError extends DurableAgentError {
 }
 
 /**
- * The database stayed unreachable through a built-in tool's retries. Ends the attempt as a crash would
- * (a database outage says nothing to the model): the tool call stays STARTED and runs again, with the
- * same idempotency key, when the run resumes.
+ * The database stayed unreachable through a built-in tool's retries. It ends the attempt (a database
+ * outage says nothing to the model): the cause is recorded, the run goes back to the queue without the
+ * attempt counting against it, and the tool call, still STARTED, runs again with the same idempotency
+ * key when the run resumes.
  */
-export class DatabaseUnavailableError extends FatalError {}
+export class DatabaseUnavailableError extends DurableAgentError {}

@@ -53,6 +53,8 @@ export interface AgentOptions {
   model?: string | null;
   /** `max_tokens` of each model call; defaults to MAX_TOKENS. */
   maxTokens?: number | null;
+  /** The model client its runs call; defaults to the configured provider. */
+  llm?: LlmClient | null;
 }
 
 export interface RuntimeOptions {
@@ -142,9 +144,11 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     const listing = new RunListing(pool);
     const deletion = new RunDeletion(pool);
     const auth = authFor(config, new ApiKeys(pool), opts.authenticate);
+    // A client given in code (with the agent, or to the runtime) instead of the configured provider.
+    const ownLlm = opts.agent?.llm ?? opts.llm ?? null;
     const defaults: RunDefaults = {
       agent: opts.agent?.name ?? DEMO_AGENT,
-      model: opts.agent?.model ?? config.defaultModel,
+      model: opts.agent?.model ?? ownLlm?.defaultModel ?? config.defaultModel,
       tokenBudget: config.defaultTokenBudget,
       timeoutSeconds: config.defaultTimeoutSeconds,
       maxSteps: config.maxSteps,
@@ -157,7 +161,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       { models: [...prices.models, config.defaultModel] },
     );
     const llm =
-      opts.llm ??
+      ownLlm ??
       createLlmClient(config, {
         onRetry: (error, attempt, waitMs) => {
           metrics.onLlmRetry(retryReason(error));
@@ -165,7 +169,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         },
       });
 
-    if (opts.worker && !opts.llm && config.llmProviderDefaulted) {
+    if (opts.worker && !ownLlm && config.llmProviderDefaulted) {
       logger.warn('ANTHROPIC_API_KEY is not set: using the offline demo model (LLM_PROVIDER=demo)');
     }
 
@@ -224,7 +228,10 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
             listenForWorker(database.url, on, (e, retryInMs) =>
               logger.warn({ err_message: e.message, retry_in_ms: retryInMs }, 'LISTEN connection failed; reconnecting'),
             ),
-          leaseKeeper: leaseKeeperThread(database.url, config.databaseSchema),
+          leaseKeeper: leaseKeeperThread(database.url, {
+            schema: config.databaseSchema,
+            stallLimitMs: Math.max(3 * config.leaseMs, config.toolTimeoutMs + config.leaseMs),
+          }),
         },
         {
           name: config.workerName,

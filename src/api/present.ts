@@ -25,6 +25,7 @@ export function runJson(r: Run): RunJson {
     error: r.error,
     stopReason: r.stopReason,
     attempts: r.attempts,
+    providerRequeues: r.providerRequeues,
     cancelRequested: r.cancelRequested,
     metadata: r.metadata,
     lastError: r.lastError && { message: r.lastError.message, at: iso(r.lastError.at), attempt: r.lastError.attempt },

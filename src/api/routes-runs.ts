@@ -16,7 +16,7 @@ import {
   CreateRunBody,
   ErrorBody,
   ListRunsQuery,
-  RunJson,
+  RunDetailJson,
   RunPageJson,
   RunParams,
   StepDetail,
@@ -27,7 +27,7 @@ import { stepDetail } from './step-detail.ts';
 
 export type { RunDefaults } from './new-run.ts';
 
-export type RunsStore = Pick<RunStore, 'create' | 'get' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob'>;
+export type RunsStore = Pick<RunStore, 'create' | 'get' | 'latestProvider' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob'>;
 
 export interface RunsDeps {
   store: RunsStore;
@@ -87,9 +87,10 @@ export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): Api
       operationId: 'getRun',
       summary: 'One run',
       params: RunParams,
-      responses: { 200: { description: 'The run.', schema: RunJson } },
+      responses: { 200: { description: 'The run.', schema: RunDetailJson } },
       async handle({ run }) {
-        return { body: runJson(run) };
+        const provider = await store.latestProvider(run.id);
+        return { body: { ...runJson(run), provider } };
       },
     }),
     ...(deletion ? [deleteRoute(deletion)] : []),

@@ -144,7 +144,8 @@ export const RunJson = z.object({
   output: z.string().nullable(),
   error: z.string().nullable(),
   stopReason: z.string().nullable().describe('The final model stop reason; "max_tokens" means the output was cut short.'),
-  attempts: count.describe('Times a worker claimed the run.'),
+  attempts: count.describe('Claims of the run that count toward MAX_RUN_ATTEMPTS (hand-backs, stalls and outages are given back).'),
+  providerRequeues: count.describe('Times the run went back to the queue because its model provider kept failing; bounded by its deadline, not by MAX_RUN_ATTEMPTS.'),
   cancelRequested: z.boolean(),
   metadata: z.record(z.string(), z.unknown()),
   lastError: z
@@ -155,6 +156,11 @@ export const RunJson = z.object({
 });
 responseSchemas.add(RunJson, { id: 'Run' });
 export type RunJson = z.infer<typeof RunJson>;
+
+export const RunDetailJson = RunJson.extend({
+  provider: z.string().nullable().describe('The model provider of its latest model step ("anthropic", "openai" …); null before its first model call.'),
+});
+responseSchemas.add(RunDetailJson, { id: 'RunDetail' });
 
 export const RunListItemJson = RunJson.extend({
   stepCount: count.describe('Steps recorded so far (a tool call in progress included).'),

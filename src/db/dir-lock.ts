@@ -152,7 +152,7 @@ function privateDirectory(dir: string): string {
 /**
  * The lock as a directory created atomically with mkdir, naming its owner (pid and start time); a
  * lock whose owner died is taken over. Two waiters can both take over the same stale lock, so it is
- * only the fallback for systems without abstract sockets.
+ * only the fallback for systems where the socket lock above cannot be used.
  */
 async function withMkdirLock<T>(lockDir: string, fn: () => Promise<T>, timeoutMs: number): Promise<T> {
   const until = Date.now() + timeoutMs;

@@ -10,9 +10,11 @@
  * A run with a cancel pending that goes back to the queue ends CANCELLED instead (see `release`).
  */
 import type { TerminalStatus } from '../domain.ts';
-import { FatalError, LeaseLostError } from '../errors.ts';
+import { DatabaseUnavailableError, FatalError, LeaseLostError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
+import { classifyDatabaseError } from '../store/db-errors.ts';
 import type { EngineStore, LeaseOwner, Release, RunEnd } from '../store/ports.ts';
+import { storableText } from '../store/storable.ts';
 import { HandBackSignal, RequeueSignal } from './driver.ts';
 import type { EngineEvents } from './events.ts';
 import { CancelSignal, DeadlineSignal, type HeldRun } from './run-stops.ts';
@@ -28,6 +30,9 @@ export interface AttemptEndDeps {
   requeueDelayMs: number;
 }
 
+/** A write the database refused for what it holds, not for being unreachable. */
+const PERMANENT = Symbol('permanent');
+
 /** Tries of a write that ends an attempt (a release, a finish) before the lease is left to lapse. */
 const WRITE_TRIES = 3;
 const WRITE_BACKOFF_MS = 200;
@@ -37,7 +42,7 @@ export function describeCrash(e: unknown): string {
   const code = (e as { code?: unknown } | null)?.code;
   const message = e instanceof Error ? e.message : String(e);
   const text = typeof code === 'string' ? `database error ${code}: ${message}` : `${e instanceof Error ? e.name : 'Error'}: ${message}`;
-  return text.length > 1000 ? `${text.slice(0, 1000)}…` : text;
+  return storableText(text.length > 1000 ? `${text.slice(0, 1000)}…` : text);
 }
 
 export class AttemptEnds {
@@ -68,17 +73,20 @@ export class AttemptEnds {
       return this.release(h, { countAttempt: false, providerRequeue: true, delayMs, error: reason.message, ...reason.unrecorded }, 'requeued', reason);
     }
     // Nobody wants this run driven further: the cancel pending makes the release end it CANCELLED.
-    if (reason instanceof CancelSignal) return this.release(h, { countAttempt: false }, null);
-    if (reason instanceof DeadlineSignal) return this.end(h, { status: 'TIMED_OUT', error: reason.message });
+    if (reason instanceof CancelSignal) return this.release(h, { countAttempt: false, ...h.unrecorded }, null);
+    if (reason instanceof DeadlineSignal) return this.end(h, { status: 'TIMED_OUT', error: reason.message, ...h.unrecorded });
     if (reason instanceof LeaseLostError) {
       await this.lostLease(h);
     } else if (reason instanceof FatalError) {
       // A simulated process crash: nothing is recorded; the lease lapses and another worker resumes.
       this.d.events.attemptEnded({ runId: run.id, worker, reason: 'crash', error: e });
     } else {
-      const database = typeof (e as { code?: unknown } | null)?.code === 'string';
+      // An outage (the database stayed unreachable through the write's retries) is not the run's fault:
+      // its attempt is not counted. Anything else is a crash of the driver, and counts.
+      const outage = e instanceof DatabaseUnavailableError || classifyDatabaseError(e) === 'transient';
+      const database = outage || typeof (e as { code?: unknown } | null)?.code === 'string';
       this.d.events.attemptEnded({ runId: run.id, worker, reason: database ? 'database' : 'crash', error: e });
-      await this.release(h, { countAttempt: true, error: describeCrash(e) }, null);
+      await this.release(h, { countAttempt: !outage, error: describeCrash(e), ...h.unrecorded }, null);
     }
     if (rethrow) throw e;
     return null;
@@ -86,13 +94,17 @@ export class AttemptEnds {
 
   /** Back to the queue at once, in its old place, the attempt not counted. */
   handBack(h: HeldRun): Promise<TerminalStatus | null> {
-    return this.release(h, { countAttempt: false }, 'handed-back');
+    return this.release(h, { countAttempt: false, ...h.unrecorded }, 'handed-back');
   }
 
   private async release(h: HeldRun, how: Release, reported: 'handed-back' | 'requeued' | null, error?: unknown): Promise<TerminalStatus | null> {
     const { run } = h;
-    const released = await this.write(h, 'release', () => this.d.store.release(run.id, run.lease, how));
-    if (released === undefined) return null;
+    let released = await this.write(h, 'release', () => this.d.store.release(run.id, run.lease, how));
+    if (released === PERMANENT && how.error) {
+      // The cause itself could not be stored: release without it rather than leave the lease to lapse.
+      released = await this.write(h, 'release', () => this.d.store.release(run.id, run.lease, { ...how, error: 'the cause of this attempt could not be stored' }));
+    }
+    if (released === undefined || released === PERMANENT) return null;
     if (released === false) {
       await this.lostLease(h);
       return null;
@@ -106,7 +118,8 @@ export class AttemptEnds {
   private async end(h: HeldRun, end: RunEnd & { status: TerminalStatus }): Promise<TerminalStatus | null> {
     const { run } = h;
     try {
-      if ((await this.write(h, 'finish', () => this.d.store.finish(run.id, run.lease, end).then(() => true))) === undefined) return null;
+      const done = await this.write(h, 'finish', () => this.d.store.finish(run.id, run.lease, end).then(() => true));
+      if (done !== true) return null;
     } catch (e) {
       if (!(e instanceof LeaseLostError)) throw e;
       await this.lostLease(h);
@@ -134,14 +147,19 @@ export class AttemptEnds {
 
   /**
    * A write that ends an attempt, tried a few times: failing, the run would sit RUNNING until its
-   * lease lapses. Undefined when every try failed (each is logged); LeaseLostError passes through.
+   * lease lapses. Undefined when every try failed, PERMANENT when the database refused the write itself
+   * (trying it again would fail alike); each failure is logged. LeaseLostError passes through.
    */
-  private async write<T>(h: HeldRun, what: string, write: () => Promise<T>): Promise<T | undefined> {
+  private async write<T>(h: HeldRun, what: string, write: () => Promise<T>): Promise<T | typeof PERMANENT | undefined> {
     for (let tries = 1; ; tries++) {
       try {
         return await write();
       } catch (e) {
         if (e instanceof LeaseLostError) throw e;
+        if (classifyDatabaseError(e) === 'permanent') {
+          this.d.logger.error({ err: e, run_id: h.id, tries }, `${what} refused by the database`);
+          return PERMANENT;
+        }
         const last = tries >= WRITE_TRIES;
         this.d.logger.error(
           { err: e, run_id: h.id, tries },

@@ -47,6 +47,11 @@ export interface DriverDeps {
   signal: AbortSignal;
   /** True when the worker is shutting down: hand the run back at the next step boundary. */
   shouldYield: () => boolean;
+  /**
+   * A model call cut off by the signal (cancel, deadline, lost lease, hand-back) had already reported
+   * usage: billed, and recorded in no step. The write that ends the attempt adds it to the run.
+   */
+  onUnrecorded?: (u: Unrecorded) => void;
 }
 
 /** The worker is shutting down; the run goes back to the queue with nothing lost. */
@@ -180,7 +185,11 @@ class RunDriver {
         { signal: d.signal, deadlineAt: run.deadlineAt },
       );
     } catch (e) {
-      if (d.signal.aborted) throw d.signal.reason;
+      if (d.signal.aborted) {
+        const cutOff = e instanceof LlmError ? this.unrecorded(e.usage) : null;
+        if (cutOff) d.onUnrecorded?.(cutOff);
+        throw d.signal.reason;
+      }
       d.events.modelFailed({ run, seq, error: e as Error, latencyMs: performance.now() - started });
       if (!(e instanceof LlmError)) throw e;
       const unrecorded = this.unrecorded(e.usage);
@@ -209,7 +218,7 @@ class RunDriver {
         : undefined;
     const checkpoint = {
       seq,
-      request: { model: run.model, maxTokens, systemDigest: agent.systemDigest, toolsDigest: agent.toolsDigest },
+      request: { model: run.model, maxTokens, systemDigest: agent.systemDigest, toolsDigest: agent.toolsDigest, provider: d.llm.provider },
       content: response.content,
       stopReason: response.stopReason,
       usage: response.usage,

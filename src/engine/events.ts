@@ -10,10 +10,12 @@ import type { LlmResponse } from '../llm/types.ts';
  * Something odd about a step that did not stop the run, worth an operator's look:
  * - tool-use-under-stop-reason: the reply asks for tools but its stop reason is not `tool_use`; the
  *   tools run and the run goes on (the detail names the stop reason)
- * - unstorable-text-replaced: the reply or a tool result held U+0000 or a lone surrogate, stored as U+FFFD
+ * - unstorable-text-replaced: the reply held U+0000 or a lone surrogate, stored as U+FFFD (tool results are
+ *   cleaned the same way, silently: what a tool returns is data, not the provider misbehaving)
  * - usage-out-of-range: a token count was negative, fractional or too large, and was clamped
+ * - provider-value-repaired: the provider layer repaired its wire answer (see src/llm/normalise.ts)
  */
-export type StepWarning = 'tool-use-under-stop-reason' | 'unstorable-text-replaced' | 'usage-out-of-range';
+export type StepWarning = 'tool-use-under-stop-reason' | 'unstorable-text-replaced' | 'usage-out-of-range' | 'provider-value-repaired';
 
 export interface EngineEvents {
   runClaimed?(e: { run: Run; worker: string; resumedAtSeq: number }): void;

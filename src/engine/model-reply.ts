@@ -4,7 +4,8 @@
  * to the reply's own, so the step's tokens and cost are what the call was billed, not a lower bound.
  */
 import type { LlmResponse } from '../llm/types.ts';
-import { addUsage, sameUsage, storableContent, storableCount, storableText, storableUsage } from '../store/storable.ts';
+import { addUsage } from '../domain.ts';
+import { sameUsage, storableContent, storableCount, storableText, storableUsage } from '../store/storable.ts';
 import type { StepWarning } from './events.ts';
 
 export interface AcceptedReply {
@@ -13,7 +14,8 @@ export interface AcceptedReply {
 }
 
 export function acceptReply(reply: LlmResponse): AcceptedReply {
-  const warnings: AcceptedReply['warnings'] = [];
+  // What the provider layer already repaired in the wire answer (counts out of range, missing content).
+  const warnings: AcceptedReply['warnings'] = (reply.warnings ?? []).map((detail) => ({ warning: 'provider-value-repaired' as const, detail }));
   const content = storableContent(reply.content);
   const stopReason = storableText(reply.stopReason);
   if (content !== reply.content || stopReason !== reply.stopReason) {

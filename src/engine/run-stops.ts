@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { budgetTokens, type RunId } from '../domain.ts';
 import type { ClaimedRun } from '../store/ports.ts';
 import type { EngineEvents } from './events.ts';
+import type { Unrecorded } from './driver.ts';
 
 /** A cancel was requested while the run was being driven: it ends CANCELLED now, not at its next guard. */
 export class CancelSignal extends Error {
@@ -46,6 +47,8 @@ export class HeldRun {
   tokensUsed: number;
   /** Given up at the forced-shutdown limit: whatever its driver does later is ignored. */
   cut = false;
+  /** Usage of a model call its stop cut off (see DriverDeps.onUnrecorded); added by the write that ends the attempt. */
+  unrecorded: Unrecorded | null = null;
 
   constructor(readonly run: ClaimedRun, now: () => Date) {
     this.tokensUsed = run.tokensUsed;

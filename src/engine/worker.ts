@@ -271,6 +271,7 @@ export class Worker {
         now: this.now,
         signal: h.signal,
         shouldYield: () => this.stopping,
+        onUnrecorded: (u) => (h.unrecorded = u),
       });
     } catch (e) {
       if (h.cut) return null; // already handed back at the force limit

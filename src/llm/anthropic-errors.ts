@@ -1,7 +1,9 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
-import type { Usage } from '../domain.ts';
 import { LlmError } from '../errors.ts';
+import { describeCause, type FailureContext, redactor } from './failure.ts';
 import { parseRetryAfterMs } from './retrying.ts';
+
+export type { FailureContext } from './failure.ts';
 
 /**
  * The HTTP status each of the API's error types is sent with. An `error` event in the middle of a
@@ -26,17 +28,6 @@ export function statusOfErrorType(type: string | null | undefined): number {
   return (type && STATUS_OF_ERROR_TYPE[type]) || 500;
 }
 
-/** What is known about the call when it failed. */
-export interface FailureContext {
-  /** The API key, cut out of every message (a proxy or a misconfigured gateway may echo it). */
-  apiKey?: string;
-  /** The answer's headers had arrived: whatever fails now was sent, and may have been billed. */
-  answered?: boolean;
-  requestId?: string | null;
-  /** What the answer had reported before it failed. */
-  usage?: Usage | null;
-}
-
 /**
  * Every failure of a call as one LlmError. The status is the HTTP status, or the one an error event's
  * type stands for; -1 means no usable answer (connection refused or reset, a reply cut off or not the
@@ -45,8 +36,7 @@ export interface FailureContext {
  * left out so no credential can leak into logs or stored steps.
  */
 export function toLlmError(error: unknown, context: FailureContext = {}): LlmError {
-  const apiKey = context.apiKey ?? '';
-  const redact = (text: string) => (apiKey ? text.split(apiKey).join('[redacted]') : text);
+  const redact = redactor(context.apiKey);
   const usage = context.usage ?? null;
   if (error instanceof LlmError) {
     // Ours, raised while reading the answer (an error body, a stream that ended early).
@@ -90,14 +80,4 @@ export function toLlmError(error: unknown, context: FailureContext = {}): LlmErr
     });
   }
   return new LlmError(0, redact(`request not sent: ${detail}`), { type: 'client_error', cause: error });
-}
-
-/** "fetch failed" or "terminated" alone says little; the system error underneath names the real problem. */
-function describeCause(cause: Error): string {
-  const inner = (cause as { cause?: unknown }).cause;
-  if (inner instanceof Error) {
-    const code = (inner as { code?: unknown }).code;
-    return typeof code === 'string' ? `${cause.message} (${code})` : `${cause.message} (${inner.message})`;
-  }
-  return cause.message;
 }

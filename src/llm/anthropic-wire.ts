@@ -26,7 +26,7 @@ function cacheable(block: ContentBlock): boolean {
  * are shallow copies, everything else is passed by reference.
  */
 export function toMessageParams(request: LlmRequest): Anthropic.MessageCreateParamsNonStreaming {
-  const messages: Message[] = [...request.messages];
+  const messages: Message[] = request.messages.map(withoutEmptyText);
   const targets = breakpointTargets(messages);
   const existing = messages.reduce((n, m) => n + (typeof m.content === 'string' ? 0 : m.content.filter(hasCacheControl).length), 0);
   const system = request.system ? [{ type: 'text' as const, text: request.system, cache_control: EPHEMERAL }] : undefined;
@@ -54,6 +54,18 @@ export function toMessageParams(request: LlmRequest): Anthropic.MessageCreatePar
   }
   return params;
 }
+
+/**
+ * The API refuses empty text blocks in a request, though a reply can hold one (next to a tool_use):
+ * sent back verbatim it would fail every later step. Dropped from the request only; the log keeps them.
+ */
+function withoutEmptyText(message: Message): Message {
+  if (typeof message.content === 'string' || !message.content.some(isEmptyText)) return message;
+  const kept = message.content.filter((b) => !isEmptyText(b));
+  return kept.length > 0 ? { ...message, content: kept } : message;
+}
+
+const isEmptyText = (b: ContentBlock) => b.type === 'text' && b.text === '';
 
 /** Indexes of the messages to mark, most valuable first: the last one, then the previous user turn. */
 function breakpointTargets(messages: readonly Message[]): number[] {

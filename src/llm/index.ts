@@ -2,8 +2,9 @@ import type { Config } from '../config.ts';
 import { ConfigError } from '../errors.ts';
 import { AnthropicClient } from './anthropic.ts';
 import { DemoLlmClient } from './demo.ts';
-import { RetryingLlmClient, type RetryingOptions } from './retrying.ts';
-import { TimeLimitedLlmClient } from './time-limited.ts';
+import { decorate, SDK_TIMEOUT_MARGIN_MS } from './factories.ts';
+import { OpenAiClient } from './openai.ts';
+import type { RetryingOptions } from './retrying.ts';
 import type { LlmClient } from './types.ts';
 
 export type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ToolDefinition } from './types.ts';
@@ -11,8 +12,11 @@ export { AnthropicClient } from './anthropic.ts';
 export { statusOfErrorType, toLlmError } from './anthropic-errors.ts';
 export { StreamAssembler } from './anthropic-stream.ts';
 export { DemoLlmClient, DEMO_LABEL } from './demo.ts';
+export { OpenAiClient, DEFAULT_OPENAI_BASE_URL, type OpenAiClientOptions } from './openai.ts';
+export { ChatStreamAssembler } from './openai-stream.ts';
+export { anthropic, openAiCompatible, type AnthropicOptions, type OpenAiCompatibleOptions, type ProviderClientOptions } from './factories.ts';
 export { RetryingLlmClient, backoffMs, giveUpReason, parseRetryAfterMs, retryReason } from './retrying.ts';
-export { MAX_TOKEN_COUNT, addUsage, normaliseContent, normaliseUsage } from './normalise.ts';
+export { normaliseChatUsage, normaliseContent, normaliseUsage } from './normalise.ts';
 export type { RandomSource, RetryListener, RetryPolicy, RetryingOptions, Sleeper } from './retrying.ts';
 export { TimeLimitedLlmClient } from './time-limited.ts';
 export { PriceTable, loadPrices, parsePrices, type ModelPrice } from './prices.ts';
@@ -29,23 +33,13 @@ export type LlmConfig = Pick<
   | 'retryBaseMs'
   | 'retryCapMs'
 > &
-  // Optional so a configuration written before streaming existed still builds a client (streaming on).
-  Partial<Pick<Config, 'llmStreaming'>>;
-
-/**
- * The SDK's own HTTP timeout sits this far above the step timeout, so that our abort, which yields a
- * clean "step timeout", always fires first and the SDK's limit only catches what slips through.
- */
-const SDK_TIMEOUT_MARGIN_MS = 5_000;
+  // Optional so a configuration written before streaming (or the OpenAI provider) existed still
+  // builds a client (streaming on).
+  Partial<Pick<Config, 'llmStreaming' | 'openaiApiKey' | 'openaiBaseUrl'>>;
 
 /** The model client the worker uses: Retrying(TimeLimited(provider)), the time limit per attempt. */
 export function createLlmClient(config: LlmConfig, options: RetryingOptions = {}): LlmClient {
-  const limited = new TimeLimitedLlmClient(createProvider(config), config.stepTimeoutMs);
-  return new RetryingLlmClient(
-    limited,
-    { maxAttempts: config.maxAttempts, baseMs: config.retryBaseMs, capMs: config.retryCapMs },
-    options,
-  );
+  return decorate(createProvider(config), config, options);
 }
 
 /** The bare provider named by the configuration, without retries or time limit. */
@@ -56,6 +50,14 @@ export function createProvider(config: LlmConfig): LlmClient {
       return new AnthropicClient({
         apiKey: config.anthropicApiKey,
         baseUrl: config.anthropicBaseUrl,
+        timeoutMs: config.stepTimeoutMs + SDK_TIMEOUT_MARGIN_MS,
+        streaming: config.llmStreaming ?? true,
+      });
+    case 'openai':
+      if (!config.openaiApiKey) throw new ConfigError('LLM_PROVIDER=openai needs OPENAI_API_KEY');
+      return new OpenAiClient({
+        apiKey: config.openaiApiKey,
+        baseUrl: config.openaiBaseUrl,
         timeoutMs: config.stepTimeoutMs + SDK_TIMEOUT_MARGIN_MS,
         streaming: config.llmStreaming ?? true,
       });

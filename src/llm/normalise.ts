@@ -1,4 +1,4 @@
-import type { ContentBlock, Usage } from '../domain.ts';
+import { type ContentBlock, MAX_TOKEN_COUNT, type Usage } from '../domain.ts';
 
 /**
  * The provider's numbers and content, made safe to count and store, in one place for the streamed and
@@ -7,9 +7,6 @@ import type { ContentBlock, Usage } from '../domain.ts';
  * clamped rather than refused: the model call was made and paid for, so its answer is kept, and what
  * was repaired is said in `warnings`.
  */
-
-/** The largest token count stored for one step: the range of a PostgreSQL integer. */
-export const MAX_TOKEN_COUNT = 2 ** 31 - 1;
 
 const USAGE_FIELDS = [
   ['input_tokens', 'inputTokens'],
@@ -42,6 +39,29 @@ export function normaliseUsage(raw: unknown, warnings: string[]): Usage {
   return usage;
 }
 
+/**
+ * The Chat Completions API's `usage` in our terms. Its prompt count includes the cached part, which
+ * ours keeps apart (cache reads are cheaper and stay out of a run's budget): input = prompt − cached.
+ * There is no separate price for writing the cache, so no cache creation tokens.
+ */
+export function normaliseChatUsage(raw: unknown, warnings: string[]): Usage {
+  const source = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
+  if (source !== raw) warnings.push(`usage was ${describe(raw)}: counted as 0 tokens`);
+  const details = source.prompt_tokens_details;
+  const prompt = tokenCount(source.prompt_tokens, 'prompt_tokens', warnings);
+  let cached = tokenCount(details !== null && typeof details === 'object' ? (details as Record<string, unknown>).cached_tokens : undefined, 'prompt_tokens_details.cached_tokens', warnings);
+  if (cached > prompt) {
+    warnings.push(`usage.prompt_tokens_details.cached_tokens (${cached}) exceeds prompt_tokens (${prompt}): counted as ${prompt}`);
+    cached = prompt;
+  }
+  return {
+    inputTokens: prompt - cached,
+    outputTokens: tokenCount(source.completion_tokens, 'completion_tokens', warnings),
+    cacheCreationInputTokens: 0,
+    cacheReadInputTokens: cached,
+  };
+}
+
 /** The answer's content blocks, kept verbatim; `null`, a missing or a non-array `content` is no blocks. */
 export function normaliseContent(raw: unknown, warnings: string[]): ContentBlock[] {
   if (Array.isArray(raw)) {
@@ -51,17 +71,6 @@ export function normaliseContent(raw: unknown, warnings: string[]): ContentBlock
   }
   warnings.push(`content was ${describe(raw)}: taken as no content`);
   return [];
-}
-
-/** The sum of two usages, each count still clamped to the storable range. */
-export function addUsage(a: Usage, b: Usage): Usage {
-  const add = (x: number, y: number) => Math.min(x + y, MAX_TOKEN_COUNT);
-  return {
-    inputTokens: add(a.inputTokens, b.inputTokens),
-    outputTokens: add(a.outputTokens, b.outputTokens),
-    cacheCreationInputTokens: add(a.cacheCreationInputTokens, b.cacheCreationInputTokens),
-    cacheReadInputTokens: add(a.cacheReadInputTokens, b.cacheReadInputTokens),
-  };
 }
 
 /** A short, safe description of an unexpected value for a warning (never the value itself when long). */

@@ -16,8 +16,11 @@ const PriceFileSchema = z.record(z.string().min(1), ModelPriceSchema);
 
 export type ModelPrice = z.infer<typeof ModelPriceSchema>;
 
-/** Dated model ids ("claude-sonnet-4-5-20250929") are priced like their alias when only that is listed. */
-const DATE_SUFFIX = /-\d{8}$/;
+/**
+ * Dated model ids ("claude-sonnet-4-5-20250929", OpenAI's "gpt-4.1-mini-2025-04-14") are priced like
+ * their alias when only that is listed.
+ */
+const DATE_SUFFIX = /-(\d{8}|\d{4}-\d{2}-\d{2})$/;
 
 /**
  * What model calls cost. Prices come from a file, never from constants in code, because they change

@@ -1,6 +1,6 @@
 import type { Usage } from '../domain.ts';
 import { LlmError } from '../errors.ts';
-import { addUsage } from './normalise.ts';
+import { addUsage } from '../domain.ts';
 import { MAX_TIMER_MS, timerSleeper, type Sleeper } from './sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
 

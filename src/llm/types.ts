@@ -59,5 +59,10 @@ export interface LlmCallOptions {
 export interface LlmClient {
   /** The provider's name as it shows in traces and the startup banner, e.g. "anthropic" or "demo". */
   readonly provider: string;
+  /**
+   * The model to call when neither the run nor its agent names one (a client made for one agent,
+   * e.g. against a self-hosted server); absent or null: the runtime's DEFAULT_MODEL.
+   */
+  readonly defaultModel?: string | null;
   send(request: LlmRequest, options?: LlmCallOptions): Promise<LlmResponse>;
 }

@@ -44,6 +44,8 @@ export function logEvents(logger: Logger): EngineEvents {
           // What the provider's support asks for when a call misbehaved.
           request_id: response.requestId,
           response_id: response.id,
+          // What was wrong in the provider's answer and repaired (never its text).
+          ...(response.warnings?.length ? { provider_warnings: response.warnings } : {}),
         },
         'model step',
       );

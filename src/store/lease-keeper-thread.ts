@@ -16,7 +16,7 @@ import { DEFAULT_SCHEMA, inSchema } from '../db/schema.ts';
 import { RENEW_LEASES, RENEW_LEASES_NAME } from './lease-renewal.ts';
 import type { LeaseKeeper, LeaseKeeperFactory, LeaseKeeperListener, LeaseOwner } from './ports.ts';
 
-type ToThread = { type: 'hold'; runId: string; token: string } | { type: 'drop'; runId: string } | { type: 'close' };
+type ToThread = { type: 'hold'; runId: string; token: string } | { type: 'drop'; runId: string } | { type: 'alive' } | { type: 'close' };
 type FromThread =
   | { type: 'ready' }
   | { type: 'lost'; runId: string; token: string }
@@ -29,6 +29,8 @@ interface ThreadData {
   statement: { name: string; text: string };
   owner: LeaseOwner;
   intervalMs: number;
+  /** @unit milliseconds — renewals stop when the main thread has not said it is alive for this long. */
+  stallLimitMs: number;
   held: [string, string][];
 }
 
@@ -36,7 +38,11 @@ interface ThreadData {
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const pg = require(workerData.pgPath);
-const { url, statement, owner, intervalMs } = workerData;
+const { url, statement, owner, intervalMs, stallLimitMs } = workerData;
+// The main thread says it is alive every interval. A main thread blocked for good (a tool stuck in a
+// synchronous loop) must not hold its runs for ever: past the limit the leases are left to lapse, and
+// other workers take the runs over (the attempt is given back if this worker ever wakes up).
+let lastAlive = Date.now();
 const held = new Map(workerData.held); // run id -> lease token
 const cancelReported = new Set();
 let client = null;
@@ -63,7 +69,7 @@ async function connection() {
 async function round() {
   timer = null;
   const started = Date.now();
-  if (held.size > 0) {
+  if (held.size > 0 && Date.now() - lastAlive <= stallLimitMs) {
     const ids = [...held.keys()];
     const tokens = ids.map((id) => held.get(id));
     try {
@@ -91,7 +97,8 @@ async function round() {
 }
 
 parentPort.on('message', (m) => {
-  if (m.type === 'hold') held.set(m.runId, m.token);
+  if (m.type === 'alive') lastAlive = Date.now();
+  else if (m.type === 'hold') held.set(m.runId, m.token);
   else if (m.type === 'drop') {
     held.delete(m.runId);
     cancelReported.delete(m.runId);
@@ -122,6 +129,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
   private readonly held = new Map<string, string>();
   private thread: Thread | null = null;
   private restart: NodeJS.Timeout | undefined;
+  private readonly alive: NodeJS.Timeout;
   private closed = false;
   private markReady!: () => void;
   /** Settles once the first thread has connected, or failed to (it then keeps trying). */
@@ -133,8 +141,12 @@ class ThreadLeaseKeeper implements LeaseKeeper {
     private readonly owner: LeaseOwner,
     private readonly intervalMs: number,
     private readonly listener: LeaseKeeperListener,
+    private readonly stallLimitMs: number,
   ) {
     this.spawn();
+    // Runs on the main thread: when it is blocked, these stop, and so (past the limit) do the renewals.
+    this.alive = setInterval(() => this.send({ type: 'alive' }), intervalMs);
+    this.alive.unref();
   }
 
   private spawn(): void {
@@ -144,6 +156,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
       statement: { name: `${RENEW_LEASES_NAME}__${this.schema}`, text: inSchema(RENEW_LEASES, this.schema) },
       owner: this.owner,
       intervalMs: this.intervalMs,
+      stallLimitMs: this.stallLimitMs,
       held: [...this.held],
     };
     const thread = new Thread(THREAD_SOURCE, { eval: true, workerData: data });
@@ -199,6 +212,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.restart);
+    clearInterval(this.alive);
     const thread = this.thread;
     this.thread = null;
     if (!thread) return;
@@ -210,8 +224,19 @@ class ThreadLeaseKeeper implements LeaseKeeper {
   }
 }
 
+export interface LeaseKeeperThreadOptions {
+  /** Where the project's tables are (see src/db/schema.ts). */
+  schema?: string;
+  /**
+   * @unit milliseconds — how long the main thread may be blocked before its leases are left to lapse.
+   * Default: 3 × the lease, or the tool timeout plus a lease when that is longer — a tool blocking
+   * the loop can be that slow and still finish.
+   */
+  stallLimitMs?: number;
+}
+
 /** A lease keeper on its own thread and connection to the database at `url`. */
-/** `schema`: where the project's tables are (see src/db/schema.ts). */
-export function leaseKeeperThread(url: string, schema = DEFAULT_SCHEMA): LeaseKeeperFactory {
-  return (owner, intervalMs, listener) => new ThreadLeaseKeeper(url, schema, owner, intervalMs, listener);
+export function leaseKeeperThread(url: string, opts: LeaseKeeperThreadOptions = {}): LeaseKeeperFactory {
+  return (owner, intervalMs, listener) =>
+    new ThreadLeaseKeeper(url, opts.schema ?? DEFAULT_SCHEMA, owner, intervalMs, listener, opts.stallLimitMs ?? 3 * owner.leaseMs);
 }

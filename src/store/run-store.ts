@@ -91,6 +91,19 @@ export class RunStore implements EngineStore {
     return rows.map(toStepSummary);
   }
 
+  /**
+   * The provider of the run's latest model step ("anthropic", "openai" …); null before its first
+   * model call (or when its model steps were recorded before steps kept their provider).
+   */
+  async latestProvider(runId: RunId): Promise<string | null> {
+    const { rows } = await this.db.query<{ provider: string }>(
+      `SELECT request->>'provider' AS provider FROM durable_agent.run_step
+        WHERE run_id = $1 AND kind = 'MODEL' AND request ? 'provider' ORDER BY seq DESC LIMIT 1`,
+      [runId],
+    );
+    return rows[0]?.provider ?? null;
+  }
+
   /** Steps 1..upTo (inclusive), enough to rebuild the request of step upTo. */
   async stepsThrough(runId: RunId, upTo: number): Promise<Step[]> {
     const { rows } = await this.db.query<StepRow>(
@@ -109,7 +122,8 @@ export class RunStore implements EngineStore {
       `UPDATE durable_agent.run SET cancel_requested = true,
               status = CASE WHEN status = 'QUEUED' THEN 'CANCELLED' ELSE status END,
               finished_at = CASE WHEN status = 'QUEUED' THEN now() ELSE finished_at END,
-              error = CASE WHEN status = 'QUEUED' THEN 'cancelled before it started' ELSE error END,
+              error = CASE WHEN status <> 'QUEUED' THEN error WHEN attempts = 0 AND provider_requeues = 0 THEN 'cancelled before it started'
+                           ELSE 'cancelled while waiting in the queue' END,
               updated_at = now()
        WHERE id = $1 AND status IN ('QUEUED', 'RUNNING') AND NOT cancel_requested
        RETURNING ${RUN_COLUMNS}`,
@@ -237,14 +251,6 @@ export class RunStore implements EngineStore {
 
 
   /** Renews one run's lease; a worker renews all of its runs at once (renewLeases). */
-  async renewLease(runId: RunId, owner: Lease): Promise<RunProgress> {
-    const { rows } = await this.prepared<ProgressRow>('renew_lease', `WITH ${OWNED(4)} SELECT tokens_used, cancel_requested FROM owner`, [
-      runId, owner.worker, owner.leaseMs, owner.token,
-    ]);
-    if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
-    return progress(rows[0]);
-  }
-
   async renewLeases(owner: LeaseOwner, held: readonly HeldLease[]): Promise<RenewedLease[]> {
     return renewLeases(this.db, owner, held);
   }
@@ -276,7 +282,7 @@ export class RunStore implements EngineStore {
        WHERE ${FENCE(3)}
        RETURNING status, tokens_used, run_at`,
       [
-        runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error == null ? null : this.redact(how.error),
+        runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error == null ? null : this.redact(storableText(how.error)),
         how.usage ? budgetTokens(storableUsage(how.usage)) : 0, storableCost(how.costUsd ?? 0),
       ],
     );

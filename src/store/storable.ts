@@ -10,14 +10,13 @@
  * the budget, one past 2^31-1 would make the checkpoint fail on every retry. Each is clamped to
  * 0 ≤ n ≤ 2^31-1, rounded; a value that is no number at all counts 0.
  */
-import type { ContentBlock, Usage } from '../domain.ts';
+import { type ContentBlock, MAX_TOKEN_COUNT, type Usage } from '../domain.ts';
 
 /** A NUL, or a surrogate without its pair (in `u` mode a well-formed pair is one code point, not matched). */
 const UNSTORABLE = /[\0\p{Cs}]/u;
 const UNSTORABLE_ALL = /[\0\p{Cs}]/gu;
 
 export const REPLACEMENT_CHARACTER = '\uFFFD';
-export const INT4_MAX = 2 ** 31 - 1;
 /** The most a cost can be and still fit `numeric(18, 8)`. */
 const COST_MAX = 9_999_999_999;
 
@@ -51,7 +50,7 @@ export function storableValue<T>(v: T): T {
 
 export function storableCount(n: unknown): number {
   if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0) return 0;
-  return Math.min(Math.round(n), INT4_MAX);
+  return Math.min(Math.round(n), MAX_TOKEN_COUNT);
 }
 
 export function storableUsage(u: Usage): Usage {
@@ -74,16 +73,6 @@ export function sameUsage(a: Usage, b: Usage): boolean {
     a.cacheCreationInputTokens === b.cacheCreationInputTokens &&
     a.cacheReadInputTokens === b.cacheReadInputTokens
   );
-}
-
-export function addUsage(a: Usage, b: Usage | null | undefined): Usage {
-  if (!b) return a;
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    cacheCreationInputTokens: a.cacheCreationInputTokens + b.cacheCreationInputTokens,
-    cacheReadInputTokens: a.cacheReadInputTokens + b.cacheReadInputTokens,
-  };
 }
 
 /** Content blocks made storable; `null` or a non-array (a provider's bad day) is no content at all. */

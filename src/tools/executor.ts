@@ -7,7 +7,7 @@
  * the model is sent exactly the text the log keeps, and a resumed run replays that same text.
  */
 import type { RunId, ToolUseBlock } from '../domain.ts';
-import { FatalError } from '../errors.ts';
+import { DatabaseUnavailableError, FatalError } from '../errors.ts';
 import type { ToolDefinition } from '../llm/types.ts';
 import { storableText } from '../store/storable.ts';
 import type { Tool } from './types.ts';
@@ -31,7 +31,7 @@ function render(value: unknown): string {
  * model how much it does not see. Text within the limit is returned as it is.
  */
 export function capResult(text: string, maxBytes: number): string {
-  // Each UTF-16 unit is at least one UTF-8 byte, so only a text this long can be over the limit.
+  // A UTF-16 unit is at most three UTF-8 bytes, so a text this short cannot be over the limit.
   if (text.length <= maxBytes / 3 || Buffer.byteLength(text, 'utf8') <= maxBytes) return text;
   const total = Buffer.byteLength(text, 'utf8');
   const note = (kept: number) => `\n\n[result cut: the tool returned ${total} bytes; only the first ${kept} are shown above]`;
@@ -72,12 +72,21 @@ export class ToolExecutor {
   private async run(use: ToolUseBlock, ctx: { runId: RunId; signal: AbortSignal }): Promise<ToolOutcome> {
     const tool = this.byName.get(use.name);
     if (!tool) return { status: 'ERROR', result: `error: unknown tool "${use.name}"` };
+    // Every tool takes a JSON object. Anything else is arguments the provider could not read as one
+    // (kept as the model's own text): running the tool on a guess would be worse than telling the model.
+    if (typeof use.input !== 'object' || use.input === null || Array.isArray(use.input)) {
+      return { status: 'ERROR', result: `error: the arguments are not a JSON object, so ${use.name} was not run; call it again with a JSON object that fits its input schema` };
+    }
     const controller = new AbortController();
     const onOuterAbort = () => controller.abort(ctx.signal.reason);
     // A tool that cannot be re-run safely is never cut off by the worker giving the run up: cut off,
     // it would be left STARTED and the run would have to stop for a human. Its own timeout still holds.
     const cancellable = tool.idempotent !== false;
-    if (cancellable) ctx.signal.addEventListener('abort', onOuterAbort, { once: true });
+    if (cancellable) {
+      // Stopped while the STARTED row was being written: the tool starts already cut off.
+      if (ctx.signal.aborted) onOuterAbort();
+      else ctx.signal.addEventListener('abort', onOuterAbort, { once: true });
+    }
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -93,7 +102,7 @@ export class ToolExecutor {
       ]);
       return { status: 'DONE', result: render(value) };
     } catch (e) {
-      if (e instanceof FatalError) throw e;
+      if (e instanceof FatalError || e instanceof DatabaseUnavailableError) throw e;
       if (cancellable && ctx.signal.aborted) throw ctx.signal.reason;
       // A tool that stops on its signal fails with its own error; the timeout is what the model should hear.
       const cause = controller.signal.reason instanceof ToolTimeout ? controller.signal.reason : e;

@@ -23,9 +23,9 @@ interface Line {
   [field: string]: unknown;
 }
 
-function startWorker(name: string, lines: Line[]): ChildProcess {
+function startWorker(name: string, lines: Line[], env: Record<string, string> = {}): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('test/support/stall-worker-process.ts')], {
-    env: { ...process.env, DATABASE_URL: db.url, WORKER_NAME: name, LEASE_MS: '1000', BLOCK_MS: '2500', MAX_RUN_ATTEMPTS: '3' },
+    env: { ...process.env, DATABASE_URL: db.url, WORKER_NAME: name, LEASE_MS: '1000', BLOCK_MS: '2500', MAX_RUN_ATTEMPTS: '3', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   readline.createInterface({ input: child.stdout! }).on('line', (l) => {
@@ -79,3 +79,22 @@ it('a tool that blocks the event loop longer than the lease fails no innocent ru
   expect(blamed.map((b) => b.tool)).toEqual(Array(6).fill('work'));
   expect(new Set(blamed.map((b) => b.run_id))).toEqual(blockers);
 });
+
+it('a worker blocked for good gives its runs up: past the stall limit another worker takes them over', async () => {
+  // Lease 500 ms, so the keeper's stall limit is 1.5 s; the tool blocks A's loop for 20 s.
+  const lines: Line[] = [];
+  const a = startWorker('stuck-A', lines, { LEASE_MS: '500', BLOCK_MS: '20000' });
+  await waitFor('A to be ready', async () => lines.some((l) => l.event === 'ready'), 30_000);
+  const run = await newRun(db.store, 'block forever');
+  await waitFor('A to start the blocking tool', async () => lines.some((l) => l.event === 'tool' && l.runId === run.id), 30_000);
+  const b = startWorker('rescuer-B', lines, { LEASE_MS: '500', BLOCKS: '0' });
+  try {
+    await waitFor('B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 60_000);
+    // Finished by B while A was still stuck in its tool.
+    expect(lines.some((l) => l.event === 'unblocked')).toBe(false);
+    const steps = await db.store.steps(run.id);
+    expect(steps.at(-1)).toMatchObject({ kind: 'MODEL', worker: 'rescuer-B' });
+  } finally {
+    for (const c of [a, b]) c.kill('SIGKILL');
+  }
+}, 120_000);

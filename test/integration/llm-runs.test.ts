@@ -7,6 +7,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { timelineItem } from '../../src/api/present.ts';
 import type { Run, Step } from '../../src/domain.ts';
+import type { EngineEvents } from '../../src/engine/events.ts';
 import { createLlmClient, loadPrices, type LlmConfig } from '../../src/llm/index.ts';
 import { defineTool, type Tool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
@@ -62,10 +63,12 @@ const echo = (name: string) =>
   });
 
 /** Creates one run and drives it to its end with one worker using the real client stack. */
-async function drive(opts: { config?: Partial<LlmConfig>; tools?: Tool[]; input?: string } = {}): Promise<{ run: Run; steps: Step[] }> {
+async function drive(
+  opts: { config?: Partial<LlmConfig>; tools?: Tool[]; input?: string; events?: EngineEvents[] } = {},
+): Promise<{ run: Run; steps: Step[] }> {
   const created = await newRun(db.store, opts.input ?? 'find x', { model: MODEL });
   const llm = createLlmClient(llmConfig(opts.config), { sleeper });
-  const worker = testWorker(db.store, llm, opts.tools ?? [], { name: 'W', costOf: (m, u) => prices.costOf(m, u) });
+  const worker = testWorker(db.store, llm, opts.tools ?? [], { name: 'W', costOf: (m, u) => prices.costOf(m, u), events: opts.events ?? [] });
   const result = await worker.runOnce();
   expect(result?.runId).toBe(created.id);
   return { run: await db.store.state(created.id), steps: await db.store.steps(created.id) };
@@ -87,6 +90,14 @@ describe('runs through the real SDK against a Messages API server', () => {
     expect(steps).toHaveLength(1);
     expect(steps[0]).toMatchObject({ seq: 1, kind: 'MODEL', status: 'DONE', attempts: 3, inputTokens: 120, outputTokens: 30 });
     expect(steps[0]!.costUsd).toBeCloseTo(prices.costOf(MODEL, { inputTokens: 120, outputTokens: 30, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 }), 8);
+  });
+
+  it.each([true, false])('repairs a negative usage and says so in a step warning (streaming %s)', async (streaming) => {
+    server.reply({ content: [], usage: { input_tokens: -5000, output_tokens: 7 } });
+    const warnings: string[] = [];
+    const { run } = await drive({ config: { llmStreaming: streaming }, events: [{ stepWarning: (e) => warnings.push(`${e.warning}: ${e.detail}`) }] });
+    expect(run).toMatchObject({ status: 'SUCCEEDED', tokensUsed: 7 });
+    expect(warnings).toEqual([expect.stringMatching(/^provider-value-repaired: usage\.input_tokens was -5000: counted as 0$/)]);
   });
 
   it("fails on a 400 after exactly one request, with the API's message in error and no step row", async () => {

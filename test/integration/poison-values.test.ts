@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Run } from '../../src/domain.ts';
 import { replay } from '../../src/engine/replay.ts';
+import { LlmError } from '../../src/errors.ts';
 import type { LlmClient } from '../../src/llm/types.ts';
 import { defineTool, type Tool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
@@ -82,6 +83,26 @@ describe('text PostgreSQL cannot store', () => {
     ]);
     // The worker never knew anything the log does not: its second request is the log's replay.
     expect(llm.seen[1]!.messages).toEqual(replay(run.input, steps.slice(0, 2)).messages);
+  });
+});
+
+describe("a provider's error message", () => {
+  it('holding U+0000 is stored with U+FFFD when the run is requeued: one call per claim, the cause kept', async () => {
+    const run = await newRun(db.store);
+    const llm = new ScriptedLlm()
+      .thenFail(new LlmError(429, 'slow\u0000down', { type: 'rate_limit_error', retryAfterMs: 1 }))
+      .thenText('done');
+    const w = testWorker(db.store, llm, [], { name: 'W', leaseMs: 300, pollIntervalMs: 50, maxRunAttempts: 3, requeueDelayMs: 1 });
+    await w.start();
+    try {
+      await waitFor('the run to end', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 30_000);
+    } finally {
+      await w.stop();
+    }
+    const final = await db.store.state(run.id);
+    expect(llm.seen).toHaveLength(2);
+    expect(final).toMatchObject({ attempts: 1, providerRequeues: 1 });
+    expect(final.lastError?.message).toContain(`slow${FFFD}down`);
   });
 });
 

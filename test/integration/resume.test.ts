@@ -175,7 +175,7 @@ describe('fencing', () => {
     await expect(db.store.checkpointModel(run.id, a, cp(1))).rejects.toBeInstanceOf(LeaseLostError);
     await expect(db.store.startTool(run.id, a, { seq: 1, toolUseId: 't', toolName: 'x' })).rejects.toBeInstanceOf(LeaseLostError);
     await expect(db.store.finish(run.id, a, { status: 'SUCCEEDED', output: 'A wins' })).rejects.toBeInstanceOf(LeaseLostError);
-    await expect(db.store.renewLease(run.id, a)).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await db.store.renewLeases(a, [{ runId: run.id, token: a.token }])).toEqual([]); // not renewed: lost
     await db.store.release(run.id, a); // a stale hand-back changes nothing either
 
     const state = await db.store.state(run.id);
@@ -197,7 +197,7 @@ describe('fencing', () => {
     await expect(db.store.checkpointModel(run.id, stale, cp(1))).rejects.toBeInstanceOf(LeaseLostError);
     await expect(db.store.startTool(run.id, stale, { seq: 1, toolUseId: 't', toolName: 'x' })).rejects.toBeInstanceOf(LeaseLostError);
     await expect(db.store.finishTool(run.id, stale, { toolUseId: 't', status: 'DONE', result: 'r', latencyMs: 1 })).rejects.toBeInstanceOf(LeaseLostError);
-    await expect(db.store.renewLease(run.id, stale)).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await db.store.renewLeases(stale, [{ runId: run.id, token: stale.token }])).toEqual([]);
     await expect(db.store.finish(run.id, stale, { status: 'SUCCEEDED' })).rejects.toBeInstanceOf(LeaseLostError);
     expect(await db.store.release(run.id, stale)).toBe(false);
     expect(await db.store.state(run.id)).toMatchObject({ status: 'RUNNING', lockedBy: 'A', tokensUsed: 0 });

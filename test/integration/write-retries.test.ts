@@ -145,7 +145,7 @@ describe('the built-in tools', () => {
     expect(tickets.map((t) => t.id)).toEqual(['ACME-101', 'ACME-102', 'ACME-104']);
   });
 
-  it('end the attempt, as a crash would, when the database stays unreachable: the call is left STARTED to run again', async () => {
+  it('end the attempt when the database stays unreachable: the cause recorded, the attempt not counted, the call left STARTED to run again', async () => {
     const run = await newRun(db.store);
     const tools = demoTools(new TicketStore(flaky.pool), { attempts: 3, baseMs: 1, capMs: 1 });
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'get_ticket', { id: 'ACME-101' });
@@ -155,5 +155,9 @@ describe('the built-in tools', () => {
 
     expect(flaky.fired).toBe(3);
     expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'STARTED']]);
+    // Back in the queue at once: an outage is not the run's fault, so the attempt is given back.
+    const after = await db.store.state(run.id);
+    expect(after).toMatchObject({ status: 'QUEUED', attempts: 0, lockedBy: null });
+    expect(after.lastError?.message).toMatch(/stayed unreachable/);
   });
 });

@@ -3,7 +3,7 @@
  * test can prove that what the engine would send is a request the API accepts:
  *
  * - the list is not empty and starts with a user message; roles alternate
- * - no message has empty content (an assistant message with no blocks is refused)
+ * - no message has empty content (an assistant message with no blocks is refused), and no text block is empty
  * - every tool_use of an assistant message is answered exactly once, by a tool_result in the user
  *   message right after it; those tool_result blocks come first in that message, in tool_use order
  * - a tool_result answers a tool_use of the assistant message right before it, and nothing else
@@ -27,6 +27,7 @@ export function messagesApiViolations(messages: readonly Message[]): string[] {
     const at = `message ${i} (${m.role})`;
     if (i > 0 && messages[i - 1]!.role === m.role) problems.push(`${at} follows another ${m.role} message`);
     if (m.content.length === 0) problems.push(`${at} has empty content`);
+    if (blocks(m).some((b) => b.type === 'text' && b.text === '')) problems.push(`${at} holds an empty text block`);
     const results = toolResultIds(m);
     if (m.role === 'assistant' && results.length > 0) problems.push(`${at} holds tool_result blocks`);
     if (m.role === 'user' && results.length > 0) {

@@ -1,7 +1,8 @@
 /**
  * A real worker process whose runs each call the tool `work` once: for a run whose input starts with
  * "block" the tool busy-loops for BLOCK_MS (a synchronous computation blocking the event loop), for the
- * others it waits WORK_MS without blocking. Prints a JSON line per tool start; its own log lines
+ * others it waits WORK_MS without blocking (BLOCKS=0: this process never blocks). Prints a JSON line per
+ * tool start and one when a block ends; its own log lines
  * (warnings and up) go to stdout as JSON too. Configured by environment.
  */
 import { createPool } from '../../src/db/pool.ts';
@@ -29,9 +30,10 @@ const work = defineTool({
   inputSchema: { type: 'object' },
   async execute(input, ctx) {
     console.log(JSON.stringify({ event: 'tool', runId: ctx.runId, key: ctx.idempotencyKey }));
-    if ((input as { block?: boolean }).block) {
+    if ((input as { block?: boolean }).block && process.env.BLOCKS !== '0') {
       const until = Date.now() + blockMs;
       while (Date.now() < until); // a synchronous computation: nothing else in this process runs meanwhile
+      console.log(JSON.stringify({ event: 'unblocked', runId: ctx.runId }));
     } else {
       await new Promise((r) => setTimeout(r, Number(process.env.WORK_MS ?? 300)));
     }

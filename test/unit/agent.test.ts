@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { checkAgents, defineAgent, singleAgent } from '../../src/agent.ts';
 import { ConfigError } from '../../src/errors.ts';
+import { anthropic, openAiCompatible } from '../../src/llm/factories.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
 
@@ -11,13 +12,33 @@ const clock = defineTool({ name: 'now', description: 'The time.', inputSchema: {
 describe('defineAgent', () => {
   it('takes zod and JSON-Schema tools, and fills what is left out with null (the runtime defaults)', () => {
     const helper = defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather, clock] });
-    expect(helper).toEqual({ name: 'helper', system: 'Be brief.', tools: [weather, clock], model: null, maxTokens: null, version: null });
+    expect(helper).toEqual({ name: 'helper', system: 'Be brief.', tools: [weather, clock], model: null, maxTokens: null, version: null, llm: null });
     expect(Object.isFrozen(helper)).toBe(true);
     expect(defineAgent({ name: 'v2.agent', system: 's', tools: [], model: 'claude-x', maxTokens: 512, version: '2026-11' })).toMatchObject({
       model: 'claude-x',
       maxTokens: 512,
       version: '2026-11',
     });
+  });
+
+  it('takes a model client of its own, made by a factory, with the model its runs call by default', () => {
+    const llm = openAiCompatible({ apiKey: 'sk-proj-test-agent-0123456789', baseUrl: 'http://127.0.0.1:11434/v1', model: 'qwen3:8b', provider: 'ollama' });
+    const helper = defineAgent({ name: 'helper', system: 'Be brief.', tools: [], llm });
+    expect(helper.llm).toBe(llm);
+    expect([llm.provider, llm.defaultModel]).toEqual(['ollama', 'qwen3:8b']);
+    expect(checkAgents([helper], 'config')[0]!.llm).toBe(llm);
+    expect(() => defineAgent({ name: 'helper', system: 's', tools: [], llm: { send() {} } as never })).toThrow(
+      'invalid agent "helper": llm: must be a model client, e.g. openAiCompatible({ apiKey, baseUrl, model }) or anthropic({ apiKey })',
+    );
+  });
+
+  it("refuses a factory's bad options in one line that never shows the key", () => {
+    expect(() => openAiCompatible({ apiKey: '' })).toThrow('openAiCompatible: apiKey: must be a non-empty string');
+    const badUrl = () => openAiCompatible({ apiKey: 'sk-proj-secret-0123456789', baseUrl: 'localhost:1234/v1' });
+    expect(badUrl).toThrow('openAiCompatible: baseUrl: must be an http(s) URL');
+    expect(badUrl).not.toThrow(/sk-proj-secret/);
+    expect(() => anthropic({ apiKey: 'sk-ant-x', retryBaseMs: 500, retryCapMs: 10 })).toThrow('anthropic: retryCapMs must be at least retryBaseMs');
+    expect(anthropic({ apiKey: 'sk-ant-x' })).toMatchObject({ provider: 'anthropic', defaultModel: null });
   });
 
   it('names the agent and the first thing wrong with it', () => {

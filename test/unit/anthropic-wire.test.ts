@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../../src/domain.ts';
+import { MAX_TOKEN_COUNT, type Message } from '../../src/domain.ts';
 import { LlmError } from '../../src/errors.ts';
 import { toLlmResponse, toMessageParams } from '../../src/llm/anthropic-wire.ts';
-import { MAX_TOKEN_COUNT } from '../../src/llm/normalise.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
 
 const EPHEMERAL = { type: 'ephemeral' };
@@ -23,13 +22,19 @@ describe('toMessageParams', () => {
     expect(breakpoints(params)).toBe(1);
   });
 
-  it('marks the last cacheable block, skipping thinking blocks and empty text', () => {
+  it('marks the last cacheable block, skipping thinking blocks', () => {
     const params = toMessageParams(request([
-      { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'thinking', thinking: 't', signature: 's' }, { type: 'text', text: '' }] },
+      { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'thinking', thinking: 't', signature: 's' }] },
     ]));
-    expect(params.messages[0]!.content).toEqual([
-      { type: 'text', text: 'a', cache_control: EPHEMERAL }, { type: 'thinking', thinking: 't', signature: 's' }, { type: 'text', text: '' },
-    ]);
+    expect(params.messages[0]!.content).toEqual([{ type: 'text', text: 'a', cache_control: EPHEMERAL }, { type: 'thinking', thinking: 't', signature: 's' }]);
+  });
+
+  it('leaves out empty text blocks, which the API refuses in a request, without touching the log', () => {
+    const reply: Message = { role: 'assistant', content: [{ type: 'text', text: '' }, { type: 'tool_use', id: 'toolu_1', name: 'x', input: {} }] };
+    const messages: Message[] = [{ role: 'user', content: 'q' }, reply, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'r' }] }];
+    const params = toMessageParams(request(messages));
+    expect(params.messages[1]!.content).toEqual([{ type: 'tool_use', id: 'toolu_1', name: 'x', input: {} }]);
+    expect(reply.content).toHaveLength(2);
   });
 
   it('keeps breakpoints already set and adds its own only while fewer than four are set', () => {

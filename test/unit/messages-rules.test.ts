@@ -18,6 +18,7 @@ describe('messagesApiViolations', () => {
     ['an assistant first', [assistant([text('x')])], /first message is not from the user/],
     ['two user messages in a row', [user('a'), user('b')], /follows another user message/],
     ['empty assistant content', [user('q'), assistant([]), user('x')], /has empty content/],
+    ['an empty text block', [user('q'), assistant([text('')])], /empty text block/],
     ['an unanswered tool_use', [user('q'), assistant([use('a')])], /not answered/],
     ['results out of tool_use order', [user('q'), assistant([use('a'), use('b')]), user([result('b'), result('a')])], /do not answer .* in order/],
     ['a missing result', [user('q'), assistant([use('a'), use('b')]), user([result('a')])], /do not answer/],

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/config.ts';
+import { DEFAULT_OPENAI_MODEL, PROJECT_ROOT } from '../../src/config.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { PriceTable, loadPrices } from '../../src/llm/prices.ts';
 
@@ -28,6 +28,12 @@ describe('prices', () => {
     expect(table.costOf('claude-sonnet-4-5-20250929', { ...usage, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 })).toBe(3);
   });
 
+  it("prices an OpenAI snapshot id (…-YYYY-MM-DD) like its alias", () => {
+    const table = new PriceTable({ 'gpt-4.1-mini': { input: 0.4, output: 1.6, cacheWrite: 0.4, cacheRead: 0.1 } });
+    expect(table.priceOf('gpt-4.1-mini-2025-04-14')).toEqual({ input: 0.4, output: 1.6, cacheWrite: 0.4, cacheRead: 0.1 });
+    expect(table.priceOf('gpt-4.1-mini-2025-04')).toBeNull(); // not a date: not an alias
+  });
+
   it('counts an unknown model as free and warns once per model', () => {
     const warnings: string[] = [];
     const table = new PriceTable({}, (m) => warnings.push(m));
@@ -45,6 +51,16 @@ describe('prices', () => {
     expect(table.priceOf('claude-haiku-4-5')).toEqual({ input: 1, output: 5, cacheWrite: 1.25, cacheRead: 0.1 });
     expect(table.priceOf('claude-sonnet-4-0')).not.toBeNull();
     expect(table.costOf('demo', usage)).toBe(0);
+  });
+
+  it('ships prices for the OpenAI models, the default one included; without a cache write price, a write costs as input', () => {
+    const table = loadPrices(path.join(PROJECT_ROOT, 'prices.json'));
+    expect(table.priceOf(DEFAULT_OPENAI_MODEL)).toEqual({ input: 0.75, output: 4.5, cacheWrite: 0.75, cacheRead: 0.075 });
+    for (const model of table.models.filter((m) => /^(gpt-|o\d)/.test(m))) {
+      const price = table.priceOf(model)!;
+      expect(price.cacheWrite, model).toBe(price.input);
+      expect(price.cacheRead, model).toBeLessThan(price.input);
+    }
   });
 
   it('names the file and the bad field', () => {

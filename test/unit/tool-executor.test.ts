@@ -31,6 +31,18 @@ describe('ToolExecutor', () => {
     expect(await executor.execute(use('echo', { a: 1 }), ctx())).toEqual({ status: 'DONE', result: '{"input":{"a":1},"key":"toolu_1"}' });
   });
 
+  it('does not run a tool on input that is not a JSON object (arguments a provider could not parse), and says why', async () => {
+    const ran: unknown[] = [];
+    const spy = new ToolExecutor([tool('spy', async (input) => ran.push(input))], 100);
+    for (const input of ['{"q": "a"', [1, 2], null, 7]) {
+      expect(await spy.execute(use('spy', input), ctx())).toEqual({
+        status: 'ERROR',
+        result: 'error: the arguments are not a JSON object, so spy was not run; call it again with a JSON object that fits its input schema',
+      });
+    }
+    expect(ran).toEqual([]);
+  });
+
   it('turns a failing tool, an unknown tool and a timeout into is_error results for the model', async () => {
     expect(await executor.execute(use('boom'), ctx())).toEqual({ status: 'ERROR', result: 'error: disk full' });
     expect(await executor.execute(use('nope'), ctx())).toEqual({ status: 'ERROR', result: 'error: unknown tool "nope"' });

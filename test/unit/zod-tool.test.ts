@@ -51,7 +51,8 @@ describe('tool() with a zod schema', () => {
     });
     expect(await executor.execute(use('Paris'), ctx)).toEqual({
       status: 'ERROR',
-      result: 'error: invalid input for get_weather: (the input itself): Invalid input: expected object, received string',
+      // Not an object at all (arguments a provider could not parse): the executor refuses it before the schema.
+      result: 'error: the arguments are not a JSON object, so get_weather was not run; call it again with a JSON object that fits its input schema',
     });
     expect(execute).not.toHaveBeenCalled();
   });

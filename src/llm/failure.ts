@@ -1,0 +1,28 @@
+/** What every provider's error classification shares: the call's context and how a cause is told. */
+import type { Usage } from '../domain.ts';
+
+/** What is known about the call when it failed. */
+export interface FailureContext {
+  /** The API key, cut out of every message (a proxy or a misconfigured gateway may echo it). */
+  apiKey?: string;
+  /** The answer's headers had arrived: whatever fails now was sent, and may have been billed. */
+  answered?: boolean;
+  requestId?: string | null;
+  /** What the answer had reported before it failed. */
+  usage?: Usage | null;
+}
+
+/** A function that cuts `apiKey` out of a text (the identity when there is no key). */
+export function redactor(apiKey: string | undefined): (text: string) => string {
+  return (text) => (apiKey ? text.split(apiKey).join('[redacted]') : text);
+}
+
+/** "fetch failed" or "terminated" alone says little; the system error underneath names the real problem. */
+export function describeCause(cause: Error): string {
+  const inner = (cause as { cause?: unknown }).cause;
+  if (inner instanceof Error) {
+    const code = (inner as { code?: unknown }).code;
+    return typeof code === 'string' ? `${cause.message} (${code})` : `${cause.message} (${inner.message})`;
+  }
+  return cause.message;
+}
