@@ -6,9 +6,9 @@
  * Only node:util and the error classes are imported up front: `--help` and a mistyped command answer
  * at once, while the runtime's modules (database, HTTP server, model SDK) take about a second to load.
  */
-import { parseArgs } from 'node:util';
 import type { Config, Env } from './config.ts';
 import { DurableAgentError } from './errors.ts';
+import { parseOptions, UsageError } from './cli/usage.ts';
 
 const USAGE = `durable-agent — a durable runtime for LLM agents on PostgreSQL
 
@@ -19,6 +19,8 @@ Commands:
     --no-worker      the API only (run workers as separate processes)
   worker           a worker only: claims runs and drives them
   migrate          apply database migrations, then exit
+  runs             list, show, cancel and delete runs of a running server (runs --help)
+  keys             create, list and revoke API keys (keys --help)
   help             this text
 
 Options:
@@ -34,36 +36,42 @@ OTEL_EXPORTER_OTLP_ENDPOINT, …); see the README. With DATABASE_URL unset, an e
 its data under ./.data/ and is shared by every process of the project on this machine.
 `;
 
-/** Bad usage: one line saying what is wrong, then the usage. */
-class UsageError extends Error {}
-
 const COMMANDS = ['serve', 'worker', 'migrate', 'help'] as const;
 type Command = (typeof COMMANDS)[number];
 
+/** Command groups with subcommands and options of their own, each in its module under cli/. */
+const GROUPS: Record<string, () => Promise<(argv: string[]) => Promise<number>>> = {
+  runs: async () => (await import('./cli/runs.ts')).runsCommand,
+  keys: async () => (await import('./cli/keys.ts')).keysCommand,
+};
+
 function parse(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        help: { type: 'boolean', short: 'h' },
-        'no-worker': { type: 'boolean' },
-        config: { type: 'string' },
-        port: { type: 'string' },
-        host: { type: 'string' },
-      },
-    });
-  } catch (e) {
-    // node's own messages run to several sentences; the first clause is the readable line.
-    const { code, message } = e as { code?: string; message: string };
-    const option = /'([^']+)'/.exec(message)?.[1];
-    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) throw new UsageError(`unknown option ${option}`);
-    throw new UsageError(message.split('. ')[0]!.replace(/^Option/, 'option'));
-  }
+  return parseOptions({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      help: { type: 'boolean', short: 'h' },
+      'no-worker': { type: 'boolean' },
+      config: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+    },
+  });
 }
 
-function banner(config: Readonly<Config>, url: string, database: string, provider: string, agent: string | null, withWorker: boolean, traces: string | null): string {
+/** The banner's line on authentication: whether requests need a key, and how to get one. */
+function authLine(mode: 'keys' | 'hook' | 'off', required: boolean): string {
+  if (mode === 'off') return 'OFF (AUTH=off): anyone who reaches this address reads, cancels and deletes every run';
+  if (required) return 'API keys required (Authorization: Bearer <key>); durable-agent keys create --tenant <name> makes one';
+  return 'none yet: no API key exists and the API listens on loopback (durable-agent keys create --tenant <name> turns keys on)';
+}
+
+function banner(
+  config: Readonly<Config>, url: string, database: string, provider: string, agent: string | null, withWorker: boolean, traces: string | null,
+  auth: string, keyed: boolean,
+): string {
   const example = agent ? '{"input":"Hello!"}' : '{"input":"Which acme tickets are overdue?","tokenBudget":50000,"timeoutSeconds":300}';
+  const key = keyed ? ` -H "Authorization: Bearer $DURABLE_AGENT_KEY"` : '';
   const lines = [
     `durable-agent listening on ${url}`,
     `  database: ${database}`,
@@ -72,11 +80,12 @@ function banner(config: Readonly<Config>, url: string, database: string, provide
     `  worker:   ${withWorker ? `${config.workerName}, up to ${config.workerConcurrency} runs at once` : 'none in this process (--no-worker)'}`,
     `  web UI:   ${url}/ (the dashboard)`,
     ...(traces ? [`  traces:   OTLP to ${traces}`] : []),
+    `  auth:     ${auth}`,
     '',
     'Start a run:',
-    `  curl -s -X POST ${url}/api/runs -H 'Content-Type: application/json' \\`,
+    `  curl -s -X POST ${url}/api/runs -H 'Content-Type: application/json'${key} \\`,
     `    -d '${example}'`,
-    `Then: curl -s ${url}/api/runs/<id>   and   curl -s ${url}/api/runs/<id>/timeline`,
+    `Then: curl -s${key} ${url}/api/runs/<id>   or   durable-agent runs list`,
     '',
   ];
   return lines.join('\n');
@@ -131,7 +140,11 @@ async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker
     const runtime = await startRuntime(config, { api: command === 'serve', worker: withWorker, ...(agent ? { agent } : {}) });
     otel?.reportTo(runtime.logger);
     if (command === 'serve') {
-      process.stdout.write(banner(config, runtime.url!, runtime.database.description, runtime.llm.provider, agent?.name ?? null, withWorker, otel?.tracesUrl ?? null));
+      const required = await runtime.auth.required();
+      const auth = authLine(runtime.auth.mode, required);
+      process.stdout.write(
+        banner(config, runtime.url!, runtime.database.description, runtime.llm.provider, agent?.name ?? null, withWorker, otel?.tracesUrl ?? null, auth, required),
+      );
     } else {
       runtime.logger.info(
         { database: runtime.database.description, provider: runtime.llm.provider, metrics: runtime.url ? `${runtime.url}/metrics` : undefined, traces: otel?.tracesUrl },
@@ -149,6 +162,8 @@ async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker
 }
 
 async function run(argv: string[]): Promise<number> {
+  const group = argv[0] !== undefined ? GROUPS[argv[0]] : undefined;
+  if (group) return (await group())(argv.slice(1));
   const { values, positionals } = parse(argv);
   const [command, ...rest] = positionals;
   if (values.help || command === 'help') {
@@ -183,7 +198,7 @@ export async function main(argv: string[]): Promise<number> {
     return await run(argv);
   } catch (e) {
     if (e instanceof UsageError) {
-      process.stderr.write(`durable-agent: ${e.message}\n\n${USAGE}`);
+      process.stderr.write(`durable-agent: ${e.message}\n\n${e.usage ?? USAGE}`);
       return 2;
     }
     if (e instanceof DurableAgentError) {

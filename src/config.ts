@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { type CrashPlan, parseCrashPlan } from './engine/crash-points.ts';
 import { ConfigError } from './errors.ts';
 import { OTLP_PROTOCOLS, type OtelExportConfig, otelExportConfig } from './observability/otel-config.ts';
+import { parseRedactSetting, type RedactPattern } from './observability/redact.ts';
 
 /** The root of the installed project (where package.json and prices.json live). */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -74,12 +75,50 @@ const EnvSchema = z.object({
   OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(OTLP_PROTOCOLS, { error: 'must be http/protobuf, http/json or grpc' }).optional(),
   OTEL_SERVICE_NAME: z.string().min(1).optional(),
   OTEL_RESOURCE_ATTRIBUTES: z.string().optional(),
+  /** API keys: unset → required once a key exists or off loopback; `on` → always; `off` → never (loudly). */
+  AUTH: z.enum(['on', 'off'], { error: 'must be on or off (unset: keys are required once one exists, or when HOST is not loopback)' }).optional(),
+  /** Finished runs older than this many days are deleted by workers; unset keeps them for ever. */
+  RETENTION_DAYS: positive.max(36_500, 'must be at most 36500').optional(),
+  /** Patterns of secrets to redact from run input and tool results, besides the defaults; `off` for none. */
+  REDACT: z.string().optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
 
+/** What the commands that talk to a running server (`durable-agent runs …`) read. */
+const ClientEnvSchema = z.object({
+  DURABLE_AGENT_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+  DURABLE_AGENT_KEY: z.string().min(1).optional(),
+});
+
 /** The names of every environment variable the project reads. */
-export const ENV_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
+export const ENV_VARIABLES: readonly string[] = [...Object.keys(EnvSchema.shape), ...Object.keys(ClientEnvSchema.shape)];
+
+export interface ClientConfig {
+  /** The API's base URL, without a trailing slash. */
+  url: string;
+  /** The API key sent as `Authorization: Bearer`; null sends none. */
+  key: string | null;
+}
+
+/** A client's settings: flags first, then DURABLE_AGENT_URL / DURABLE_AGENT_KEY, then the local server. */
+export function loadClientConfig(
+  env: Record<string, string | undefined> = process.env,
+  flags: { url?: string | undefined } = {},
+): Readonly<ClientConfig> {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([k, v]) => k in ClientEnvSchema.shape && v !== undefined && v !== ''));
+  if (flags.url !== undefined) cleaned.DURABLE_AGENT_URL = flags.url;
+  const parsed = ClientEnvSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]!;
+    const name = flags.url !== undefined && first.path[0] === 'DURABLE_AGENT_URL' ? '--url' : first.path.join('.');
+    throw new ConfigError(`invalid configuration: ${name}: ${first.message}`);
+  }
+  return Object.freeze({
+    url: (parsed.data.DURABLE_AGENT_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''),
+    key: parsed.data.DURABLE_AGENT_KEY ?? null,
+  });
+}
 
 export interface Config {
   databaseUrl: string | null;
@@ -122,6 +161,12 @@ export interface Config {
   logLevel: Env['LOG_LEVEL'];
   /** Where the CLI exports its spans over OTLP; null: no export, and the OpenTelemetry SDK is not loaded. */
   otel: OtelExportConfig | null;
+  /** `on`/`off` when set; null decides by keys and HOST (see api/auth.ts). */
+  auth: 'on' | 'off' | null;
+  /** @unit milliseconds — finished runs older than this are deleted by workers; null keeps them. */
+  retentionMs: number | null;
+  /** What is redacted from stored text; null when REDACT=off. */
+  redact: readonly RedactPattern[] | null;
 }
 
 export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-6';
@@ -154,6 +199,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     } catch (err) {
       throw new ConfigError(`invalid configuration: DURABLE_AGENT_CRASH_AT: ${(err as Error).message}`);
     }
+  }
+  let redact: RedactPattern[] | null;
+  try {
+    redact = parseRedactSetting(e.REDACT);
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: REDACT: ${(err as Error).message}`);
   }
   if (e.RETRY_CAP_MS < e.RETRY_BASE_MS) {
     throw new ConfigError('invalid configuration: RETRY_CAP_MS must be at least RETRY_BASE_MS');
@@ -196,8 +247,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logFormat: e.LOG_FORMAT,
     logLevel: e.LOG_LEVEL,
     otel: otelExportConfig(e),
+    auth: e.AUTH ?? null,
+    retentionMs: e.RETENTION_DAYS === undefined ? null : Math.round(e.RETENTION_DAYS * 86_400_000),
+    redact,
   });
 }
+
 /** What one model call may take and how it is retried: a runtime's settings, for model clients made in code. */
 export type ModelCallSettings = Pick<Config, 'stepTimeoutMs' | 'maxAttempts' | 'retryBaseMs' | 'retryCapMs' | 'llmStreaming'>;
 

@@ -4,6 +4,7 @@
  * environment names, with everything else configured from the environment as the CLI is.
  */
 import { checkAgents, singleAgent, type Agent } from './agent.ts';
+import type { AuthenticateHook } from './api/auth.ts';
 import { type Env, loadConfig } from './config.ts';
 import type { EngineEvents } from './engine/events.ts';
 import type { LlmClient } from './llm/types.ts';
@@ -34,6 +35,11 @@ export interface CreateRuntimeOptions {
    * throws is ignored, so an observer can never break the run it observes.
    */
   onEvent?: (event: RuntimeEvent) => void;
+  /**
+   * Authenticates the HTTP API's requests instead of the database's API keys: return the caller's
+   * tenant (it sees and creates that tenant's runs only), or null to answer 401. May be async.
+   */
+  authenticate?: AuthenticateHook;
 }
 
 export interface AgentRuntime {
@@ -79,6 +85,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Agen
     ...(options.llm ? { llm: options.llm } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.onEvent ? { events: [forwardEvents(options.onEvent)] } : {}),
+    ...(options.authenticate ? { authenticate: options.authenticate } : {}),
   });
   return { runs: runtime.runs, url: runtime.url, close: runtime.close };
 }

@@ -15,9 +15,14 @@
  * - replay: the pure fold from the ordered steps to the conversation and the work still pending.
  * - guard: the pure check, before every step, of cancel, deadline, token budget and step cap.
  * - driver: the state machine that guards, decides the next action and performs it.
+ * - tenant: whose runs these are. An API key belongs to one tenant; a request made with it sees and
+ *   creates that tenant's runs only.
  */
 
 export type RunId = string & { readonly __brand: 'RunId' };
+
+/** The tenant of runs created without an API key (no keys yet, AUTH=off, the library's own calls). */
+export const DEFAULT_TENANT = 'default';
 
 export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -107,6 +112,8 @@ export function budgetTokens(u: Usage): number {
 
 export interface Run {
   id: RunId;
+  /** Whose run it is: the tenant of the API key that created it ("default" when created without one). */
+  tenant: string;
   status: RunStatus;
   input: string;
   model: string;

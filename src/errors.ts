@@ -94,6 +94,13 @@ export class InputError extends DurableAgentError {
 
 export class NotFoundError extends DurableAgentError {}
 
+/** A request without a valid credential: a missing, unknown or revoked API key (HTTP 401). */
+export class UnauthorizedError extends DurableAgentError {
+  constructor(message: string, readonly reason: 'missing' | 'invalid') {
+    super(message);
+  }
+}
+
 /** The request conflicts with the current state, e.g. cancelling a finished run. */
 export class ConflictError extends DurableAgentError {}
 

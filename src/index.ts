@@ -25,6 +25,7 @@ export type { EngineEvents } from './engine/events.ts';
 export type { LlmClient, LlmCallOptions, LlmRequest, LlmResponse, ToolDefinition } from './llm/types.ts';
 export { anthropic, openAiCompatible, type AnthropicOptions, type OpenAiCompatibleOptions } from './llm/factories.ts';
 export type { Logger } from './observability/logger.ts';
+export type { AuthenticateHook, AuthRequest } from './api/auth.ts';
 export type { Run, RunId, RunStatus, TerminalStatus, Step, StepKind, StepStatus, Message, ContentBlock, Usage } from './domain.ts';
 export {
   ConfigError,

@@ -33,6 +33,8 @@ export interface CreateRunInput {
   previousRunId?: string;
   /** Makes a repeated create return the first run. Not supported yet: an InputError. */
   idempotencyKey?: string;
+  /** Whose run it is (what an API key of that tenant sees); "default" when absent. */
+  tenant?: string;
 }
 
 export interface ListRunsInput {
@@ -42,6 +44,8 @@ export interface ListRunsInput {
   limit?: number;
   /** The `nextCursor` of the previous page. */
   cursor?: string;
+  /** Only this tenant's runs; every tenant's when absent. */
+  tenant?: string;
 }
 
 export interface WaitOptions {
@@ -70,6 +74,7 @@ export interface RunsDeps {
 }
 
 const Id = z.strictObject({ id: z.guid('must be a run id (a UUID)') });
+const ListOptions = ListRunsQuery.extend({ tenant: CreateRunOptions.shape.tenant });
 const Wait = z.strictObject({ timeoutMs: z.number().int().min(1).max(2_147_483_647).optional() });
 
 export function createRuns({ store, listing, defaults, waits }: RunsDeps): Runs {
@@ -83,7 +88,7 @@ export function createRuns({ store, listing, defaults, waits }: RunsDeps): Runs 
       return store.get(runId(id));
     },
     async list(query = {}) {
-      return listing.list(parseInput(ListRunsQuery, query, 'options'));
+      return listing.list(parseInput(ListOptions, query, 'options'));
     },
     async cancel(id) {
       return store.cancel(runId(id));

@@ -5,11 +5,12 @@
  */
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { type AuthenticateHook, authFor, type Authenticator } from './api/auth.ts';
 import { loadDashboard } from './api/dashboard.ts';
 import type { RunDefaults } from './api/new-run.ts';
 import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
-import { ConfigError } from './errors.ts';
+import { ConfigError, UnauthorizedError } from './errors.ts';
 import { DEMO_MIGRATIONS_DIR, migrate, MIGRATIONS_DIR } from './db/migrate.ts';
 import { listenForWorker } from './db/notifications.ts';
 import { checkConnection, createPool, type Database, poolSizeFor, resolveDatabase } from './db/pool.ts';
@@ -21,6 +22,10 @@ import type { LlmClient } from './llm/types.ts';
 import { logEvents } from './observability/log-events.ts';
 import { adoptLogger, createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
+import { noRedaction, redactor } from './observability/redact.ts';
+import { startRetention, type RetentionSweeper } from './retention-sweeper.ts';
+import { ApiKeys } from './store/api-keys.ts';
+import { RunDeletion } from './store/retention.ts';
 import { traceEvents } from './observability/tracing.ts';
 import { RunWaits } from './run-waits.ts';
 import { createRuns, type Runs } from './runs.ts';
@@ -62,6 +67,8 @@ export interface RuntimeOptions {
   logger?: Logger;
   /** Listeners of the engine's events, besides the logs, metrics and traces. */
   events?: EngineEvents[];
+  /** Authenticates API requests instead of the API keys of the database: the caller's tenant, or null (401). */
+  authenticate?: AuthenticateHook;
 }
 
 export interface Runtime {
@@ -77,16 +84,23 @@ export interface Runtime {
   runs: Runs;
   /** `http://host:port` of the API (or of the metrics endpoint of a worker-only process). */
   url: string | null;
+  /** How API requests are authenticated. */
+  auth: Authenticator;
   /** Stops claiming, hands runs back, closes the API and the database pool. Safe to call twice. */
   close(): Promise<void>;
 }
 
-function metricsServer(metrics: Metrics, host: string, port: number): Promise<http.Server> {
+function metricsServer(metrics: Metrics, auth: Authenticator, host: string, port: number): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
-      metrics.render().then(
+      // The same rule as the API's /metrics: a key when keys are required.
+      auth.authenticate(req).then(() => metrics.render()).then(
         ({ contentType, body }) => res.writeHead(200, { 'content-type': contentType }).end(body),
-        () => res.writeHead(500).end(),
+        (e: Error) => {
+          if (!(e instanceof UnauthorizedError)) return res.writeHead(500).end();
+          res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="durable-agent"' });
+          res.end(JSON.stringify({ error: { code: 'unauthorized', message: e.message } }));
+        },
       );
     } else {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"not_found","message":"only /metrics here"}}');
@@ -99,16 +113,19 @@ function metricsServer(metrics: Metrics, host: string, port: number): Promise<ht
 }
 
 export async function startRuntime(config: Readonly<Config>, opts: RuntimeOptions): Promise<Runtime> {
-  const logger = opts.logger ? adoptLogger(opts.logger) : createLogger({ level: config.logLevel, format: config.logFormat });
+  const redact = config.redact ? redactor(config.redact) : noRedaction;
+  const logger = opts.logger ? adoptLogger(opts.logger) : createLogger({ level: config.logLevel, format: config.logFormat, redact });
   const database = await resolveDatabase(config);
   const pool = createPool(database.url, poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0), config.databaseSchema);
   let worker: Worker | null = null;
   let server: FastifyInstance | null = null;
   let plainMetrics: http.Server | null = null;
   let waits: RunWaits | null = null;
+  let retention: RetentionSweeper | null = null;
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
+      await retention?.close();
       await waits?.close();
       await server?.close();
       await new Promise((r) => (plainMetrics ? plainMetrics.close(r) : r(undefined)));
@@ -123,8 +140,10 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     // The demo agent's tickets exist only where the demo agent is served.
     const demo = opts.agent?.tools === undefined;
     await migrate(pool, { schema: config.databaseSchema, dirs: demo ? [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] : [MIGRATIONS_DIR] });
-    const store = new RunStore(pool);
+    const store = new RunStore(pool, { redact });
     const listing = new RunListing(pool);
+    const deletion = new RunDeletion(pool);
+    const auth = authFor(config, new ApiKeys(pool), opts.authenticate);
     // A client given in code (with the agent, or to the runtime) instead of the configured provider.
     const ownLlm = opts.agent?.llm ?? opts.llm ?? null;
     const defaults: RunDefaults = {
@@ -156,6 +175,12 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
 
     let url: string | null = null;
     // Listen before the worker claims anything: a port already taken must fail before runs are held.
+    if ((opts.api || config.metricsPort !== null) && auth.mode === 'off') {
+      logger.warn(
+        { host: config.host },
+        `AUTH=off: authentication is OFF. Anyone who can reach ${config.host}:${config.port} reads, cancels and deletes every run of every tenant`,
+      );
+    }
     if (opts.api) {
       const dashboard = loadDashboard();
       if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
@@ -168,15 +193,17 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         },
         metrics: () => metrics.render(),
         overview: new RunOverview(pool),
+        deletion,
         dashboard,
         logger,
+        auth,
       });
       url = await server.listen({ host: config.host, port: config.port }).catch((e: NodeJS.ErrnoException) => {
         if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') throw e;
         throw new ConfigError(`cannot listen on ${config.host}:${config.port} (${e.code === 'EADDRINUSE' ? 'in use' : 'not allowed'}); set PORT or --port`);
       });
     } else if (config.metricsPort !== null) {
-      plainMetrics = await metricsServer(metrics, config.host, config.metricsPort);
+      plainMetrics = await metricsServer(metrics, auth, config.host, config.metricsPort);
       const addr = plainMetrics.address() as { port: number };
       url = `http://${config.host}:${addr.port}`;
     }
@@ -196,7 +223,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           },
           costOf: (model, usage) => prices.costOf(model, usage),
           logger,
-          events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider }), ...(opts.events ?? [])],
+          events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider, redact }), ...(opts.events ?? [])],
           subscribe: (on) =>
             listenForWorker(database.url, on, (e, retryInMs) =>
               logger.warn({ err_message: e.message, retry_in_ms: retryInMs }, 'LISTEN connection failed; reconnecting'),
@@ -218,8 +245,10 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         },
       );
       await worker.start();
+      // Workers keep the database within RETENTION_DAYS: once now, then periodically.
+      if (config.retentionMs !== null) retention = startRetention(deletion, { retentionMs: config.retentionMs }, logger);
     }
-    return { config, database, store, llm, logger, metrics, worker, server, runs, url, close };
+    return { config, database, store, llm, logger, metrics, worker, server, runs, url, auth, close };
   } catch (e) {
     await close().catch(() => {});
     throw e;

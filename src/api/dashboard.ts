@@ -82,12 +82,14 @@ const NOT_BUILT =
 
 /** Serves the dashboard; `null` (not built) answers its pages with a 503 that says how to build it. */
 export function registerDashboard(app: FastifyInstance, files: DashboardFiles | null): void {
+  // Open: the page shell and its files hold no data; the page asks for a key when the API wants one.
+  const open = { config: { open: true } };
   for (const url of DASHBOARD_PAGES) {
-    app.get(url, (req, reply) =>
+    app.get(url, open, (req, reply) =>
       files ? send(req, reply, files.shell) : reply.code(503).headers(SECURITY_HEADERS).type('text/html; charset=utf-8').send(NOT_BUILT),
     );
   }
-  app.get('/assets/*', (req, reply) => {
+  app.get('/assets/*', open, (req, reply) => {
     const name = (req.params as { '*': string })['*'];
     const a = files?.assets.get(name);
     if (!a) {

@@ -6,7 +6,7 @@
  */
 import type { z } from 'zod';
 import { isTransientDatabaseError } from '../db/errors.ts';
-import { ConflictError, InputError, NotFoundError } from '../errors.ts';
+import { ConflictError, InputError, NotFoundError, UnauthorizedError } from '../errors.ts';
 import type { ErrorBody } from './schemas.ts';
 
 export interface HttpError {
@@ -41,6 +41,11 @@ const FASTIFY_ERRORS: Record<string, [status: number, code: string, message: str
 
 export function toHttpError(e: unknown): HttpError {
   if (e instanceof InputError) return error(400, 'invalid_request', e.message, e.issues);
+  if (e instanceof UnauthorizedError) {
+    // RFC 6750: the scheme to use, and for a key that was sent but refused, why.
+    const challenge = e.reason === 'invalid' ? 'Bearer realm="durable-agent", error="invalid_token"' : 'Bearer realm="durable-agent"';
+    return { ...error(401, 'unauthorized', e.message), headers: { 'www-authenticate': challenge } };
+  }
   if (e instanceof NotFoundError) return error(404, 'not_found', e.message);
   if (e instanceof ConflictError) return error(409, 'conflict', e.message);
   if (isTransientDatabaseError(e)) return databaseUnavailable();

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { InputError } from '../errors.ts';
+import { TENANT_PATTERN } from '../store/api-keys.ts';
 import type { NewRun } from '../store/run-store.ts';
 import { INPUT_NAMES, type InputPart } from './errors.ts';
 import { CreateRunBody } from './schemas.ts';
@@ -23,6 +24,8 @@ export interface RunDefaults {
 export const CreateRunOptions = CreateRunBody.extend({
   previousRunId: z.guid().optional().describe('Continue the conversation of this finished run.'),
   idempotencyKey: z.string().min(1).max(200).optional().describe('A second create with the same key returns the first run.'),
+  tenant: z.string().regex(TENANT_PATTERN, 'must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit').optional()
+    .describe('Whose run it is; "default" when absent. (Over HTTP the tenant is the API key\'s.)'),
 });
 export type CreateRunOptions = z.infer<typeof CreateRunOptions>;
 
@@ -46,5 +49,6 @@ export function toNewRun(request: CreateRunOptions, defaults: RunDefaults, part:
     timeoutSeconds: request.timeoutSeconds ?? defaults.timeoutSeconds,
     maxSteps: request.maxSteps ?? defaults.maxSteps,
     metadata: request.metadata ?? {},
+    ...(request.tenant !== undefined ? { tenant: request.tenant } : {}),
   };
 }

@@ -58,7 +58,8 @@ function operation(r: ApiRoute): Json {
   }
   const implied: [boolean, number, string][] = [
     [Boolean(r.params || r.query || r.body), 400, 'Invalid input; `issues` lists the failing fields.'],
-    [Boolean(r.params), 404, 'No such run or step.'],
+    [!r.open, 401, 'An API key is required and none, or an unknown or revoked one, was sent (`WWW-Authenticate: Bearer`).'],
+    [Boolean(r.params), 404, "No such run or step (a run of another tenant is answered the same)."],
     [Boolean(r.body), 413, 'The body is larger than 1 MiB.'],
     [Boolean(r.body), 415, 'The body is not application/json.'],
     [true, 403, 'Refused while the server listens on loopback: a Host that is not a loopback name, or a state-changing request sent by a page of another site.'],
@@ -71,6 +72,7 @@ function operation(r: ApiRoute): Json {
   return {
     operationId: r.operationId,
     summary: r.summary,
+    ...(r.open ? { security: [] } : {}),
     ...(r.params || r.query ? { parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')] } : {}),
     ...(r.body
       ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(r.body, requestSchemas, 'input') } } } }
@@ -99,6 +101,11 @@ export function openApiDocument(routes: readonly ApiRoute[]): Json {
         + 'Errors are {"error":{"code","message"}}.',
     },
     paths,
-    components: { schemas: { ...components(requestSchemas, 'input'), ...components(responseSchemas, 'output') } },
+    // Every operation needs the key unless it says `security: []`; a server with no key yet lets them in without one.
+    security: [{ apiKey: [] }],
+    components: {
+      schemas: { ...components(requestSchemas, 'input'), ...components(responseSchemas, 'output') },
+      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key (dak_…) from `durable-agent keys create`.' } },
+    },
   };
 }

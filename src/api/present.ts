@@ -9,6 +9,7 @@ const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
 export function runJson(r: Run): RunJson {
   return {
     id: r.id,
+    tenant: r.tenant,
     status: r.status,
     input: r.input,
     model: r.model,

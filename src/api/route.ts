@@ -5,12 +5,21 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
+import type { Run } from '../domain.ts';
+import type { Caller } from './auth.ts';
 
 export interface RouteInput<P, Q, B> {
   params: P;
   query: Q;
   body: B;
   log: FastifyBaseLogger;
+  /** Who is asking (auth.ts); on open routes, no one in particular. */
+  caller: Caller;
+  /**
+   * On a route under `/api/runs/{id}`: that run, already checked to be the caller's (run-access.ts).
+   * The server looks it up before the handler runs, so no run route can forget the check.
+   */
+  run?: Run;
 }
 
 export interface RouteResult {
@@ -30,7 +39,7 @@ export interface ResponseDoc {
 }
 
 export interface ApiRoute<P = unknown, Q = unknown, B = unknown> {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   /** OpenAPI style, `/api/runs/{id}`; the server turns it into fastify's `/api/runs/:id`. */
   path: string;
   /** Unique across the API, camelCase: client generators name their methods after it. */
@@ -40,6 +49,8 @@ export interface ApiRoute<P = unknown, Q = unknown, B = unknown> {
   /** Without a query schema, query parameters are ignored. */
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
+  /** Answered without authentication (liveness, the API's description); every other route needs a caller. */
+  open?: boolean;
   /** The answers; the usual error answers (400, 403, 404, 413, 415, 500, 503) are implied (see openapi.ts). */
   responses: Record<number, ResponseDoc>;
   handle(input: RouteInput<P, Q, B>): Promise<RouteResult>;
@@ -47,5 +58,13 @@ export interface ApiRoute<P = unknown, Q = unknown, B = unknown> {
 
 /** Infers P, Q and B from the schemas, so the handler sees the parsed types, then erases them for the route table. */
 export function defineRoute<P = undefined, Q = undefined, B = undefined>(route: ApiRoute<P, Q, B>): ApiRoute {
+  return route as unknown as ApiRoute;
+}
+
+/** A route under `/api/runs/{id}`: its handler gets the run, found and checked for the caller by the server. */
+export function defineRunRoute<P = undefined, Q = undefined, B = undefined>(
+  route: Omit<ApiRoute<P, Q, B>, 'handle'> & { handle(input: RouteInput<P, Q, B> & { run: Run }): Promise<RouteResult> },
+): ApiRoute {
+  if (!/^\/api\/runs\/\{id\}(\/|$)/.test(route.path)) throw new Error(`${route.path} is not a route of one run`);
   return route as unknown as ApiRoute;
 }

@@ -30,6 +30,7 @@ export function opsRoutes(deps: OpsDeps, openApiDocument: () => unknown): ApiRou
       path: '/healthz',
       operationId: 'getHealth',
       summary: 'Liveness and database reachability',
+      open: true,
       responses: {
         200: { description: 'The server is up and the database answers.', schema: HealthOk },
         503: { description: 'The database does not answer.', schema: HealthDown },
@@ -69,6 +70,7 @@ export function opsRoutes(deps: OpsDeps, openApiDocument: () => unknown): ApiRou
       path: '/openapi.json',
       operationId: 'getOpenApiDocument',
       summary: 'This API, described in OpenAPI 3.1',
+      open: true,
       responses: { 200: { description: 'The OpenAPI document.', schema: z.record(z.string(), z.unknown()) } },
       async handle() {
         return { body: openApiDocument() };

@@ -23,15 +23,20 @@ export function overviewJson(o: Overview): OverviewJson {
   return { at: o.at.toISOString(), runsByStatus: o.runsByStatus, hour: windowJson(o.hour), day: windowJson(o.day) };
 }
 
-/** `read`, with the calls made while one is under way sharing it instead of starting another. */
-export function sharedWhileRunning<T>(read: () => Promise<T>): () => Promise<T> {
-  let running: Promise<T> | null = null;
-  return () => (running ??= read().finally(() => (running = null)));
+/** `read`, with the calls made while one of the same key is under way sharing it instead of starting another. */
+export function sharedWhileRunning<K, T>(read: (key: K) => Promise<T>): (key: K) => Promise<T> {
+  const running = new Map<K, Promise<T>>();
+  return (key) => {
+    let p = running.get(key);
+    if (!p) running.set(key, (p = read(key).finally(() => running.delete(key))));
+    return p;
+  };
 }
 
 export function overviewRoutes(deps: OverviewDeps): ApiRoute[] {
   // Every open dashboard asks every few seconds: however many people watch, the database does one read at a time.
-  const read = deps.overview ? sharedWhileRunning(() => deps.overview!.read()) : null;
+  // Per tenant: each tenant's figures are its runs' only.
+  const read = deps.overview ? sharedWhileRunning((tenant: string | null) => deps.overview!.read(undefined, tenant)) : null;
 
   return [
     defineRoute({
@@ -43,9 +48,9 @@ export function overviewRoutes(deps: OverviewDeps): ApiRoute[] {
         200: { description: 'The figures, read now.', schema: OverviewJson },
         404: { description: 'The overview is not enabled on this server.', schema: ErrorBody },
       },
-      async handle() {
+      async handle({ caller }) {
         if (!read) throw new NotFoundError('the overview is not enabled on this server');
-        return { body: overviewJson(await read()) };
+        return { body: overviewJson(await read(caller.tenant)) };
       },
     }),
   ];

@@ -1,11 +1,15 @@
-/** The runs API: thin handlers that take parsed input, call the store and present the result. */
-import type { Run, RunId } from '../domain.ts';
-import { NotFoundError } from '../errors.ts';
+/**
+ * The runs API: thin handlers that take parsed input, call the store and present the result. A
+ * caller bound to a tenant creates runs for it and lists only its runs; the routes of one run get
+ * that run from the server, already checked to be the caller's (run-access.ts).
+ */
+import { DEFAULT_TENANT } from '../domain.ts';
 import type { RunListing } from '../store/run-listing.ts';
+import type { RunDeletion } from '../store/retention.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { type RunDefaults, toNewRun } from './new-run.ts';
 import { runJson, runListItem, timelineItem } from './present.ts';
-import { defineRoute, type ApiRoute } from './route.ts';
+import { defineRoute, defineRunRoute, type ApiRoute } from './route.ts';
 import {
   CancelledRun,
   CreatedRun,
@@ -29,15 +33,29 @@ export interface RunsDeps {
   store: RunsStore;
   listing: Pick<RunListing, 'list'>;
   defaults: RunDefaults;
+  /** Without it DELETE /api/runs/{id} is not a route (405). */
+  deletion?: Pick<RunDeletion, 'deleteRun'> | undefined;
 }
 
-export function runRoutes({ store, listing, defaults }: RunsDeps): ApiRoute[] {
-  async function existing(id: string): Promise<Run> {
-    const run = await store.get(id as RunId);
-    if (!run) throw new NotFoundError(`run ${id} not found`);
-    return run;
-  }
+function deleteRoute(deletion: Pick<RunDeletion, 'deleteRun'>): ApiRoute {
+  return defineRunRoute({
+    method: 'DELETE',
+    path: '/api/runs/{id}',
+    operationId: 'deleteRun',
+    summary: 'Delete a finished run: the run, its steps, its events and the stored texts only it refers to',
+    params: RunParams,
+    responses: {
+      204: { description: 'The run and everything only it referred to are gone.' },
+      409: { description: 'The run is still QUEUED or RUNNING: cancel it first.', schema: ErrorBody },
+    },
+    async handle({ run, caller }) {
+      await deletion.deleteRun(run.id, caller.tenant);
+      return { status: 204, body: null };
+    },
+  });
+}
 
+export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): ApiRoute[] {
   return [
     defineRoute({
       method: 'POST',
@@ -46,8 +64,8 @@ export function runRoutes({ store, listing, defaults }: RunsDeps): ApiRoute[] {
       summary: 'Queue a run',
       body: CreateRunBody,
       responses: { 201: { description: 'The run is queued.', schema: CreatedRun } },
-      async handle({ body }) {
-        const run = await store.create(toNewRun(body, defaults, 'body'));
+      async handle({ body, caller }) {
+        const run = await store.create({ ...toNewRun(body, defaults, 'body'), tenant: caller.tenant ?? DEFAULT_TENANT });
         return { status: 201, headers: { location: `/api/runs/${run.id}` }, body: { id: run.id, status: 'QUEUED' } };
       },
     }),
@@ -58,47 +76,47 @@ export function runRoutes({ store, listing, defaults }: RunsDeps): ApiRoute[] {
       summary: 'List runs, newest first',
       query: ListRunsQuery,
       responses: { 200: { description: 'One page of runs.', schema: RunPageJson } },
-      async handle({ query }) {
-        const page = await listing.list(query);
+      async handle({ query, caller }) {
+        const page = await listing.list({ ...query, tenant: caller.tenant });
         return { body: { runs: page.runs.map(runListItem), nextCursor: page.nextCursor } };
       },
     }),
-    defineRoute({
+    defineRunRoute({
       method: 'GET',
       path: '/api/runs/{id}',
       operationId: 'getRun',
       summary: 'One run',
       params: RunParams,
       responses: { 200: { description: 'The run.', schema: RunDetailJson } },
-      async handle({ params }) {
-        const [run, provider] = await Promise.all([existing(params.id), store.latestProvider(params.id as RunId)]);
+      async handle({ run }) {
+        const provider = await store.latestProvider(run.id);
         return { body: { ...runJson(run), provider } };
       },
     }),
-    defineRoute({
+    ...(deletion ? [deleteRoute(deletion)] : []),
+    defineRunRoute({
       method: 'GET',
       path: '/api/runs/{id}/timeline',
       operationId: 'getRunTimeline',
       summary: "The run's steps, without their request and response bodies",
       params: RunParams,
       responses: { 200: { description: 'The steps in order.', schema: Timeline } },
-      async handle({ params }) {
-        const run = await existing(params.id);
+      async handle({ run }) {
         return { body: (await store.timeline(run.id)).map(timelineItem) };
       },
     }),
-    defineRoute({
+    defineRunRoute({
       method: 'GET',
       path: '/api/runs/{id}/steps/{seq}',
       operationId: 'getRunStep',
       summary: 'One step with its request and response',
       params: StepParams,
       responses: { 200: { description: 'The step.', schema: StepDetail } },
-      async handle({ params }) {
-        return { body: await stepDetail(store, await existing(params.id), params.seq) };
+      async handle({ params, run }) {
+        return { body: await stepDetail(store, run, params.seq) };
       },
     }),
-    defineRoute({
+    defineRunRoute({
       method: 'POST',
       path: '/api/runs/{id}/cancel',
       operationId: 'cancelRun',
@@ -108,9 +126,9 @@ export function runRoutes({ store, listing, defaults }: RunsDeps): ApiRoute[] {
         202: { description: 'Cancel recorded.', schema: CancelledRun },
         409: { description: 'The run has already finished, or is already being cancelled.', schema: ErrorBody },
       },
-      async handle({ params }) {
-        const run = await store.cancel(params.id as RunId);
-        return { status: 202, body: { id: run.id, status: run.status, cancelRequested: true } };
+      async handle({ run }) {
+        const cancelled = await store.cancel(run.id);
+        return { status: 202, body: { id: cancelled.id, status: cancelled.status, cancelRequested: true } };
       },
     }),
   ];

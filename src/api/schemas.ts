@@ -129,6 +129,7 @@ responseSchemas.add(CancelledRun, { id: 'CancelResult' });
 
 export const RunJson = z.object({
   id: z.guid(),
+  tenant: z.string().describe('Whose run it is: the tenant of the API key that created it ("default" without one).'),
   status: z.enum(RUN_STATUSES),
   input: z.string(),
   model: z.string(),

@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import { InputError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
+import { authOff, type Authenticator } from './auth.ts';
 import { type DashboardFiles, registerDashboard } from './dashboard.ts';
 import { parseInput, toHttpError, type HttpError } from './errors.ts';
 import { isLoopbackAddress, loopbackRefusal } from './loopback-guard.ts';
@@ -17,6 +18,7 @@ import { openApiDocument } from './openapi.ts';
 import type { ApiRoute } from './route.ts';
 import { opsRoutes, type OpsDeps } from './routes-ops.ts';
 import { overviewRoutes, type OverviewDeps } from './routes-overview.ts';
+import { type AccessConfig, accessHook, accessOf, runFor } from './run-access.ts';
 import { runRoutes, type RunsDeps } from './routes-runs.ts';
 
 export type { RunDefaults } from './routes-runs.ts';
@@ -45,6 +47,8 @@ export interface ApiDeps extends RunsDeps, OpsDeps, OverviewDeps {
   timeouts?: Partial<ClientTimeouts> | undefined;
   /** The dashboard at /: its built files, or null when it is not built (its pages say how). Absent: no dashboard. */
   dashboard?: DashboardFiles | null | undefined;
+  /** Who may ask what (auth.ts); absent: every request is let in and sees every tenant. */
+  auth?: Authenticator | undefined;
 }
 
 /** Larger bodies are refused with 413 before they are read to the end. */
@@ -105,6 +109,8 @@ export function createServer(deps: ApiDeps): FastifyInstance {
     const refusal = loopbackRefusal(req.method, req.headers.host, req.headers.origin);
     if (refusal) return send(reply, refusal);
   });
+  // Then who is asking, and for a run route, whether the run is theirs: before the body is read.
+  app.addHook('onRequest', accessHook(deps.auth ?? authOff(), deps.store));
 
   // JSON only: fastify also parses text/plain by default, which must be a 415 here instead.
   app.removeAllContentTypeParsers();
@@ -149,12 +155,18 @@ export function createServer(deps: ApiDeps): FastifyInstance {
     app.route({
       method: r.method,
       url: fastifyPath(r.path),
+      config: { open: r.open === true, params: r.params } satisfies AccessConfig,
       async handler(req, reply) {
+        const params = r.params ? parseInput(r.params, req.params, 'path') : undefined;
+        const { caller, run } = accessOf(req);
+        const runRoute = r.path.startsWith('/api/runs/{id}');
         const result = await r.handle({
-          params: r.params ? parseInput(r.params, req.params, 'path') : undefined,
+          params,
           query: r.query ? parseInput(r.query, req.query, 'query') : undefined,
           body: r.body ? parseInput(r.body, req.body, 'body') : undefined,
           log: req.log,
+          caller,
+          ...(runRoute ? { run: run ?? (await runFor(deps.store, caller, (params as { id: string }).id)) } : {}),
         });
         reply.code(result.status ?? 200);
         if (result.headers) reply.headers(result.headers);

@@ -7,6 +7,8 @@ export const RUN_QUEUED_CHANNEL = 'durable_agent_run_queued';
 export const RUN_FINISHED_CHANNEL = 'durable_agent_run_finished';
 /** A cancel was requested for a RUNNING run; the payload is its id (see migration 0004). */
 export const RUN_CANCEL_CHANNEL = 'durable_agent_run_cancel';
+/** A shared text of content_blob was deleted; the payload is its digest (see migration 0008). */
+export const BLOB_DELETED_CHANNEL = 'durable_agent_blob_deleted';
 
 export interface Subscription {
   close(): Promise<void>;
@@ -85,15 +87,29 @@ export function listen(url: string, handlers: Readonly<Record<string, (payload: 
   };
 }
 
-/** What a worker hears, on one connection: runs queued (and every reconnect), and cancels of RUNNING runs. */
+/**
+ * What a worker hears, on one connection: runs queued, cancels of RUNNING runs, and shared texts
+ * deleted. After every (re)connect, anything may have happened: "queued" and "deleted" are announced.
+ */
 export function listenForWorker(
   url: string,
-  on: { runQueued(): void; cancelRequested(runId: string): void },
+  on: { runQueued(): void; cancelRequested(runId: string): void; blobDeleted?(digest: string | null): void },
   onError: ListenOptions['onError'],
 ): Subscription {
   return listen(
     url,
-    { [RUN_QUEUED_CHANNEL]: () => on.runQueued(), [RUN_CANCEL_CHANNEL]: (runId) => on.cancelRequested(runId) },
-    { onConnect: () => on.runQueued(), onError },
+    {
+      [RUN_QUEUED_CHANNEL]: () => on.runQueued(),
+      [BLOB_DELETED_CHANNEL]: (digest) => on.blobDeleted?.(digest),
+      // Last: a LISTEN on it as the connection's latest statement says the connection is ready (tests wait for that).
+      [RUN_CANCEL_CHANNEL]: (runId) => on.cancelRequested(runId),
+    },
+    {
+      onConnect: () => {
+        on.runQueued();
+        on.blobDeleted?.(null);
+      },
+      onError,
+    },
   );
 }

@@ -51,6 +51,11 @@ export interface WorkerNotifications {
   runQueued(): void;
   /** A cancel was requested for this RUNNING run. */
   cancelRequested(runId: string): void;
+  /**
+   * A shared text was deleted with the last step that referred to it (its digest), or, with null,
+   * any may have been (a reconnect). The worker stores its own again: its steps keep referring to them.
+   */
+  blobDeleted?(digest: string | null): void;
 }
 
 export interface WorkerDeps {
@@ -123,12 +128,30 @@ export class Worker {
     return this.agent;
   }
 
+  /** Stores this worker's prompt and tool texts again if `digest` is one of theirs (null: both). */
+  private restoreTexts(digest: string | null): void {
+    const a = this.agent;
+    if (!a) return;
+    const texts: [string | null, string | null][] = [
+      [a.systemDigest, a.system],
+      [a.toolsDigest, a.toolDefinitions.length ? JSON.stringify(a.toolDefinitions) : null],
+    ];
+    for (const [d, text] of texts) {
+      if (d === null || text === null || (digest !== null && digest !== d)) continue;
+      this.deps.store.putBlob(text).catch((e: Error) => this.deps.logger.warn({ err_message: e.message }, 'could not store the agent texts again'));
+    }
+  }
+
   async start(): Promise<void> {
     await this.prepare();
     // The keeper is up before the first claim, so the first leases are renewed in time.
     await this.leases().ready;
     this.subscription =
-      this.deps.subscribe?.({ runQueued: () => this.wake(), cancelRequested: (runId) => this.deliverCancel(runId, 'notification') }) ?? null;
+      this.deps.subscribe?.({
+        runQueued: () => this.wake(),
+        cancelRequested: (runId) => this.deliverCancel(runId, 'notification'),
+        blobDeleted: (digest) => this.restoreTexts(digest),
+      }) ?? null;
     this.loopWatch.start();
     this.loopDone = this.loop();
   }

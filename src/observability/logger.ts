@@ -17,9 +17,10 @@ const REDACT = [
 
 /**
  * The last line of defence, applied to every serialized line: a key that slipped into an error
- * message or an unexpected field is still cut out. Anthropic keys (sk-ant-…), other sk- keys, bearer tokens.
+ * message or an unexpected field is still cut out. Anthropic keys (sk-ant-…), other sk- keys, bearer
+ * tokens, our own API keys (dak_…). The REDACT patterns, when given, are applied after these.
  */
-const SECRET_TEXT = /sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{20,}|Bearer [A-Za-z0-9._~+/=-]{8,}/g;
+const SECRET_TEXT = /sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{20,}|Bearer [A-Za-z0-9._~+/=-]{8,}|dak_[A-Za-z0-9_-]{20,}/g;
 function scrub(line: string): string {
   return line.replace(SECRET_TEXT, '[redacted]');
 }
@@ -48,6 +49,8 @@ export interface LoggerOptions {
   format?: 'json' | 'pretty';
   /** Where lines go; defaults to stdout. Tests pass a stream to read them. */
   destination?: pino.DestinationStream;
+  /** The REDACT patterns (redact.ts), applied to every line after the built-in scrub. */
+  redact?: (text: string) => string;
 }
 
 export function createLogger(opts: LoggerOptions = {}): Logger {
@@ -56,7 +59,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     base: undefined,
     redact: { paths: REDACT, censor: '[redacted]' },
     serializers: { err: serializeError },
-    hooks: { streamWrite: scrub },
+    hooks: { streamWrite: opts.redact ? (line) => opts.redact!(scrub(line)) : scrub },
     // Every line written inside a run carries its run_id, step_seq and worker. Fields the caller passes
     // win over the context (pino merges the caller's object last).
     mixin: () => ({ ...currentContext() }),

@@ -18,6 +18,8 @@ export interface TraceOptions {
   /** gen_ai.provider.name, e.g. "anthropic" (the LlmClient's `provider`). */
   provider: string;
   tracer?: Tracer;
+  /** The REDACT patterns (redact.ts), applied to the error messages spans carry. */
+  redact?: (text: string) => string;
 }
 
 /** A run's end that the user sees as a failure; a cancel is what the user asked for. */
@@ -31,6 +33,9 @@ function errorType(error: unknown): string {
 export function traceEvents(opts: TraceOptions): EngineEvents {
   const tracer = opts.tracer ?? trace.getTracer('durable-agent');
   const provider = opts.provider;
+  const clean = opts.redact ?? ((text: string) => text);
+  /** An error as a span records it: its name, message and stack, redacted. */
+  const exception = (e: Error) => ({ name: e.name, message: clean(e.message), ...(e.stack ? { stack: clean(e.stack) } : {}) });
   // Open attempt spans, by run and worker: two workers of one process can hold attempts at the same
   // run at once (one whose lease lapsed, one that took over), and each attempt ends its own span.
   const attempts = new Map<string, Span>();
@@ -108,8 +113,8 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
         'error.type': errorType(error),
       };
       stepSpan(run, seq, `chat ${run.model}`, SpanKind.CLIENT, latencyMs, attributes, (span) => {
-        span.recordException(error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+        span.recordException(exception(error));
+        span.setStatus({ code: SpanStatusCode.ERROR, message: clean(error.message) });
       });
     },
 
@@ -131,7 +136,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
     runFinished({ run, status, error, tokensUsed }) {
       endAttempt(run.id, run.lockedBy ?? '', (span) => {
         span.setAttributes({ 'durable_agent.run.status': status, 'durable_agent.run.tokens_used': tokensUsed });
-        if (FAILED.has(status)) span.setStatus({ code: SpanStatusCode.ERROR, message: error ?? status });
+        if (FAILED.has(status)) span.setStatus({ code: SpanStatusCode.ERROR, message: error ? clean(error) : status });
       });
     },
 
@@ -147,9 +152,9 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
       endAttempt(runId, worker, (span) => {
         span.setAttribute('durable_agent.attempt.end', reason);
         if (reason === 'handed-back') return;
-        if (error instanceof Error) span.recordException(error);
+        if (error instanceof Error) span.recordException(exception(error));
         span.setAttribute('error.type', errorType(error));
-        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : reason });
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? clean(error.message) : reason });
       });
     },
   };

@@ -18,6 +18,8 @@ import { RUN_COLUMNS, type RunRow, toRun } from './rows.ts';
 
 export interface RunPageQuery {
   status?: RunStatus | undefined;
+  /** Only this tenant's runs (run_tenant_*_idx serve the same keyset); every tenant's when null or absent. */
+  tenant?: string | null | undefined;
   /** 1..100; the caller validates it. */
   limit: number;
   cursor?: string | undefined;
@@ -76,6 +78,10 @@ export class RunListing {
   async list(q: RunPageQuery): Promise<RunPage> {
     const where: string[] = [];
     const params: unknown[] = [];
+    if (q.tenant) {
+      params.push(q.tenant);
+      where.push(`tenant = $${params.length}`);
+    }
     if (q.status) {
       params.push(q.status);
       where.push(`status = $${params.length}`);

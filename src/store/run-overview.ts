@@ -8,6 +8,9 @@
  * every run, as an index-only scan of `run_status_idx` (small: the status alone, deduplicated). The
  * cost of the steps grows with the day's steps: see `npm run bench:dashboard`. Time is a parameter: a window
  * is [at − an hour or a day, at), so figures for a past `at` are exactly those of that moment's rows.
+ *
+ * For one tenant, the same reads are limited to its runs: the counts through the tenant's own
+ * indexes (run_tenant_status_created_idx), the day's steps joined to their runs.
  */
 import type pg from 'pg';
 import { RUN_STATUSES, STEP_KINDS, type StepKind } from '../domain.ts';
@@ -124,7 +127,7 @@ export class RunOverview {
    * The figures for the windows ending at `at`; by default the database's now, the clock that stamped
    * the rows. One read-only transaction on one snapshot, so the figures agree with each other.
    */
-  async read(at?: Date): Promise<Overview> {
+  async read(at?: Date, tenant: string | null = null): Promise<Overview> {
     const client = await this.db.connect();
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -133,7 +136,7 @@ export class RunOverview {
       // each page once and took a third of the time in the benchmark. Index-only scans (the counts) are unaffected.
       await client.query('SET LOCAL enable_indexscan = off');
       at ??= (await client.query<{ now: Date }>('SELECT now()')).rows[0]!.now;
-      const overview = await this.readIn(client, at);
+      const overview = await this.readIn(client, at, tenant);
       await client.query('COMMIT');
       return overview;
     } catch (e) {
@@ -144,25 +147,27 @@ export class RunOverview {
     }
   }
 
-  private async readIn(db: Queryable, at: Date): Promise<Overview> {
+  private async readIn(db: Queryable, at: Date, tenant: string | null): Promise<Overview> {
     const daySince = new Date(at.getTime() - DAY_MS);
     const hourSince = new Date(at.getTime() - HOUR_MS);
-    const byStatus = await countRunsByStatus(db);
-    // Per status, two range scans of run_status_created_idx: only the day's runs are read.
+    const byStatus = await countRunsByStatus(db, tenant);
+    // Per status, two range scans of run_status_created_idx (or the tenant's): only the day's runs are read.
+    const ofTenant = tenant === null ? '' : 'AND r.tenant = $5';
     const created = await db.query<{ status: string; day: number; hour: number }>(
       `SELECT s.status,
-              (SELECT count(*)::int FROM durable_agent.run r WHERE r.status = s.status AND r.created_at >= $1 AND r.created_at < $3) AS day,
-              (SELECT count(*)::int FROM durable_agent.run r WHERE r.status = s.status AND r.created_at >= $2 AND r.created_at < $3) AS hour
+              (SELECT count(*)::int FROM durable_agent.run r WHERE r.status = s.status AND r.created_at >= $1 AND r.created_at < $3 ${ofTenant}) AS day,
+              (SELECT count(*)::int FROM durable_agent.run r WHERE r.status = s.status AND r.created_at >= $2 AND r.created_at < $3 ${ofTenant}) AS hour
        FROM unnest($4::text[]) AS s (status)`,
-      [daySince, hourSince, at, RUN_STATUSES],
+      [daySince, hourSince, at, RUN_STATUSES, ...(tenant === null ? [] : [tenant])],
     );
     // The day's steps are read once (the CTE), then summed per 5-minute bucket, split at the hour's
     // start so both windows' totals are exact sums of rows, and ranked per kind for the percentiles.
+    const stepsOfTenant = tenant === null ? '' : 'AND run_id IN (SELECT id FROM durable_agent.run WHERE tenant = $4)';
     const steps = await db.query<BucketRow & LatencyRow>(
       `WITH s AS MATERIALIZED (
          SELECT started_at, kind, latency_ms, input_tokens, output_tokens, cache_creation_input_tokens,
                 cache_read_input_tokens, cost_usd
-         FROM durable_agent.run_step WHERE started_at >= $1 AND started_at < $3)
+         FROM durable_agent.run_step WHERE started_at >= $1 AND started_at < $3 ${stepsOfTenant})
        SELECT date_bin('5 minutes', started_at, timestamptz 'epoch') AS bucket, started_at >= $2 AS in_hour,
               NULL AS kind, count(*)::int AS steps, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
               sum(cache_creation_input_tokens) AS cache_write_tokens, sum(cache_read_input_tokens) AS cache_read_tokens,
@@ -175,7 +180,7 @@ export class RunOverview {
               count(*) FILTER (WHERE started_at >= $2)::int,
               percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE started_at >= $2)
        FROM s WHERE latency_ms IS NOT NULL GROUP BY kind`,
-      [daySince, hourSince, at],
+      [daySince, hourSince, at, ...(tenant === null ? [] : [tenant])],
     );
     const buckets = steps.rows.filter((r) => r.kind === null);
     const latencies = steps.rows.filter((r) => r.kind !== null);

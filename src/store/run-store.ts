@@ -5,7 +5,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { budgetTokens, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
+import { budgetTokens, DEFAULT_TENANT, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
 import { ConflictError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
 import { renewLeases } from './lease-renewal.ts';
@@ -24,14 +24,34 @@ export interface NewRun {
   timeoutSeconds: number;
   maxSteps: number;
   metadata?: Record<string, unknown>;
+  /** Whose run it is; "default" when absent. */
+  tenant?: string;
 }
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
+export interface RunStoreOptions {
+  /**
+   * Applied to a run's input and to tool results before they are written (observability/redact.ts).
+   * The driver folds the result it got, so the model still sees it unredacted in the attempt that
+   * produced it; a resumed run replays what was stored.
+   */
+  redact?: (text: string) => string;
+}
+
 export class RunStore implements EngineStore {
-  constructor(private readonly db: pg.Pool) {}
+  private readonly redact: (text: string) => string;
+
+  constructor(private readonly db: pg.Pool, opts: RunStoreOptions = {}) {
+    this.redact = opts.redact ?? ((text) => text);
+  }
+
+  /** A run's error says what failed, and can quote what failed: a tool's message, a provider's answer. */
+  private redactedEnd(end: RunEnd): RunEnd {
+    return end.error == null ? end : { ...end, error: this.redact(end.error) };
+  }
 
   /** A named statement: each connection parses and plans it once, which matters on the step path. */
   private prepared<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
@@ -40,10 +60,10 @@ export class RunStore implements EngineStore {
 
   async create(r: NewRun): Promise<Run> {
     const { rows } = await this.prepared<RunRow>('create', 
-      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata)
-       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7)
+      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata, tenant)
+       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7, $8)
        RETURNING ${RUN_COLUMNS}`,
-      [randomUUID(), r.input, r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}],
+      [randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, r.tenant ?? DEFAULT_TENANT],
     );
     return toRun(rows[0]!);
   }
@@ -143,7 +163,7 @@ export class RunStore implements EngineStore {
              RETURNING id, tokens_used, cancel_requested),
            ${MODEL_STEP}
            SELECT tokens_used, cancel_requested, false AS next_started FROM owner`,
-          [runId, owner.worker, end.status, ...stepValues, ...endTexts(end), owner.token],
+          [runId, owner.worker, end.status, ...stepValues, ...endTexts(this.redactedEnd(end)), owner.token],
         )
       : await this.prepared<ProgressRow & { next_started: boolean }>(
           'checkpoint_model',
@@ -196,7 +216,7 @@ export class RunStore implements EngineStore {
               EXISTS (SELECT 1 FROM durable_agent.run WHERE ${FENCE(11)}) AS owned,
               (SELECT status FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4) AS step_status
        FROM (SELECT 1) AS one LEFT JOIN owner o ON true`,
-      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, storableText(f.result), Math.round(f.latencyMs), ...startParams(startNext), owner.token],
+      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, this.redact(storableText(f.result)), Math.round(f.latencyMs), ...startParams(startNext), owner.token],
     );
     const row = rows[0]!;
     if (!row.owned) throw new LeaseLostError(runId, owner.worker);
@@ -210,7 +230,7 @@ export class RunStore implements EngineStore {
       `UPDATE durable_agent.run SET status = $3, output = $4, error = $5, stop_reason = $6, finished_at = now(), updated_at = now(),
               locked_until = NULL, tokens_used = tokens_used + $8, cost_usd = cost_usd + $9
        WHERE ${FENCE(7)}`,
-      [runId, owner.worker, end.status, ...endTexts(end), owner.token, end.usage ? budgetTokens(end.usage) : 0, storableCost(end.costUsd ?? 0)],
+      [runId, owner.worker, end.status, ...endTexts(this.redactedEnd(end)), owner.token, end.usage ? budgetTokens(end.usage) : 0, storableCost(end.costUsd ?? 0)],
     );
     if (rowCount !== 1) throw new LeaseLostError(runId, owner.worker);
   }
@@ -262,7 +282,7 @@ export class RunStore implements EngineStore {
        WHERE ${FENCE(3)}
        RETURNING status, tokens_used, run_at`,
       [
-        runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error == null ? null : storableText(how.error),
+        runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error == null ? null : this.redact(storableText(how.error)),
         how.usage ? budgetTokens(storableUsage(how.usage)) : 0, storableCost(how.costUsd ?? 0),
       ],
     );

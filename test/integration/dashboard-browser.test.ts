@@ -15,10 +15,12 @@ import { loadConfig } from '../../src/config.ts';
 import type { RunId } from '../../src/domain.ts';
 import { ToolError } from '../../src/errors.ts';
 import { type Runtime, startRuntime } from '../../src/runtime.ts';
+import { ApiKeys } from '../../src/store/api-keys.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/engine.ts';
+import { until } from '../support/cli-process.ts';
 import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
 
 const UI_TIMEOUT = 20_000;
@@ -254,41 +256,6 @@ describe('the dashboard in Chromium', () => {
 });
 
 describe('the parts that wait for the API (the browser answers for the server)', () => {
-  it('asks for a key on a 401, then sends it as a bearer token and keeps it for the tab only', async () => {
-    const keyPage = await chromium.context.newPage();
-    keyPage.setDefaultTimeout(UI_TIMEOUT);
-    const sent: (string | null)[] = [];
-    // The server has no keys yet: the browser gets the 401 it will answer, and the request goes on once a key is sent.
-    await keyPage.route('**/api/**', async (route) => {
-      const auth = route.request().headers().authorization ?? null;
-      sent.push(auth);
-      if (auth !== 'Bearer da_test_key_123') {
-        await route.fulfill({ status: 401, headers: { 'www-authenticate': 'Bearer' }, json: { error: { code: 'unauthorized', message: 'a valid API key is required' } } });
-      } else {
-        await route.continue();
-      }
-    });
-    await keyPage.goto(base);
-    const dialog = keyPage.locator('dialog.key-dialog');
-    await dialog.waitFor();
-    expect(await dialog.locator('h2').textContent()).toBe('An API key is needed');
-    await dialog.locator('input[name="api-key"]').fill('wrong');
-    await dialog.locator('button[type="submit"]').click();
-    // A refused key asks again, saying so.
-    await keyPage.waitForFunction(() => document.querySelector('dialog.key-dialog h2')?.textContent === 'That key was not accepted');
-    expect(await keyPage.locator('dialog.key-dialog p.muted').textContent()).toContain('a valid API key is required');
-    await keyPage.locator('dialog.key-dialog input[name="api-key"]').fill('da_test_key_123');
-    await keyPage.locator('dialog.key-dialog button[type="submit"]').click();
-    await keyPage.waitForSelector('table.runs tbody tr');
-    expect(sent.at(-1)).toBe('Bearer da_test_key_123');
-    expect(sent).toContain('Bearer wrong');
-    expect(await keyPage.evaluate(() => sessionStorage.getItem('durable-agent.api-key'))).toBe('da_test_key_123');
-    expect(await keyPage.evaluate(() => localStorage.length)).toBe(0);
-    await keyPage.getByRole('button', { name: 'Forget key' }).click();
-    expect(await keyPage.evaluate(() => sessionStorage.getItem('durable-agent.api-key'))).toBeNull();
-    await keyPage.close();
-  });
-
   it('shows the pending tool calls of a WAITING run, and posts Approve and Deny with its reason', async () => {
     const p = await chromium.context.newPage();
     p.setDefaultTimeout(UI_TIMEOUT);
@@ -321,6 +288,67 @@ describe('the parts that wait for the API (the browser answers for the server)',
       { url: `/api/runs/${ticketsRun}/tool-calls/toolu_close_1/decision`, body: { decision: 'approve' } },
       { url: `/api/runs/${ticketsRun}/tool-calls/toolu_close_2/decision`, body: { decision: 'deny', reason: 'T-2 is not a duplicate' } },
     ]);
+    await p.close();
+  });
+});
+
+describe('against real API keys (last: once a key exists, every request needs one)', () => {
+  it('asks for a key on the 401, refuses a wrong one, then shows the list of that key\'s tenant only; the key stays in the tab', async () => {
+    const keys = new ApiKeys(db.pool);
+    const mine = await keys.create('default', 'browser');
+    const theirs = await keys.create('globex');
+    await until('the server to require a key', async () => (await fetch(`${base}/api/runs`)).status === 401, 10_000);
+    const res = await fetch(`${base}/api/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${theirs.key}` },
+      body: JSON.stringify({ input: 'a run of another tenant' }),
+    });
+    expect(res.status).toBe(201);
+    const othersRun = ((await res.json()) as { id: string }).id;
+
+    const keyPage = await chromium.context.newPage();
+    keyPage.setDefaultTimeout(UI_TIMEOUT);
+    const sent: (string | null)[] = [];
+    keyPage.on('request', (r) => {
+      if (new URL(r.url()).pathname.startsWith('/api/')) sent.push(r.headers().authorization ?? null);
+    });
+    await keyPage.goto(base);
+    const dialog = keyPage.locator('dialog.key-dialog');
+    await dialog.waitFor();
+    expect(await dialog.locator('h2').textContent()).toBe('An API key is needed');
+    const wrong = `dak_${'x'.repeat(43)}`;
+    await dialog.locator('input[name="api-key"]').fill(wrong);
+    await dialog.locator('button[type="submit"]').click();
+    // The server refuses it; the form asks again, saying why.
+    await keyPage.waitForFunction(() => document.querySelector('dialog.key-dialog h2')?.textContent === 'That key was not accepted');
+    expect(await keyPage.locator('dialog.key-dialog p.muted').textContent()).toContain('the API key is not valid');
+    await keyPage.locator('dialog.key-dialog input[name="api-key"]').fill(mine.key);
+    await keyPage.locator('dialog.key-dialog button[type="submit"]').click();
+    await keyPage.waitForSelector('table.runs tbody tr');
+    const listed = await visibleRuns(keyPage);
+    expect(listed.length).toBeGreaterThan(0);
+    expect(listed.map((r) => r.id)).toContain(ticketsRun);
+    expect(listed.map((r) => r.id)).not.toContain(othersRun);
+    expect(sent[0]).toBeNull();
+    expect(sent).toContain(`Bearer ${wrong}`);
+    expect(sent.at(-1)).toBe(`Bearer ${mine.key}`);
+    expect(await keyPage.evaluate(() => sessionStorage.getItem('durable-agent.api-key'))).toBe(mine.key);
+    expect(await keyPage.evaluate(() => localStorage.length)).toBe(0);
+    await keyPage.getByRole('button', { name: 'Forget key' }).click();
+    expect(await keyPage.evaluate(() => sessionStorage.getItem('durable-agent.api-key'))).toBeNull();
+    await keyPage.close();
+  });
+
+  it('a browser whose requests already carry the key (a proxy adding it) never sees the form', async () => {
+    const key = await new ApiKeys(db.pool).create('globex', 'proxy');
+    const p = await chromium.context.newPage();
+    p.setDefaultTimeout(UI_TIMEOUT);
+    await p.setExtraHTTPHeaders({ authorization: `Bearer ${key.key}` });
+    await p.goto(base);
+    await p.waitForSelector('table.runs tbody tr');
+    // Its tenant has the one run made in the test above.
+    expect(await visibleRuns(p)).toHaveLength(1);
+    expect(await p.locator('dialog.key-dialog[open]').count()).toBe(0);
     await p.close();
   });
 });

@@ -1,0 +1,22 @@
+/**
+ * The database for commands that work on it directly (`keys`, `runs purge`): the one the server uses
+ * (DATABASE_URL, or the embedded PostgreSQL under DATA_DIR), migrated, for the length of one command.
+ */
+import type pg from 'pg';
+
+export async function withDatabase<T>(work: (pool: pg.Pool, description: string) => Promise<T>): Promise<T> {
+  const { loadConfig } = await import('../config.ts');
+  const { checkConnection, createPool, resolveDatabase } = await import('../db/pool.ts');
+  const { migrate } = await import('../db/migrate.ts');
+  const config = loadConfig();
+  const database = await resolveDatabase(config);
+  const pool = createPool(database.url, 2, config.databaseSchema);
+  try {
+    await checkConnection(pool, database);
+    await migrate(pool, { schema: config.databaseSchema });
+    return await work(pool, database.description);
+  } finally {
+    await pool.end();
+    await database.release();
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * Redaction of what is stored: secrets in a run's input and in tool results are replaced by
+ * `[redacted]` before the text is written to steps and events, and every log line passes through
+ * the same patterns. Pure: patterns in, a function out.
+ *
+ * The default patterns cover the shapes of common secrets; REDACT adds patterns of your own (regular
+ * expressions, JavaScript syntax), and `REDACT=off` turns redaction off. A pattern should match the
+ * secret alone: everything it matches is replaced.
+ */
+
+export interface RedactPattern {
+  /** What the pattern finds, for the README and for error messages. */
+  name: string;
+  /** A JavaScript regular expression, without delimiters or flags. */
+  source: string;
+}
+
+/** The default list (README, Operating). Each is applied on its own, in this order. */
+export const DEFAULT_REDACT_PATTERNS: readonly RedactPattern[] = [
+  { name: 'Anthropic API key (sk-ant-…)', source: String.raw`sk-ant-[A-Za-z0-9_-]{16,}` },
+  { name: 'OpenAI-style secret key (sk-…, sk-proj-…)', source: String.raw`\bsk-[A-Za-z0-9_-]{20,}` },
+  { name: 'AWS access key id (AKIA…, ASIA…)', source: String.raw`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b` },
+  { name: 'GitHub token (ghp_…, gho_…, ghu_…, ghs_…, ghr_…)', source: String.raw`\bgh[pousr]_[A-Za-z0-9]{36,}` },
+  { name: 'GitHub fine-grained token (github_pat_…)', source: String.raw`\bgithub_pat_[A-Za-z0-9_]{22,}` },
+  { name: 'bearer token (the token after "Bearer")', source: String.raw`(?<=\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{8,}` },
+  {
+    name: 'private key block (-----BEGIN … PRIVATE KEY-----, to its END line or to the end of the text)',
+    source: String.raw`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*$)`,
+  },
+  { name: 'durable-agent API key (dak_…)', source: String.raw`\bdak_[A-Za-z0-9_-]{43}` },
+];
+
+export const REDACTED = '[redacted]';
+
+export type Redact = (text: string) => string;
+
+/** Leaves text as it is (REDACT=off). */
+export const noRedaction: Redact = (text) => text;
+
+/** Compiles patterns (a bad one throws a SyntaxError naming it) into one function that redacts text. */
+export function redactor(patterns: readonly RedactPattern[]): Redact {
+  const compiled = patterns.map((p) => {
+    try {
+      return new RegExp(p.source, 'g');
+    } catch (e) {
+      throw new SyntaxError(`${p.name}: ${(e as Error).message}`);
+    }
+  });
+  if (compiled.length === 0) return noRedaction;
+  return (text) => {
+    let out = text;
+    for (const re of compiled) {
+      re.lastIndex = 0;
+      out = out.replace(re, REDACTED);
+    }
+    return out;
+  };
+}
+
+/**
+ * REDACT as configured: unset → the defaults; a JSON array of strings, or one pattern per line →
+ * the defaults and those; `off` → nothing is redacted.
+ */
+export function parseRedactSetting(value: string | undefined): RedactPattern[] | null {
+  if (value === undefined) return [...DEFAULT_REDACT_PATTERNS];
+  if (value.trim() === 'off') return null;
+  let sources: unknown;
+  if (value.trim().startsWith('[')) {
+    try {
+      sources = JSON.parse(value);
+    } catch {
+      throw new SyntaxError('not a JSON array of strings');
+    }
+    if (!Array.isArray(sources) || !sources.every((s) => typeof s === 'string' && s.length > 0)) {
+      throw new SyntaxError('not a JSON array of non-empty strings');
+    }
+  } else {
+    sources = value.split('\n').map((l) => l.trim()).filter((l) => l.length > 0);
+  }
+  const own = (sources as string[]).map((source, i) => ({ name: `pattern ${i + 1} (${source.slice(0, 40)})`, source }));
+  // Compile now, so a bad pattern is a configuration error at start, not a failed write later.
+  redactor(own);
+  return [...DEFAULT_REDACT_PATTERNS, ...own];
+}

@@ -1,0 +1,114 @@
+/**
+ * Deleting runs: one on request (DELETE /api/runs/{id}, `runs delete`), or every finished run older
+ * than a cutoff (RETENTION_DAYS, `runs purge`). A run goes with everything that is only its own, in
+ * one statement (one transaction): its row, its steps and events (ON DELETE CASCADE), and each shared
+ * text of `content_blob` that no remaining step refers to.
+ *
+ * content_blob is shared by digest (an agent's prompt and tools, once for all its runs). The digests a
+ * deleted run's model steps named are the only candidates, and whether another step still names one
+ * is an index probe (run_step_*_digest_idx) that stops at the first step of another run, never a
+ * scan of the steps.
+ *
+ * A purge takes its runs in small batches with FOR UPDATE SKIP LOCKED: each batch is a short
+ * transaction, rows another purge holds are skipped rather than waited for, and a live run's row is
+ * never touched (only finished runs qualify), so workers claiming and checkpointing are not held up.
+ */
+import type pg from 'pg';
+import { TERMINAL_STATUSES, type RunId, type RunStatus } from '../domain.ts';
+import { ConflictError, NotFoundError } from '../errors.ts';
+
+const TERMINAL = TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ');
+
+/** `gone` (the deleted runs' ids) → the blobs only they referred to, deleted; appended to a statement's CTEs. */
+const WITH_BLOBS = `
+  digests AS (
+    SELECT DISTINCT d.digest
+    FROM durable_agent.run_step s JOIN gone ON gone.id = s.run_id,
+         LATERAL (VALUES (s.request ->> 'systemDigest'), (s.request ->> 'toolsDigest')) AS d (digest)
+    WHERE s.kind = 'MODEL' AND d.digest IS NOT NULL),
+  blobs AS (
+    DELETE FROM durable_agent.content_blob b USING digests
+    WHERE b.digest = digests.digest
+      AND NOT EXISTS (
+        SELECT 1 FROM durable_agent.run_step o
+        WHERE o.kind = 'MODEL' AND (o.request ->> 'systemDigest') = digests.digest AND o.run_id NOT IN (SELECT id FROM gone))
+      AND NOT EXISTS (
+        SELECT 1 FROM durable_agent.run_step o
+        WHERE o.kind = 'MODEL' AND (o.request ->> 'toolsDigest') = digests.digest AND o.run_id NOT IN (SELECT id FROM gone))
+    RETURNING b.digest)`;
+
+export interface Deleted {
+  runs: number;
+  /** Shared texts deleted because no remaining step refers to them. */
+  blobs: number;
+}
+
+export interface PurgeOptions {
+  /** Only this tenant's runs; every tenant's when absent. */
+  tenant?: string | null;
+  /** Runs per batch (one transaction each). Default 500. */
+  batchSize?: number;
+  /** Stops between batches when aborted. */
+  signal?: AbortSignal;
+  /** Called after each batch that deleted something. */
+  onBatch?: (batch: Deleted) => void;
+}
+
+export class RunDeletion {
+  constructor(private readonly db: Pick<pg.Pool, 'query'>) {}
+
+  /**
+   * Deletes a finished run and everything only it refers to. NotFoundError when there is no such run
+   * (or it is not `tenant`'s), ConflictError while it is QUEUED or RUNNING: it must be cancelled first.
+   */
+  async deleteRun(id: RunId, tenant: string | null = null): Promise<Deleted> {
+    const { rows } = await this.db.query<{ status: RunStatus | null; runs: number; blobs: number }>(
+      `WITH target AS (
+         SELECT id, status FROM durable_agent.run WHERE id = $1 AND ($2::text IS NULL OR tenant = $2) FOR UPDATE),
+       gone AS (
+         DELETE FROM durable_agent.run r USING target
+         WHERE r.id = target.id AND target.status IN (${TERMINAL})
+         RETURNING r.id),
+       ${WITH_BLOBS}
+       SELECT (SELECT status FROM target) AS status, (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs`,
+      [id, tenant],
+    );
+    const r = rows[0]!;
+    if (r.status === null) throw new NotFoundError(`run ${id} not found`);
+    if (r.runs === 0) throw new ConflictError(`run ${id} is ${r.status}: cancel it first, then delete it once it has finished`);
+    return { runs: r.runs, blobs: r.blobs };
+  }
+
+  /** One batch of finished runs that finished before `cutoff`, oldest first; rows other sessions hold are skipped. */
+  async purgeBatch(cutoff: Date, batchSize: number, tenant: string | null = null): Promise<Deleted> {
+    const { rows } = await this.db.query<{ runs: number; blobs: number }>(
+      `WITH doomed AS (
+         SELECT id FROM durable_agent.run
+         WHERE status IN (${TERMINAL}) AND finished_at < $1 AND ($3::text IS NULL OR tenant = $3)
+         ORDER BY finished_at
+         LIMIT $2
+         FOR UPDATE SKIP LOCKED),
+       gone AS (
+         DELETE FROM durable_agent.run r USING doomed WHERE r.id = doomed.id RETURNING r.id),
+       ${WITH_BLOBS}
+       SELECT (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs`,
+      [cutoff, batchSize, tenant],
+    );
+    return rows[0]!;
+  }
+
+  /** Every finished run that finished before `cutoff`, batch after batch until none is left. */
+  async purge(cutoff: Date, opts: PurgeOptions = {}): Promise<Deleted> {
+    const batchSize = opts.batchSize ?? 500;
+    const total: Deleted = { runs: 0, blobs: 0 };
+    for (;;) {
+      opts.signal?.throwIfAborted();
+      const batch = await this.purgeBatch(cutoff, batchSize, opts.tenant ?? null);
+      total.runs += batch.runs;
+      total.blobs += batch.blobs;
+      if (batch.runs > 0) opts.onBatch?.(batch);
+      // A short batch: the rest is gone, or held by another purge that will finish it.
+      if (batch.runs < batchSize) return total;
+    }
+  }
+}
