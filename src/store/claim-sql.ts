@@ -9,12 +9,16 @@ export const CLAIMABLE = `status IN ('QUEUED', 'RUNNING') AND run_at <= now()
   AND (status = 'QUEUED' OR locked_until < now())`;
 
 /**
- * Takes up to $3 claimable runs for worker $1 with a lease of $2 ms, skipping the runs in $4 (those
- * the worker drives already) and rows another claim has locked; one statement, one commit.
+ * Takes up to $3 claimable runs of the agents in $5 for worker $1 with a lease of $2 ms, skipping the
+ * runs in $4 (those the worker drives already) and rows another claim has locked; one statement, one
+ * commit. A run of an agent the worker does not serve is never taken: its prompt and tools are not
+ * this worker's. `agent = ANY` is a range of run_agent_claim_idx per agent, so runs of other agents
+ * waiting in the queue are not even read.
  */
 export const CLAIM_SQL = `WITH next AS (
     SELECT id FROM durable_agent.run
     WHERE ${CLAIMABLE}
+      AND agent = ANY ($5::text[])
       AND id <> ALL ($4::uuid[])
     ORDER BY run_at
     LIMIT $3
@@ -27,4 +31,6 @@ export const CLAIM_SQL = `WITH next AS (
   FROM next WHERE r.id = next.id
   RETURNING r.*, EXISTS (SELECT 1 FROM durable_agent.run_step s WHERE s.run_id = r.id) AS has_steps`;
 
-export const claimParams = (worker: string, leaseMs: number, limit: number, holding: readonly string[]) => [worker, leaseMs, limit, holding];
+export const claimParams = (worker: string, leaseMs: number, limit: number, holding: readonly string[], agents: readonly string[]) => [
+  worker, leaseMs, limit, holding, agents,
+];
