@@ -27,7 +27,7 @@ import { stepDetail } from './step-detail.ts';
 
 export type { RunDefaults } from './new-run.ts';
 
-export type RunsStore = Pick<RunStore, 'create' | 'get' | 'latestProvider' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob'>;
+export type RunsStore = Pick<RunStore, 'create' | 'get' | 'latestProvider' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob' | 'conversationBefore'>;
 
 export interface RunsDeps {
   store: RunsStore;
