@@ -37,7 +37,7 @@ beforeEach(() => exporter.reset());
 function observe() {
   const raw: string[] = [];
   const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void raw.push(s.trimEnd()) } });
-  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: ['test-model'] });
+  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: ['test-model'], agents: ['demo'] });
   const events = [logEvents(logger), metrics.events, traceEvents({ provider: 'anthropic', tracer: provider.getTracer('test') })];
   const lines = () => raw.map((l) => JSON.parse(l) as Record<string, unknown>);
   return { logger, metrics, events, raw, lines };

@@ -40,7 +40,7 @@ describe('store', () => {
     const claimed = await db.store.claim({ worker: 'W', leaseMs: 1000 }, 10);
     expect(claimed.map((r) => r.id)).toEqual([live.id]);
     expect(claimed[0]).toMatchObject({ status: 'RUNNING', lockedBy: 'W', attempts: 1, hasSteps: false });
-    await db.pool.query(`DELETE FROM durable_agent.run WHERE agent = 'other'`);
+    await db.pool.query(`DELETE FROM durable_agent.run WHERE agent = 'other' OR id = $1`, [live.id]);
   });
 
   it('records a tool call once per tool_use id, whoever starts it again', async () => {
