@@ -162,8 +162,10 @@ describe('pickTool', () => {
   it('follows its system prompt: a tool it forbids is not used, and an answer it cannot give names its instructions', async () => {
     const said = [{ role: 'user' as const, content: question }];
     const forbidden = await demo.send({ ...requestWith(said), system: 'You are terse. Never use list_tickets.' });
-    expect(forbidden.content.some((b) => b.type === 'tool_use')).toBe(false);
-    expect(textOf(forbidden.content)).toMatch(/I know the tools get_ticket, but none fits\. My instructions: "You are terse\."$/);
+    expect(forbidden.content).toEqual([expect.objectContaining({ type: 'tool_use', name: 'get_ticket' })]);
+    const alone = await demo.send({ ...requestWith(said), tools: [listTickets], system: 'You are terse. Never use list_tickets.' });
+    expect(alone.content.some((b) => b.type === 'tool_use')).toBe(false);
+    expect(textOf(alone.content)).toMatch(/cannot really answer "Which acme tickets are overdue\?"\. My instructions: "You are terse\."$/);
     expect((await demo.send(requestWith(said))).content[0]).toMatchObject({ type: 'tool_use', name: 'list_tickets' });
   });
 
