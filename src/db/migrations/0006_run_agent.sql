@@ -5,11 +5,11 @@
 -- served with: the built-in demo agent, or the single agent a program gave its runtime. The runtime
 -- that migrates names that agent in the setting below (its first agent); without it (the bare
 -- `migrate` command) they are the demo agent's. A non-volatile default is evaluated once, here, and
--- kept as the value of every existing row: no table rewrite, however many runs there are. Dropping
--- the default afterwards makes every new run name its agent.
+-- kept as the value of every existing row: no table rewrite, however many runs there are. The
+-- default that stays is the demo agent, the agent of a run that names none (the store always names it).
 ALTER TABLE run ADD COLUMN agent text NOT NULL
     DEFAULT coalesce(nullif(current_setting('durable_agent_migration.legacy_agent', true), ''), 'demo');
-ALTER TABLE run ALTER COLUMN agent DROP DEFAULT;
+ALTER TABLE run ALTER COLUMN agent SET DEFAULT 'demo';
 
 -- The version label of the agent definition the run was created under (null when it had none).
 ALTER TABLE run ADD COLUMN agent_version text;
