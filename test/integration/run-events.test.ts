@@ -211,3 +211,34 @@ function sseChunks(body: ReadableStream<Uint8Array>): ReadableStream<UIMessageCh
     }),
   );
 }
+
+describe('tenants', () => {
+  it("another tenant's run answers 404 on the event routes, exactly as a run that does not exist", async () => {
+    const { authByHook } = await import('../../src/api/auth.ts');
+    const tenantApi = await startEventsApi(db.url, { auth: authByHook((req) => (req.headers['x-tenant'] as string | undefined) ?? null) });
+    try {
+      // Queued for later, so the worker leaves it alone; cancelled, so its stream is whole.
+      const { rows } = await db.pool.query<{ id: RunId }>(
+        `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, run_at, tenant)
+         VALUES (gen_random_uuid(), 'mine', 'm', 1000, 5, now() + interval '1 day', now() + interval '1 hour', 'acme') RETURNING id`,
+      );
+      const mine = { id: rows[0]!.id };
+      await db.store.cancel(mine.id);
+      for (const path of ['events', 'ui-stream']) {
+        const other = await fetch(`${tenantApi.url}/api/runs/${mine.id}/${path}`, { headers: { 'x-tenant': 'globex', accept: 'text/event-stream' } });
+        expect(other.status).toBe(404);
+        expect(await other.json()).toEqual({ error: { code: 'not_found', message: `run ${mine.id} not found` } });
+        const own = await fetch(`${tenantApi.url}/api/runs/${mine.id}/${path}`, { headers: { 'x-tenant': 'acme' } });
+        expect(own.status).toBe(200);
+        await own.text();
+      }
+      // A queued run cancelled by the API ends with run.finished too (written by the transaction that ends it).
+      const page = (await (await fetch(`${tenantApi.url}/api/runs/${mine.id}/events`, { headers: { 'x-tenant': 'acme' } })).json()) as { events: SseEvent[]; finished: boolean };
+      expect(page.finished).toBe(true);
+      expect(page.events.map((e) => e.type)).toEqual(['run.finished']);
+      expect(page.events[0]!.data).toMatchObject({ status: 'CANCELLED', output: null });
+    } finally {
+      await tenantApi.close();
+    }
+  });
+});
