@@ -19,6 +19,7 @@ import { leaseKeeperThread } from '../src/store/lease-keeper-thread.ts';
 import { RunStore } from '../src/store/run-store.ts';
 import { ToolExecutor } from '../src/tools/executor.ts';
 import type { Tool } from '../src/tools/types.ts';
+import { benchEvents } from './events.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, d = 3) => Number(x.toFixed(d));
@@ -200,6 +201,10 @@ async function main() {
       await store.finish(run.id, lease, { status: 'SUCCEEDED', output: 'bench' });
     }
 
+    // Live events: streaming's cost, delivery to many readers, storage (bench/events.ts).
+    const events = await benchEvents({ pool, url: url.toString(), store, logger });
+    Object.assign(results, events.results);
+
     const num = (k: string) => results[k] as number;
     const rows: [string, string, string][] = [
       ['bare INSERT commit p50 (floor)', `${num('commitP50Ms')} ms`, ''],
@@ -210,6 +215,7 @@ async function main() {
       ['per step at 10 / at 200', `${num('perStepMsAt10')} / ${num('perStepMsAt200')} ms`, `${round(num('perStepMsAt200') / num('perStepMsAt10'), 2)}× (target ≤ 1.2×)`],
       ['timeline, 10 MB result in the log', `${num('timelineWith10MbResultP50Ms')} ms`, `the full log read: ${num('fullLogWith10MbResultP50Ms')} ms`],
       ['storage after 10 / 200 steps', `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`, `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`],
+      ...events.rows,
     ];
     console.log(`durable-agent bench on ${database.description}\n`);
     for (const [k, v, note] of rows) console.log(`${k.padEnd(32)} ${v.padStart(16)}   ${note}`);
