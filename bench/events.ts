@@ -6,7 +6,6 @@
  * - what a streamed answer's events cost in storage per 1,000 output tokens.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type pg from 'pg';
@@ -84,29 +83,6 @@ async function throughput(ctx: Ctx, baseUrl: string, streaming: boolean): Promis
   return pct(rounds, 0.5);
 }
 
-/** One SSE reader over plain http; calls `on` with each event's data text and the time it arrived. */
-function reader(url: string, on: (data: string, at: number) => void): Promise<void> {
-  return new Promise((resolve, reject) => {
-    http.get(url, { headers: { accept: 'text/event-stream' }, agent: false }, (res) => {
-      let buffer = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        const at = performance.now();
-        buffer += chunk;
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) !== -1) {
-          const frame = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = frame.split('\n').find((l) => l.startsWith('data: '));
-          if (data) on(data.slice(6), at);
-        }
-      });
-      res.on('end', resolve);
-      res.on('error', reject);
-    }).on('error', reject);
-  });
-}
-
 /** Latency from the commit of a text.delta to its arrival at each of `readers` readers of one API process. */
 async function deliveryLatency(ctx: Ctx, readers: number, deltas: number): Promise<{ p50: number; p99: number; samples: number }> {
   const events = new RunEvents(ctx.pool);
@@ -121,26 +97,31 @@ async function deliveryLatency(ctx: Ctx, readers: number, deltas: number): Promi
   const lease = (await ctx.store.claim({ worker: 'bench-writer', leaseMs: 600_000 }, 1, []))[0]!.lease;
   if (!lease) throw new Error('could not claim the latency run');
   const committed = new Map<string, number>();
-  const samples: number[] = [];
-  let connected = 0;
-  const all = Array.from({ length: readers }, () =>
-    reader(`http://127.0.0.1:${port}/api/runs/${run.id}/events`, (data, at) => {
-      const text = (JSON.parse(data) as { text?: string }).text;
-      if (text === 'hello') connected++;
-      const t = text === undefined ? undefined : committed.get(text);
-      if (t !== undefined) samples.push(Math.max(0, at - t));
-    }),
-  );
+  const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('bench/sse-readers.ts')], {
+    env: { ...process.env, URL: `http://127.0.0.1:${port}/api/runs/${run.id}/events`, READERS: String(readers) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout!.setEncoding('utf8');
+  const ready = new Promise<void>((resolve) => child.stdout!.on('data', (d: string) => {
+    output += d;
+    if (output.includes('"ready"')) resolve();
+  }));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await ctx.store.appendEvents(run.id, lease, [newEvent('text.delta', { seq: 1, attempt: 1, text: 'hello' })]);
-  while (connected < readers) await new Promise((r) => setTimeout(r, 50));
+  await ready;
+  const now = () => performance.timeOrigin + performance.now();
   for (let i = 0; i < deltas; i++) {
     const text = `delta ${i}`;
     await ctx.store.appendEvents(run.id, lease, [newEvent('text.delta', { seq: 1, attempt: 1, text })]);
-    committed.set(text, performance.now());
+    committed.set(text, now());
     await new Promise((r) => setTimeout(r, 50));
   }
   await ctx.store.finish(run.id, lease, { status: 'SUCCEEDED', output: 'bench' });
-  await Promise.all(all);
+  await exited;
+  const { arrivals } = JSON.parse(output.trim().split('\n').at(-1)!) as { arrivals: Record<string, number[]> };
+  const samples: number[] = [];
+  for (const [text, at] of committed) for (const t of arrivals[text] ?? []) samples.push(Math.max(0, t - at));
   await hub.close();
   await app.close();
   return { p50: round(pct(samples, 0.5), 1), p99: round(pct(samples, 0.99), 1), samples: samples.length };

@@ -18,6 +18,8 @@ import { z } from 'zod';
 export interface EventsDeps {
   events: Pick<RunEvents, 'page'>;
   hub: EventHub;
+  /** @unit milliseconds — how often an idle stream gets a comment line; default KEEP_ALIVE_MS (15 s). */
+  keepAliveMs?: number | undefined;
 }
 
 /** A reader this far behind (bytes not yet taken by its socket) is cut off; it reconnects from its last id. */
@@ -34,10 +36,16 @@ function frameOf(e: StoredEvent): string {
 }
 
 /** A stream that follows the run from `after`, writes what `write` makes of each batch, and ends after run.finished. */
-function follow(hub: EventHub, runId: string, after: number, first: string, write: (events: readonly StoredEvent[], finished: boolean) => string): PassThrough {
+function follow(
+  { hub, keepAliveMs }: EventsDeps,
+  runId: string,
+  after: number,
+  first: string,
+  write: (events: readonly StoredEvent[], finished: boolean) => string,
+): PassThrough {
   const out = new PassThrough();
   out.write(first);
-  const keepAlive = setInterval(() => out.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
+  const keepAlive = setInterval(() => out.write(': keep-alive\n\n'), keepAliveMs ?? KEEP_ALIVE_MS);
   const following = hub.follow(runId as never, after, {
     deliver(events) {
       if (out.destroyed || out.writableEnded) return;
@@ -69,7 +77,8 @@ function streamResult(body: PassThrough, headers: Record<string, string> = {}): 
 
 const wantsEventStream = (accept: string | undefined) => accept !== undefined && /\btext\/event-stream\b/i.test(accept);
 
-export function eventRoutes({ events, hub }: EventsDeps): ApiRoute[] {
+export function eventRoutes(deps: EventsDeps): ApiRoute[] {
+  const { events } = deps;
   return [
     defineRunRoute({
       method: 'GET',
@@ -85,7 +94,7 @@ export function eventRoutes({ events, hub }: EventsDeps): ApiRoute[] {
         const after = lastEventId(headers['last-event-id']) ?? query.after ?? 0;
         if (wantsEventStream(headers.accept)) {
           raw?.socket.setTimeout(0); // long-lived: the keep-alive comments show the peer is still there
-          return streamResult(follow(hub, run.id, after, 'retry: 1000\n\n', (batch) => batch.map(frameOf).join('')));
+          return streamResult(follow(deps, run.id, after, 'retry: 1000\n\n', (batch) => batch.map(frameOf).join('')));
         }
         const page = await events.page(run.id, after, query.limit);
         const finished = page.length > 0 && isFinished(page[page.length - 1]!);
@@ -106,7 +115,7 @@ export function eventRoutes({ events, hub }: EventsDeps): ApiRoute[] {
       async handle({ run, raw }) {
         raw?.socket.setTimeout(0);
         const mapper = new UiStreamMapper(run.id);
-        const body = follow(hub, run.id, 0, ': durable-agent run\n\n', (batch, finished) => {
+        const body = follow(deps, run.id, 0, ': durable-agent run\n\n', (batch, finished) => {
           const chunks = mapper.map(batch.map((e) => ({ type: e.type, data: JSON.parse(e.data) as unknown })));
           return chunks.map(uiFrame).join('') + (finished ? UI_STREAM_DONE : '');
         });

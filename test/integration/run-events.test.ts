@@ -212,6 +212,20 @@ function sseChunks(body: ReadableStream<Uint8Array>): ReadableStream<UIMessageCh
   );
 }
 
+describe('keep-alive', () => {
+  it('an idle stream gets comment lines between events', async () => {
+    const quiet = await startEventsApi(db.url, { keepAliveMs: 40 });
+    try {
+      const id = await runWith({ ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 150 } });
+      const { comments, closedByServer } = await readSse(`${quiet.url}/api/runs/${id}/events`);
+      expect(closedByServer).toBe(true);
+      expect(comments).toBeGreaterThan(2);
+    } finally {
+      await quiet.close();
+    }
+  });
+});
+
 describe('tenants', () => {
   it("another tenant's run answers 404 on the event routes, exactly as a run that does not exist", async () => {
     const { authByHook } = await import('../../src/api/auth.ts');

@@ -19,7 +19,7 @@ export interface EventsApi {
 }
 
 /** The API as one process would run it: its own small pool and one event hub (one LISTEN connection). */
-export async function startEventsApi(databaseUrl: string, opts: { poolSize?: number; auth?: Authenticator } = {}): Promise<EventsApi> {
+export async function startEventsApi(databaseUrl: string, opts: { poolSize?: number; auth?: Authenticator; keepAliveMs?: number } = {}): Promise<EventsApi> {
   const pool = createPool(databaseUrl, opts.poolSize ?? 4);
   const events = new RunEvents(pool);
   const hub = new EventHub(events, { databaseUrl });
@@ -30,7 +30,7 @@ export async function startEventsApi(databaseUrl: string, opts: { poolSize?: num
     checkDatabase: async () => {},
     metrics: async () => ({ contentType: 'text/plain', body: '' }),
     logger: false,
-    runEvents: { events, hub },
+    runEvents: { events, hub, keepAliveMs: opts.keepAliveMs },
     ...(opts.auth ? { auth: opts.auth } : {}),
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
