@@ -5,17 +5,18 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { budgetTokens, DEFAULT_TENANT, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
+import { budgetTokens, type DecisionRecord, DEFAULT_TENANT, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
 import { ConflictError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
 import { renewLeases } from './lease-renewal.ts';
 import type {
   AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
-  RenewedLease, RunEnd, ToolFinish, ToolStart, WriteProbe,
+  RenewedLease, RunEnd, ToolFinish, ToolStart, WaitStart, Waited, WriteProbe,
 } from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
 import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow, START_NEXT, startParams } from './fenced-sql.ts';
 import { storableCost, storableText, storableUsage } from './storable.ts';
+import { consumeDecision, DECISION_ROWS, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitParams } from './waiting-sql.ts';
 
 export interface NewRun {
   input: string;
@@ -114,18 +115,19 @@ export class RunStore implements EngineStore {
   }
 
   /**
-   * Cooperative cancel: a queued run ends at once, a running one stops at its next guard.
+   * Cooperative cancel: a queued or waiting run ends at once, a running one stops at its next guard.
    * Cancelling a finished run, or a running run a second time, is a conflict.
    */
   async cancel(id: RunId): Promise<Run> {
     const { rows } = await this.db.query<RunRow>(
       `UPDATE durable_agent.run SET cancel_requested = true,
-              status = CASE WHEN status = 'QUEUED' THEN 'CANCELLED' ELSE status END,
-              finished_at = CASE WHEN status = 'QUEUED' THEN now() ELSE finished_at END,
-              error = CASE WHEN status <> 'QUEUED' THEN error WHEN attempts = 0 AND provider_requeues = 0 THEN 'cancelled before it started'
+              status = CASE WHEN status IN ('QUEUED', 'WAITING') THEN 'CANCELLED' ELSE status END,
+              finished_at = CASE WHEN status IN ('QUEUED', 'WAITING') THEN now() ELSE finished_at END,
+              error = CASE WHEN status = 'WAITING' THEN 'cancelled while waiting (' || coalesce(waiting->>'kind', 'wait') || ')'
+                           WHEN status <> 'QUEUED' THEN error WHEN attempts = 0 AND provider_requeues = 0 THEN 'cancelled before it started'
                            ELSE 'cancelled while waiting in the queue' END,
               updated_at = now()
-       WHERE id = $1 AND status IN ('QUEUED', 'RUNNING') AND NOT cancel_requested
+       WHERE id = $1 AND status IN ('QUEUED', 'RUNNING', 'WAITING') AND NOT cancel_requested
        RETURNING ${RUN_COLUMNS}`,
       [id],
     );
@@ -152,7 +154,8 @@ export class RunStore implements EngineStore {
       cp.budgetTokens, storableCost(cp.costUsd), cp.seq, cp.request, JSON.stringify(cp.content), cp.stopReason, u.inputTokens,
       u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts, Math.round(cp.latencyMs),
     ];
-    const { end } = then;
+    const { end, wait } = then;
+    if (wait && !end) return this.checkpointModelWaiting(runId, owner, stepValues, wait);
     const { rows } = end
       ? await this.prepared<ProgressRow & { next_started: boolean }>(
           'checkpoint_model_final',
@@ -175,6 +178,40 @@ export class RunStore implements EngineStore {
         );
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
     return { ...progress(rows[0]), nextStarted: rows[0].next_started };
+  }
+
+  /** The model step and the start of a wait for approvals, in one statement (see WaitStart). */
+  private async checkpointModelWaiting(runId: RunId, owner: Lease, stepValues: unknown[], wait: WaitStart): Promise<FencedWrite> {
+    const [waiting, runAt, decisions] = waitParams(wait);
+    const { rows } = await this.prepared<ProgressRow & { status: Waited['status'] }>(
+      'checkpoint_model_waiting',
+      `WITH owner AS (
+         UPDATE durable_agent.run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, ${WAIT_SET(3, 16)}
+         WHERE ${FENCE(18)}
+         RETURNING id, tokens_used, cancel_requested, status),
+       ${MODEL_STEP},
+       ${DECISION_ROWS(17)}
+       SELECT tokens_used, cancel_requested, status FROM owner`,
+      [runId, owner.worker, waiting, ...stepValues, runAt, decisions, owner.token],
+    );
+    if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
+    return { ...progress(rows[0]), nextStarted: false, waited: rows[0].status };
+  }
+
+  async decisions(runId: RunId): Promise<DecisionRecord[]> {
+    return readDecisions(this.db, runId);
+  }
+
+  async wait(runId: RunId, owner: Lease, start: WaitStart): Promise<Waited> {
+    return startWaiting(this.db, runId, owner, start);
+  }
+
+  async consumeDecision(runId: RunId, owner: Lease, toolUseId: string): Promise<void> {
+    return consumeDecision(this.db, runId, owner, toolUseId);
+  }
+
+  async nextDueInMs(): Promise<number | null> {
+    return nextDueInMs(this.db);
   }
 
   async startTool(runId: RunId, owner: Lease, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }> {
