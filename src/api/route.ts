@@ -15,6 +15,8 @@ export interface RouteInput<P, Q, B> {
   log: FastifyBaseLogger;
   /** Who is asking (auth.ts); on open routes, no one in particular. */
   caller: Caller;
+  /** The request's headers, lower-cased names (e.g. `idempotency-key`). */
+  headers: Readonly<Record<string, string | string[] | undefined>>;
   /**
    * On a route under `/api/runs/{id}`: that run, already checked to be the caller's (run-access.ts).
    * The server looks it up before the handler runs, so no run route can forget the check.
@@ -49,6 +51,8 @@ export interface ApiRoute<P = unknown, Q = unknown, B = unknown> {
   /** Without a query schema, query parameters are ignored. */
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
+  /** Request headers the route reads (lower-case names), for the document; the handler parses them. */
+  headers?: z.ZodType;
   /** Answered without authentication (liveness, the API's description); every other route needs a caller. */
   open?: boolean;
   /** The answers; the usual error answers (400, 403, 404, 413, 415, 500, 503) are implied (see openapi.ts). */

@@ -166,6 +166,7 @@ export function createServer(deps: ApiDeps): FastifyInstance {
           body: r.body ? parseInput(r.body, req.body, 'body') : undefined,
           log: req.log,
           caller,
+          headers: req.headers,
           ...(runRoute ? { run: run ?? (await runFor(deps.store, caller, (params as { id: string }).id)) } : {}),
         });
         reply.code(result.status ?? 200);

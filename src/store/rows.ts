@@ -30,11 +30,11 @@ export interface RunRow {
   provider_requeues: number;
   /** Computed by RUN_COLUMNS; absent where a statement returns `run.*`. */
   next_attempt_at?: Date | null;
-  waiting?: WaitingJson | null;
+  waiting?: WaitingColumn | null;
 }
 
 /** `run.waiting` as stored (jsonb): times as ISO strings. */
-export interface WaitingJson {
+export interface WaitingColumn {
   kind: Waiting['kind'];
   since: string;
   toolCalls: Waiting['toolCalls'];
@@ -42,11 +42,11 @@ export interface WaitingJson {
   expiresAt?: string | null;
 }
 
-export function toWaitingJson(w: Waiting): WaitingJson {
+export function toWaitingColumn(w: Waiting): WaitingColumn {
   return { kind: w.kind, since: w.since.toISOString(), toolCalls: w.toolCalls, wakeAt: w.wakeAt?.toISOString() ?? null, expiresAt: w.expiresAt?.toISOString() ?? null };
 }
 
-export function toWaiting(w: WaitingJson | null | undefined): Waiting | null {
+export function toWaiting(w: WaitingColumn | null | undefined): Waiting | null {
   if (!w) return null;
   const date = (s: string | null | undefined) => (s ? new Date(s) : null);
   return { kind: w.kind, since: new Date(w.since), toolCalls: w.toolCalls ?? [], wakeAt: date(w.wakeAt), expiresAt: date(w.expiresAt) };

@@ -5,9 +5,10 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { budgetTokens, type DecisionRecord, DEFAULT_TENANT, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
+import { budgetTokens, type Decision, type DecisionRecord, DEFAULT_TENANT, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
 import { ConflictError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
+import { type Decided, recordDecision } from './decisions.ts';
 import { renewLeases } from './lease-renewal.ts';
 import type {
   AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
@@ -27,6 +28,12 @@ export interface NewRun {
   metadata?: Record<string, unknown>;
   /** Whose run it is; "default" when absent. */
   tenant?: string;
+  /** Not claimed before this time (a delayed start); its deadline counts from then. */
+  startAt?: Date;
+  /** A second create with this key (same tenant, within 24 hours) answers the first run. */
+  idempotencyKey?: string;
+  /** SHA-256 of the canonical request: the same key with another request is a conflict. */
+  requestHash?: string;
 }
 
 function sha256(text: string): string {
@@ -60,13 +67,56 @@ export class RunStore implements EngineStore {
   }
 
   async create(r: NewRun): Promise<Run> {
-    const { rows } = await this.prepared<RunRow>('create', 
-      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata, tenant)
-       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7, $8)
-       RETURNING ${RUN_COLUMNS}`,
-      [randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, r.tenant ?? DEFAULT_TENANT],
-    );
-    return toRun(rows[0]!);
+    return (await this.createOnce(r)).run;
+  }
+
+  /**
+   * Queues a run. With an idempotency key, a run created under the same key (and tenant) in the last
+   * 24 hours is answered instead (`created` false) when its request was the same, and a different
+   * request is a ConflictError. The unique index decides between concurrent creates, not a read first.
+   */
+  async createOnce(r: NewRun): Promise<{ run: Run; created: boolean }> {
+    const tenant = r.tenant ?? DEFAULT_TENANT;
+    for (let tries = 1; ; tries++) {
+      const { rows } = await this.prepared<RunRow>(
+        'create',
+        `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, run_at, deadline_at, metadata, tenant, idempotency_key, request_hash)
+         VALUES ($1, $2, $3, $4, $5, greatest(coalesce($9::timestamptz, now()), now()),
+                 greatest(coalesce($9::timestamptz, now()), now()) + $6 * interval '1 second', $7, $8, $10, $11)
+         ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         RETURNING ${RUN_COLUMNS}`,
+        [
+          randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, tenant,
+          r.startAt ?? null, r.idempotencyKey ?? null, r.idempotencyKey ? (r.requestHash ?? null) : null,
+        ],
+      );
+      if (rows[0]) return { run: toRun(rows[0]), created: true };
+      const { rows: found } = await this.db.query<RunRow & { request_hash: string | null; expired: boolean }>(
+        `SELECT ${RUN_COLUMNS}, request_hash, created_at < now() - interval '24 hours' AS expired
+         FROM durable_agent.run WHERE tenant = $1 AND idempotency_key = $2`,
+        [tenant, r.idempotencyKey],
+      );
+      const existing = found[0];
+      if (existing && !existing.expired) {
+        if (existing.request_hash !== (r.requestHash ?? null)) {
+          throw new ConflictError(`Idempotency-Key ${JSON.stringify(r.idempotencyKey)} was used for a different request (run ${existing.id})`);
+        }
+        return { run: toRun(existing), created: false };
+      }
+      if (tries >= 3) throw new ConflictError(`Idempotency-Key ${JSON.stringify(r.idempotencyKey)} is being reused right now; try again`);
+      // Older than 24 hours: the key is free again; the old run keeps everything but the key.
+      if (existing) {
+        await this.db.query(
+          `UPDATE durable_agent.run SET idempotency_key = NULL WHERE id = $1 AND created_at < now() - interval '24 hours'`,
+          [existing.id],
+        );
+      }
+    }
+  }
+
+  /** Records a person's decision about a waiting tool call (see decisions.ts). */
+  async decide(runId: RunId, toolUseId: string, decision: Decision): Promise<Decided> {
+    return recordDecision(this.db, runId, toolUseId, decision, this.redact);
   }
 
   async get(id: RunId): Promise<Run | null> {
