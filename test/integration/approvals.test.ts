@@ -14,7 +14,7 @@ let db: TestDatabase;
 let app: FastifyInstance;
 beforeAll(async () => {
   db = await testDatabase();
-  app = createServer({ store: db.store, listing: new RunListing(db.pool), defaults: DEFAULTS, checkDatabase: async () => {}, metrics: async () => '', logger: false });
+  app = createServer({ store: db.store, listing: new RunListing(db.pool), defaults: DEFAULTS, checkDatabase: async () => {}, metrics: async () => ({ contentType: 'text/plain', body: '' }), logger: false });
 });
 afterAll(async () => {
   await app.close();
@@ -87,7 +87,7 @@ describe('approvals', () => {
     expect((await decide(run.id, 'toolu_d', { decision: 'deny', reason: 'T-2 is still being worked on' })).statusCode).toBe(202);
     expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
     expect(executed).toEqual([]);
-    const result = (llm.seen[1]!.messages.at(-1)!.content as { type: string; is_error?: boolean; content: string }[])[0]!;
+    const result = (llm.seen[1]!.messages.at(-1)!.content as unknown as { type: string; is_error?: boolean; content: string }[])[0]!;
     expect(result).toMatchObject({ type: 'tool_result', tool_use_id: 'toolu_d', is_error: true });
     expect(result.content).toContain('T-2 is still being worked on');
   });
@@ -136,7 +136,7 @@ describe('approvals', () => {
     expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
     expect(executed).toEqual(['A:toolu_1']);
     expect(lookups).toEqual(['toolu_2']);
-    const results = llm.seen[1]!.messages.at(-1)!.content as { tool_use_id: string; is_error?: boolean }[];
+    const results = llm.seen[1]!.messages.at(-1)!.content as unknown as { tool_use_id: string; is_error?: boolean }[];
     expect(results.map((r) => [r.tool_use_id, r.is_error === true])).toEqual([['toolu_1', false], ['toolu_2', false], ['toolu_3', true]]);
   });
 
@@ -151,7 +151,7 @@ describe('approvals', () => {
     await waitFor('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 10_000);
     await worker.stop();
     expect(executed).toEqual([]);
-    const result = (llm.seen[1]!.messages.at(-1)!.content as { content: string; is_error?: boolean }[])[0]!;
+    const result = (llm.seen[1]!.messages.at(-1)!.content as unknown as { content: string; is_error?: boolean }[])[0]!;
     expect(result.is_error).toBe(true);
     expect(result.content).toContain('approval timed out');
     expect((await decide(run.id, 'toolu_t', { decision: 'approve' })).statusCode).toBe(409);
