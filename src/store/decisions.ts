@@ -75,7 +75,7 @@ async function decideIn(db: pg.PoolClient, runId: RunId, toolUseId: string, d: D
     throw new ConflictError(`tool call ${toolUseId} waits for approval; "complete" is only for a call a crash left unfinished`);
   }
   await db.query(
-    `UPDATE durable_agent.tool_decision SET decision = $4, reason = $5, result = $6, decided_at = now()
+    `UPDATE durable_agent.tool_decision SET decision = $4, reason = $5, result = $6, decided_at = clock_timestamp()
      WHERE run_id = $1 AND tool_use_id = $2 AND kind = $3`,
     [
       runId, toolUseId, pending.kind, d.decision,

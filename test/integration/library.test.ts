@@ -138,7 +138,10 @@ describe('rt.runs', () => {
     expect(await refused({ input: 'x', maxSteps: config.maxSteps + 1 })).toBe(`invalid options: maxSteps: must be at most ${config.maxSteps} (the server's MAX_STEPS)`);
     expect(await refused({ input: 'x', agent: 'billing' })).toBe('invalid options: agent: no agent "billing" here (this runtime serves "helper")');
     expect(await refused({ input: 'x', previousRunId: run.id })).toBe('invalid options: previousRunId: not supported yet');
-    expect(await refused({ input: 'x', idempotencyKey: 'order-7' })).toBe('invalid options: idempotencyKey: not supported yet');
+    const once = await rt.runs.create({ input: 'x', idempotencyKey: 'order-7' });
+    expect((await rt.runs.create({ input: 'x', idempotencyKey: 'order-7' })).id).toBe(once.id);
+    await expect(rt.runs.create({ input: 'y', idempotencyKey: 'order-7' })).rejects.toBeInstanceOf(ConflictError);
+    expect(await refused({ input: 'x', startAt: 'tomorrow' })).toMatch(/^invalid options: startAt: /);
     expect(await refused({ input: 'x', previousRunId: 'nope' })).toMatch(/^invalid options: previousRunId: /);
     expect(await refused({ input: 'x', colour: 'red' })).toBe('invalid options: colour: unknown field');
 
