@@ -10,7 +10,7 @@ import { ConflictError, LeaseLostError, NotFoundError, StepNotStartedError } fro
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
 import { renewLeases } from './lease-renewal.ts';
 import type {
-  AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
+  AfterCheckpoint, ClaimedRun, ClaimLiveness, EngineStore, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
   RenewedLease, RunEnd, ToolFinish, ToolStart, WriteProbe,
 } from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
@@ -137,11 +137,11 @@ export class RunStore implements EngineStore {
   }
 
   /** `holding`: runs this worker is driving already; never claimed twice, even when their lease lapsed. */
-  async claim(owner: LeaseOwner, limit: number, holding: readonly RunId[] = []): Promise<ClaimedRun[]> {
+  async claim(owner: LeaseOwner, limit: number, holding: readonly RunId[] = [], liveness?: ClaimLiveness): Promise<ClaimedRun[]> {
     const { rows } = await this.prepared<RunRow & { has_steps: boolean; lease_token: string }>(
       'claim',
       CLAIM_SQL,
-      claimParams(owner.worker, owner.leaseMs, limit, holding),
+      claimParams(owner.worker, owner.leaseMs, limit, holding, liveness?.ownerLock, liveness?.orphaned),
     );
     return rows.map((r) => ({ ...toRun(r), hasSteps: r.has_steps, lease: { ...owner, token: r.lease_token } }));
   }
