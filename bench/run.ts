@@ -19,6 +19,7 @@ import { leaseKeeperThread } from '../src/store/lease-keeper-thread.ts';
 import { RunStore } from '../src/store/run-store.ts';
 import { ToolExecutor } from '../src/tools/executor.ts';
 import type { Tool } from '../src/tools/types.ts';
+import { resumeLatencies } from './resume-latency.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, d = 3) => Number(x.toFixed(d));
@@ -200,6 +201,13 @@ async function main() {
       await store.finish(run.id, lease, { status: 'SUCCEEDED', output: 'bench' });
     }
 
+    // A worker killed mid-step under the default 30 s lease: how soon another live worker resumes its run.
+    {
+      const ms = (await resumeLatencies(url.toString(), pool, 5)).sort((a, b) => a - b);
+      results.resumeAfterKillP50Ms = p50(ms);
+      results.resumeAfterKillMaxMs = ms[ms.length - 1]!;
+    }
+
     const num = (k: string) => results[k] as number;
     const rows: [string, string, string][] = [
       ['bare INSERT commit p50 (floor)', `${num('commitP50Ms')} ms`, ''],
@@ -209,6 +217,7 @@ async function main() {
       ['queued → first step p50', `${num('queuedToFirstStepP50Ms')} ms`, 'NOTIFY wake-up'],
       ['per step at 10 / at 200', `${num('perStepMsAt10')} / ${num('perStepMsAt200')} ms`, `${round(num('perStepMsAt200') / num('perStepMsAt10'), 2)}× (target ≤ 1.2×)`],
       ['timeline, 10 MB result in the log', `${num('timelineWith10MbResultP50Ms')} ms`, `the full log read: ${num('fullLogWith10MbResultP50Ms')} ms`],
+      ['resume after SIGKILL p50 / max', `${num('resumeAfterKillP50Ms')} / ${num('resumeAfterKillMaxMs')} ms`, 'default 30 s lease; a live worker takes the run over'],
       ['storage after 10 / 200 steps', `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`, `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`],
     ];
     console.log(`durable-agent bench on ${database.description}\n`);
