@@ -41,3 +41,4 @@ export {
 } from './errors.ts';
 export { RunStore } from './store/run-store.ts';
 export { Worker } from './engine/worker.ts';
+export { livenessSession, leaseOnlyLiveness, type LivenessSessionOptions } from './store/liveness-session.ts';
