@@ -149,7 +149,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
           ...process.env, DATABASE_URL: db.url, WORKER_NAME: name, WORKER_CONCURRENCY: String(opts.concurrency),
           LEASE_SECONDS: String(opts.leaseSeconds ?? 30), LLM_PROVIDER: 'anthropic', ANTHROPIC_API_KEY: 'chaos', ANTHROPIC_BASE_URL: model.url,
           DEFAULT_MODEL: 'chaos-model', MAX_RUN_ATTEMPTS: '1000', MAX_ATTEMPTS: '20', RETRY_BASE_MS: '50', RETRY_CAP_MS: '500',
-          POLL_INTERVAL_MS: '500', LOG_LEVEL: 'fatal', SHUTDOWN_GRACE_SECONDS: '2', SHUTDOWN_FORCE_SECONDS: '2', CHAOS_TOOL_MS: String(opts.toolMs),
+          POLL_INTERVAL_MS: '500', LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'fatal', SHUTDOWN_GRACE_SECONDS: '2', SHUTDOWN_FORCE_SECONDS: '2', CHAOS_TOOL_MS: String(opts.toolMs),
           DURABLE_AGENT_CRASH_AT: crashAt ?? '', RETENTION_DAYS: '',
         },
         stdio: ['ignore', 'pipe', opts.workerLog ? fs.openSync(opts.workerLog, 'a') : 'ignore'],
@@ -159,6 +159,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       createInterface({ input: child.stdout! }).on('line', (line) => {
         const m = JSON.parse(line) as { claimed?: string; ready?: string };
         if (m.ready) p.ready = true;
+        else if (!m.claimed && opts.workerLog) fs.appendFileSync(opts.workerLog, `${name} ${line}\n`); // its log lines
         if (m.claimed) {
           const list = claims.get(m.claimed) ?? [];
           list.push({ at: Date.now(), worker: name });

@@ -1,8 +1,9 @@
 /**
  * Owner liveness on a session of its own: the worker holds its advisory lock there for as long as it
  * lives (see liveness-sql.ts), and every interval the same session probes which RUNNING runs lost
- * their owner. A key missing at two probes in a row is reported orphaned (noticed within one to two
- * intervals of the death, and a worker that merely reconnected has an interval to take its key back).
+ * their owner. A key missing at every probe for `confirmMs` (and at two at least) is reported
+ * orphaned: a death is noticed within about a second, and a worker that merely lost its session (a
+ * terminated backend) has that long to take its key back before its runs are taken over.
  *
  * When the session drops, the worker claims nothing until it is back. It takes the same key back if
  * it can: its runs were not taken over, or those that were are fenced (the worker checks its leases at
@@ -24,6 +25,8 @@ export interface LivenessSessionOptions {
   schema?: string;
   /** @unit milliseconds — how often the session probes for orphaned runs. Default 500. */
   intervalMs?: number;
+  /** @unit milliseconds — how long an owner's lock must stay missing before its runs are taken over. Default 1000. */
+  confirmMs?: number;
   /** @unit milliseconds — how long the key may be held by another session before the worker gives it up. Default 2 × interval. */
   graceMs?: number;
   /** @unit milliseconds — how long the database may stay unreachable before the worker stops driving its runs. Default 5000. */
@@ -43,8 +46,8 @@ class LivenessSession implements OwnerLiveness {
   private state: State = 'starting';
   /** When the session dropped (null while live). */
   private droppedAt: number | null = null;
-  /** Keys found orphaned at the previous probe. */
-  private missing = new Set<number>();
+  /** Keys missing at every probe since, by when they were first found missing. */
+  private missing = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
   /** The tick in progress, if any: ticks never overlap. */
   private ticking: Promise<void> | null = null;
@@ -53,12 +56,14 @@ class LivenessSession implements OwnerLiveness {
   private readonly Client: typeof pg.Client;
   private readonly intervalMs: number;
   private readonly graceMs: number;
+  private readonly confirmMs: number;
   private readonly unreachableMs: number;
 
   constructor(private readonly url: string, private readonly listener: OwnerLivenessListener, private readonly opts: LivenessSessionOptions) {
     this.Client = clientForSchema(opts.schema ?? DEFAULT_SCHEMA);
     this.intervalMs = opts.intervalMs ?? 500;
     this.graceMs = opts.graceMs ?? 2 * this.intervalMs;
+    this.confirmMs = opts.confirmMs ?? 1_000;
     this.unreachableMs = opts.unreachableMs ?? 5_000;
     this.schedule(0);
   }
@@ -141,8 +146,9 @@ class LivenessSession implements OwnerLiveness {
     const { rows } = await c.query<ProbeRow>({ text: PROBE, values: [this.key] });
     const { mine, orphaned } = rows[0]!;
     if (!mine) return await this.fallBack();
-    const confirmed = orphaned.filter((k) => this.missing.has(k));
-    this.missing = new Set(orphaned);
+    const now = Date.now();
+    const confirmed = orphaned.filter((k) => now - (this.missing.get(k) ?? now) >= this.confirmMs);
+    this.missing = new Map(orphaned.map((k) => [k, this.missing.get(k) ?? now]));
     if (confirmed.length) this.listener.orphaned(confirmed);
   }
 
