@@ -198,6 +198,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       const { rowCount } = await pool.query(
         `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
           WHERE datname = current_database() AND application_name LIKE 'durable-agent%' AND pid <> pg_backend_pid()
+            -- Sessions in use, not those of a worker starting up (which gives up on a failed start).
+            AND backend_start < now() - interval '15 seconds'
           ORDER BY random() LIMIT 1 + (random() * 3)::int`,
       );
       backendsTerminated += rowCount ?? 0;

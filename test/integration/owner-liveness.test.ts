@@ -75,8 +75,10 @@ async function wholeTimeline(runId: RunId) {
   return steps.map((s) => [s.kind, s.status, s.worker]);
 }
 
-async function effects(): Promise<{ key: string; worker: string }[]> {
-  return (await db.pool.query<{ key: string; worker: string }>('SELECT key, worker FROM public.tool_effect ORDER BY key')).rows;
+/** The effects of the run's tool calls (by their idempotency keys). */
+async function effects(runId: RunId): Promise<{ key: string; worker: string }[]> {
+  const keys = (await db.store.steps(runId)).filter((s) => s.kind === 'TOOL').map((s) => s.toolUseId);
+  return (await db.pool.query<{ key: string; worker: string }>('SELECT key, worker FROM public.tool_effect WHERE key = ANY ($1) ORDER BY key', [keys])).rows;
 }
 
 it('a worker killed with SIGKILL under the default 30 s lease has its run resumed by a live worker within seconds', async () => {
@@ -102,7 +104,6 @@ it('a worker killed with SIGKILL under the default 30 s lease has its run resume
 }, 90_000);
 
 it('a worker whose liveness session is terminated while it lives stops driving, is fenced, and comes back under a new lock', async () => {
-  await db.pool.query('TRUNCATE public.tool_effect');
   const [a, b] = await bothReady();
   const run = await newRun(db.store, 'survive a lost liveness session');
   await waitFor('worker A to start the tool', toolStarted(run.id), 30_000);
@@ -133,7 +134,7 @@ it('a worker whose liveness session is terminated while it lives stops driving, 
     ['MODEL', 'DONE'],
   ]);
   await new Promise((r) => setTimeout(r, 1_000)); // A's own tool call ends meanwhile; its effect is the key's
-  expect((await effects()).length).toBe(1);
+  expect((await effects(run.id)).length).toBe(1);
   expect(a.child.exitCode).toBeNull(); // A lived through it
 
   // A came back: with B gone, it drives the next run alone.
@@ -145,7 +146,6 @@ it('a worker whose liveness session is terminated while it lives stops driving, 
 }, 120_000);
 
 it('a worker stopped (SIGSTOP) past its lease writes nothing after SIGCONT, and the tool takes effect once', async () => {
-  await db.pool.query('TRUNCATE public.tool_effect');
   const run = await newRun(db.store, 'survive a stalled worker');
   const a = startWorker('worker-A', { LEASE_MS: '1500' });
   await waitFor('worker A to start the tool', toolStarted(run.id), 30_000);
@@ -163,5 +163,5 @@ it('a worker stopped (SIGSTOP) past its lease writes nothing after SIGCONT, and 
   const toolKey = (await db.store.steps(run.id))[1]!.toolUseId!;
   expect(a.toolKeys).toEqual([toolKey]);
   expect(b.toolKeys).toEqual([toolKey]); // run again under the same key: at least once
-  expect(await effects()).toEqual([{ key: toolKey, worker: 'worker-B' }]); // and it took effect once
+  expect(await effects(run.id)).toEqual([{ key: toolKey, worker: 'worker-B' }]); // and it took effect once
 }, 90_000);
