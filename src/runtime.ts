@@ -41,8 +41,8 @@ import { countRunsByStatus, queueDepth } from './store/run-stats.ts';
 import { DEFAULT_SYSTEM_PROMPT, demoTools } from './tools/demo-tools.ts';
 import { ToolExecutor } from './tools/executor.ts';
 import type { Tool } from './tools/types.ts';
-
 import { DEMO_AGENT } from './domain.ts';
+
 export { DEMO_AGENT };
 
 export interface AgentOptions {
