@@ -37,6 +37,8 @@ import { RunStore } from './store/run-store.ts';
 import { countRunsByStatus, queueDepth } from './store/run-stats.ts';
 import { DEFAULT_SYSTEM_PROMPT, demoTools } from './tools/demo-tools.ts';
 import { ToolExecutor } from './tools/executor.ts';
+import type { McpServer } from './tools/mcp-config.ts';
+import { mcpToolSources } from './tools/mcp-source.ts';
 import type { Tool } from './tools/types.ts';
 
 /** The agent of the built-in demo: the support assistant's prompt and the demo ticket tools. */
@@ -55,6 +57,8 @@ export interface AgentOptions {
   maxTokens?: number | null;
   /** The model client its runs call; defaults to the configured provider. */
   llm?: LlmClient | null;
+  /** MCP servers whose tools it takes besides `tools` (checked by defineAgent); the worker connects to them. */
+  mcpServers?: readonly McpServer[];
 }
 
 export interface RuntimeOptions {
@@ -220,6 +224,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
             system: opts.agent?.system === undefined ? DEFAULT_SYSTEM_PROMPT : opts.agent.system,
             tools: new ToolExecutor(tools, config.toolTimeoutMs, config.toolResultMaxBytes),
             maxTokens: opts.agent?.maxTokens ?? config.maxTokens,
+            toolSources: mcpToolSources(opts.agent?.mcpServers ?? [], { logger }),
           },
           costOf: (model, usage) => prices.costOf(model, usage),
           logger,

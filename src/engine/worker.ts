@@ -12,6 +12,7 @@ import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ClaimedRun, EngineStore, LeaseKeeper, LeaseKeeperFactory, LeaseOwner } from '../store/ports.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
+import { type ToolSource, withSourceTools } from '../tools/tool-source.ts';
 import { AttemptEnds } from './attempt-end.ts';
 import { drive, HandBackSignal, type PreparedAgent } from './driver.ts';
 import { EventLoopWatch } from './event-loop-watch.ts';
@@ -43,6 +44,8 @@ export interface AgentDefinition {
   system: string | null;
   tools: ToolExecutor;
   maxTokens: number;
+  /** Where more of its tools come from (MCP servers): started with the worker, closed when it stops. */
+  toolSources?: readonly ToolSource[];
 }
 
 /** What the database announces to a worker. */
@@ -79,6 +82,12 @@ export class Worker {
   private readonly now: () => Date;
   private readonly ends: AttemptEnds;
   private agent: PreparedAgent | null = null;
+  private preparing: Promise<PreparedAgent> | null = null;
+  /** The tools of the agent as last prepared (its own and its sources'). */
+  private tools: ToolExecutor;
+  private sourcesStarted: Promise<void> | null = null;
+  /** Counts changes of the sources' tools, so a preparation that raced one is not kept. */
+  private toolChanges = 0;
   private keeper: LeaseKeeper | null = null;
   private stopping = false;
   private loopDone: Promise<void> | null = null;
@@ -91,7 +100,8 @@ export class Worker {
   constructor(private readonly deps: WorkerDeps, private readonly opts: WorkerOptions) {
     this.owner = { worker: opts.name, leaseMs: opts.leaseMs };
     this.now = deps.now ?? (() => new Date());
-    this.events = combineEvents(...(deps.events ?? []), followSteps(this.held, (name) => deps.agent.tools.isIdempotent(name)));
+    this.tools = deps.agent.tools;
+    this.events = combineEvents(...(deps.events ?? []), followSteps(this.held, (name) => this.tools.isIdempotent(name)));
     this.loopWatch = new EventLoopWatch(deps.logger, () => this.held.values(), { thresholdMs: opts.blockedLoopWarnMs ?? 1000 });
     this.ends = new AttemptEnds({
       store: deps.store,
@@ -112,20 +122,49 @@ export class Worker {
     return this.held.size;
   }
 
-  /** Stores the prompt and tool texts once under their digests; steps then refer to them by digest. */
+  /**
+   * Stores the prompt and tool texts once under their digests; steps then refer to them by digest. The
+   * tools include those the agent's sources offer now; when those change, the next attempt prepares again.
+   */
   private async prepare(): Promise<PreparedAgent> {
     if (this.agent) return this.agent;
-    const { store, agent } = this.deps;
-    const toolDefinitions = agent.tools.definitions();
-    this.agent = {
+    return (this.preparing ??= this.prepareNow().finally(() => (this.preparing = null)));
+  }
+
+  private async prepareNow(): Promise<PreparedAgent> {
+    const { store, agent, logger } = this.deps;
+    const sources = agent.toolSources ?? [];
+    await this.startSources();
+    const changes = this.toolChanges;
+    const tools = withSourceTools(agent.tools, sources, (source, tool) =>
+      logger.warn({ tool_source: source, tool_name: tool }, 'a tool source offers a tool whose name is taken; it is left out'),
+    );
+    const toolDefinitions = tools.definitions();
+    const prepared: PreparedAgent = {
       system: agent.system,
       systemDigest: agent.system ? await store.putBlob(agent.system) : null,
-      tools: this.loopWatch.timeTools(agent.tools),
+      tools: this.loopWatch.timeTools(tools),
       toolDefinitions,
       toolsDigest: toolDefinitions.length ? await store.putBlob(JSON.stringify(toolDefinitions)) : null,
       maxTokens: agent.maxTokens,
     };
-    return this.agent;
+    this.tools = tools;
+    if (changes === this.toolChanges) this.agent = prepared;
+    return prepared;
+  }
+
+  /** Starts the tool sources once (each resolves even when it cannot connect); a change of their tools re-prepares. */
+  private startSources(): Promise<void> {
+    const sources = this.deps.agent.toolSources ?? [];
+    return (this.sourcesStarted ??= (async () => {
+      for (const s of sources) {
+        s.onChange(() => {
+          this.toolChanges++;
+          this.agent = null;
+        });
+      }
+      await Promise.all(sources.map((s) => s.start()));
+    })());
   }
 
   /** Stores this worker's prompt and tool texts again if `digest` is one of theirs (null: both). */
@@ -174,6 +213,7 @@ export class Worker {
     await this.subscription?.close();
     await this.keeper?.close();
     this.keeper = null;
+    await Promise.all((this.deps.agent.toolSources ?? []).map((s) => s.close()));
   }
 
   /** Claims one run and drives it to the end of this attempt, rethrowing what ended it (for tests and tools). */
