@@ -1,7 +1,8 @@
 /**
  * An MCP server for tests, built with the SDK's server side: an order desk with a read-only lookup
- * (idempotent), a destructive cancel (non-idempotent, needs approval), and an unannotated refund that
- * can be told to hang (for crash tests). Every call is reported with its `_meta`.
+ * (idempotent), a destructive cancel (non-idempotent, needs approval), and an unannotated refund
+ * (non-idempotent). Every call is reported with its `_meta`; the tool named by $MCP_TEST_HANG never
+ * answers (for crash tests).
  *
  * Run as a program, it serves stdio and appends one JSON line per call to $MCP_TEST_CALLS; it writes
  * its pid to $MCP_TEST_PIDFILE; and it refuses to start (exits 3) while the file $MCP_TEST_DOWN exists,
@@ -12,10 +13,14 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
 
-/** @param {{ onCall(call: { tool: string, args: unknown, meta: unknown, pid: number }): void, refundHangs?: () => boolean }} options */
+/** @param {{ onCall(call: { tool: string, args: unknown, meta: unknown, pid: number }): void, hangs?: (tool: string) => boolean }} options */
 export function orderServer(options) {
   const server = new McpServer({ name: 'order-desk', version: '1.0.0' });
-  const report = (tool, args, extra) => options.onCall({ tool, args, meta: extra._meta ?? null, pid: process.pid });
+  // A call is reported as it arrives; a tool told to hang then never answers (the worker is killed meanwhile).
+  const report = async (tool, args, extra) => {
+    options.onCall({ tool, args, meta: extra._meta ?? null, pid: process.pid });
+    if (options.hangs?.(tool)) await new Promise(() => {});
+  };
   server.registerTool(
     'lookup_order',
     {
@@ -24,7 +29,7 @@ export function orderServer(options) {
       annotations: { readOnlyHint: true, idempotentHint: true },
     },
     async (args, extra) => {
-      report('lookup_order', args, extra);
+      await report('lookup_order', args, extra);
       return { content: [{ type: 'text', text: `order ${args.orderId}: shipped` }] };
     },
   );
@@ -36,7 +41,7 @@ export function orderServer(options) {
       annotations: { destructiveHint: true, idempotentHint: false },
     },
     async (args, extra) => {
-      report('cancel_order', args, extra);
+      await report('cancel_order', args, extra);
       if (args.orderId === 'A-404') return { isError: true, content: [{ type: 'text', text: `no order ${args.orderId}` }] };
       return { content: [{ type: 'text', text: `order ${args.orderId} cancelled` }], structuredContent: { cancelled: true } };
     },
@@ -45,8 +50,7 @@ export function orderServer(options) {
     'refund_order',
     { description: 'Refunds an order.', inputSchema: { orderId: z.string(), amount: z.number() } },
     async (args, extra) => {
-      report('refund_order', args, extra);
-      if (options.refundHangs?.()) await new Promise(() => {});
+      await report('refund_order', args, extra);
       return { content: [{ type: 'text', text: `refunded ${args.amount} on ${args.orderId}` }] };
     },
   );
@@ -55,7 +59,7 @@ export function orderServer(options) {
 
 const isMain = process.argv[1] && import.meta.url === new URL(`file://${fs.realpathSync(process.argv[1])}`).href;
 if (isMain) {
-  const { MCP_TEST_CALLS, MCP_TEST_PIDFILE, MCP_TEST_DOWN, MCP_TEST_REFUND_HANGS } = process.env;
+  const { MCP_TEST_CALLS, MCP_TEST_PIDFILE, MCP_TEST_DOWN, MCP_TEST_HANG } = process.env;
   if (MCP_TEST_DOWN && fs.existsSync(MCP_TEST_DOWN)) {
     process.stderr.write('order-desk: down for maintenance\n');
     process.exit(3);
@@ -63,7 +67,7 @@ if (isMain) {
   if (MCP_TEST_PIDFILE) fs.writeFileSync(MCP_TEST_PIDFILE, String(process.pid));
   const server = orderServer({
     onCall: (call) => MCP_TEST_CALLS && fs.appendFileSync(MCP_TEST_CALLS, `${JSON.stringify(call)}\n`),
-    refundHangs: () => Boolean(MCP_TEST_REFUND_HANGS),
+    hangs: (tool) => tool === MCP_TEST_HANG,
   });
   await server.connect(new StdioServerTransport());
   process.stderr.write('order-desk: serving on stdio\n');
