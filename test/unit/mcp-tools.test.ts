@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { defineAgent } from '../../src/agent.ts';
+import { checkAgents, defineAgent } from '../../src/agent.ts';
 import { ConfigError, ToolError } from '../../src/errors.ts';
 import { type McpServer, type McpServerOptions } from '../../src/tools/mcp-config.ts';
 import { agentToolName, durabilityOf, type McpToolInfo, mcpTools, resultText } from '../../src/tools/mcp-tools.ts';
@@ -84,6 +84,14 @@ describe('defineAgent with MCP servers', () => {
     ]);
     expect(a.mcpServers.map((s) => s.name)).toEqual(['files', 'search']);
     expect(Object.isFrozen(a.mcpServers[0])).toBe(true);
+  });
+
+  it('keeps them for an agent of a --config module, given as a plain object', () => {
+    const [a] = checkAgents([{ name: 'a', system: 's', tools: [], mcpServers: [{ name: 'files', command: 'npx' }] }], '--config agents.mjs');
+    expect(a!.mcpServers).toEqual([{ name: 'files', command: 'npx' }]);
+    expect(() => checkAgents([{ name: 'a', system: 's', tools: [], mcpServers: [{ name: 'files' }] }], '--config agents.mjs')).toThrow(
+      /^--config agents.mjs: invalid agent "a": mcpServers.0: give either command/,
+    );
   });
 
   it.each([
