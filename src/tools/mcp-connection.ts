@@ -12,13 +12,14 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ToolError } from '../errors.ts';
+import { MAX_TIMER_MS } from '../llm/sleep.ts';
 import type { Logger } from '../observability/logger.ts';
 import { describeServer, type McpServer } from './mcp-config.ts';
 import type { McpToolInfo } from './mcp-tools.ts';
 
 export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 10_000;
 /** The SDK's own per-request limit is 60 s; the tool executor's timeout and the run's signal bound a call instead. */
-const NO_SDK_TIMEOUT_MS = 2_147_483_647;
+const NO_SDK_TIMEOUT_MS = MAX_TIMER_MS;
 /** The key under which a call's `_meta` carries its idempotency key (the model's tool_use id). */
 export const IDEMPOTENCY_KEY_META = 'idempotencyKey';
 
@@ -34,6 +35,16 @@ export interface McpConnectionOptions {
 }
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+/** `promise`, or the signal's reason as soon as it aborts (a connection being opened is left to finish for the next call). */
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
 
 /** A failure that shows the request never reached the server, so sending it again cannot run the tool twice. */
 function notDelivered(e: unknown): boolean {
@@ -152,7 +163,7 @@ export class McpConnection {
         signal: call.signal,
         timeout: NO_SDK_TIMEOUT_MS,
       })) as CallToolResult;
-    const client = await this.connected();
+    const client = await unlessAborted(this.connected(), call.signal);
     try {
       return await send(client);
     } catch (e) {
@@ -168,7 +179,7 @@ export class McpConnection {
           `the connection to MCP server "${this.server.name}" failed during the call (${message(e)}); the tool may or may not have run`,
         );
       }
-      return send(await this.connected());
+      return send(await unlessAborted(this.connected(), call.signal));
     }
   }
 
