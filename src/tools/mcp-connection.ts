@@ -102,7 +102,6 @@ export class McpConnection {
   private async open(): Promise<Client> {
     const { server, opts } = this;
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
-    const transport = await (opts.transport ? opts.transport(server) : defaultTransport(server, opts.logger));
     const client = new Client(
       { name: 'durable-agent', version: '1' },
       { listChanged: { tools: { autoRefresh: false, onChanged: () => opts.onToolsChanged?.() } } },
@@ -111,6 +110,7 @@ export class McpConnection {
       if (this.client === client) this.client = null;
     };
     try {
+      const transport = await (opts.transport ? opts.transport(server) : defaultTransport(server, opts.logger));
       await client.connect(transport, { timeout: server.connectTimeoutMs ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS });
     } catch (e) {
       await client.close().catch(() => {});
