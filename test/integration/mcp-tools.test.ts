@@ -110,7 +110,8 @@ describe('a stdio MCP server', () => {
       .thenToolUse('toolu_look', 'lookup_order', { orderId: 'A-1' })
       .thenToolUse('toolu_cancel', 'cancel_order', { orderId: 'A-1', reason: 'asked' })
       .thenText('Order A-1 was shipped, and is now cancelled.');
-    const rt = await start([stdioServer()], llm);
+    // The agent says its cancels need no approval (the server marks them destructive).
+    const rt = await start([stdioServer({ needsApproval: false })], llm);
 
     const done = await finished(rt, 'Cancel order A-1 after checking it.');
     expect(done).toMatchObject({ status: 'SUCCEEDED', output: 'Order A-1 was shipped, and is now cancelled.' });
@@ -142,7 +143,7 @@ describe('a stdio MCP server', () => {
 
   it('answers a tool the server reports as failed with an is_error result, and the run goes on', async () => {
     const llm = new ScriptedLlm().thenToolUse('toolu_404', 'cancel_order', { orderId: 'A-404' }).thenText('There is no such order.');
-    const rt = await start([stdioServer()], llm);
+    const rt = await start([stdioServer({ overrides: { cancel_order: { needsApproval: false } } })], llm);
     expect(await finished(rt, 'Cancel A-404.')).toMatchObject({ status: 'SUCCEEDED' });
     expect(resultsIn(llm, 2).toolu_404).toMatchObject({ is_error: true, content: 'error: no order A-404' });
   });
@@ -254,7 +255,7 @@ describe('a Streamable HTTP MCP server', () => {
       .thenText('Shipped.')
       .thenToolUse('toolu_h2', 'cancel_order', { orderId: 'H-1' })
       .thenText('Cancelled.');
-    const rt = await start([{ name: 'desk', url: desk.url, headers: { authorization: 'Bearer s3cret' } }], llm);
+    const rt = await start([{ name: 'desk', url: desk.url, headers: { authorization: 'Bearer s3cret' }, needsApproval: false }], llm);
     expect(await finished(rt, 'H-1?')).toMatchObject({ status: 'SUCCEEDED', output: 'Shipped.' });
     expect(resultsIn(llm, 2).toolu_h1).toMatchObject({ content: 'order H-1: shipped' });
 
