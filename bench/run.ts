@@ -13,6 +13,7 @@ import { listenForWorker } from '../src/db/notifications.ts';
 import { createPool, poolSizeFor, resolveDatabase } from '../src/db/pool.ts';
 import type { RunId } from '../src/domain.ts';
 import { Worker } from '../src/engine/worker.ts';
+import { chainBench } from './chain.ts';
 import type { LlmClient, LlmRequest, LlmResponse } from '../src/llm/types.ts';
 import { createLogger } from '../src/observability/logger.ts';
 import { leaseKeeperThread } from '../src/store/lease-keeper-thread.ts';
@@ -200,6 +201,8 @@ async function main() {
       await store.finish(run.id, lease, { status: 'SUCCEEDED', output: 'bench' });
     }
 
+    Object.assign(results, await chainBench({ store, worker: (llm, tool, concurrency, events) => worker(llm, tool, concurrency, events), untilDone }));
+
     const num = (k: string) => results[k] as number;
     const rows: [string, string, string][] = [
       ['bare INSERT commit p50 (floor)', `${num('commitP50Ms')} ms`, ''],
@@ -209,6 +212,7 @@ async function main() {
       ['queued → first step p50', `${num('queuedToFirstStepP50Ms')} ms`, 'NOTIFY wake-up'],
       ['per step at 10 / at 200', `${num('perStepMsAt10')} / ${num('perStepMsAt200')} ms`, `${round(num('perStepMsAt200') / num('perStepMsAt10'), 2)}× (target ≤ 1.2×)`],
       ['timeline, 10 MB result in the log', `${num('timelineWith10MbResultP50Ms')} ms`, `the full log read: ${num('fullLogWith10MbResultP50Ms')} ms`],
+      ['per step: a run / 100th of a chain', `${num('chainPerStepMsSingle')} / ${num('chainPerStepMsAt100th')} ms`, `${round(num('chainPerStepMsAt100th') / num('chainPerStepMsSingle'), 2)}×; the chain is read once per claim: ${num('chainReadAtClaimP50Ms')} ms`],
       ['storage after 10 / 200 steps', `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`, `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`],
     ];
     console.log(`durable-agent bench on ${database.description}\n`);

@@ -15,11 +15,18 @@
  * - replay: the pure fold from the ordered steps to the conversation and the work still pending.
  * - guard: the pure check, before every step, of cancel, deadline, token budget and step cap.
  * - driver: the state machine that guards, decides the next action and performs it.
+ * - agent: a definition in code (name, system prompt, tools). A run names its agent; a worker drives
+ *   only the runs of the agents it has.
+ * - conversation: a run may continue a finished run (`previousRunId`); its model sees the earlier
+ *   runs' messages, then its own input. Nothing is copied: replay follows the chain.
  * - tenant: whose runs these are. An API key belongs to one tenant; a request made with it sees and
  *   creates that tenant's runs only.
  */
 
 export type RunId = string & { readonly __brand: 'RunId' };
+
+/** The agent of the built-in demo (the support assistant and its ticket tools); also the agent of runs that name none. */
+export const DEMO_AGENT = 'demo';
 
 /** The tenant of runs created without an API key (no keys yet, AUTH=off, the library's own calls). */
 export const DEFAULT_TENANT = 'default';
@@ -112,6 +119,12 @@ export function budgetTokens(u: Usage): number {
 
 export interface Run {
   id: RunId;
+  /** The agent that drives it, by name; a worker claims only the runs of agents it serves. */
+  agent: string;
+  /** The version label of the agent definition it was created under; null when that had none. */
+  agentVersion: string | null;
+  /** The finished run whose conversation this one continues; null for a new conversation. */
+  previousRunId: RunId | null;
   /** Whose run it is: the tenant of the API key that created it ("default" when created without one). */
   tenant: string;
   status: RunStatus;

@@ -5,9 +5,9 @@
  */
 import { z } from 'zod';
 import { parseInput } from './api/errors.ts';
-import { CreateRunOptions, type RunDefaults, toNewRun } from './api/new-run.ts';
+import { CreateRunOptions, createRun, type RunDefaults } from './api/new-run.ts';
 import { ListRunsQuery } from './api/schemas.ts';
-import type { Run, RunId, RunStatus } from './domain.ts';
+import { DEFAULT_TENANT, type Run, type RunId, type RunStatus } from './domain.ts';
 import type { RunWaits } from './run-waits.ts';
 import type { RunListing, RunPage } from './store/run-listing.ts';
 import type { RunStore } from './store/run-store.ts';
@@ -17,7 +17,7 @@ export type { RunPage } from './store/run-listing.ts';
 export interface CreateRunInput {
   /** The task: the first user message of the conversation. */
   input: string;
-  /** The agent to run; the runtime's agent when absent (naming another is an InputError). */
+  /** The agent to run, by name; the runtime's first agent when absent (the previous run's with `previousRunId`). An agent the runtime does not have is an InputError. */
   agent?: string;
   /** The model to call; the agent's model, else DEFAULT_MODEL. */
   model?: string;
@@ -29,7 +29,10 @@ export interface CreateRunInput {
   maxSteps?: number;
   /** Any JSON object, kept with the run (at most 16 KiB as JSON). */
   metadata?: Record<string, unknown>;
-  /** Continue the conversation of this finished run. Not supported yet: an InputError. */
+  /**
+   * Continue the conversation of this finished run (the same tenant's): the model sees its messages,
+   * then `input`. Same agent. An unknown run is an InputError, one still active a ConflictError.
+   */
   previousRunId?: string;
   /** Makes a repeated create return the first run. Not supported yet: an InputError. */
   idempotencyKey?: string;
@@ -46,6 +49,8 @@ export interface ListRunsInput {
   cursor?: string;
   /** Only this tenant's runs; every tenant's when absent. */
   tenant?: string;
+  /** Only this agent's runs. */
+  agent?: string;
 }
 
 export interface WaitOptions {
@@ -82,7 +87,7 @@ export function createRuns({ store, listing, defaults, waits }: RunsDeps): Runs 
   return {
     async create(input) {
       const request: CreateRunOptions = parseInput(CreateRunOptions, input, 'options');
-      return store.create(toNewRun(request, defaults, 'options'));
+      return createRun(store, request, defaults, 'options', request.tenant ?? DEFAULT_TENANT);
     },
     async get(id) {
       return store.get(runId(id));

@@ -41,8 +41,8 @@ import type { McpServer } from './tools/mcp-config.ts';
 import { mcpToolSources } from './tools/mcp-source.ts';
 import type { Tool } from './tools/types.ts';
 
-/** The agent of the built-in demo: the support assistant's prompt and the demo ticket tools. */
-export const DEMO_AGENT = 'demo';
+import { DEMO_AGENT } from './domain.ts';
+export { DEMO_AGENT };
 
 export interface AgentOptions {
   /** The name runs are created under; defaults to "demo". */
@@ -57,6 +57,8 @@ export interface AgentOptions {
   maxTokens?: number | null;
   /** The model client its runs call; defaults to the configured provider. */
   llm?: LlmClient | null;
+  /** The version label recorded with each run created for it. */
+  version?: string | null;
   /** MCP servers whose tools it takes besides `tools` (checked by defineAgent); the worker connects to them. */
   mcpServers?: readonly McpServer[];
 }
@@ -64,6 +66,12 @@ export interface AgentOptions {
 export interface RuntimeOptions {
   api: boolean;
   worker: boolean;
+  /**
+   * The agents served (distinct names; the first is the default of a run that names none). A worker
+   * claims only their runs. Absent: `agent`, or else the built-in demo agent.
+   */
+  agents?: readonly AgentOptions[];
+  /** One agent: the same as `agents: [agent]`. */
   agent?: AgentOptions;
   /** A model client to use instead of the configured provider (tests, custom providers). */
   llm?: LlmClient;
@@ -141,18 +149,30 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
 
   try {
     await checkConnection(pool, database);
+    const agents = opts.agents ?? [opts.agent ?? {}];
+    const names = agents.map((a) => a.name ?? DEMO_AGENT);
+    if (agents.length === 0 || new Set(names).size !== names.length) throw new ConfigError(`agents must be a non-empty list of distinct names (got ${names.join(', ')})`);
     // The demo agent's tickets exist only where the demo agent is served.
-    const demo = opts.agent?.tools === undefined;
-    await migrate(pool, { schema: config.databaseSchema, dirs: demo ? [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] : [MIGRATIONS_DIR] });
+    const demo = agents.some((a) => a.tools === undefined);
+    await migrate(pool, {
+      schema: config.databaseSchema,
+      dirs: demo ? [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] : [MIGRATIONS_DIR],
+      legacyAgent: names[0]!,
+    });
     const store = new RunStore(pool, { redact });
     const listing = new RunListing(pool);
     const deletion = new RunDeletion(pool);
     const auth = authFor(config, new ApiKeys(pool), opts.authenticate);
-    // A client given in code (with the agent, or to the runtime) instead of the configured provider.
-    const ownLlm = opts.agent?.llm ?? opts.llm ?? null;
+    // Clients given in code (with an agent, or to the runtime) instead of the configured provider.
+    const needsConfigured = !opts.llm && agents.some((a) => !a.llm);
+    const llmOf = (a: AgentOptions) => a.llm ?? opts.llm ?? null;
+    const agentDefaults = new Map(
+      agents.map((a, i) => [names[i]!, { model: a.model ?? llmOf(a)?.defaultModel ?? config.defaultModel, version: a.version ?? null }]),
+    );
     const defaults: RunDefaults = {
-      agent: opts.agent?.name ?? DEMO_AGENT,
-      model: opts.agent?.model ?? ownLlm?.defaultModel ?? config.defaultModel,
+      agent: names[0]!,
+      model: agentDefaults.get(names[0]!)!.model,
+      agents: agentDefaults,
       tokenBudget: config.defaultTokenBudget,
       timeoutSeconds: config.defaultTimeoutSeconds,
       maxSteps: config.maxSteps,
@@ -162,18 +182,19 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
     const metrics = createMetrics(
       { countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) },
-      { models: [...prices.models, config.defaultModel] },
+      { models: [...prices.models, config.defaultModel], agents: names },
     );
-    const llm =
-      ownLlm ??
-      createLlmClient(config, {
+    // The client of agents without their own (the first agent's own when every agent has one).
+    const llm: LlmClient = !needsConfigured
+      ? (opts.llm ?? agents[0]!.llm!)
+      : createLlmClient(config, {
         onRetry: (error, attempt, waitMs) => {
           metrics.onLlmRetry(retryReason(error));
           logger.warn({ attempt, wait_ms: waitMs, status: error.status, request_id: error.requestId, err_message: error.message }, 'model call retried');
         },
       });
 
-    if (opts.worker && !ownLlm && config.llmProviderDefaulted) {
+    if (opts.worker && needsConfigured && config.llmProviderDefaulted) {
       logger.warn('ANTHROPIC_API_KEY is not set: using the offline demo model (LLM_PROVIDER=demo)');
     }
 
@@ -215,17 +236,19 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     if (opts.worker) {
       // Fault injection for crash tests: the process kills itself at that point of the step path.
       if (config.crashAt) armCrashPoint(config.crashAt);
-      const tools = opts.agent?.tools ?? demoTools(new TicketStore(pool));
+      const tickets = demo ? new TicketStore(pool) : null;
       worker = new Worker(
         {
           store,
           llm,
-          agent: {
-            system: opts.agent?.system === undefined ? DEFAULT_SYSTEM_PROMPT : opts.agent.system,
-            tools: new ToolExecutor(tools, config.toolTimeoutMs, config.toolResultMaxBytes),
-            maxTokens: opts.agent?.maxTokens ?? config.maxTokens,
-            toolSources: mcpToolSources(opts.agent?.mcpServers ?? [], { logger }),
-          },
+          agents: agents.map((a, i) => ({
+            name: names[i]!,
+            system: a.system === undefined ? DEFAULT_SYSTEM_PROMPT : a.system,
+            tools: new ToolExecutor(a.tools ?? demoTools(tickets!), config.toolTimeoutMs, config.toolResultMaxBytes),
+            maxTokens: a.maxTokens ?? config.maxTokens,
+            ...(a.llm ? { llm: a.llm } : {}),
+            toolSources: mcpToolSources(a.mcpServers ?? [], { logger: logger.child({ agent: names[i]! }) }),
+          })),
           costOf: (model, usage) => prices.costOf(model, usage),
           logger,
           events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider, redact }), ...(opts.events ?? [])],

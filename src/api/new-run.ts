@@ -5,15 +5,31 @@
 import { z } from 'zod';
 import { InputError } from '../errors.ts';
 import { TENANT_PATTERN } from '../store/api-keys.ts';
-import type { NewRun } from '../store/run-store.ts';
+import type { Run, RunId } from '../domain.ts';
+import type { NewRun, RunStore } from '../store/run-store.ts';
 import { INPUT_NAMES, type InputPart } from './errors.ts';
+import { previousRun } from './previous-run.ts';
 import { CreateRunBody } from './schemas.ts';
 
-/** What a run gets when its request leaves a field out; from the server's configuration and agent. */
-export interface RunDefaults {
-  /** The agent runs are driven with; a request naming another is refused. */
-  agent: string;
+/** What a run of one agent gets when its request leaves a field out. */
+export interface AgentDefaults {
+  /** The agent's model, else its model client's, else DEFAULT_MODEL. */
   model: string;
+  /** The version label of the agent's definition, recorded with each run. */
+  version: string | null;
+}
+
+/** What a run gets when its request leaves a field out; from the server's configuration and agents. */
+export interface RunDefaults {
+  /** The agent of a request that names none (the runtime's first). */
+  agent: string;
+  /** The model of the default agent's runs. */
+  model: string;
+  /**
+   * Every agent a request may name, with its defaults. Absent: only `agent`, with `model`. A runtime
+   * knows the agents it was given, whether or not its process drives runs.
+   */
+  agents?: ReadonlyMap<string, AgentDefaults>;
   tokenBudget: number;
   timeoutSeconds: number;
   /** Also the most a run may ask for (MAX_STEPS: "a run may set a lower one"). */
@@ -22,33 +38,64 @@ export interface RunDefaults {
 
 /** The library's options: the HTTP body plus what only a caller in the same process can ask for. */
 export const CreateRunOptions = CreateRunBody.extend({
-  previousRunId: z.guid().optional().describe('Continue the conversation of this finished run.'),
   idempotencyKey: z.string().min(1).max(200).optional().describe('A second create with the same key returns the first run.'),
   tenant: z.string().regex(TENANT_PATTERN, 'must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit').optional()
     .describe('Whose run it is; "default" when absent. (Over HTTP the tenant is the API key\'s.)'),
 });
 export type CreateRunOptions = z.infer<typeof CreateRunOptions>;
 
-/** The run to store for a parsed request (`part` names it in errors), or an InputError naming the field. */
-export function toNewRun(request: CreateRunOptions, defaults: RunDefaults, part: InputPart): NewRun {
+function agentsOf(defaults: RunDefaults): ReadonlyMap<string, AgentDefaults> {
+  return defaults.agents ?? new Map([[defaults.agent, { model: defaults.model, version: null }]]);
+}
+
+/**
+ * The run to store for a parsed request (`part` names it in errors), or an InputError naming the
+ * field. `previous` is the run named by `previousRunId`, already found and checked (previous-run.ts):
+ * the new run continues with its agent.
+ */
+export function toNewRun(request: CreateRunOptions, defaults: RunDefaults, part: InputPart, previous: Run | null = null): NewRun {
   const refuse = (path: string, message: string): never => {
     throw new InputError(`invalid ${INPUT_NAMES[part]}: ${path}: ${message}`, [{ path, message }]);
   };
-  if (request.agent !== undefined && request.agent !== defaults.agent) {
-    refuse('agent', `no agent "${request.agent}" here (this runtime serves "${defaults.agent}")`);
+  const agents = agentsOf(defaults);
+  const agent = request.agent ?? previous?.agent ?? defaults.agent;
+  const known = agents.get(agent);
+  if (!known) {
+    const served = [...agents.keys()].map((n) => `"${n}"`).join(', ');
+    refuse('agent', `no agent "${agent}" here (this runtime has ${served})`);
+  }
+  if (previous && previous.agent !== agent) {
+    refuse('agent', `run ${previous.id} is a run of agent "${previous.agent}": a conversation continues with its agent`);
   }
   if (request.maxSteps !== undefined && request.maxSteps > defaults.maxSteps) {
     refuse('maxSteps', `must be at most ${defaults.maxSteps} (the server's MAX_STEPS)`);
   }
-  if (request.previousRunId !== undefined) refuse('previousRunId', 'not supported yet');
   if (request.idempotencyKey !== undefined) refuse('idempotencyKey', 'not supported yet');
   return {
     input: request.input,
-    model: request.model ?? defaults.model,
+    agent,
+    agentVersion: known!.version,
+    previousRunId: previous?.id ?? null,
+    model: request.model ?? known!.model,
     tokenBudget: request.tokenBudget ?? defaults.tokenBudget,
     timeoutSeconds: request.timeoutSeconds ?? defaults.timeoutSeconds,
     maxSteps: request.maxSteps ?? defaults.maxSteps,
     metadata: request.metadata ?? {},
     ...(request.tenant !== undefined ? { tenant: request.tenant } : {}),
   };
+}
+
+/**
+ * Creates the run a request asks for: finds the run it continues (when it names one), applies the
+ * defaults and limits, stores it. `tenant` is whose run it is (and whose run it may continue).
+ */
+export async function createRun(
+  store: Pick<RunStore, 'create' | 'get'>,
+  request: CreateRunOptions,
+  defaults: RunDefaults,
+  part: InputPart,
+  tenant: string,
+): Promise<Run> {
+  const previous = request.previousRunId === undefined ? null : await previousRun(store, request.previousRunId as RunId, tenant, part);
+  return store.create({ ...toNewRun(request, defaults, part, previous), tenant });
 }

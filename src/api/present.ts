@@ -9,6 +9,9 @@ const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
 export function runJson(r: Run): RunJson {
   return {
     id: r.id,
+    agent: r.agent,
+    agentVersion: r.agentVersion,
+    previousRunId: r.previousRunId,
     tenant: r.tenant,
     status: r.status,
     input: r.input,

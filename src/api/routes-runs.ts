@@ -7,7 +7,7 @@ import { DEFAULT_TENANT } from '../domain.ts';
 import type { RunListing } from '../store/run-listing.ts';
 import type { RunDeletion } from '../store/retention.ts';
 import type { RunStore } from '../store/run-store.ts';
-import { type RunDefaults, toNewRun } from './new-run.ts';
+import { createRun, type RunDefaults } from './new-run.ts';
 import { runJson, runListItem, timelineItem } from './present.ts';
 import { defineRoute, defineRunRoute, type ApiRoute } from './route.ts';
 import {
@@ -27,7 +27,7 @@ import { stepDetail } from './step-detail.ts';
 
 export type { RunDefaults } from './new-run.ts';
 
-export type RunsStore = Pick<RunStore, 'create' | 'get' | 'latestProvider' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob'>;
+export type RunsStore = Pick<RunStore, 'create' | 'get' | 'latestProvider' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob' | 'conversationBefore'>;
 
 export interface RunsDeps {
   store: RunsStore;
@@ -63,9 +63,12 @@ export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): Api
       operationId: 'createRun',
       summary: 'Queue a run',
       body: CreateRunBody,
-      responses: { 201: { description: 'The run is queued.', schema: CreatedRun } },
+      responses: {
+        201: { description: 'The run is queued.', schema: CreatedRun },
+        409: { description: 'previousRunId names a run that has not finished yet.', schema: ErrorBody },
+      },
       async handle({ body, caller }) {
-        const run = await store.create({ ...toNewRun(body, defaults, 'body'), tenant: caller.tenant ?? DEFAULT_TENANT });
+        const run = await createRun(store, body, defaults, 'body', caller.tenant ?? DEFAULT_TENANT);
         return { status: 201, headers: { location: `/api/runs/${run.id}` }, body: { id: run.id, status: 'QUEUED' } };
       },
     }),

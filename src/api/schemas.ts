@@ -83,12 +83,16 @@ const Metadata = z
 
 export const CreateRunBody = z.strictObject({
   input: text(LIMITS.inputChars, 'The task: the first user message of the conversation.'),
-  agent: text(LIMITS.modelChars, "The agent to run; the server's agent when absent.").optional(),
+  agent: text(LIMITS.modelChars, "The agent to run, by name; the server's first agent when absent (the previous run's with previousRunId).").optional(),
   model: text(LIMITS.modelChars, "The model to call; the server's DEFAULT_MODEL when absent.").optional(),
   tokenBudget: int(1, LIMITS.tokenBudget, 'Tokens the run may use (input, cache writes and output).').optional(),
   timeoutSeconds: int(1, LIMITS.timeoutSeconds, 'Wall-clock limit from now; the run is TIMED_OUT after it.').optional(),
   maxSteps: int(1, LIMITS.maxSteps, "Step cap; at most the server's MAX_STEPS.").optional(),
   metadata: Metadata.optional(),
+  previousRunId: z
+    .guid('must be a run id (a UUID)')
+    .optional()
+    .describe("Continue the conversation of this finished run (the caller's): its messages, then this input; same agent."),
 });
 requestSchemas.add(CreateRunBody, { id: 'CreateRunRequest' });
 export type CreateRunBody = z.infer<typeof CreateRunBody>;
@@ -101,6 +105,7 @@ export const ListRunsQuery = z.strictObject({
   status: z.enum(RUN_STATUSES).optional().describe('Only runs in this status.'),
   limit: z.coerce.number().int().min(1).max(LIMITS.pageSize).default(20).describe('Runs per page.'),
   cursor: z.string().min(1).max(512).optional().describe('The nextCursor of the previous page.'),
+  agent: z.string().min(1).max(LIMITS.modelChars).optional().describe('Only runs of this agent.'),
 });
 
 // ---- responses ----
@@ -129,6 +134,9 @@ responseSchemas.add(CancelledRun, { id: 'CancelResult' });
 
 export const RunJson = z.object({
   id: z.guid(),
+  agent: z.string().describe('The agent that drives the run, by name.'),
+  agentVersion: z.string().nullable().describe('The version label of the agent definition the run was created under; null when it had none.'),
+  previousRunId: z.guid().nullable().describe('The run whose conversation this one continues; null for a new conversation.'),
   tenant: z.string().describe('Whose run it is: the tenant of the API key that created it ("default" without one).'),
   status: z.enum(RUN_STATUSES),
   input: z.string(),

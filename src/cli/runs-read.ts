@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { ago, type Column, cost, count, duration, oneLine, table } from './format.ts';
 import { type RunsContext, type RunsSubcommand, runIdArgument, statusOption } from './runs-context.ts';
 
-/** A listed run; `agent` appears once runs record their agent. */
+/** A listed run; a server of an earlier release lists runs without their `agent`. */
 type ListedRun = RunListItemJson & { agent?: string };
 type RunPage = { runs: ListedRun[]; nextCursor: string | null };
 

@@ -21,7 +21,9 @@ import { decide, toolUseUnderOtherStopReason } from './decide.ts';
 import { acceptReply } from './model-reply.ts';
 import type { EngineEvents } from './events.ts';
 import { guard } from './guard.ts';
-import { type Conversation, foldStep, type PendingTool, replay } from './replay.ts';
+import { replayRun } from './chain-replay.ts';
+import { type Conversation, foldStep, type PendingTool } from './replay.ts';
+import { agentAsStarted } from './started-with.ts';
 
 /** The agent a worker runs: its prompt and tools, with the digests under which their texts are stored. */
 export interface PreparedAgent {
@@ -269,15 +271,22 @@ class RunDriver {
 }
 
 /**
- * Drives a claimed run until it ends or the attempt is given up. Reads the log once, then folds each
- * new step onto the state it holds while it holds the lease.
+ * Drives a claimed run until it ends or the attempt is given up. Reads the log once (and the earlier
+ * runs of its conversation, if it continues one), then folds each new step onto the state it holds
+ * while it holds the lease. A resumed run talks to the model with the prompt and tool definitions it
+ * started with (started-with.ts), whatever the code that resumes it defines now.
  */
 export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps): Promise<TerminalStatus> {
   const d: DriverDeps = { ...deps, store: retryingWrites(deps.store, deps.signal) };
   return withContext({ run_id: run.id, worker: d.owner.worker }, async () => {
     let conversation;
     try {
-      conversation = replay(run.input, run.hasSteps === false ? [] : await d.store.steps(run.id));
+      const [steps, earlier] = await Promise.all([
+        run.hasSteps === false ? [] : d.store.steps(run.id),
+        run.previousRunId ? d.store.conversationBefore(run.previousRunId) : [],
+      ]);
+      d.agent = await agentAsStarted(d.agent, steps, (digest) => d.store.blob(digest));
+      conversation = replayRun(run.input, steps, earlier);
     } catch (e) {
       // No attempt can do better with the same log: end the run now rather than crash on it again and again.
       if (!(e instanceof InconsistentLogError)) throw e;

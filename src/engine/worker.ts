@@ -6,7 +6,7 @@
  * steps finish for a grace period, hands every run back, and stops waiting for steps that ignore
  * their signal at a force limit.
  */
-import type { RunId, TerminalStatus, Usage } from '../domain.ts';
+import { DEMO_AGENT, type RunId, type TerminalStatus, type Usage } from '../domain.ts';
 import { LeaseLostError } from '../errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -41,9 +41,13 @@ export interface WorkerOptions {
 }
 
 export interface AgentDefinition {
+  /** The name its runs carry; the demo agent's ("demo") when absent. */
+  name?: string;
   system: string | null;
   tools: ToolExecutor;
   maxTokens: number;
+  /** The model client its runs call; the worker's `llm` when absent. */
+  llm?: LlmClient;
   /** Where more of its tools come from (MCP servers): started with the worker, closed when it stops. */
   toolSources?: readonly ToolSource[];
 }
@@ -63,8 +67,12 @@ export interface WorkerNotifications {
 
 export interface WorkerDeps {
   store: EngineStore;
+  /** The model client of agents that have none of their own. */
   llm: LlmClient;
-  agent: AgentDefinition;
+  /** The agents this worker serves (distinct names): it claims their runs only, and drives each with its own. */
+  agents?: readonly AgentDefinition[];
+  /** One agent: the same as `agents: [agent]`. */
+  agent?: AgentDefinition;
   costOf: (model: string, usage: Usage) => number;
   logger: Logger;
   events?: EngineEvents[];
@@ -81,10 +89,11 @@ export class Worker {
   private readonly held = new Map<RunId, HeldRun>();
   private readonly now: () => Date;
   private readonly ends: AttemptEnds;
-  private agent: PreparedAgent | null = null;
-  private preparing: Promise<PreparedAgent> | null = null;
-  /** The tools of the agent as last prepared (its own and its sources'). */
-  private tools: ToolExecutor;
+  private readonly definitions: ReadonlyMap<string, AgentDefinition>;
+  private prepared: Map<string, PreparedAgent> | null = null;
+  /** The agents as last prepared, kept when a change of their sources' tools drops `prepared`. */
+  private lastPrepared: Map<string, PreparedAgent> | null = null;
+  private preparing: Promise<Map<string, PreparedAgent>> | null = null;
   private sourcesStarted: Promise<void> | null = null;
   /** Counts changes of the sources' tools, so a preparation that raced one is not kept. */
   private toolChanges = 0;
@@ -100,8 +109,13 @@ export class Worker {
   constructor(private readonly deps: WorkerDeps, private readonly opts: WorkerOptions) {
     this.owner = { worker: opts.name, leaseMs: opts.leaseMs };
     this.now = deps.now ?? (() => new Date());
-    this.tools = deps.agent.tools;
-    this.events = combineEvents(...(deps.events ?? []), followSteps(this.held, (name) => this.tools.isIdempotent(name)));
+    const definitions = deps.agents ?? (deps.agent ? [deps.agent] : []);
+    this.definitions = new Map(definitions.map((a) => [a.name ?? DEMO_AGENT, a]));
+    if (this.definitions.size === 0 || this.definitions.size !== definitions.length) throw new Error('a worker needs agents with distinct names');
+    this.events = combineEvents(
+      ...(deps.events ?? []),
+      followSteps(this.held, (name, agent) => (this.lastPrepared?.get(agent)?.tools ?? this.definitions.get(agent)?.tools)?.isIdempotent(name) ?? true),
+    );
     this.loopWatch = new EventLoopWatch(deps.logger, () => this.held.values(), { thresholdMs: opts.blockedLoopWarnMs ?? 1000 });
     this.ends = new AttemptEnds({
       store: deps.store,
@@ -123,61 +137,68 @@ export class Worker {
   }
 
   /**
-   * Stores the prompt and tool texts once under their digests; steps then refer to them by digest. The
-   * tools include those the agent's sources offer now; when those change, the next attempt prepares again.
+   * Stores each agent's prompt and tool texts once under their digests; steps then refer to them by
+   * digest. An agent's tools include those its sources offer now; when those change, the next attempt
+   * prepares again (a run already talking to the model keeps the definitions it started with).
    */
-  private async prepare(): Promise<PreparedAgent> {
-    if (this.agent) return this.agent;
+  private prepare(): Promise<Map<string, PreparedAgent>> {
+    if (this.prepared) return Promise.resolve(this.prepared);
     return (this.preparing ??= this.prepareNow().finally(() => (this.preparing = null)));
   }
 
-  private async prepareNow(): Promise<PreparedAgent> {
-    const { store, agent, logger } = this.deps;
-    const sources = agent.toolSources ?? [];
+  private async prepareNow(): Promise<Map<string, PreparedAgent>> {
+    const { store, logger } = this.deps;
     await this.startSources();
     const changes = this.toolChanges;
-    const tools = withSourceTools(agent.tools, sources, (source, tool) =>
-      logger.warn({ tool_source: source, tool_name: tool }, 'a tool source offers a tool whose name is taken; it is left out'),
-    );
-    const toolDefinitions = tools.definitions();
-    const prepared: PreparedAgent = {
-      system: agent.system,
-      systemDigest: agent.system ? await store.putBlob(agent.system) : null,
-      tools: this.loopWatch.timeTools(tools),
-      toolDefinitions,
-      toolsDigest: toolDefinitions.length ? await store.putBlob(JSON.stringify(toolDefinitions)) : null,
-      maxTokens: agent.maxTokens,
-    };
-    this.tools = tools;
-    if (changes === this.toolChanges) this.agent = prepared;
+    const prepared = new Map<string, PreparedAgent>();
+    for (const [name, agent] of this.definitions) {
+      const tools = withSourceTools(agent.tools, agent.toolSources ?? [], (source, tool) =>
+        logger.warn({ agent: name, tool_source: source, tool_name: tool }, 'a tool source offers a tool whose name is taken; it is left out'),
+      );
+      const toolDefinitions = tools.definitions();
+      prepared.set(name, {
+        system: agent.system,
+        systemDigest: agent.system ? await store.putBlob(agent.system) : null,
+        tools: this.loopWatch.timeTools(tools),
+        toolDefinitions,
+        toolsDigest: toolDefinitions.length ? await store.putBlob(JSON.stringify(toolDefinitions)) : null,
+        maxTokens: agent.maxTokens,
+      });
+    }
+    this.lastPrepared = prepared;
+    if (changes === this.toolChanges) this.prepared = prepared;
     return prepared;
+  }
+
+  private toolSources(): ToolSource[] {
+    return [...this.definitions.values()].flatMap((a) => a.toolSources ?? []);
   }
 
   /** Starts the tool sources once (each resolves even when it cannot connect); a change of their tools re-prepares. */
   private startSources(): Promise<void> {
-    const sources = this.deps.agent.toolSources ?? [];
     return (this.sourcesStarted ??= (async () => {
+      const sources = this.toolSources();
       for (const s of sources) {
         s.onChange(() => {
           this.toolChanges++;
-          this.agent = null;
+          this.prepared = null;
         });
       }
       await Promise.all(sources.map((s) => s.start()));
     })());
   }
 
-  /** Stores this worker's prompt and tool texts again if `digest` is one of theirs (null: both). */
+  /** Stores this worker's prompt and tool texts again if `digest` is one of theirs (null: all). */
   private restoreTexts(digest: string | null): void {
-    const a = this.agent;
-    if (!a) return;
-    const texts: [string | null, string | null][] = [
-      [a.systemDigest, a.system],
-      [a.toolsDigest, a.toolDefinitions.length ? JSON.stringify(a.toolDefinitions) : null],
-    ];
-    for (const [d, text] of texts) {
-      if (d === null || text === null || (digest !== null && digest !== d)) continue;
-      this.deps.store.putBlob(text).catch((e: Error) => this.deps.logger.warn({ err_message: e.message }, 'could not store the agent texts again'));
+    for (const a of this.lastPrepared?.values() ?? []) {
+      const texts: [string | null, string | null][] = [
+        [a.systemDigest, a.system],
+        [a.toolsDigest, a.toolDefinitions.length ? JSON.stringify(a.toolDefinitions) : null],
+      ];
+      for (const [d, text] of texts) {
+        if (d === null || text === null || (digest !== null && digest !== d)) continue;
+        this.deps.store.putBlob(text).catch((e: Error) => this.deps.logger.warn({ err_message: e.message }, 'could not store the agent texts again'));
+      }
     }
   }
 
@@ -213,13 +234,13 @@ export class Worker {
     await this.subscription?.close();
     await this.keeper?.close();
     this.keeper = null;
-    await Promise.all((this.deps.agent.toolSources ?? []).map((s) => s.close()));
+    await Promise.all(this.toolSources().map((s) => s.close()));
   }
 
   /** Claims one run and drives it to the end of this attempt, rethrowing what ended it (for tests and tools). */
   async runOnce(): Promise<{ runId: RunId; status: TerminalStatus | null } | null> {
     await this.prepare();
-    const [run] = await this.deps.store.claim(this.owner, 1, [...this.held.keys()]);
+    const [run] = await this.deps.store.claim(this.owner, 1, [...this.held.keys()], [...this.definitions.keys()]);
     if (!run) return null;
     const h = this.track(run);
     const attempt = this.attempt(h, true);
@@ -239,7 +260,7 @@ export class Worker {
       let claimed = 0;
       if (free > 0) {
         try {
-          const runs = await this.deps.store.claim(this.owner, free, [...this.held.keys()]);
+          const runs = await this.deps.store.claim(this.owner, free, [...this.held.keys()], [...this.definitions.keys()]);
           claimed = runs.length;
           for (const run of runs) {
             const h = this.track(run);
@@ -301,10 +322,13 @@ export class Worker {
     const { run } = h;
     try {
       if (run.attempts > this.opts.maxRunAttempts) return await this.ends.abandon(h);
+      // The claim took only runs of this worker's agents.
+      const agent = (await this.prepare()).get(run.agent);
+      if (!agent) throw new Error(`run ${run.id} is a run of agent "${run.agent}", which this worker does not serve`);
       return await drive(run, {
         store: this.deps.store,
-        llm: this.deps.llm,
-        agent: await this.prepare(),
+        llm: this.definitions.get(run.agent)!.llm ?? this.deps.llm,
+        agent,
         owner: run.lease,
         events: this.events,
         costOf: this.deps.costOf,

@@ -1,3 +1,4 @@
+import type { EarlierRun } from '../engine/chain-replay.ts';
 import type { ContentBlock, ModelRequestParams, Run, RunId, RunProgress, RunStatus, Step, StepStatus, TerminalStatus, Usage } from '../domain.ts';
 
 /** Who writes, and for how long a successful write extends the lease. Every engine write is fenced on it. */
@@ -166,8 +167,11 @@ export interface RecordedWrite extends RunProgress {
  * Each write returns the run's progress, so the guard needs no query of its own.
  */
 export interface EngineStore {
-  /** Takes up to `limit` runs that are QUEUED, or RUNNING with a lapsed lease; one statement. */
-  claim(owner: LeaseOwner, limit: number, holding?: readonly RunId[]): Promise<ClaimedRun[]>;
+  /**
+   * Takes up to `limit` runs of `agents` (the demo agent's when absent) that are QUEUED, or RUNNING
+   * with a lapsed lease; one statement.
+   */
+  claim(owner: LeaseOwner, limit: number, holding?: readonly RunId[], agents?: readonly string[]): Promise<ClaimedRun[]>;
   steps(runId: RunId): Promise<Step[]>;
   /**
    * Records a model step, and in the same statement what follows it when that is already known (see
@@ -203,4 +207,11 @@ export interface EngineStore {
   forgiveLapsedAttempt(runId: RunId, lost: Lease): Promise<boolean>;
   /** Stores a text once under its SHA-256 and returns the digest. */
   putBlob(body: string): Promise<string>;
+  /** The text stored under `digest`, or null. */
+  blob(digest: string): Promise<string | null>;
+  /**
+   * The chain of finished runs that ends with `previousRunId`, oldest first, each with its input and
+   * steps: what a run continuing it replays before its own steps. One read, at claim time.
+   */
+  conversationBefore(previousRunId: RunId): Promise<EarlierRun[]>;
 }

@@ -86,6 +86,8 @@ export function retryingWrites(store: EngineStore, signal?: AbortSignal, policy:
     retryTransient(op, { what, policy, signal, landed });
 
   s.steps = (runId) => retry('read the log', () => store.steps(runId));
+  s.conversationBefore = (runId) => retry('read the earlier runs of the conversation', () => store.conversationBefore(runId));
+  s.blob = (digest) => retry('read a stored text', () => store.blob(digest));
   s.putBlob = (body) => retry('store a shared text', () => store.putBlob(body));
   s.checkpointModel = (runId, owner, cp, then) =>
     retry(`record model step ${cp.seq}`, () => store.checkpointModel(runId, owner, cp, then), async () => {

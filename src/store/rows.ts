@@ -3,6 +3,9 @@ import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, Ste
 
 export interface RunRow {
   id: string;
+  agent: string;
+  agent_version: string | null;
+  previous_run_id: string | null;
   tenant: string;
   status: string;
   input: string;
@@ -54,7 +57,7 @@ export interface StepRow {
   finished_at: Date | null;
 }
 
-export const RUN_COLUMNS = `id, tenant, status, input, model, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
+export const RUN_COLUMNS = `id, agent, agent_version, previous_run_id, tenant, status, input, model, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
   locked_by, locked_until, cancel_requested, attempts, metadata, created_at, updated_at, finished_at, output, stop_reason, error,
   last_error, last_error_at, last_error_attempt, provider_requeues,
   CASE WHEN status = 'QUEUED' AND run_at > now() THEN run_at END AS next_attempt_at`;
@@ -69,6 +72,9 @@ export const STEP_COLUMNS = `${STEP_SUMMARY_COLUMNS}, request, response`;
 export function toRun(r: RunRow): Run {
   return {
     id: r.id as RunId,
+    agent: r.agent,
+    agentVersion: r.agent_version,
+    previousRunId: r.previous_run_id as RunId | null,
     tenant: r.tenant,
     status: r.status as RunStatus,
     input: r.input,

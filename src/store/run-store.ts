@@ -5,8 +5,9 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { budgetTokens, DEFAULT_TENANT, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
-import { ConflictError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
+import { budgetTokens, DEFAULT_TENANT, DEMO_AGENT, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
+import { ConflictError, InputError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
+import type { EarlierRun } from '../engine/chain-replay.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
 import { renewLeases } from './lease-renewal.ts';
 import type {
@@ -26,7 +27,18 @@ export interface NewRun {
   metadata?: Record<string, unknown>;
   /** Whose run it is; "default" when absent. */
   tenant?: string;
+  /** The agent that drives it; the demo agent when absent. */
+  agent?: string;
+  /** The version label of that agent's definition. */
+  agentVersion?: string | null;
+  /**
+   * The finished run whose conversation it continues. Checked by the caller (previous-run.ts); the
+   * foreign key still refuses one deleted meanwhile (an InputError).
+   */
+  previousRunId?: RunId | null;
 }
+
+const FOREIGN_KEY_VIOLATION = '23503';
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -60,11 +72,20 @@ export class RunStore implements EngineStore {
 
   async create(r: NewRun): Promise<Run> {
     const { rows } = await this.prepared<RunRow>('create', 
-      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata, tenant)
-       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7, $8)
+      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata, tenant, agent, agent_version, previous_run_id)
+       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7, $8, $9, $10, $11)
        RETURNING ${RUN_COLUMNS}`,
-      [randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, r.tenant ?? DEFAULT_TENANT],
-    );
+      [
+        randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, r.tenant ?? DEFAULT_TENANT,
+        r.agent ?? DEMO_AGENT, r.agentVersion ?? null, r.previousRunId ?? null,
+      ],
+    ).catch((e: unknown) => {
+      // The run it continues was deleted between the caller's check and this insert.
+      if (r.previousRunId && (e as { code?: string }).code === FOREIGN_KEY_VIOLATION) {
+        throw new InputError(`invalid previousRunId: no run ${r.previousRunId}`, [{ path: 'previousRunId', message: `no run ${r.previousRunId}` }]);
+      }
+      throw e;
+    });
     return toRun(rows[0]!);
   }
 
@@ -136,12 +157,15 @@ export class RunStore implements EngineStore {
     );
   }
 
-  /** `holding`: runs this worker is driving already; never claimed twice, even when their lease lapsed. */
-  async claim(owner: LeaseOwner, limit: number, holding: readonly RunId[] = []): Promise<ClaimedRun[]> {
+  /**
+   * `holding`: runs this worker is driving already; never claimed twice, even when their lease lapsed.
+   * `agents`: the agents it serves; only their runs are claimed (the demo agent's when absent).
+   */
+  async claim(owner: LeaseOwner, limit: number, holding: readonly RunId[] = [], agents: readonly string[] = [DEMO_AGENT]): Promise<ClaimedRun[]> {
     const { rows } = await this.prepared<RunRow & { has_steps: boolean; lease_token: string }>(
       'claim',
       CLAIM_SQL,
-      claimParams(owner.worker, owner.leaseMs, limit, holding),
+      claimParams(owner.worker, owner.leaseMs, limit, holding, agents),
     );
     return rows.map((r) => ({ ...toRun(r), hasSteps: r.has_steps, lease: { ...owner, token: r.lease_token } }));
   }
@@ -304,6 +328,28 @@ export class RunStore implements EngineStore {
     const digest = sha256(body);
     await this.db.query('INSERT INTO durable_agent.content_blob (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING', [digest, body]);
     return digest;
+  }
+
+  async conversationBefore(previousRunId: RunId): Promise<EarlierRun[]> {
+    // The chain's runs, then all their steps in one read: two round trips, however long the chain.
+    const { rows: runs } = await this.prepared<{ id: string; input: string; status: RunStatus }>(
+      'chain_runs',
+      `WITH RECURSIVE chain AS (
+         SELECT id, input, status, previous_run_id, 1 AS depth FROM durable_agent.run WHERE id = $1
+         UNION ALL
+         SELECT r.id, r.input, r.status, r.previous_run_id, chain.depth + 1
+         FROM durable_agent.run r JOIN chain ON r.id = chain.previous_run_id)
+       SELECT id, input, status FROM chain ORDER BY depth DESC`,
+      [previousRunId],
+    );
+    const { rows: steps } = await this.prepared<StepRow>(
+      'chain_steps',
+      `SELECT ${STEP_COLUMNS} FROM durable_agent.run_step WHERE run_id = ANY ($1::uuid[]) ORDER BY run_id, seq`,
+      [runs.map((r) => r.id)],
+    );
+    const byRun = new Map<string, Step[]>(runs.map((r) => [r.id, []]));
+    for (const row of steps) byRun.get(row.run_id)!.push(toStep(row));
+    return runs.map((r) => ({ id: r.id as RunId, input: r.input, status: r.status, steps: byRun.get(r.id)! }));
   }
 
   async blob(digest: string): Promise<string | null> {

@@ -1,5 +1,5 @@
 /**
- * Runs the tools the model asks for. A tool's ordinary failure (a throw, a timeout, an unknown name)
+ * Runs the tools the model asks for. A tool's ordinary failure (a throw, a timeout, a name it lacks)
  * becomes an is_error result: it is information for the model. A FatalError, or the worker giving the
  * run up (its signal aborted), escapes: the attempt ends and nothing is recorded for the call.
  *
@@ -76,7 +76,9 @@ export class ToolExecutor {
 
   private async run(use: ToolUseBlock, ctx: { runId: RunId; signal: AbortSignal }): Promise<ToolOutcome> {
     const tool = this.byName.get(use.name);
-    if (!tool) return { status: 'ERROR', result: `error: unknown tool "${use.name}"` };
+    // A name the model was never told of, or a tool a deploy removed while the run was under way (it
+    // keeps the definitions it started with): the model hears it, and can do without.
+    if (!tool) return { status: 'ERROR', result: `error: tool no longer available: this agent has no tool "${use.name}"` };
     // Every tool takes a JSON object. Anything else is arguments the provider could not read as one
     // (kept as the model's own text): running the tool on a guess would be worse than telling the model.
     if (typeof use.input !== 'object' || use.input === null || Array.isArray(use.input)) {

@@ -15,7 +15,7 @@ import { RunStore } from '../../src/store/run-store.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun } from '../support/engine.ts';
 
-const DEFAULTS = { agent: 'test-agent', model: 'default-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
+const DEFAULTS = { agent: 'demo', model: 'default-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
 
 let db: TestDatabase;
 beforeAll(async () => {

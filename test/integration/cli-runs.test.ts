@@ -73,8 +73,8 @@ describe('before any key', () => {
     const r = await cli(['runs', 'list']);
     expect(r, r.err).toMatchObject({ code: 0, err: '' });
     const [header, row] = r.out.split('\n');
-    expect(header).toMatch(/^ID {2,}STATUS {2,}AGE {2,}DURATION {2}STEPS {2}TOKENS {2}COST {2}INPUT$/);
-    expect(row).toMatch(new RegExp(`^${done} {2}SUCCEEDED {2}(just now|\\d+s ago) +[\\d.]+(ms|s) +3 +[\\d,]+ +\\$0 {2}Which acme tickets are overdue\\?$`));
+    expect(header).toMatch(/^ID {2,}STATUS {2,}AGENT {2,}AGE {2,}DURATION {2}STEPS {2}TOKENS {2}COST {2}INPUT$/);
+    expect(row).toMatch(new RegExp(`^${done} {2}SUCCEEDED {2}demo {2,}(just now|\\d+s ago) +[\\d.]+(ms|s) +3 +[\\d,]+ +\\$0 {2}Which acme tickets are overdue\\?$`));
     // Columns line up: each title starts where its values do.
     expect(row!.indexOf('SUCCEEDED')).toBe(header!.indexOf('STATUS'));
   });

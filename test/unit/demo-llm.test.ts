@@ -140,6 +140,35 @@ describe('pickTool', () => {
     expect(pickTool(question, [])).toBeNull();
   });
 
+  it('comments when asked to comment, with the text the user quoted or said', () => {
+    const comment: ToolDefinition = {
+      name: 'add_ticket_comment',
+      description: 'Adds a comment to a ticket. Use only when the user asks for it.',
+      input_schema: { type: 'object', properties: { ticketId: { type: 'string' }, body: { type: 'string' } } },
+    };
+    const all = [getTicket, listTickets, comment];
+    for (const [asked, body] of [
+      ['Add a comment to ACME-101 saying the fix is deployed.', 'the fix is deployed'],
+      ['Please comment on ACME-102: "customer called back"', 'customer called back'],
+    ] as const) {
+      expect(pickTool(asked, all)?.name).toBe('add_ticket_comment');
+      expect(toolInput(asked, comment)).toEqual({ ticketId: asked.match(/ACME-\d+/)![0], body });
+    }
+    // Without words for the comment, none is invented (the tool then names the missing field).
+    expect(toolInput('comment on ACME-7', comment)).toEqual({ ticketId: 'ACME-7' });
+    expect(pickTool('show ticket ACME-12', all)?.name).toBe('get_ticket');
+  });
+
+  it('follows its system prompt: a tool it forbids is not used, and an answer it cannot give names its instructions', async () => {
+    const said = [{ role: 'user' as const, content: question }];
+    const forbidden = await demo.send({ ...requestWith(said), system: 'You are terse. Never use list_tickets.' });
+    expect(forbidden.content).toEqual([expect.objectContaining({ type: 'tool_use', name: 'get_ticket' })]);
+    const alone = await demo.send({ ...requestWith(said), tools: [listTickets], system: 'You are terse. Never use list_tickets.' });
+    expect(alone.content.some((b) => b.type === 'tool_use')).toBe(false);
+    expect(textOf(alone.content)).toMatch(/cannot really answer "Which acme tickets are overdue\?"\. My instructions: "You are terse\."$/);
+    expect((await demo.send(requestWith(said))).content[0]).toMatchObject({ type: 'tool_use', name: 'list_tickets' });
+  });
+
   it('fills only what the schema asks for and the text offers', () => {
     expect(toolInput('show ticket ACME-12', getTicket)).toEqual({ ticket_id: 'ACME-12' });
     expect(toolInput('list all tickets', listTickets)).toEqual({});
