@@ -28,7 +28,7 @@ interface McpServerCommon {
   needsApproval?: boolean;
   /** Per tool (the server's name): what the agent says instead of the server's annotations. */
   overrides?: Readonly<Record<string, McpToolOverride>>;
-  /** How long connecting (and the protocol's handshake) may take, in milliseconds. Default 10000. */
+  /** How long connecting (and the protocol's handshake) may take, in milliseconds. Default 30000 (a first `npx -y` may download its server). */
   connectTimeoutMs?: number;
 }
 

@@ -17,7 +17,7 @@ import type { Logger } from '../observability/logger.ts';
 import { describeServer, type McpServer } from './mcp-config.ts';
 import type { McpToolInfo } from './mcp-tools.ts';
 
-export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 10_000;
+export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 30_000;
 /** The SDK's own per-request limit is 60 s; the tool executor's timeout and the run's signal bound a call instead. */
 const NO_SDK_TIMEOUT_MS = MAX_TIMER_MS;
 /** The key under which a call's `_meta` carries its idempotency key (the model's tool_use id). */

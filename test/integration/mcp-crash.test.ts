@@ -69,7 +69,7 @@ async function startWorkerHere(tool: string, input: unknown): Promise<void> {
     name: 'desk',
     system: 'You run the order desk.',
     tools: [],
-    mcpServers: [{ name: 'orders', command: process.execPath, args: [server], env: { MCP_TEST_CALLS: callsFile() } }],
+    mcpServers: [{ name: 'orders', command: process.execPath, args: [server], env: { MCP_TEST_CALLS: callsFile() }, connectTimeoutMs: 60_000 }],
   });
   runtimes.push(await createRuntime({ agents: [agent], api: false, databaseUrl: db.url, llm: toolThenTextLlm(tool, input), logger: silentLogger }));
 }
@@ -90,7 +90,7 @@ async function killMidCall(runId: RunId, tool: string, input: unknown): Promise<
 
 
 it('an idempotent MCP call cut off by SIGKILL is sent again with the same idempotency key', async () => {
-  const run = await newRun(db.store, 'Where is A-7?');
+  const run = await newRun(db.store, 'Where is A-7?', { agent: 'desk' });
   await killMidCall(run.id, 'lookup_order', { orderId: 'A-7' });
 
   await startWorkerHere('lookup_order', { orderId: 'A-7' });
@@ -109,7 +109,7 @@ it('an idempotent MCP call cut off by SIGKILL is sent again with the same idempo
 }, 150_000);
 
 it('a non-idempotent MCP call cut off by SIGKILL is never sent again: a person decides', async () => {
-  const run = await newRun(db.store, 'Refund A-8.');
+  const run = await newRun(db.store, 'Refund A-8.', { agent: 'desk' });
   await killMidCall(run.id, 'refund_order', { orderId: 'A-8', amount: 10 });
 
   await startWorkerHere('refund_order', { orderId: 'A-8', amount: 10 });

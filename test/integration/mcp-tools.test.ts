@@ -57,6 +57,7 @@ function stdioServer(extra: Partial<McpServerOptions> = {}): McpServerOptions {
     command: process.execPath,
     args: [SERVER_SCRIPT],
     env: { MCP_TEST_CALLS: f.calls, MCP_TEST_PIDFILE: f.pid, MCP_TEST_DOWN: f.down },
+    connectTimeoutMs: 60_000, // Node starts slowly on a loaded machine
     ...extra,
   } as McpServerOptions;
 }

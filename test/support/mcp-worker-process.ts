@@ -15,7 +15,7 @@ const agent = defineAgent({
   name: 'desk',
   system: 'You run the order desk.',
   tools: [],
-  mcpServers: [{ name: 'orders', command: process.execPath, args: [fileURLToPath(new URL('./mcp-order-server.mjs', import.meta.url))], env }],
+  mcpServers: [{ name: 'orders', command: process.execPath, args: [fileURLToPath(new URL('./mcp-order-server.mjs', import.meta.url))], env, connectTimeoutMs: 60_000 }],
 });
 const rt = await createRuntime({
   agents: [agent],
