@@ -20,6 +20,7 @@ import { leaseKeeperThread } from '../src/store/lease-keeper-thread.ts';
 import { RunStore } from '../src/store/run-store.ts';
 import { ToolExecutor } from '../src/tools/executor.ts';
 import type { Tool } from '../src/tools/types.ts';
+import { benchEvents } from './events.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, d = 3) => Number(x.toFixed(d));
@@ -202,6 +203,9 @@ async function main() {
     }
 
     Object.assign(results, await chainBench({ store, worker: (llm, tool, concurrency, events) => worker(llm, tool, concurrency, events), untilDone }));
+    // Live events: streaming's cost, delivery to many readers, storage (bench/events.ts).
+    const events = await benchEvents({ pool, url: url.toString(), store, logger });
+    Object.assign(results, events.results);
 
     const num = (k: string) => results[k] as number;
     const rows: [string, string, string][] = [
@@ -214,6 +218,7 @@ async function main() {
       ['timeline, 10 MB result in the log', `${num('timelineWith10MbResultP50Ms')} ms`, `the full log read: ${num('fullLogWith10MbResultP50Ms')} ms`],
       ['per step: a run / 100th of a chain', `${num('chainPerStepMsSingle')} / ${num('chainPerStepMsAt100th')} ms`, `${round(num('chainPerStepMsAt100th') / num('chainPerStepMsSingle'), 2)}×; the chain is read once per claim: ${num('chainReadAtClaimP50Ms')} ms`],
       ['storage after 10 / 200 steps', `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`, `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`],
+      ...events.rows,
     ];
     console.log(`durable-agent bench on ${database.description}\n`);
     for (const [k, v, note] of rows) console.log(`${k.padEnd(32)} ${v.padStart(16)}   ${note}`);

@@ -42,3 +42,13 @@ export {
 } from './errors.ts';
 export { RunStore } from './store/run-store.ts';
 export { Worker } from './engine/worker.ts';
+export { foldEvents, EventFold, type RunFold, type StepText } from './events/fold.ts';
+export { followRun, FollowRunError, type FollowRunOptions } from './events/follow.ts';
+export {
+  RUN_EVENT_TYPES,
+  type AbandonReason,
+  type RunEvent,
+  type RunEventData,
+  type RunEventType,
+  type UnknownRunEvent,
+} from './events/protocol.ts';

@@ -26,6 +26,8 @@ import { noRedaction, redactor } from './observability/redact.ts';
 import { startRetention, type RetentionSweeper } from './retention-sweeper.ts';
 import { ApiKeys } from './store/api-keys.ts';
 import { RunDeletion } from './store/retention.ts';
+import { EventHub } from './api/event-hub.ts';
+import { RunEvents } from './store/run-events.ts';
 import { traceEvents } from './observability/tracing.ts';
 import { RunWaits } from './run-waits.ts';
 import { createRuns, type Runs } from './runs.ts';
@@ -134,11 +136,14 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
   let plainMetrics: http.Server | null = null;
   let waits: RunWaits | null = null;
   let retention: RetentionSweeper | null = null;
+  let eventHub: EventHub | null = null;
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
       await retention?.close();
       await waits?.close();
+      // Live event streams end first: the server's close waits for open responses.
+      await eventHub?.close();
       await server?.close();
       await new Promise((r) => (plainMetrics ? plainMetrics.close(r) : r(undefined)));
       await worker?.stop();
@@ -209,6 +214,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     if (opts.api) {
       const dashboard = loadDashboard();
       if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
+      eventHub = new EventHub(new RunEvents(pool), { databaseUrl: database.url, logger });
       server = createServer({
         store,
         listing,
@@ -222,6 +228,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         dashboard,
         logger,
         auth,
+        runEvents: { events: new RunEvents(pool), hub: eventHub },
       });
       url = await server.listen({ host: config.host, port: config.port }).catch((e: NodeJS.ErrnoException) => {
         if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') throw e;

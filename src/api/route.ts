@@ -3,6 +3,7 @@
  * registers these and /openapi.json is generated from the very same objects, so the document cannot
  * drift from what the server accepts.
  */
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
 import type { Run } from '../domain.ts';
@@ -13,6 +14,10 @@ export interface RouteInput<P, Q, B> {
   query: Q;
   body: B;
   log: FastifyBaseLogger;
+  /** The request's headers (content negotiation, Last-Event-ID). */
+  headers: IncomingHttpHeaders;
+  /** The underlying request, for streaming routes that manage their socket. */
+  raw?: IncomingMessage;
   /** Who is asking (auth.ts); on open routes, no one in particular. */
   caller: Caller;
   /**

@@ -22,6 +22,7 @@ import { acceptReply } from './model-reply.ts';
 import type { EngineEvents } from './events.ts';
 import { guard } from './guard.ts';
 import { replayRun } from './chain-replay.ts';
+import { describeAttemptError, StepStream } from './step-stream.ts';
 import { type Conversation, foldStep, type PendingTool } from './replay.ts';
 import { agentAsStarted } from './started-with.ts';
 
@@ -99,8 +100,20 @@ class RunDriver {
    */
   private preStarted: string | null = null;
 
-  constructor(private readonly run: Run, private readonly c: Conversation, private readonly d: DriverDeps) {
+  constructor(
+    private readonly run: Run,
+    private readonly c: Conversation,
+    private readonly d: DriverDeps,
+    /** The highest attempt each model step used before this claim (from the events), so numbering goes on. */
+    private readonly attemptsBefore: ReadonlyMap<number, number> = new Map(),
+  ) {
     this.progress = { tokensUsed: run.tokensUsed, cancelRequested: run.cancelRequested };
+  }
+
+  /** The live events of model step `seq`, when the store keeps events. */
+  private stepStream(seq: number): StepStream | null {
+    const append = this.d.store.appendEvents?.bind(this.d.store);
+    return append ? new StepStream(append, this.run.id, this.d.owner, seq, this.attemptsBefore.get(seq) ?? 0) : null;
   }
 
   private guardAt(progress: RunProgress, steps: number) {
@@ -162,7 +175,7 @@ class RunDriver {
    */
   private nextToStart(use: ToolUseBlock | undefined, progressAfter: RunProgress, stepsAfter: number): ToolStart | undefined {
     if (!use || !this.d.agent.tools.isIdempotent(use.name) || this.guardAt(progressAfter, stepsAfter)) return undefined;
-    return { seq: stepsAfter + 1, toolUseId: use.id, toolName: use.name };
+    return { seq: stepsAfter + 1, toolUseId: use.id, toolName: use.name, input: use.input };
   }
 
   private foldStarted(write: FencedWrite, start: ToolStart | undefined): void {
@@ -180,13 +193,23 @@ class RunDriver {
     // its input at most, not by a whole MAX_TOKENS of output.
     const maxTokens = Math.max(1, Math.min(agent.maxTokens, run.tokenBudget - this.progress.tokensUsed));
     const started = performance.now();
+    const stream = this.stepStream(seq);
+    stream?.start();
     let reply: LlmResponse;
     try {
       reply = await d.llm.send(
         { model: run.model, maxTokens, system: agent.system, messages: c.messages, tools: agent.toolDefinitions },
-        { signal: d.signal, deadlineAt: run.deadlineAt },
+        {
+          signal: d.signal,
+          deadlineAt: run.deadlineAt,
+          ...(stream && {
+            onText: (text: string, attempt: number) => stream.text(text, attempt),
+            onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)),
+          }),
+        },
       );
     } catch (e) {
+      await stream?.fail(e instanceof LlmError ? describeAttemptError(e) : undefined);
       if (d.signal.aborted) {
         const cutOff = e instanceof LlmError ? this.unrecorded(e.usage) : null;
         if (cutOff) d.onUnrecorded?.(cutOff);
@@ -206,6 +229,8 @@ class RunDriver {
     for (const w of warnings) d.events.stepWarning({ run, seq, ...w });
     const costUsd = storableCost(d.costOf(run.model, response.usage));
     const tokens = budgetTokens(response.usage);
+    // The step's text is all written before its checkpoint, so its deltas come before its step.finished.
+    await stream?.settle();
     // Fold first: what comes next decides what the checkpoint can do in the same statement. If the
     // write fails, this attempt ends and its in-memory state is dropped with it.
     foldStep(c, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
@@ -249,7 +274,7 @@ class RunDriver {
     const resumed = p.startedSeq !== null && !startedHere;
     crashPoint('before-tool-start', run.id);
     if (p.startedSeq === null) {
-      const started = await d.store.startTool(run.id, d.owner, { seq, toolUseId, toolName });
+      const started = await d.store.startTool(run.id, d.owner, { seq, toolUseId, toolName, input: p.use.input });
       this.progress = started;
       seq = started.seq;
       foldStep(c, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
@@ -262,7 +287,7 @@ class RunDriver {
     const following = [...c.pending.values()].find((q) => q.use.id !== toolUseId);
     const start = following?.startedSeq === null ? this.nextToStart(following.use, this.progress, c.lastSeq) : undefined;
     crashPoint('before-tool-finish', run.id);
-    const write = await d.store.finishTool(run.id, d.owner, { toolUseId, status: outcome.status, result: outcome.result, latencyMs }, start);
+    const write = await d.store.finishTool(run.id, d.owner, { toolUseId, seq, status: outcome.status, result: outcome.result, latencyMs }, start);
     foldStep(c, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
     this.foldStarted(write, start);
     d.events.toolStep({ run, seq, toolName, toolUseId, status: outcome.status, latencyMs });
@@ -294,7 +319,9 @@ export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps)
       d.events.runFinished({ run, status: 'FAILED', error: e.message, tokensUsed: run.tokensUsed });
       return 'FAILED';
     }
+    // run.started, and the text a previous owner left streaming marked abandoned, before anything else.
+    const attemptsBefore = await d.store.eventsClaimed?.(run.id, d.owner, run.attempts);
     d.events.runClaimed({ run, worker: d.owner.worker, resumedAtSeq: conversation.lastSeq });
-    return new RunDriver(run, conversation, d).loop();
+    return new RunDriver(run, conversation, d, attemptsBefore).loop();
   });
 }

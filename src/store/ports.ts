@@ -1,4 +1,5 @@
 import type { EarlierRun } from '../engine/chain-replay.ts';
+import type { NewEvent } from './run-events.ts';
 import type { ContentBlock, ModelRequestParams, Run, RunId, RunProgress, RunStatus, Step, StepStatus, TerminalStatus, Usage } from '../domain.ts';
 
 /** Who writes, and for how long a successful write extends the lease. Every engine write is fenced on it. */
@@ -99,10 +100,14 @@ export interface ToolStart {
   seq: number;
   toolUseId: string;
   toolName: string;
+  /** The input the model gave the call, for its tool.started event (redacted there). */
+  input?: unknown;
 }
 
 export interface ToolFinish {
   toolUseId: string;
+  /** The tool step's seq, for its events. */
+  seq?: number;
   status: Exclude<StepStatus, 'STARTED'>;
   result: string;
   latencyMs: number;
@@ -214,4 +219,8 @@ export interface EngineStore {
    * steps: what a run continuing it replays before its own steps. One read, at claim time.
    */
   conversationBefore(previousRunId: RunId): Promise<EarlierRun[]>;
+  /** Live events of a run this lease holds (streamed text and the like); fenced like every write. */
+  appendEvents?(runId: RunId, owner: Lease, events: readonly NewEvent[]): Promise<void>;
+  /** The claim's run.started (see RunEvents.claimed): the highest attempt each model step has used so far. */
+  eventsClaimed?(runId: RunId, owner: Lease, attempt: number): Promise<Map<number, number>>;
 }

@@ -101,6 +101,8 @@ export function retryingWrites(store: EngineStore, signal?: AbortSignal, policy:
       const r = await store.recordedWrite(runId, owner, { finishedToolUseId: finish.toolUseId, startNext });
       return r?.ours && r.toolFinished ? { value: asWrite(r) } : null;
     });
+  // A retry after a lost reply may write run.started twice, which readers take as it is; nothing else repeats.
+  if (store.eventsClaimed) s.eventsClaimed = (runId, owner, attempt) => retry('record the claim', () => store.eventsClaimed!(runId, owner, attempt));
   s.finish = (runId, owner, end) =>
     retry(`end the run ${end.status}`, () => store.finish(runId, owner, end), async () => {
       const r = await store.recordedWrite(runId, owner, {});

@@ -17,6 +17,7 @@ import type {
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
 import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow, START_NEXT, startParams } from './fenced-sql.ts';
 import { storableCost, storableText, storableUsage } from './storable.ts';
+import { EVENTS, eventParams, newEvent, type NewEvent, redactedInput, RunEvents, toolOutput } from './run-events.ts';
 
 export interface NewRun {
   input: string;
@@ -55,9 +56,28 @@ export interface RunStoreOptions {
 
 export class RunStore implements EngineStore {
   private readonly redact: (text: string) => string;
+  private readonly events: RunEvents;
 
   constructor(private readonly db: pg.Pool, opts: RunStoreOptions = {}) {
     this.redact = opts.redact ?? ((text) => text);
+    this.events = new RunEvents(db);
+  }
+
+  /** The events of a tool call's STARTED row (its input redacted, as secrets are everywhere they are stored). */
+  private toolStartEvents(s: ToolStart | undefined, withNext: boolean): NewEvent[] {
+    if (!s) return [];
+    return [
+      newEvent('step.started', { seq: s.seq, kind: 'TOOL' }, withNext),
+      newEvent('tool.started', { seq: s.seq, toolUseId: s.toolUseId, toolName: s.toolName, input: redactedInput(s.input ?? {}, this.redact) }, withNext),
+    ];
+  }
+
+  appendEvents(runId: RunId, owner: Lease, events: readonly NewEvent[]): Promise<void> {
+    return this.events.append(runId, owner, events);
+  }
+
+  eventsClaimed(runId: RunId, owner: Lease, attempt: number): Promise<Map<number, number>> {
+    return this.events.claimed(runId, owner, attempt);
   }
 
   /** A run's error says what failed, and can quote what failed: a tool's message, a provider's answer. */
@@ -177,6 +197,13 @@ export class RunStore implements EngineStore {
       u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts, Math.round(cp.latencyMs),
     ];
     const { end } = then;
+    const events = eventParams([
+      newEvent('step.finished', {
+        seq: cp.seq, kind: 'MODEL', status: 'DONE', stopReason: cp.stopReason, inputTokens: u.inputTokens, outputTokens: u.outputTokens,
+        cacheReadInputTokens: u.cacheReadInputTokens, cacheCreationInputTokens: u.cacheCreationInputTokens, latencyMs: Math.round(cp.latencyMs),
+      }),
+      ...this.toolStartEvents(end ? undefined : then.startNext, true),
+    ]);
     const { rows } = end
       ? await this.prepared<ProgressRow & { next_started: boolean }>(
           'checkpoint_model_final',
@@ -185,17 +212,19 @@ export class RunStore implements EngineStore {
                     error = $17, stop_reason = $18, finished_at = now(), updated_at = now(), locked_until = NULL
              WHERE ${FENCE(19)}
              RETURNING id, tokens_used, cancel_requested),
-           ${MODEL_STEP}
+           ${MODEL_STEP},
+           ${EVENTS(20, 'owner', false)}
            SELECT tokens_used, cancel_requested, false AS next_started FROM owner`,
-          [runId, owner.worker, end.status, ...stepValues, ...endTexts(this.redactedEnd(end)), owner.token],
+          [runId, owner.worker, end.status, ...stepValues, ...endTexts(this.redactedEnd(end)), owner.token, ...events],
         )
       : await this.prepared<ProgressRow & { next_started: boolean }>(
           'checkpoint_model',
           `WITH ${OWNED(19, ', tokens_used = tokens_used + $4, cost_usd = cost_usd + $5')},
            ${MODEL_STEP},
-           ${START_NEXT(16)}
+           ${START_NEXT(16)},
+           ${EVENTS(20, 'owner', true)}
            SELECT tokens_used, cancel_requested, EXISTS (SELECT 1 FROM next) AS next_started FROM owner`,
-          [runId, owner.worker, owner.leaseMs, ...stepValues, ...startParams(then.startNext), owner.token],
+          [runId, owner.worker, owner.leaseMs, ...stepValues, ...startParams(then.startNext), owner.token, ...events],
         );
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
     return { ...progress(rows[0]), nextStarted: rows[0].next_started };
@@ -208,11 +237,12 @@ export class RunStore implements EngineStore {
          INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
          SELECT id, $4, 'TOOL', 'STARTED', $5, $6, $2 FROM owner
          ON CONFLICT (run_id, tool_use_id) WHERE kind = 'TOOL' DO NOTHING
-         RETURNING seq)
+         RETURNING seq),
+       ${EVENTS(8, 'ins', false)}
        SELECT tokens_used, cancel_requested, (SELECT seq FROM ins) AS inserted,
               (SELECT seq FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing
        FROM owner`,
-      [runId, owner.worker, owner.leaseMs, start.seq, start.toolName, start.toolUseId, owner.token],
+      [runId, owner.worker, owner.leaseMs, start.seq, start.toolName, start.toolUseId, owner.token, ...eventParams(this.toolStartEvents(start, false))],
     );
     const row = rows[0];
     if (!row) throw new LeaseLostError(runId, owner.worker);
@@ -221,7 +251,14 @@ export class RunStore implements EngineStore {
 
   async finishTool(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
     // Every part hangs on the STARTED row: without it the statement writes nothing at all (no lease
-    // renewal, no next STARTED row), and says whether the lease or the row was missing.
+    // renewal, no next STARTED row, no events), and says whether the lease or the row was missing.
+    const stored = this.redact(storableText(f.result));
+    const seq = f.seq ?? 0;
+    const events = eventParams([
+      newEvent('tool.finished', { seq, toolUseId: f.toolUseId, isError: f.status === 'ERROR', ...toolOutput(stored) }),
+      newEvent('step.finished', { seq, kind: 'TOOL', status: f.status, latencyMs: Math.round(f.latencyMs) }),
+      ...this.toolStartEvents(startNext, true),
+    ]);
     const { rows } = await this.prepared<ProgressRow & { updated: number; next_started: boolean; owned: boolean; step_status: string | null }>(
       'finish_tool',
       `WITH started AS (
@@ -234,13 +271,14 @@ export class RunStore implements EngineStore {
          UPDATE durable_agent.run_step s SET status = $5, response = $6, latency_ms = $7, worker = $2, finished_at = now()
          FROM owner WHERE s.run_id = owner.id AND s.kind = 'TOOL' AND s.tool_use_id = $4 AND s.status = 'STARTED'
          RETURNING s.seq),
-       ${START_NEXT(8)}
+       ${START_NEXT(8)},
+       ${EVENTS(12, 'done', true)}
        SELECT o.tokens_used, o.cancel_requested, (SELECT count(*)::int FROM done) AS updated,
               EXISTS (SELECT 1 FROM next) AS next_started,
               EXISTS (SELECT 1 FROM durable_agent.run WHERE ${FENCE(11)}) AS owned,
               (SELECT status FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4) AS step_status
        FROM (SELECT 1) AS one LEFT JOIN owner o ON true`,
-      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, this.redact(storableText(f.result)), Math.round(f.latencyMs), ...startParams(startNext), owner.token],
+      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, stored, Math.round(f.latencyMs), ...startParams(startNext), owner.token, ...events],
     );
     const row = rows[0]!;
     if (!row.owned) throw new LeaseLostError(runId, owner.worker);
