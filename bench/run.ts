@@ -21,6 +21,7 @@ import { RunStore } from '../src/store/run-store.ts';
 import { ToolExecutor } from '../src/tools/executor.ts';
 import type { Tool } from '../src/tools/types.ts';
 import { benchEvents } from './events.ts';
+import { benchWaiting } from './waiting.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, d = 3) => Number(x.toFixed(d));
@@ -206,6 +207,8 @@ async function main() {
     // Live events: streaming's cost, delivery to many readers, storage (bench/events.ts).
     const events = await benchEvents({ pool, url: url.toString(), store, logger });
     Object.assign(results, events.results);
+    // Waiting runs woken by a due timer and by an approval, with the worker idle.
+    Object.assign(results, await benchWaiting({ pool, store, newRun: () => newRun(), worker: (llm, tool, n) => worker(llm, tool, n) }));
 
     const num = (k: string) => results[k] as number;
     const rows: [string, string, string][] = [
@@ -217,6 +220,8 @@ async function main() {
       ['per step at 10 / at 200', `${num('perStepMsAt10')} / ${num('perStepMsAt200')} ms`, `${round(num('perStepMsAt200') / num('perStepMsAt10'), 2)}× (target ≤ 1.2×)`],
       ['timeline, 10 MB result in the log', `${num('timelineWith10MbResultP50Ms')} ms`, `the full log read: ${num('fullLogWith10MbResultP50Ms')} ms`],
       ['per step: a run / 100th of a chain', `${num('chainPerStepMsSingle')} / ${num('chainPerStepMsAt100th')} ms`, `${round(num('chainPerStepMsAt100th') / num('chainPerStepMsSingle'), 2)}×; the chain is read once per claim: ${num('chainReadAtClaimP50Ms')} ms`],
+      ['due timer → woken p50 / p99', `${num('timerWakeP50Ms')} / ${num('timerWakeP99Ms')} ms`, 'wakeAt → sleep result recorded, idle worker (target ≤ 50 ms)'],
+      ['approval → step started p50 / p99', `${num('approvalWakeP50Ms')} / ${num('approvalWakeP99Ms')} ms`, 'decision committed → tool step started (target ≤ 50 ms)'],
       ['storage after 10 / 200 steps', `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`, `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`],
       ...events.rows,
     ];

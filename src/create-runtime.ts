@@ -66,6 +66,7 @@ const EVENT_TYPES = {
   runFinished: true,
   leaseLost: true,
   attemptEnded: true,
+  runWaiting: true,
 } satisfies Record<keyof EngineEvents, true>;
 
 function forwardEvents(onEvent: (event: RuntimeEvent) => void): EngineEvents {

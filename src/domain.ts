@@ -19,6 +19,10 @@
  *   only the runs of the agents it has.
  * - conversation: a run may continue a finished run (`previousRunId`); its model sees the earlier
  *   runs' messages, then its own input. Nothing is copied: replay follows the chain.
+ * - waiting: a run that holds nothing (no lease, no memory) until a person decides about its tool calls
+ *   (an approval, or a decision about a call a crash left unfinished) or a time comes (a timer).
+ * - decision: what a person says about one waiting tool call: approve, deny (with a reason) or, for a
+ *   call found started after a crash, complete (it did happen; this is its result).
  * - tenant: whose runs these are. An API key belongs to one tenant; a request made with it sees and
  *   creates that tenant's runs only.
  */
@@ -31,9 +35,9 @@ export const DEMO_AGENT = 'demo';
 /** The tenant of runs created without an API key (no keys yet, AUTH=off, the library's own calls). */
 export const DEFAULT_TENANT = 'default';
 
-export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const;
+export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'WAITING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
-export type TerminalStatus = Exclude<RunStatus, 'QUEUED' | 'RUNNING'>;
+export type TerminalStatus = Exclude<RunStatus, 'QUEUED' | 'RUNNING' | 'WAITING'>;
 export const TERMINAL_STATUSES: readonly TerminalStatus[] = ['SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
 
 export function isTerminal(status: RunStatus): status is TerminalStatus {
@@ -154,6 +158,47 @@ export interface Run {
   nextAttemptAt: Date | null;
   /** Times the run went back to the queue because the model provider kept failing; not counted in `attempts`. */
   providerRequeues: number;
+  /** What the run waits for while WAITING; the last wait (or null) in any other status. */
+  waiting: Waiting | null;
+}
+
+export const WAITING_KINDS = ['approval', 'decision', 'timer'] as const;
+export type WaitingKind = (typeof WAITING_KINDS)[number];
+
+/** A tool call a waiting run holds: the model's tool_use, not run. */
+export interface PendingToolCall {
+  toolUseId: string;
+  toolName: string;
+  input: unknown;
+}
+
+export interface Waiting {
+  kind: WaitingKind;
+  since: Date;
+  toolCalls: PendingToolCall[];
+  /** A timer's wake-up time. */
+  wakeAt: Date | null;
+  /** When pending approvals are denied with "approval timed out". */
+  expiresAt: Date | null;
+}
+
+/** What a person decides about a waiting tool call. */
+export type Decision =
+  | { decision: 'approve' }
+  | { decision: 'deny'; reason: string }
+  /** Only for a call found started after a crash: it did happen, and this is its result. */
+  | { decision: 'complete'; result: unknown };
+
+/** One recorded decision, or a pending one (decision null), as the engine reads it back. */
+export interface DecisionRecord {
+  toolUseId: string;
+  /** 'approval': asked for before the call runs; 'decision': the call was found started after a crash. */
+  kind: 'approval' | 'decision';
+  decision: Decision['decision'] | null;
+  reason: string | null;
+  /** 'complete': the result text the model sees. */
+  result: string | null;
+  expiresAt: Date | null;
 }
 
 /** The cause of an attempt that ended without finishing its run. */

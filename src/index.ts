@@ -28,6 +28,9 @@ export { anthropic, openAiCompatible, type AnthropicOptions, type OpenAiCompatib
 export type { Logger } from './observability/logger.ts';
 export type { AuthenticateHook, AuthRequest } from './api/auth.ts';
 export type { Run, RunId, RunStatus, TerminalStatus, Step, StepKind, StepStatus, Message, ContentBlock, Usage } from './domain.ts';
+export type { Decision, PendingToolCall, Waiting, WaitingKind } from './domain.ts';
+export type { Decided } from './store/decisions.ts';
+export { sleepTool, SLEEP_TOOL_NAME } from './tools/sleep-tool.ts';
 export {
   ConfigError,
   ConflictError,

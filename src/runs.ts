@@ -6,8 +6,9 @@
 import { z } from 'zod';
 import { parseInput } from './api/errors.ts';
 import { CreateRunOptions, createRun, type RunDefaults } from './api/new-run.ts';
-import { ListRunsQuery } from './api/schemas.ts';
-import { DEFAULT_TENANT, type Run, type RunId, type RunStatus } from './domain.ts';
+import { DecisionBody, ListRunsQuery, ToolCallParams } from './api/schemas.ts';
+import { DEFAULT_TENANT, type Decision, type Run, type RunId, type RunStatus } from './domain.ts';
+import type { Decided } from './store/decisions.ts';
 import type { RunWaits } from './run-waits.ts';
 import type { RunListing, RunPage } from './store/run-listing.ts';
 import type { RunStore } from './store/run-store.ts';
@@ -34,8 +35,13 @@ export interface CreateRunInput {
    * then `input`. Same agent. An unknown run is an InputError, one still active a ConflictError.
    */
   previousRunId?: string;
-  /** Makes a repeated create return the first run. Not supported yet: an InputError. */
+  /**
+   * A second create with the same key (and tenant) within 24 hours returns the first run instead of a
+   * new one; with different options it is a ConflictError. Concurrent creates make one run.
+   */
   idempotencyKey?: string;
+  /** Not started before this time (ISO-8601, at most a year ahead); `timeoutSeconds` counts from then. */
+  startAt?: string;
   /** Whose run it is (what an API key of that tenant sees); "default" when absent. */
   tenant?: string;
 }
@@ -69,10 +75,17 @@ export interface Runs {
   cancel(id: string): Promise<Run>;
   /** Resolves with the run once it has finished (SUCCEEDED, FAILED, CANCELLED or TIMED_OUT). */
   wait(id: string, options?: WaitOptions): Promise<Run>;
+  /**
+   * Decides about a tool call the WAITING run holds (`run.waiting.toolCalls`): approve it, deny it with
+   * a reason the model sees, or (for a call a crash left unfinished) complete it with its result. The
+   * run continues once every call it waits for is decided. NotFoundError for a call the run never made;
+   * ConflictError for one not waiting, or a decision contradicting the one made; the same one twice is fine.
+   */
+  decide(id: string, toolUseId: string, decision: Decision): Promise<Decided>;
 }
 
 export interface RunsDeps {
-  store: Pick<RunStore, 'create' | 'get' | 'cancel'>;
+  store: Pick<RunStore, 'createOnce' | 'get' | 'cancel' | 'decide'>;
   listing: Pick<RunListing, 'list'>;
   defaults: RunDefaults;
   waits: RunWaits;
@@ -87,7 +100,7 @@ export function createRuns({ store, listing, defaults, waits }: RunsDeps): Runs 
   return {
     async create(input) {
       const request: CreateRunOptions = parseInput(CreateRunOptions, input, 'options');
-      return createRun(store, request, defaults, 'options', request.tenant ?? DEFAULT_TENANT);
+      return (await createRun(store, request, defaults, 'options', request.tenant ?? DEFAULT_TENANT)).run;
     },
     async get(id) {
       return store.get(runId(id));
@@ -101,6 +114,10 @@ export function createRuns({ store, listing, defaults, waits }: RunsDeps): Runs 
     async wait(id, options = {}) {
       const { timeoutMs } = parseInput(Wait, options, 'options');
       return waits.wait(runId(id), timeoutMs);
+    },
+    async decide(id, toolUseId, decision) {
+      const params = parseInput(ToolCallParams, { id, toolUseId }, 'options');
+      return store.decide(params.id as RunId, params.toolUseId, parseInput(DecisionBody, decision, 'options') as Decision);
     },
   };
 }

@@ -2,6 +2,7 @@
  * What a request to start a run becomes. `POST /api/runs` and `rt.runs.create` both come through
  * here, so both apply the same defaults and the same limits.
  */
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { InputError } from '../errors.ts';
 import { TENANT_PATTERN } from '../store/api-keys.ts';
@@ -38,7 +39,7 @@ export interface RunDefaults {
 
 /** The library's options: the HTTP body plus what only a caller in the same process can ask for. */
 export const CreateRunOptions = CreateRunBody.extend({
-  idempotencyKey: z.string().min(1).max(200).optional().describe('A second create with the same key returns the first run.'),
+  idempotencyKey: z.string().min(1).max(200).optional().describe('A second create with the same key (and the same options) within 24 hours returns the first run.'),
   tenant: z.string().regex(TENANT_PATTERN, 'must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit').optional()
     .describe('Whose run it is; "default" when absent. (Over HTTP the tenant is the API key\'s.)'),
 });
@@ -70,7 +71,9 @@ export function toNewRun(request: CreateRunOptions, defaults: RunDefaults, part:
   if (request.maxSteps !== undefined && request.maxSteps > defaults.maxSteps) {
     refuse('maxSteps', `must be at most ${defaults.maxSteps} (the server's MAX_STEPS)`);
   }
-  if (request.idempotencyKey !== undefined) refuse('idempotencyKey', 'not supported yet');
+  const startAt = request.startAt === undefined ? undefined : new Date(request.startAt);
+  if (startAt && startAt.getTime() > Date.now() + MAX_START_DELAY_MS) refuse('startAt', 'must be at most a year ahead');
+  const { idempotencyKey, tenant: _tenant, ...asked } = request;
   return {
     input: request.input,
     agent,
@@ -82,20 +85,42 @@ export function toNewRun(request: CreateRunOptions, defaults: RunDefaults, part:
     maxSteps: request.maxSteps ?? defaults.maxSteps,
     metadata: request.metadata ?? {},
     ...(request.tenant !== undefined ? { tenant: request.tenant } : {}),
+    ...(startAt ? { startAt } : {}),
+    ...(idempotencyKey !== undefined ? { idempotencyKey, requestHash: requestHash(asked) } : {}),
   };
 }
 
 /**
  * Creates the run a request asks for: finds the run it continues (when it names one), applies the
- * defaults and limits, stores it. `tenant` is whose run it is (and whose run it may continue).
+ * defaults and limits, stores it (or, for a repeated Idempotency-Key, answers the run it made:
+ * `created` false). `tenant` is whose run it is (and whose run it may continue).
  */
 export async function createRun(
-  store: Pick<RunStore, 'create' | 'get'>,
+  store: Pick<RunStore, 'createOnce' | 'get'>,
   request: CreateRunOptions,
   defaults: RunDefaults,
   part: InputPart,
   tenant: string,
-): Promise<Run> {
+): Promise<{ run: Run; created: boolean }> {
   const previous = request.previousRunId === undefined ? null : await previousRun(store, request.previousRunId as RunId, tenant, part);
-  return store.create({ ...toNewRun(request, defaults, part, previous), tenant });
+  return store.createOnce({ ...toNewRun(request, defaults, part, previous), tenant });
+}
+
+const MAX_START_DELAY_MS = 366 * 86_400_000;
+
+/**
+ * The SHA-256 of a request in canonical JSON (keys sorted at every level): the same request however
+ * its keys were ordered or spaced. What an Idempotency-Key's later uses are compared with.
+ */
+export function requestHash(request: unknown): string {
+  return createHash('sha256').update(canonicalJson(request)).digest('hex');
+}
+
+function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const entries = Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'null';
 }

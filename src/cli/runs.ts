@@ -9,6 +9,7 @@
  */
 import { type ApiClient, ApiCallError, apiClient } from './api-client.ts';
 import type { OptionSpec, RunsContext, RunsSubcommand } from './runs-context.ts';
+import { approveCommand, denyCommand } from './runs-decide.ts';
 import { purgeCommand } from './runs-purge.ts';
 import { tailCommand } from './runs-tail.ts';
 import { cancelCommand, deleteCommand, listCommand, showCommand, stepsCommand } from './runs-read.ts';
@@ -22,6 +23,8 @@ export const SUBCOMMANDS: readonly RunsSubcommand[] = [
   deleteCommand,
   purgeCommand,
   tailCommand,
+  approveCommand,
+  denyCommand,
 ];
 
 const COMMON = {

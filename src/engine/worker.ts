@@ -274,14 +274,32 @@ export class Worker {
         }
       }
       if ((claimed > 0 && claimed === free) || this.woken) continue; // there may be more waiting
+      const waitMs = await this.untilNextDue(free > claimed);
+      if (this.woken) continue;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.opts.pollIntervalMs);
+        const timer = setTimeout(resolve, waitMs);
         this.wakeUp = () => {
           clearTimeout(timer);
           resolve();
         };
       });
       this.wakeUp = null;
+    }
+  }
+
+  /**
+   * How long to sleep before claiming again: the poll interval, or less when a run becomes due sooner
+   * (a timer, a delayed start). One timer per worker, not one per run; every NOTIFY of a new timer or
+   * queued run wakes the loop, which asks again.
+   */
+  private async untilNextDue(hasRoom: boolean): Promise<number> {
+    if (!hasRoom || !this.deps.store.nextDueInMs) return this.opts.pollIntervalMs;
+    try {
+      const due = await this.deps.store.nextDueInMs();
+      return due === null ? this.opts.pollIntervalMs : Math.min(this.opts.pollIntervalMs, Math.ceil(due));
+    } catch (e) {
+      this.deps.logger.warn({ err_message: (e as Error).message }, 'could not read the next due time; polling');
+      return this.opts.pollIntervalMs;
     }
   }
 

@@ -91,6 +91,8 @@ export function demoReply(request: LlmRequest, toolUseId: string): ContentBlock[
 
   const said = last?.role === 'user' ? plainText(last) : '';
   const allowed = allowedTools(request.system, request.tools);
+  const asked = askedFor(said, allowed);
+  if (asked) return [{ type: 'tool_use', id: toolUseId, name: asked.name, input: asked.input }];
   const tool = pickTool(said, allowed);
   if (tool) return [{ type: 'tool_use', id: toolUseId, name: tool.name, input: toolInput(said, tool) }];
   const available = allowed.length > 0 ? ` I know the tools ${allowed.map((t) => t.name).join(', ')}, but none fits.` : '';
@@ -114,6 +116,31 @@ export function allowedTools(system: string | null, tools: readonly ToolDefiniti
 
 function firstSentence(text: string): string {
   return text.trim().match(/^[^.!?\n]*[.!?]?/)?.[0] ?? text;
+}
+
+const WAIT_WORDS = /\b(wait|sleep|pause|check back|later)\b/i;
+const DURATION = /\b(\d{1,7})\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|h)\b/i;
+
+/**
+ * The two requests the demo model answers with a fixed tool rather than by keyword overlap: closing a
+ * ticket (close_ticket, which a person must approve) and waiting or checking back later (sleep, 5
+ * seconds unless the text names a duration).
+ */
+export function askedFor(input: string, tools: readonly ToolDefinition[]): { name: string; input: Record<string, unknown> } | null {
+  const has = (name: string) => tools.some((t) => t.name === name);
+  const id = input.match(ID_PATTERN)?.[0];
+  if (has('close_ticket') && id && /\bclose\b/i.test(input)) {
+    const because = input.match(/\b(?:as|because|since|with resolution|resolution:?)\s+(.+)$/i)?.[1]?.trim();
+    return { name: 'close_ticket', input: { ticketId: id.toUpperCase(), resolution: because || 'Closed at the request of the user.' } };
+  }
+  if (has('sleep') && WAIT_WORDS.test(input)) {
+    const d = input.match(DURATION);
+    const n = d ? Number(d[1]) : 5;
+    const unit = d?.[2]?.toLowerCase() ?? 's';
+    const seconds = unit.startsWith('h') ? n * 3600 : unit.startsWith('m') ? n * 60 : n;
+    return { name: 'sleep', input: { seconds: Math.min(Math.max(seconds, 1), 2_592_000) } };
+  }
+  return null;
 }
 
 const STOP_WORDS = new Set(['the', 'and', 'for', 'are', 'which', 'what', 'with', 'that', 'this', 'from', 'one', 'all', 'any', 'our', 'my', 'me']);

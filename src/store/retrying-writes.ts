@@ -74,6 +74,7 @@ export async function retryTransient<T>(op: () => Promise<T>, o: RetryOptions<T>
   }
 }
 
+const waitedStatus = (r: RecordedWrite) => (r.status === 'WAITING' || r.status === 'CANCELLED' ? r.status : null);
 const asWrite = (r: RecordedWrite): FencedWrite => ({ tokensUsed: r.tokensUsed, cancelRequested: r.cancelRequested, nextStarted: r.nextStarted });
 
 /**
@@ -92,8 +93,18 @@ export function retryingWrites(store: EngineStore, signal?: AbortSignal, policy:
   s.checkpointModel = (runId, owner, cp, then) =>
     retry(`record model step ${cp.seq}`, () => store.checkpointModel(runId, owner, cp, then), async () => {
       const r = await store.recordedWrite(runId, owner, { modelSeq: cp.seq, startNext: then?.startNext });
+      // A checkpoint that started a wait gave the lease up with it: its step is there and the run waits.
+      if (then?.wait && !then.end) return r?.modelStep && waitedStatus(r) ? { value: { ...asWrite(r), waited: waitedStatus(r)! } } : null;
       return r?.ours && r.modelStep ? { value: asWrite(r) } : null;
     });
+  s.wait = (runId, owner, start) =>
+    retry('start waiting', () => store.wait(runId, owner, start), async () => {
+      const r = await store.recordedWrite(runId, owner, {});
+      const status = r && waitedStatus(r);
+      return r && status ? { value: { tokensUsed: r.tokensUsed, cancelRequested: r.cancelRequested, status } } : null;
+    });
+  s.decisions = (runId) => retry('read the decisions', () => store.decisions(runId));
+  s.consumeDecision = (runId, owner, toolUseId) => retry(`use up the decision about ${toolUseId}`, () => store.consumeDecision(runId, owner, toolUseId));
   // Idempotent by itself: a second STARTED row for the same tool_use id is never written.
   s.startTool = (runId, owner, start) => retry(`record the start of tool step ${start.seq}`, () => store.startTool(runId, owner, start));
   s.finishTool = (runId, owner, finish, startNext) =>

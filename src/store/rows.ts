@@ -1,5 +1,5 @@
 /** Rows (snake_case, as PostgreSQL returns them) converted to domain types in one place. */
-import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, StepKind, StepStatus, StepSummary } from '../domain.ts';
+import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, StepKind, StepStatus, StepSummary, Waiting } from '../domain.ts';
 
 export interface RunRow {
   id: string;
@@ -33,6 +33,26 @@ export interface RunRow {
   provider_requeues: number;
   /** Computed by RUN_COLUMNS; absent where a statement returns `run.*`. */
   next_attempt_at?: Date | null;
+  waiting?: WaitingColumn | null;
+}
+
+/** `run.waiting` as stored (jsonb): times as ISO strings. */
+export interface WaitingColumn {
+  kind: Waiting['kind'];
+  since: string;
+  toolCalls: Waiting['toolCalls'];
+  wakeAt?: string | null;
+  expiresAt?: string | null;
+}
+
+export function toWaitingColumn(w: Waiting): WaitingColumn {
+  return { kind: w.kind, since: w.since.toISOString(), toolCalls: w.toolCalls, wakeAt: w.wakeAt?.toISOString() ?? null, expiresAt: w.expiresAt?.toISOString() ?? null };
+}
+
+export function toWaiting(w: WaitingColumn | null | undefined): Waiting | null {
+  if (!w) return null;
+  const date = (s: string | null | undefined) => (s ? new Date(s) : null);
+  return { kind: w.kind, since: new Date(w.since), toolCalls: w.toolCalls ?? [], wakeAt: date(w.wakeAt), expiresAt: date(w.expiresAt) };
 }
 
 export interface StepRow {
@@ -59,7 +79,7 @@ export interface StepRow {
 
 export const RUN_COLUMNS = `id, agent, agent_version, previous_run_id, tenant, status, input, model, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
   locked_by, locked_until, cancel_requested, attempts, metadata, created_at, updated_at, finished_at, output, stop_reason, error,
-  last_error, last_error_at, last_error_attempt, provider_requeues,
+  last_error, last_error_at, last_error_attempt, provider_requeues, waiting,
   CASE WHEN status = 'QUEUED' AND run_at > now() THEN run_at END AS next_attempt_at`;
 
 /** Every step column but the bodies (`request`, `response`), which can be large. */
@@ -99,6 +119,7 @@ export function toRun(r: RunRow): Run {
     lastError: r.last_error === null ? null : { message: r.last_error, at: r.last_error_at!, attempt: r.last_error_attempt ?? 0 },
     nextAttemptAt: r.next_attempt_at ?? null,
     providerRequeues: r.provider_requeues,
+    waiting: toWaiting(r.waiting),
   };
 }
 

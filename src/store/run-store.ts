@@ -5,19 +5,21 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { budgetTokens, DEFAULT_TENANT, DEMO_AGENT, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
+import { budgetTokens, type Decision, type DecisionRecord, DEFAULT_TENANT, DEMO_AGENT, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
 import { ConflictError, InputError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
 import type { EarlierRun } from '../engine/chain-replay.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
+import { type Decided, recordDecision } from './decisions.ts';
 import { renewLeases } from './lease-renewal.ts';
 import type {
   AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
-  RenewedLease, RunEnd, ToolFinish, ToolStart, WriteProbe,
+  RenewedLease, RunEnd, ToolFinish, ToolStart, WaitStart, Waited, WriteProbe,
 } from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
 import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow, START_NEXT, startParams } from './fenced-sql.ts';
 import { storableCost, storableText, storableUsage } from './storable.ts';
 import { EVENTS, eventParams, newEvent, type NewEvent, redactedInput, RunEvents, toolOutput } from './run-events.ts';
+import { consumeDecision, DECISION_ROWS, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitParams } from './waiting-sql.ts';
 
 export interface NewRun {
   input: string;
@@ -37,6 +39,12 @@ export interface NewRun {
    * foreign key still refuses one deleted meanwhile (an InputError).
    */
   previousRunId?: RunId | null;
+  /** Not claimed before this time (a delayed start); its deadline counts from then. */
+  startAt?: Date;
+  /** A second create with this key (same tenant, within 24 hours) answers the first run. */
+  idempotencyKey?: string;
+  /** SHA-256 of the canonical request: the same key with another request is a conflict. */
+  requestHash?: string;
 }
 
 const FOREIGN_KEY_VIOLATION = '23503';
@@ -91,22 +99,64 @@ export class RunStore implements EngineStore {
   }
 
   async create(r: NewRun): Promise<Run> {
-    const { rows } = await this.prepared<RunRow>('create', 
-      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata, tenant, agent, agent_version, previous_run_id)
-       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7, $8, $9, $10, $11)
-       RETURNING ${RUN_COLUMNS}`,
-      [
-        randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, r.tenant ?? DEFAULT_TENANT,
-        r.agent ?? DEMO_AGENT, r.agentVersion ?? null, r.previousRunId ?? null,
-      ],
-    ).catch((e: unknown) => {
-      // The run it continues was deleted between the caller's check and this insert.
-      if (r.previousRunId && (e as { code?: string }).code === FOREIGN_KEY_VIOLATION) {
-        throw new InputError(`invalid previousRunId: no run ${r.previousRunId}`, [{ path: 'previousRunId', message: `no run ${r.previousRunId}` }]);
+    return (await this.createOnce(r)).run;
+  }
+
+  /**
+   * Queues a run. With an idempotency key, a run created under the same key (and tenant) in the last
+   * 24 hours is answered instead (`created` false) when its request was the same, and a different
+   * request is a ConflictError. The unique index decides between concurrent creates, not a read first.
+   */
+  async createOnce(r: NewRun): Promise<{ run: Run; created: boolean }> {
+    const tenant = r.tenant ?? DEFAULT_TENANT;
+    for (let tries = 1; ; tries++) {
+      const { rows } = await this.prepared<RunRow>(
+        'create',
+        `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, run_at, deadline_at, metadata, tenant, idempotency_key, request_hash,
+                                         agent, agent_version, previous_run_id)
+         VALUES ($1, $2, $3, $4, $5, greatest(coalesce($9::timestamptz, now()), now()),
+                 greatest(coalesce($9::timestamptz, now()), now()) + $6 * interval '1 second', $7, $8, $10, $11, $12, $13, $14)
+         ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         RETURNING ${RUN_COLUMNS}`,
+        [
+          randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, tenant,
+          r.startAt ?? null, r.idempotencyKey ?? null, r.idempotencyKey ? (r.requestHash ?? null) : null,
+          r.agent ?? DEMO_AGENT, r.agentVersion ?? null, r.previousRunId ?? null,
+        ],
+      ).catch((e: unknown) => {
+        // The run it continues was deleted between the caller's check and this insert.
+        if (r.previousRunId && (e as { code?: string }).code === FOREIGN_KEY_VIOLATION) {
+          throw new InputError(`invalid previousRunId: no run ${r.previousRunId}`, [{ path: 'previousRunId', message: `no run ${r.previousRunId}` }]);
+        }
+        throw e;
+      });
+      if (rows[0]) return { run: toRun(rows[0]), created: true };
+      const { rows: found } = await this.db.query<RunRow & { request_hash: string | null; expired: boolean }>(
+        `SELECT ${RUN_COLUMNS}, request_hash, created_at < now() - interval '24 hours' AS expired
+         FROM durable_agent.run WHERE tenant = $1 AND idempotency_key = $2`,
+        [tenant, r.idempotencyKey],
+      );
+      const existing = found[0];
+      if (existing && !existing.expired) {
+        if (existing.request_hash !== (r.requestHash ?? null)) {
+          throw new ConflictError(`Idempotency-Key ${JSON.stringify(r.idempotencyKey)} was used for a different request (run ${existing.id})`);
+        }
+        return { run: toRun(existing), created: false };
       }
-      throw e;
-    });
-    return toRun(rows[0]!);
+      if (tries >= 3) throw new ConflictError(`Idempotency-Key ${JSON.stringify(r.idempotencyKey)} is being reused right now; try again`);
+      // Older than 24 hours: the key is free again; the old run keeps everything but the key.
+      if (existing) {
+        await this.db.query(
+          `UPDATE durable_agent.run SET idempotency_key = NULL WHERE id = $1 AND created_at < now() - interval '24 hours'`,
+          [existing.id],
+        );
+      }
+    }
+  }
+
+  /** Records a person's decision about a waiting tool call (see decisions.ts). */
+  async decide(runId: RunId, toolUseId: string, decision: Decision): Promise<Decided> {
+    return recordDecision(this.db, runId, toolUseId, decision, this.redact);
   }
 
   async get(id: RunId): Promise<Run | null> {
@@ -155,18 +205,19 @@ export class RunStore implements EngineStore {
   }
 
   /**
-   * Cooperative cancel: a queued run ends at once, a running one stops at its next guard.
+   * Cooperative cancel: a queued or waiting run ends at once, a running one stops at its next guard.
    * Cancelling a finished run, or a running run a second time, is a conflict.
    */
   async cancel(id: RunId): Promise<Run> {
     const { rows } = await this.db.query<RunRow>(
       `UPDATE durable_agent.run SET cancel_requested = true,
-              status = CASE WHEN status = 'QUEUED' THEN 'CANCELLED' ELSE status END,
-              finished_at = CASE WHEN status = 'QUEUED' THEN now() ELSE finished_at END,
-              error = CASE WHEN status <> 'QUEUED' THEN error WHEN attempts = 0 AND provider_requeues = 0 THEN 'cancelled before it started'
+              status = CASE WHEN status IN ('QUEUED', 'WAITING') THEN 'CANCELLED' ELSE status END,
+              finished_at = CASE WHEN status IN ('QUEUED', 'WAITING') THEN now() ELSE finished_at END,
+              error = CASE WHEN status = 'WAITING' THEN 'cancelled while waiting (' || coalesce(waiting->>'kind', 'wait') || ')'
+                           WHEN status <> 'QUEUED' THEN error WHEN attempts = 0 AND provider_requeues = 0 THEN 'cancelled before it started'
                            ELSE 'cancelled while waiting in the queue' END,
               updated_at = now()
-       WHERE id = $1 AND status IN ('QUEUED', 'RUNNING') AND NOT cancel_requested
+       WHERE id = $1 AND status IN ('QUEUED', 'RUNNING', 'WAITING') AND NOT cancel_requested
        RETURNING ${RUN_COLUMNS}`,
       [id],
     );
@@ -196,7 +247,7 @@ export class RunStore implements EngineStore {
       cp.budgetTokens, storableCost(cp.costUsd), cp.seq, cp.request, JSON.stringify(cp.content), cp.stopReason, u.inputTokens,
       u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts, Math.round(cp.latencyMs),
     ];
-    const { end } = then;
+    const { end, wait } = then;
     const events = eventParams([
       newEvent('step.finished', {
         seq: cp.seq, kind: 'MODEL', status: 'DONE', stopReason: cp.stopReason, inputTokens: u.inputTokens, outputTokens: u.outputTokens,
@@ -204,6 +255,7 @@ export class RunStore implements EngineStore {
       }),
       ...this.toolStartEvents(end ? undefined : then.startNext, true),
     ]);
+    if (wait && !end) return this.checkpointModelWaiting(runId, owner, stepValues, wait, events);
     const { rows } = end
       ? await this.prepared<ProgressRow & { next_started: boolean }>(
           'checkpoint_model_final',
@@ -228,6 +280,43 @@ export class RunStore implements EngineStore {
         );
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
     return { ...progress(rows[0]), nextStarted: rows[0].next_started };
+  }
+
+  /** The model step and the start of a wait for approvals, in one statement (see WaitStart). */
+  private async checkpointModelWaiting(
+    runId: RunId, owner: Lease, stepValues: unknown[], wait: WaitStart, events: ReturnType<typeof eventParams>,
+  ): Promise<FencedWrite> {
+    const [waiting, runAt, decisions] = waitParams(wait);
+    const { rows } = await this.prepared<ProgressRow & { status: Waited['status'] }>(
+      'checkpoint_model_waiting',
+      `WITH owner AS (
+         UPDATE durable_agent.run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, ${WAIT_SET(3, 16)}
+         WHERE ${FENCE(18)}
+         RETURNING id, tokens_used, cancel_requested, status),
+       ${MODEL_STEP},
+       ${DECISION_ROWS(17)},
+       ${EVENTS(19, 'owner', false)}
+       SELECT tokens_used, cancel_requested, status FROM owner`,
+      [runId, owner.worker, waiting, ...stepValues, runAt, decisions, owner.token, ...events],
+    );
+    if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
+    return { ...progress(rows[0]), nextStarted: false, waited: rows[0].status };
+  }
+
+  async decisions(runId: RunId): Promise<DecisionRecord[]> {
+    return readDecisions(this.db, runId);
+  }
+
+  async wait(runId: RunId, owner: Lease, start: WaitStart): Promise<Waited> {
+    return startWaiting(this.db, runId, owner, start);
+  }
+
+  async consumeDecision(runId: RunId, owner: Lease, toolUseId: string): Promise<void> {
+    return consumeDecision(this.db, runId, owner, toolUseId);
+  }
+
+  async nextDueInMs(): Promise<number | null> {
+    return nextDueInMs(this.db);
   }
 
   async startTool(runId: RunId, owner: Lease, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }> {

@@ -10,6 +10,7 @@ import type { RunId, ToolUseBlock } from '../domain.ts';
 import { DatabaseUnavailableError, FatalError } from '../errors.ts';
 import type { ToolDefinition } from '../llm/types.ts';
 import { storableText } from '../store/storable.ts';
+import { isTimerTool, sleepSeconds } from './sleep-tool.ts';
 import type { Tool } from './types.ts';
 
 export const DEFAULT_TOOL_RESULT_MAX_BYTES = 1024 * 1024;
@@ -67,6 +68,28 @@ export class ToolExecutor {
   /** Unknown tools count as idempotent: "re-running" one only repeats the error result. */
   isIdempotent(name: string): boolean {
     return this.byName.get(name)?.idempotent !== false;
+  }
+
+  /** Whether this call must be approved before it runs (the tool's `needsApproval`, asked of its input). */
+  async needsApproval(use: ToolUseBlock): Promise<boolean> {
+    const needs = this.byName.get(use.name)?.needsApproval;
+    if (typeof needs !== 'function') return needs === true;
+    try {
+      return (await needs(use.input)) === true;
+    } catch {
+      return true; // a check that fails cannot say "no approval needed"
+    }
+  }
+
+  /** @unit milliseconds — how long an approval of this tool may wait; null: as long as it takes. */
+  approvalTimeoutMs(name: string): number | null {
+    const s = this.byName.get(name)?.approvalTimeoutSeconds;
+    return typeof s === 'number' && s > 0 ? s * 1000 : null;
+  }
+
+  /** For a call of the built-in timer tool: its seconds, or an error text; null for any other tool. */
+  timer(use: ToolUseBlock): number | string | null {
+    return isTimerTool(this.byName.get(use.name)) ? sleepSeconds(use.input) : null;
   }
 
   async execute(use: ToolUseBlock, ctx: { runId: RunId; signal: AbortSignal }): Promise<ToolOutcome> {

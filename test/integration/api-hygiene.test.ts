@@ -219,7 +219,7 @@ describe('what reaches the log', () => {
     // A real PostgreSQL error about a value: its `where` quotes the JSON it could not parse.
     const dbError = await db.pool.query('SELECT $1::jsonb', ['{"token":"SECRET-IN-VALUE","bad":"\\ud800"}']).catch((e: unknown) => e);
     expect(JSON.stringify(dbError)).toContain('SECRET-IN-VALUE');
-    const store = Object.assign(Object.create(db.store), { create: () => Promise.reject(dbError) });
+    const store = Object.assign(Object.create(db.store), { createOnce: () => Promise.reject(dbError) });
     const app = server({ store, logger });
     try {
       const json = { 'content-type': 'application/json' };

@@ -423,6 +423,7 @@ describe('operations', () => {
     expect(operations.sort()).toEqual([
       'GET /api/overview', 'GET /api/runs', 'GET /api/runs/{id}', 'GET /api/runs/{id}/steps/{seq}', 'GET /api/runs/{id}/timeline',
       'GET /healthz', 'GET /metrics', 'GET /openapi.json', 'POST /api/runs', 'POST /api/runs/{id}/cancel',
+      'POST /api/runs/{id}/tool-calls/{toolUseId}/decision',
     ]);
     for (const op of operations) {
       const [method, path] = op.split(' ') as ['GET' | 'POST', string];

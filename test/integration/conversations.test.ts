@@ -42,7 +42,7 @@ const DEFAULTS: RunDefaults = {
   maxSteps: 20,
 };
 const create = (input: string, extra: Record<string, unknown> = {}, tenant = 'default') =>
-  createRun(db.store, { input, ...extra } as never, DEFAULTS, 'options', tenant);
+  createRun(db.store, { input, ...extra } as never, DEFAULTS, 'options', tenant).then((c) => c.run);
 
 const lookup = defineTool({
   name: 'slow',

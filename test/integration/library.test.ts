@@ -140,7 +140,10 @@ describe('rt.runs', () => {
     expect(await refused({ input: 'x', previousRunId: '00000000-0000-4000-8000-000000000000' })).toBe(
       'invalid options: previousRunId: no run 00000000-0000-4000-8000-000000000000',
     );
-    expect(await refused({ input: 'x', idempotencyKey: 'order-7' })).toBe('invalid options: idempotencyKey: not supported yet');
+    const once = await rt.runs.create({ input: 'x', idempotencyKey: 'order-7' });
+    expect((await rt.runs.create({ input: 'x', idempotencyKey: 'order-7' })).id).toBe(once.id);
+    await expect(rt.runs.create({ input: 'y', idempotencyKey: 'order-7' })).rejects.toBeInstanceOf(ConflictError);
+    expect(await refused({ input: 'x', startAt: 'tomorrow' })).toMatch(/^invalid options: startAt: /);
     expect(await refused({ input: 'x', previousRunId: 'nope' })).toMatch(/^invalid options: previousRunId: /);
     expect(await refused({ input: 'x', colour: 'red' })).toBe('invalid options: colour: unknown field');
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { textOf, type Message, type ToolUseBlock } from '../../src/domain.ts';
 import { LlmError } from '../../src/errors.ts';
-import { DEMO_LABEL, DEMO_STREAM_CHUNKS, DemoLlmClient, pickTool, streamChunks, toolInput } from '../../src/llm/demo.ts';
+import { askedFor, DEMO_LABEL, DEMO_STREAM_CHUNKS, DemoLlmClient, pickTool, streamChunks, toolInput } from '../../src/llm/demo.ts';
 import type { LlmRequest, ToolDefinition } from '../../src/llm/types.ts';
 
 const listTickets: ToolDefinition = {
@@ -173,5 +173,24 @@ describe('pickTool', () => {
     expect(toolInput('show ticket ACME-12', getTicket)).toEqual({ ticket_id: 'ACME-12' });
     expect(toolInput('list all tickets', listTickets)).toEqual({});
     expect(toolInput('list overdue tickets', listTickets)).toEqual({ overdue: true });
+  });
+});
+
+describe('the demo model asked to close a ticket or to wait', () => {
+  const close: ToolDefinition = { name: 'close_ticket', description: 'Closes a ticket with a resolution.', input_schema: { type: 'object', properties: { ticketId: { type: 'string' }, resolution: { type: 'string' } } } };
+  const sleep: ToolDefinition = { name: 'sleep', description: 'Waits.', input_schema: { type: 'object', properties: { seconds: { type: 'integer' } } } };
+  const all = [...tools, close, sleep];
+
+  it('closes the named ticket with the reason given as the resolution', () => {
+    expect(askedFor('Close ticket acme-104 because the webhook fix shipped', all)).toEqual({ name: 'close_ticket', input: { ticketId: 'ACME-104', resolution: 'the webhook fix shipped' } });
+    expect(askedFor('please close ACME-101', all)).toEqual({ name: 'close_ticket', input: { ticketId: 'ACME-101', resolution: 'Closed at the request of the user.' } });
+    expect(askedFor('close ACME-101', tools)).toBeNull(); // without the tool, nothing special
+  });
+
+  it('sleeps for the duration named, or 5 seconds, when asked to wait or check back later', () => {
+    expect(askedFor('wait 3 seconds', all)).toEqual({ name: 'sleep', input: { seconds: 3 } });
+    expect(askedFor('check back in 2 minutes', all)).toEqual({ name: 'sleep', input: { seconds: 120 } });
+    expect(askedFor('Check back later on the acme tickets', all)).toEqual({ name: 'sleep', input: { seconds: 5 } });
+    expect(askedFor(question, all)).toBeNull();
   });
 });
