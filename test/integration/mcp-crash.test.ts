@@ -108,16 +108,22 @@ it('an idempotent MCP call cut off by SIGKILL is sent again with the same idempo
   expect(steps[1]!.response).toBe('order A-7: shipped');
 }, 150_000);
 
-it('a non-idempotent MCP call cut off by SIGKILL is never sent again: a person decides', async () => {
+it('a non-idempotent MCP call cut off by SIGKILL is never sent again: the run waits for a decision', async () => {
   const run = await newRun(db.store, 'Refund A-8.', { agent: 'desk' });
   await killMidCall(run.id, 'refund_order', { orderId: 'A-8', amount: 10 });
 
   await startWorkerHere('refund_order', { orderId: 'A-8', amount: 10 });
-  const ended = await waitFor('worker B to stop the run', async () => {
+  const waiting = await waitFor('worker B to stop the run for a decision', async () => {
     const r = await db.store.state(run.id);
     return r.status !== 'RUNNING' && r.status !== 'QUEUED' && r;
   }, 60_000);
-  expect(ended.status).toBe('FAILED');
-  expect(ended.error).toMatch(/refund_order.*not idempotent: a human must decide whether it ran/);
+  expect(waiting).toMatchObject({ status: 'WAITING', waiting: { kind: 'decision', toolCalls: [{ toolName: 'refund_order', input: { orderId: 'A-8', amount: 10 } }] } });
+  expect(calls().map((c) => c.tool)).toEqual(['refund_order']);
+
+  // A person checks: it did happen. The run goes on with that result, and the call is still never sent again.
+  const toolUseId = waiting.waiting!.toolCalls[0]!.toolUseId;
+  await runtimes[0]!.runs.decide(run.id, toolUseId, { decision: 'complete', result: 'refunded 10 on A-8 (checked by hand)' });
+  expect(await runtimes[0]!.runs.wait(run.id, { timeoutMs: 30_000 })).toMatchObject({ status: 'SUCCEEDED' });
+  expect((await db.store.steps(run.id))[1]).toMatchObject({ kind: 'TOOL', status: 'DONE', response: 'refunded 10 on A-8 (checked by hand)' });
   expect(calls().map((c) => c.tool)).toEqual(['refund_order']);
 }, 150_000);

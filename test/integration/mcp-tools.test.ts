@@ -142,6 +142,29 @@ describe('a stdio MCP server', () => {
     expect(JSON.parse((await db.store.blob([...digests][0]!))!)).toEqual(told);
   });
 
+  it('runs the idempotent tool at once, and waits for approval of the destructive one before calling it', async () => {
+    const llm = new ScriptedLlm()
+      .thenToolUse('toolu_look', 'lookup_order', { orderId: 'A-6' })
+      .thenToolUse('toolu_cancel', 'cancel_order', { orderId: 'A-6' })
+      .thenText('Cancelled A-6.');
+    const rt = await start([stdioServer()], llm);
+    const run = await rt.runs.create({ input: 'Cancel A-6.' });
+
+    const waiting = await waitFor('the run to wait for approval', async () => {
+      const r = await rt.runs.get(run.id);
+      return r?.status === 'WAITING' && r;
+    });
+    expect(waiting.waiting).toMatchObject({ kind: 'approval', toolCalls: [{ toolUseId: 'toolu_cancel', toolName: 'cancel_order', input: { orderId: 'A-6' } }] });
+    expect(callsMade().map((c) => c.tool)).toEqual(['lookup_order']);
+
+    await rt.runs.decide(run.id, 'toolu_cancel', { decision: 'approve' });
+    expect(await rt.runs.wait(run.id, { timeoutMs: 30_000 })).toMatchObject({ status: 'SUCCEEDED', output: 'Cancelled A-6.' });
+    expect(callsMade().map((c) => [c.tool, c.meta?.idempotencyKey])).toEqual([
+      ['lookup_order', 'toolu_look'],
+      ['cancel_order', 'toolu_cancel'],
+    ]);
+  });
+
   it('answers a tool the server reports as failed with an is_error result, and the run goes on', async () => {
     const llm = new ScriptedLlm().thenToolUse('toolu_404', 'cancel_order', { orderId: 'A-404' }).thenText('There is no such order.');
     const rt = await start([stdioServer({ overrides: { cancel_order: { needsApproval: false } } })], llm);
