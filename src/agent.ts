@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { ConfigError } from './errors.ts';
 import type { LlmClient } from './llm/types.ts';
+import { freezeMcpServers, type McpServer, type McpServerOptions, McpServersSchema } from './tools/mcp-config.ts';
 import type { Tool } from './tools/types.ts';
 import { TOOL_NAME } from './tools/zod-tool.ts';
 
@@ -27,6 +28,11 @@ export interface DefineAgentOptions {
    * runtime's (LLM_PROVIDER). Its `defaultModel` is the runs' model when neither they nor `model` name one.
    */
   llm?: LlmClient;
+  /**
+   * MCP servers whose tools the agent takes besides `tools`: `{ name, command, args? }` (stdio) or
+   * `{ name, url, headers? }` (Streamable HTTP). Each worker connects to them when it starts.
+   */
+  mcpServers?: readonly McpServerOptions[];
 }
 
 export interface Agent {
@@ -37,6 +43,7 @@ export interface Agent {
   readonly maxTokens: number | null;
   readonly version: string | null;
   readonly llm: LlmClient | null;
+  readonly mcpServers: readonly McpServer[];
 }
 
 const ToolShape = z.custom<Tool>(
@@ -77,6 +84,7 @@ const AgentSchema = z.strictObject({
       'must be a model client, e.g. openAiCompatible({ apiKey, baseUrl, model }) or anthropic({ apiKey })',
     )
     .optional(),
+  mcpServers: McpServersSchema.optional(),
 });
 
 function invalid(what: string, error: z.ZodError): ConfigError {
@@ -98,6 +106,7 @@ export function defineAgent(options: DefineAgentOptions): Agent {
     maxTokens: a.maxTokens ?? null,
     version: a.version ?? null,
     llm: a.llm ?? null,
+    mcpServers: freezeMcpServers(a.mcpServers ?? []),
   });
 }
 
@@ -109,9 +118,9 @@ export function checkAgents(value: unknown, where: string): Agent[] {
   if (!Array.isArray(value) || value.length === 0) throw new ConfigError(`${where}: agents must be a non-empty array of defineAgent(…) values`);
   const agents = value.map((a: unknown, i) => {
     if (typeof a !== 'object' || a === null) throw new ConfigError(`${where}: agents.${i} is not an agent definition`);
-    const { name, system, tools, model, maxTokens, version, llm } = a as Record<string, unknown>;
+    const { name, system, tools, model, maxTokens, version, llm, mcpServers } = a as Record<string, unknown>;
     // defineAgent's result has nulls where its options had nothing; read it back as options.
-    const options = Object.fromEntries(Object.entries({ name, system, tools, model, maxTokens, version, llm }).filter(([, v]) => v != null));
+    const options = Object.fromEntries(Object.entries({ name, system, tools, model, maxTokens, version, llm, mcpServers }).filter(([, v]) => v != null));
     try {
       return defineAgent(options as unknown as DefineAgentOptions);
     } catch (e) {

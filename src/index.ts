@@ -21,6 +21,7 @@ export type { CreateRunInput, ListRunsInput, RunPage, Runs, WaitOptions } from '
 export { loadConfig, type Config } from './config.ts';
 export { startRuntime, type Runtime, type RuntimeOptions, type AgentOptions } from './runtime.ts';
 export { defineTool, type NeedsApproval, type Tool, type ToolContext } from './tools/types.ts';
+export type { McpHttpServer, McpServerOptions, McpStdioServer, McpToolOverride } from './tools/mcp-config.ts';
 export type { EngineEvents } from './engine/events.ts';
 export type { LlmClient, LlmCallOptions, LlmRequest, LlmResponse, ToolDefinition } from './llm/types.ts';
 export { anthropic, openAiCompatible, type AnthropicOptions, type OpenAiCompatibleOptions } from './llm/factories.ts';

@@ -40,6 +40,8 @@ import { RunStore } from './store/run-store.ts';
 import { countRunsByStatus, queueDepth } from './store/run-stats.ts';
 import { DEFAULT_SYSTEM_PROMPT, demoTools } from './tools/demo-tools.ts';
 import { ToolExecutor } from './tools/executor.ts';
+import type { McpServer } from './tools/mcp-config.ts';
+import { mcpToolSources } from './tools/mcp-source.ts';
 import type { Tool } from './tools/types.ts';
 import { DEMO_AGENT } from './domain.ts';
 
@@ -60,6 +62,8 @@ export interface AgentOptions {
   llm?: LlmClient | null;
   /** The version label recorded with each run created for it. */
   version?: string | null;
+  /** MCP servers whose tools it takes besides `tools` (checked by defineAgent); the worker connects to them. */
+  mcpServers?: readonly McpServer[];
 }
 
 export interface RuntimeOptions {
@@ -251,6 +255,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
             tools: new ToolExecutor(a.tools ?? demoTools(tickets!), config.toolTimeoutMs, config.toolResultMaxBytes),
             maxTokens: a.maxTokens ?? config.maxTokens,
             ...(a.llm ? { llm: a.llm } : {}),
+            toolSources: mcpToolSources(a.mcpServers ?? [], { logger: logger.child({ agent: names[i]! }) }),
           })),
           costOf: (model, usage) => prices.costOf(model, usage),
           logger,

@@ -12,6 +12,7 @@ import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ClaimedRun, EngineStore, LeaseKeeper, LeaseKeeperFactory, LeaseOwner, OwnerLiveness, OwnerLivenessFactory } from '../store/ports.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
+import { type ToolSource, withSourceTools } from '../tools/tool-source.ts';
 import { AttemptEnds } from './attempt-end.ts';
 import { drive, HandBackSignal, type PreparedAgent } from './driver.ts';
 import { EventLoopWatch } from './event-loop-watch.ts';
@@ -47,6 +48,8 @@ export interface AgentDefinition {
   maxTokens: number;
   /** The model client its runs call; the worker's `llm` when absent. */
   llm?: LlmClient;
+  /** Where more of its tools come from (MCP servers): started with the worker, closed when it stops. */
+  toolSources?: readonly ToolSource[];
 }
 
 /** What the database announces to a worker. */
@@ -93,6 +96,12 @@ export class Worker {
   private readonly ends: AttemptEnds;
   private readonly definitions: ReadonlyMap<string, AgentDefinition>;
   private prepared: Map<string, PreparedAgent> | null = null;
+  /** The agents as last prepared, kept when a change of their sources' tools drops `prepared`. */
+  private lastPrepared: Map<string, PreparedAgent> | null = null;
+  private preparing: Promise<Map<string, PreparedAgent>> | null = null;
+  private sourcesStarted: Promise<void> | null = null;
+  /** Counts changes of the sources' tools, so a preparation that raced one is not kept. */
+  private toolChanges = 0;
   private keeper: LeaseKeeper | null = null;
   private stopping = false;
   private loopDone: Promise<void> | null = null;
@@ -113,7 +122,7 @@ export class Worker {
     if (this.definitions.size === 0 || this.definitions.size !== definitions.length) throw new Error('a worker needs agents with distinct names');
     this.events = combineEvents(
       ...(deps.events ?? []),
-      followSteps(this.held, (name, agent) => this.definitions.get(agent)?.tools.isIdempotent(name) ?? true),
+      followSteps(this.held, (name, agent) => (this.lastPrepared?.get(agent)?.tools ?? this.definitions.get(agent)?.tools)?.isIdempotent(name) ?? true),
     );
     this.loopWatch = new EventLoopWatch(deps.logger, () => this.held.values(), { thresholdMs: opts.blockedLoopWarnMs ?? 1000 });
     this.ends = new AttemptEnds({
@@ -135,28 +144,61 @@ export class Worker {
     return this.held.size;
   }
 
-  /** Stores each agent's prompt and tool texts once under their digests; steps then refer to them by digest. */
-  private async prepare(): Promise<Map<string, PreparedAgent>> {
-    if (this.prepared) return this.prepared;
-    const { store } = this.deps;
+  /**
+   * Stores each agent's prompt and tool texts once under their digests; steps then refer to them by
+   * digest. An agent's tools include those its sources offer now; when those change, the next attempt
+   * prepares again (a run already talking to the model keeps the definitions it started with).
+   */
+  private prepare(): Promise<Map<string, PreparedAgent>> {
+    if (this.prepared) return Promise.resolve(this.prepared);
+    return (this.preparing ??= this.prepareNow().finally(() => (this.preparing = null)));
+  }
+
+  private async prepareNow(): Promise<Map<string, PreparedAgent>> {
+    const { store, logger } = this.deps;
+    await this.startSources();
+    const changes = this.toolChanges;
     const prepared = new Map<string, PreparedAgent>();
     for (const [name, agent] of this.definitions) {
-      const toolDefinitions = agent.tools.definitions();
+      const tools = withSourceTools(agent.tools, agent.toolSources ?? [], (source, tool) =>
+        logger.warn({ agent: name, tool_source: source, tool_name: tool }, 'a tool source offers a tool whose name is taken; it is left out'),
+      );
+      const toolDefinitions = tools.definitions();
       prepared.set(name, {
         system: agent.system,
         systemDigest: agent.system ? await store.putBlob(agent.system) : null,
-        tools: this.loopWatch.timeTools(agent.tools),
+        tools: this.loopWatch.timeTools(tools),
         toolDefinitions,
         toolsDigest: toolDefinitions.length ? await store.putBlob(JSON.stringify(toolDefinitions)) : null,
         maxTokens: agent.maxTokens,
       });
     }
-    return (this.prepared = prepared);
+    this.lastPrepared = prepared;
+    if (changes === this.toolChanges) this.prepared = prepared;
+    return prepared;
+  }
+
+  private toolSources(): ToolSource[] {
+    return [...this.definitions.values()].flatMap((a) => a.toolSources ?? []);
+  }
+
+  /** Starts the tool sources once (each resolves even when it cannot connect); a change of their tools re-prepares. */
+  private startSources(): Promise<void> {
+    return (this.sourcesStarted ??= (async () => {
+      const sources = this.toolSources();
+      for (const s of sources) {
+        s.onChange(() => {
+          this.toolChanges++;
+          this.prepared = null;
+        });
+      }
+      await Promise.all(sources.map((s) => s.start()));
+    })());
   }
 
   /** Stores this worker's prompt and tool texts again if `digest` is one of theirs (null: all). */
   private restoreTexts(digest: string | null): void {
-    for (const a of this.prepared?.values() ?? []) {
+    for (const a of this.lastPrepared?.values() ?? []) {
       const texts: [string | null, string | null][] = [
         [a.systemDigest, a.system],
         [a.toolsDigest, a.toolDefinitions.length ? JSON.stringify(a.toolDefinitions) : null],
@@ -209,6 +251,7 @@ export class Worker {
     await this.subscription?.close();
     await this.keeper?.close();
     this.keeper = null;
+    await Promise.all(this.toolSources().map((s) => s.close()));
     // Last: until the runs are handed back, others must not take them over.
     await this.liveness?.close();
     this.liveness = null;

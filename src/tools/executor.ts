@@ -56,6 +56,11 @@ export class ToolExecutor {
     if (this.byName.size !== tools.length) throw new Error('two tools share a name');
   }
 
+  /** This executor's tools and `extra` (whose names must differ from them), with the same limits. */
+  withTools(extra: readonly Tool[]): ToolExecutor {
+    return new ToolExecutor([...this.byName.values(), ...extra], this.timeoutMs, this.maxResultBytes);
+  }
+
   definitions(): ToolDefinition[] {
     return [...this.byName.values()].map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
   }

@@ -12,7 +12,7 @@ const clock = defineTool({ name: 'now', description: 'The time.', inputSchema: {
 describe('defineAgent', () => {
   it('takes zod and JSON-Schema tools, and fills what is left out with null (the runtime defaults)', () => {
     const helper = defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather, clock] });
-    expect(helper).toEqual({ name: 'helper', system: 'Be brief.', tools: [weather, clock], model: null, maxTokens: null, version: null, llm: null });
+    expect(helper).toEqual({ name: 'helper', system: 'Be brief.', tools: [weather, clock], model: null, maxTokens: null, version: null, llm: null, mcpServers: [] });
     expect(Object.isFrozen(helper)).toBe(true);
     expect(defineAgent({ name: 'v2.agent', system: 's', tools: [], model: 'claude-x', maxTokens: 512, version: '2026-11' })).toMatchObject({
       model: 'claude-x',
