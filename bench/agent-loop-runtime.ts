@@ -1,0 +1,44 @@
+/**
+ * The runtime side of the agent-loop bench: durable-agent as a library (`createRuntime`, a worker, no
+ * API), with the configuration of the environment (WORKER_CONCURRENCY is the number in flight) and a
+ * tool that answers at once, driving runs queued beforehand against the stand-in over HTTP with the
+ * Anthropic provider, until `runs` have finished.
+ *
+ * A child of bench/agent-loop.ts: argv `--model-url=http://… --runs=R`, DATABASE_URL in the
+ * environment; reports an AgentLoopFigures over IPC. Its log lines go to stdout (ignored by the parent).
+ */
+import { z } from 'zod';
+import { type AgentRuntime, anthropic, createRuntime, defineAgent, tool } from '../src/index.ts';
+import { type AgentLoopFigures, arg, measure } from './agent-loop-measure.ts';
+
+const modelUrl = arg('model-url');
+const runs = Number(arg('runs'));
+
+const lookup = tool({
+  name: 'lookup',
+  description: 'Looks a key up.',
+  input: z.object({ key: z.string() }),
+  execute: async ({ key }) => `value of ${key}`,
+});
+
+let steps = 0;
+let finished = 0;
+let allFinished!: () => void;
+const done = new Promise<void>((resolve) => (allFinished = resolve));
+
+let rt: AgentRuntime | undefined;
+const figures: AgentLoopFigures = await measure(async (started) => {
+  rt = await createRuntime({
+    agents: [defineAgent({ name: 'bench', system: 'You are a bench.', tools: [lookup], llm: anthropic({ apiKey: 'sk-bench', baseUrl: modelUrl }) })],
+    api: false,
+    onEvent: (e) => {
+      if (e.type === 'runClaimed') started();
+      else if (e.type === 'modelStep' || e.type === 'toolStep') steps++;
+      else if (e.type === 'runFinished' && ++finished === runs) allFinished();
+    },
+  });
+  await done;
+  return steps;
+});
+await rt!.close();
+process.send!(figures, () => process.exit(0));
