@@ -12,6 +12,8 @@ export interface AgentLoopFigures {
   stepsPerSecond: number;
   cpuMsPerStep: number;
   peakRssMb: number;
+  /** Transactions the database committed per step (counted by the bench from the outside). */
+  commitsPerStep?: number;
 }
 
 /** The value of `--name=value` on the command line. */

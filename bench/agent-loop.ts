@@ -42,11 +42,11 @@ export interface AgentLoopResult extends AgentLoopCase {
   rounds: string;
 }
 
-/** Enough runs that a case lasts a few seconds: with no latency, 100 in flight finish a wave in ~1 s. */
+/** Enough runs that a case lasts several seconds: with no latency, 100 in flight finish a wave in ~1 s. */
 const caseOf = (inFlight: number, latencyMs: number): AgentLoopCase => ({
   inFlight,
   latencyMs,
-  runs: Math.max(inFlight, latencyMs === 0 ? 10_000 : Math.min(3 * inFlight, 2_000)),
+  runs: Math.max(inFlight, Math.min((latencyMs === 0 ? 10 : 3) * inFlight, 2_000)),
 });
 
 export function agentLoopCases(spec = process.env.BENCH_AGENT_LOOP ?? 'quick'): AgentLoopCase[] {
@@ -62,8 +62,8 @@ export function agentLoopCases(spec = process.env.BENCH_AGENT_LOOP ?? 'quick'): 
 
 const defaultRepeats = (spec = process.env.BENCH_AGENT_LOOP ?? 'quick') => Number(process.env.BENCH_AGENT_LOOP_REPEATS ?? (spec === 'full' ? 3 : 1));
 
-/** A bench process under tsx, with IPC; resolves with the first message it sends. */
-function child<T>(file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[] } = {}): { process: ChildProcess; message: Promise<T> } {
+/** A bench process under tsx, with IPC; `message` is the first it sends, `exited` when it is gone. */
+function child<T>(file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[] } = {}): { process: ChildProcess; message: Promise<T>; exited: Promise<void> } {
   const cp = fork(path.join(here, file), args, {
     execArgv: ['--import', 'tsx', ...(opts.execArgv ?? [])],
     env: opts.env ?? process.env,
@@ -73,7 +73,29 @@ function child<T>(file: string, args: string[], opts: { env?: NodeJS.ProcessEnv;
     cp.once('message', (m) => resolve(m as T));
     cp.once('exit', (code, signal) => reject(new Error(`${file} exited (${signal ?? code}) before reporting`)));
   });
-  return { process: cp, message };
+  const exited = new Promise<void>((resolve) => cp.once('exit', () => resolve()));
+  return { process: cp, message, exited };
+}
+
+/**
+ * Transactions committed in the database so far. A backend reports its counts when it goes idle (at
+ * most once a second) and when it exits, so this is read once the measured process has exited.
+ */
+async function commits(pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query(`SELECT xact_commit::bigint AS n FROM pg_stat_database WHERE datname = current_database()`);
+  return Number(rows[0].n);
+}
+
+/** Runs a measured process, adding the commits per step it made (the bench's own queries are a handful). */
+async function measured(pool: pg.Pool, file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[] }): Promise<AgentLoopFigures> {
+  await pool.query('SELECT pg_stat_force_next_flush()');
+  const before = await commits(pool);
+  const c = child<AgentLoopFigures>(file, args, opts);
+  const figures = await c.message;
+  await c.exited;
+  await pool.query('SELECT pg_stat_force_next_flush()');
+  await new Promise((r) => setTimeout(r, 200));
+  return { ...figures, commitsPerStep: Number((((await commits(pool)) - before) / figures.steps).toFixed(2)) };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -96,19 +118,20 @@ async function queueRuns(store: RunStore, n: number): Promise<void> {
   }
 }
 
+/** node's options to profile a measured process (BENCH_AGENT_LOOP_PROFILE), into a directory of its own. */
+function profiling(name: string): string[] {
+  const profile = process.env.BENCH_AGENT_LOOP_PROFILE;
+  // One file per thread: the main thread's has thread id 0 in its name (CPU.<date>.<time>.<pid>.0.<n>.cpuprofile).
+  const dir = path.join(here, 'results', 'profiles', name);
+  return profile === 'cpu' ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : profile === 'heap' ? ['--heap-prof', `--heap-prof-dir=${dir}`] : [];
+}
+
 async function runtimeOnce(url: string, pool: pg.Pool, modelUrl: string, c: AgentLoopCase, round: number): Promise<AgentLoopFigures> {
   await pool.query('TRUNCATE durable_agent.run CASCADE');
   await queueRuns(new RunStore(pool), c.runs);
-  const profile = process.env.BENCH_AGENT_LOOP_PROFILE;
-  const dir = path.join(here, 'results', 'profiles');
-  const name = `runtime-${c.inFlight}-${c.latencyMs}-${round}`;
-  const execArgv =
-    profile === 'cpu' ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}.cpuprofile`]
-    : profile === 'heap' ? ['--heap-prof', `--heap-prof-dir=${dir}`, `--heap-prof-name=${name}.heapprofile`]
-    : [];
+  const execArgv = profiling(`runtime-${c.inFlight}-${c.latencyMs}-${round}`);
   const env = { ...process.env, DATABASE_URL: url, WORKER_CONCURRENCY: String(c.inFlight) };
-  const { message } = child<AgentLoopFigures>('agent-loop-runtime.ts', [`--model-url=${modelUrl}`, `--runs=${c.runs}`], { env, execArgv });
-  const figures = await message;
+  const figures = await measured(pool, 'agent-loop-runtime.ts', [`--model-url=${modelUrl}`, `--runs=${c.runs}`], { env, execArgv });
   const { rows } = await pool.query(
     `SELECT count(*) FILTER (WHERE status = 'SUCCEEDED')::int AS ok, (SELECT count(*)::int FROM durable_agent.run_step) AS steps FROM durable_agent.run`,
   );
@@ -118,10 +141,10 @@ async function runtimeOnce(url: string, pool: pg.Pool, modelUrl: string, c: Agen
   return figures;
 }
 
-async function floorOnce(url: string, pool: pg.Pool, modelUrl: string, c: AgentLoopCase): Promise<AgentLoopFigures> {
+async function floorOnce(url: string, pool: pg.Pool, modelUrl: string, c: AgentLoopCase, round: number): Promise<AgentLoopFigures> {
   await pool.query('DROP TABLE IF EXISTS bench_floor_step');
   const args = [`--url=${url}`, `--model-url=${modelUrl}`, `--in-flight=${c.inFlight}`, `--runs=${c.runs}`];
-  const figures = await child<AgentLoopFigures>('agent-loop-floor.ts', args).message;
+  const figures = await measured(pool, 'agent-loop-floor.ts', args, { execArgv: profiling(`floor-${c.inFlight}-${c.latencyMs}-${round}`) });
   if (figures.steps !== c.runs * STEPS_PER_RUN) throw new Error(`agent loop floor: ${figures.steps} steps of ${c.runs * STEPS_PER_RUN}`);
   return figures;
 }
@@ -136,7 +159,7 @@ export async function agentLoopBench(url: string, pool: pg.Pool, cases = agentLo
       const floors: AgentLoopFigures[] = [];
       const runtimes: AgentLoopFigures[] = [];
       for (let r = 0; r < repeats; r++) {
-        floors.push(await floorOnce(url, pool, modelUrl, c));
+        floors.push(await floorOnce(url, pool, modelUrl, c, r));
         runtimes.push(await runtimeOnce(url, pool, modelUrl, c, r));
       }
       const floor = medianOf(floors);
@@ -164,7 +187,7 @@ export async function agentLoopBench(url: string, pool: pg.Pool, cases = agentLo
 export function formatAgentLoop(r: AgentLoopResult): string {
   const head = `agent loop, ${r.inFlight.toLocaleString('en')} in flight, L = ${r.latencyMs} ms (${r.runs.toLocaleString('en')} runs)`;
   const line = (what: string, f: AgentLoopFigures) =>
-    `  ${what.padEnd(8)} ${String(f.stepsPerSecond).padStart(6)} steps/s ${f.cpuMsPerStep.toFixed(3).padStart(7)} CPU ms/step ${String(f.peakRssMb).padStart(5)} MB peak RSS`;
+    `  ${what.padEnd(8)} ${String(f.stepsPerSecond).padStart(6)} steps/s ${f.cpuMsPerStep.toFixed(3).padStart(7)} CPU ms/step ${String(f.peakRssMb).padStart(5)} MB peak RSS ${String(f.commitsPerStep ?? '').padStart(5)} commits/step`;
   const q = r.ratio;
   return [head, line('floor', r.floor), line('runtime', r.runtime), `  ratio    ${q.stepsPerSecond}× steps/s (target ≥ 0.8)  ${q.cpuMsPerStep}× CPU/step  ${q.peakRss}× RSS (target ≤ 1.3)   rounds floor/runtime: ${r.rounds}`].join('\n');
 }
