@@ -2,14 +2,18 @@
  * The runtime side of the agent-loop bench: durable-agent as a library (`createRuntime`, a worker, no
  * API), with the configuration of the environment (WORKER_CONCURRENCY is the number in flight) and a
  * tool that answers at once, driving runs queued beforehand against the stand-in over HTTP with the
- * Anthropic provider, until `runs` have finished.
+ * Anthropic provider, until `runs` have finished. It loads the package as built (dist/).
  *
  * A child of bench/agent-loop.ts: argv `--model-url=http://… --runs=R`, DATABASE_URL in the
  * environment; reports an AgentLoopFigures over IPC. Its log lines go to stdout (ignored by the parent).
  */
 import { z } from 'zod';
-import { type AgentRuntime, anthropic, createRuntime, defineAgent, tool } from '../src/index.ts';
+import type { AgentRuntime } from '../src/index.ts';
 import { type AgentLoopFigures, arg, measure } from './agent-loop-measure.ts';
+
+// The package as it ships (dist/, which the bench builds first): not the sources compiled on the fly.
+const dist = new URL('../dist/index.js', import.meta.url).href;
+const { anthropic, createRuntime, defineAgent, tool }: typeof import('../src/index.ts') = await import(dist);
 
 const modelUrl = arg('model-url');
 const runs = Number(arg('runs'));

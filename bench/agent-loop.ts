@@ -16,7 +16,7 @@
  *
  * `tsx bench/agent-loop.ts` runs this scenario alone and merges it into bench/results/latest.json.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, fork, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
@@ -152,6 +152,10 @@ async function floorOnce(url: string, pool: pg.Pool, modelUrl: string, c: AgentL
 /** Every case against the scratch database at `url` (migrated; `pool` on it), printed as it goes. */
 export async function agentLoopBench(url: string, pool: pg.Pool, cases = agentLoopCases(), repeats = defaultRepeats()): Promise<AgentLoopResult[]> {
   const results: AgentLoopResult[] = [];
+  // The runtime process loads the package as built; tsc is incremental, so this is quick when fresh.
+  if (cases.length && spawnSync(process.execPath, [path.join(here, '..', 'scripts', 'build.mjs')], { stdio: 'inherit' }).status !== 0) {
+    throw new Error('the build failed');
+  }
   for (const c of cases) {
     const standin = child<{ port: number }>('agent-loop-standin.ts', [`--latency-ms=${c.latencyMs}`]);
     try {
