@@ -12,6 +12,9 @@ export interface AgentLoopFigures {
   stepsPerSecond: number;
   cpuMsPerStep: number;
   peakRssMb: number;
+  /** The largest V8 heap (heapTotal) and memory outside it (external + array buffers) seen, sampled every 250 ms. */
+  peakHeapMb: number;
+  peakExternalMb: number;
   /** Transactions the database committed per step (counted by the bench from the outside). */
   commitsPerStep?: number;
 }
@@ -27,11 +30,19 @@ export function arg(name: string): string {
 export async function measure(work: (started: () => void) => Promise<number>): Promise<AgentLoopFigures> {
   let t0 = 0;
   let cpu0: NodeJS.CpuUsage | undefined;
+  let heap = 0;
+  let external = 0;
+  const sample = setInterval(() => {
+    const m = process.memoryUsage();
+    heap = Math.max(heap, m.heapTotal);
+    external = Math.max(external, m.external + m.arrayBuffers);
+  }, 250);
   const steps = await work(() => {
     if (cpu0) return;
     t0 = performance.now();
     cpu0 = process.cpuUsage();
   });
+  clearInterval(sample);
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   return {
@@ -40,5 +51,7 @@ export async function measure(work: (started: () => void) => Promise<number>): P
     stepsPerSecond: Math.round(steps / seconds),
     cpuMsPerStep: Number(((cpu.user + cpu.system) / 1000 / steps).toFixed(3)),
     peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
+    peakHeapMb: Math.round(heap / 2 ** 20),
+    peakExternalMb: Math.round(external / 2 ** 20),
   };
 }

@@ -7,6 +7,7 @@
  * A child of bench/agent-loop.ts: argv `--model-url=http://… --runs=R`, DATABASE_URL in the
  * environment; reports an AgentLoopFigures over IPC. Its log lines go to stdout (ignored by the parent).
  */
+import v8 from 'node:v8';
 import { z } from 'zod';
 import type { AgentRuntime } from '../src/index.ts';
 import { type AgentLoopFigures, arg, measure } from './agent-loop-measure.ts';
@@ -37,7 +38,12 @@ const figures: AgentLoopFigures = await measure(async (started) => {
     api: false,
     onEvent: (e) => {
       if (e.type === 'runClaimed') started();
-      else if (e.type === 'modelStep' || e.type === 'toolStep') steps++;
+      else if (e.type === 'modelStep' || e.type === 'toolStep') {
+        // BENCH_AGENT_LOOP_SNAPSHOT: a heap snapshot halfway, with every run in flight (bench/results/profiles/).
+        if (++steps === Math.floor((runs * 11) / 2) && process.env.BENCH_AGENT_LOOP_SNAPSHOT) {
+          v8.writeHeapSnapshot(new URL(`results/profiles/runtime-${runs}.heapsnapshot`, import.meta.url).pathname);
+        }
+      }
       else if (e.type === 'runFinished' && ++finished === runs) allFinished();
     },
   });

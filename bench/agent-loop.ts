@@ -46,7 +46,7 @@ export interface AgentLoopResult extends AgentLoopCase {
 const caseOf = (inFlight: number, latencyMs: number): AgentLoopCase => ({
   inFlight,
   latencyMs,
-  runs: Math.max(inFlight, Math.min((latencyMs === 0 ? 10 : 3) * inFlight, 2_000)),
+  runs: Math.max(inFlight, latencyMs === 0 ? Math.min(10 * inFlight, 2_000) : Math.min(3 * inFlight, 1_000)),
 });
 
 export function agentLoopCases(spec = process.env.BENCH_AGENT_LOOP ?? 'quick'): AgentLoopCase[] {
@@ -191,7 +191,7 @@ export async function agentLoopBench(url: string, pool: pg.Pool, cases = agentLo
 export function formatAgentLoop(r: AgentLoopResult): string {
   const head = `agent loop, ${r.inFlight.toLocaleString('en')} in flight, L = ${r.latencyMs} ms (${r.runs.toLocaleString('en')} runs)`;
   const line = (what: string, f: AgentLoopFigures) =>
-    `  ${what.padEnd(8)} ${String(f.stepsPerSecond).padStart(6)} steps/s ${f.cpuMsPerStep.toFixed(3).padStart(7)} CPU ms/step ${String(f.peakRssMb).padStart(5)} MB peak RSS ${String(f.commitsPerStep ?? '').padStart(5)} commits/step`;
+    `  ${what.padEnd(8)} ${String(f.stepsPerSecond).padStart(6)} steps/s ${f.cpuMsPerStep.toFixed(3).padStart(7)} CPU ms/step ${String(f.peakRssMb).padStart(5)} MB peak RSS (heap ${f.peakHeapMb}, external ${f.peakExternalMb}) ${f.commitsPerStep ?? ''} commits/step`;
   const q = r.ratio;
   return [head, line('floor', r.floor), line('runtime', r.runtime), `  ratio    ${q.stepsPerSecond}× steps/s (target ≥ 0.8)  ${q.cpuMsPerStep}× CPU/step  ${q.peakRss}× RSS (target ≤ 1.3)   rounds floor/runtime: ${r.rounds}`].join('\n');
 }

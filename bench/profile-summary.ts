@@ -26,7 +26,7 @@ function where(n: Node): string {
   const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (m) return m[1]!;
   if (url.startsWith('node:')) return url;
-  const s = /\/(src|bench|test)\/(.*)$/.exec(url);
+  const s = /\/(src|dist|bench|test)\/(.*)$/.exec(url);
   return s ? `${s[1]}/${s[2]}` : url;
 }
 
@@ -51,7 +51,7 @@ for (const [id, t] of self) {
   const seen = new Set<string>();
   for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
     const n = byId.get(cur)!;
-    if (!n.callFrame.url.includes('/src/') && !n.callFrame.url.includes('/bench/')) continue;
+    if (!/\/(src|dist|bench)\//.test(n.callFrame.url)) continue;
     const k = `${n.callFrame.functionName || '(anonymous)'}  ${where(n)}:${n.callFrame.lineNumber + 1}`;
     if (seen.has(k)) continue;
     seen.add(k);
