@@ -85,6 +85,8 @@ export class Worker {
   private wakeUp: (() => void) | null = null;
   /** Set by a wake that arrived while the loop was busy, so it is not lost. */
   private woken = false;
+  /** False after a claim found fewer runs than it had room for (see loop). */
+  private queueMayHaveMore = true;
   private subscription: { close(): Promise<void> } | null = null;
   private readonly loopWatch: EventLoopWatch;
 
@@ -148,7 +150,10 @@ export class Worker {
     await this.leases().ready;
     this.subscription =
       this.deps.subscribe?.({
-        runQueued: () => this.wake(),
+        runQueued: () => {
+          this.queueMayHaveMore = true;
+          this.wake();
+        },
         cancelRequested: (runId) => this.deliverCancel(runId, 'notification'),
         blobDeleted: (digest) => this.restoreTexts(digest),
       }) ?? null;
@@ -201,12 +206,14 @@ export class Worker {
         try {
           const runs = await this.deps.store.claim(this.owner, free, [...this.held.keys()]);
           claimed = runs.length;
+          // A claim that left free slots found the queue empty: until a run is queued (NOTIFY) or the poll
+          // interval passes, an attempt's end needs no claim — with thousands in flight, one per finished
+          // run would each send every held id for nothing.
+          this.queueMayHaveMore = runs.length === free || !this.subscription;
           for (const run of runs) {
             const h = this.track(run);
-            h.done = this.attempt(h, false).then(
-              () => this.wake(),
-              () => this.wake(),
-            );
+            const next = () => this.queueMayHaveMore && this.wake();
+            h.done = this.attempt(h, false).then(next, next);
           }
         } catch (e) {
           this.deps.logger.error({ err: e }, 'claim failed; retrying after the poll interval');
