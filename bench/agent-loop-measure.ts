@@ -5,6 +5,8 @@
  */
 /** Model calls per run: the stand-in asks for one tool call in each answer but the last. */
 export const TURNS = 6;
+/** Steps per run: the model calls and the tool steps between them. */
+export const STEPS_PER_RUN = 2 * TURNS - 1;
 
 export interface AgentLoopFigures {
   steps: number;

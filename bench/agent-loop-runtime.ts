@@ -10,7 +10,7 @@
 import v8 from 'node:v8';
 import { z } from 'zod';
 import type { AgentRuntime } from '../src/index.ts';
-import { type AgentLoopFigures, arg, measure } from './agent-loop-measure.ts';
+import { type AgentLoopFigures, arg, measure, STEPS_PER_RUN } from './agent-loop-measure.ts';
 
 // The package as it ships (dist/, which the bench builds first): not the sources compiled on the fly.
 const dist = new URL('../dist/index.js', import.meta.url).href;
@@ -40,7 +40,7 @@ const figures: AgentLoopFigures = await measure(async (started) => {
       if (e.type === 'runClaimed') started();
       else if (e.type === 'modelStep' || e.type === 'toolStep') {
         // BENCH_AGENT_LOOP_SNAPSHOT: a heap snapshot halfway, with every run in flight (bench/results/profiles/).
-        if (++steps === Math.floor((runs * 11) / 2) && process.env.BENCH_AGENT_LOOP_SNAPSHOT) {
+        if (++steps === Math.floor((runs * STEPS_PER_RUN) / 2) && process.env.BENCH_AGENT_LOOP_SNAPSHOT) {
           v8.writeHeapSnapshot(new URL(`results/profiles/runtime-${runs}.heapsnapshot`, import.meta.url).pathname);
         }
       }

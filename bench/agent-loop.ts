@@ -21,10 +21,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { RunStore } from '../src/store/run-store.ts';
-import { type AgentLoopFigures, TURNS } from './agent-loop-measure.ts';
+import { type AgentLoopFigures, STEPS_PER_RUN } from './agent-loop-measure.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const STEPS_PER_RUN = 2 * TURNS - 1;
 
 export interface AgentLoopCase {
   inFlight: number;
