@@ -1,16 +1,11 @@
 /**
  * `npm run bench`: the runtime's overhead against the physical floor of the PostgreSQL it would use
  * (DATABASE_URL, or the embedded one under ./.data). Works in a scratch database that it drops after.
- * Prints a table and writes bench/results/latest.json.
+ * Prints a table and writes bench/results/latest.json; then the agent-loop scenario (bench/agent-loop.ts,
+ * sizes chosen by BENCH_AGENT_LOOP=quick|full|off|100@0,…).
  */
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
-import pg from 'pg';
-import { loadConfig } from '../src/config.ts';
-import { migrate } from '../src/db/migrate.ts';
 import { listenForWorker } from '../src/db/notifications.ts';
-import { createPool, poolSizeFor, resolveDatabase } from '../src/db/pool.ts';
 import type { RunId } from '../src/domain.ts';
 import { Worker } from '../src/engine/worker.ts';
 import { chainBench } from './chain.ts';
@@ -23,6 +18,8 @@ import type { Tool } from '../src/tools/types.ts';
 import { benchEvents } from './events.ts';
 import { benchWaiting } from './waiting.ts';
 import { resumeLatencies } from './resume-latency.ts';
+import { agentLoopBench } from './agent-loop.ts';
+import { mergeIntoLatest, withScratchDatabase } from './scratch-database.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, d = 3) => Number(x.toFixed(d));
@@ -47,22 +44,13 @@ function scriptedModel(toolCalls: (assistantTurns: number) => number): LlmClient
 const noop = (result: string): Tool => ({ name: 'noop', description: 'returns at once', inputSchema: { type: 'object' }, execute: async () => result });
 
 async function main() {
-  const config = loadConfig();
-  const database = await resolveDatabase(config);
-  const admin = new pg.Client({ connectionString: database.url });
-  await admin.connect();
-  const scratch = `durable_agent_bench_${process.pid}`;
-  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(scratch)}`);
-  const url = new URL(database.url);
-  url.pathname = `/${scratch}`;
-  const pool = createPool(url.toString(), poolSizeFor(100));
-  const logger = createLogger({ level: 'silent' });
-  try {
-    await migrate(pool);
+  await withScratchDatabase(async (urlText, pool, description) => {
+    const url = new URL(urlText);
+    const logger = createLogger({ level: 'silent' });
     const store = new RunStore(pool);
     const newRun = (maxSteps = 1000) => store.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps });
     const owner = { worker: 'bench', leaseMs: 60_000 };
-    const results: Record<string, number | string> = { database: database.description, at: new Date().toISOString() };
+    const results: Record<string, number | string> = { database: description, at: new Date().toISOString() };
 
     // The floor, a single-row INSERT committed on its own (one round trip, one WAL flush), measured in
     // turn with a fenced model checkpoint and a tool step as the driver writes them, so that all three
@@ -233,18 +221,12 @@ async function main() {
       ['storage after 10 / 200 steps', `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`, `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`],
       ...events.rows,
     ];
-    console.log(`durable-agent bench on ${database.description}\n`);
+    console.log(`durable-agent bench on ${description}\n`);
     for (const [k, v, note] of rows) console.log(`${k.padEnd(32)} ${v.padStart(16)}   ${note}`);
-    const out = path.resolve('bench/results/latest.json');
-    fs.mkdirSync(path.dirname(out), { recursive: true });
-    fs.writeFileSync(out, JSON.stringify(results, null, 2) + '\n');
-    console.log(`\nwrote ${path.relative(process.cwd(), out)}`);
-  } finally {
-    await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(scratch)} WITH (FORCE)`);
-    await admin.end();
-    await database.release();
-  }
+    console.log('');
+    const agentLoop = await agentLoopBench(url.toString(), pool);
+    mergeIntoLatest({ ...results, ...(agentLoop.length ? { agentLoop } : {}) });
+  });
 }
 
 await main();

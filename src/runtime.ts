@@ -8,7 +8,6 @@ import type { FastifyInstance } from 'fastify';
 import { type AuthenticateHook, authFor, type Authenticator } from './api/auth.ts';
 import { loadDashboard } from './api/dashboard.ts';
 import type { RunDefaults } from './api/new-run.ts';
-import { createServer } from './api/server.ts';
 import type { Config } from './config.ts';
 import { ConfigError, UnauthorizedError } from './errors.ts';
 import { DEMO_MIGRATIONS_DIR, migrate, MIGRATIONS_DIR } from './db/migrate.ts';
@@ -213,6 +212,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       );
     }
     if (opts.api) {
+      // Loaded only where the API is served: a worker-only process carries no HTTP framework or routes.
+      const { createServer } = await import('./api/server.ts');
       const dashboard = loadDashboard();
       if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
       eventHub = new EventHub(new RunEvents(pool), { databaseUrl: database.url, logger });

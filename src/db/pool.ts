@@ -1,8 +1,6 @@
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import { ConfigError } from '../errors.ts';
-import { ensureDatabase } from './embedded.ts';
-import { attachEmbeddedPostgres } from './embedded-sharing.ts';
 import { PG_TYPES } from './pg-types.ts';
 import { clientForSchema, DEFAULT_SCHEMA } from './schema.ts';
 
@@ -33,6 +31,8 @@ export async function resolveDatabase(config: Pick<Config, 'databaseUrl' | 'data
   if (config.databaseUrl) {
     return { url: config.databaseUrl, description: redactUrl(config.databaseUrl), embedded: false, release: async () => {} };
   }
+  // Loaded only when used: a process given DATABASE_URL never carries the embedded server's package.
+  const [{ attachEmbeddedPostgres }, { ensureDatabase }] = await Promise.all([import('./embedded-sharing.ts'), import('./embedded.ts')]);
   const cluster = await attachEmbeddedPostgres(config.dataDir);
   try {
     const url = await ensureDatabase(cluster.adminUrl, EMBEDDED_DATABASE);

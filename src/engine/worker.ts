@@ -108,6 +108,8 @@ export class Worker {
   private wakeUp: (() => void) | null = null;
   /** Set by a wake that arrived while the loop was busy, so it is not lost. */
   private woken = false;
+  /** False after a claim found fewer runs than it had room for (see loop). */
+  private queueMayHaveMore = true;
   private subscription: { close(): Promise<void> } | null = null;
   private readonly loopWatch: EventLoopWatch;
   private liveness: OwnerLiveness | null = null;
@@ -225,7 +227,10 @@ export class Worker {
     await this.liveness?.ready;
     this.subscription =
       this.deps.subscribe?.({
-        runQueued: () => this.wake(),
+        runQueued: () => {
+          this.queueMayHaveMore = true;
+          this.wake();
+        },
         cancelRequested: (runId) => this.deliverCancel(runId, 'notification'),
         blobDeleted: (digest) => this.restoreTexts(digest),
       }) ?? null;
@@ -289,12 +294,14 @@ export class Worker {
           });
           if (orphaned.length && runs.length) this.deps.logger.info({ event: 'runs_taken_over', runs: runs.length, owner_locks: orphaned }, 'took over runs whose worker is gone');
           claimed = runs.length;
+          // A claim that left free slots found the queue empty: until a run is queued (NOTIFY) or the poll
+          // interval passes, an attempt's end needs no claim — with thousands in flight, one per finished
+          // run would each send every held id for nothing.
+          this.queueMayHaveMore = runs.length === free || !this.subscription;
           for (const run of runs) {
             const h = this.track(run);
-            h.done = this.attempt(h, false).then(
-              () => this.wake(),
-              () => this.wake(),
-            );
+            const next = () => this.queueMayHaveMore && this.wake();
+            h.done = this.attempt(h, false).then(next, next);
           }
         } catch (e) {
           this.deps.logger.error({ err: e }, 'claim failed; retrying after the poll interval');

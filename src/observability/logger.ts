@@ -9,11 +9,33 @@ const SECRET_KEYS = ['apiKey', 'api_key', 'authorization', 'Authorization', '["x
 /** Conversation text and tool inputs: censored at the top two levels; logs say what happened, not what was said. */
 const CONTENT_KEYS = ['messages', 'content', 'input'];
 
-const at = (key: string, depth: number) => [...Array<string>(depth).fill('*'), key].join('.').replace('.[', '[');
-const REDACT = [
-  ...SECRET_KEYS.flatMap((k) => [0, 1, 2].map((d) => at(k, d))),
-  ...CONTENT_KEYS.flatMap((k) => [0, 1].map((d) => at(k, d))),
-];
+const unquote = (key: string) => key.replace(/^\["(.*)"\]$/, '$1');
+/** Keys censored at depths 0 (top level) to 2; content keys at depths 0 and 1. */
+const SECRET = new Set(SECRET_KEYS.map(unquote));
+const CONTENT = new Set(CONTENT_KEYS);
+/** Top-level paths, for pino's own redaction: it also covers child bindings, which the log formatter never sees. */
+const REDACT = [...SECRET_KEYS, ...CONTENT_KEYS];
+
+/**
+ * The censoring of keys at depths 1 and 2 (and 0), in one pass over the logged object: pino's wildcard
+ * paths (`*.*.apiKey`) run a redaction over every field of every line, which cost more than writing
+ * the line. Never changes the caller's objects: a censored level is a copy; an untouched one is itself.
+ */
+function censorKeys(value: unknown, depth: number): unknown {
+  if (typeof value !== 'object' || value === null || value instanceof Error) return value;
+  let copy: Record<string, unknown> | unknown[] | null = null;
+  const source = value as Record<string, unknown>;
+  for (const key of Object.keys(source)) {
+    const v = source[key];
+    let next = v;
+    if (SECRET.has(key) || (depth < 2 && CONTENT.has(key))) next = '[redacted]';
+    else if (depth < 2 && typeof v === 'object' && v !== null) next = censorKeys(v, depth + 1);
+    if (next === v) continue;
+    copy ??= Array.isArray(value) ? [...value] : { ...source };
+    (copy as Record<string, unknown>)[key] = next;
+  }
+  return copy ?? value;
+}
 
 /**
  * The last line of defence, applied to every serialized line: a key that slipped into an error
@@ -63,6 +85,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     // Every line written inside a run carries its run_id, step_seq and worker. Fields the caller passes
     // win over the context (pino merges the caller's object last).
     mixin: () => ({ ...currentContext() }),
+    formatters: { log: (object) => censorKeys(object, 0) as Record<string, unknown> },
   };
   if (opts.destination) return pino(options, opts.destination);
   return opts.format === 'pretty' ? pino(options, prettyStream()) : pino(options);

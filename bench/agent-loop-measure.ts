@@ -1,0 +1,59 @@
+/**
+ * What each process of the agent-loop bench measures about itself, the same way for the floor and the
+ * runtime: steps per second from the moment the work starts, CPU time of the process per step
+ * (`process.cpuUsage`, user + system, every thread), and the peak resident set size of its whole life.
+ */
+/** Model calls per run: the stand-in asks for one tool call in each answer but the last. */
+export const TURNS = 6;
+/** Steps per run: the model calls and the tool steps between them. */
+export const STEPS_PER_RUN = 2 * TURNS - 1;
+
+export interface AgentLoopFigures {
+  steps: number;
+  seconds: number;
+  stepsPerSecond: number;
+  cpuMsPerStep: number;
+  peakRssMb: number;
+  /** The largest V8 heap (heapTotal) and memory outside it (external + array buffers) seen, sampled every 250 ms. */
+  peakHeapMb: number;
+  peakExternalMb: number;
+  /** Transactions the database committed per step (counted by the bench from the outside). */
+  commitsPerStep?: number;
+}
+
+/** The value of `--name=value` on the command line. */
+export function arg(name: string): string {
+  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
+  if (found === undefined) throw new Error(`--${name}= is required`);
+  return found.slice(name.length + 3);
+}
+
+/** Runs `work`, timed from when it calls `started` until it resolves with the number of steps done. */
+export async function measure(work: (started: () => void) => Promise<number>): Promise<AgentLoopFigures> {
+  let t0 = 0;
+  let cpu0: NodeJS.CpuUsage | undefined;
+  let heap = 0;
+  let external = 0;
+  const sample = setInterval(() => {
+    const m = process.memoryUsage();
+    heap = Math.max(heap, m.heapTotal);
+    external = Math.max(external, m.external + m.arrayBuffers);
+  }, 250);
+  const steps = await work(() => {
+    if (cpu0) return;
+    t0 = performance.now();
+    cpu0 = process.cpuUsage();
+  });
+  clearInterval(sample);
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  return {
+    steps,
+    seconds: Number(seconds.toFixed(3)),
+    stepsPerSecond: Math.round(steps / seconds),
+    cpuMsPerStep: Number(((cpu.user + cpu.system) / 1000 / steps).toFixed(3)),
+    peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
+    peakHeapMb: Math.round(heap / 2 ** 20),
+    peakExternalMb: Math.round(external / 2 ** 20),
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * The runtime side of the agent-loop bench: durable-agent as a library (`createRuntime`, a worker, no
+ * API), with the configuration of the environment (WORKER_CONCURRENCY is the number in flight) and a
+ * tool that answers at once, driving runs queued beforehand against the stand-in over HTTP with the
+ * Anthropic provider, until `runs` have finished. It loads the package as built (dist/).
+ *
+ * A child of bench/agent-loop.ts: argv `--model-url=http://… --runs=R`, DATABASE_URL in the
+ * environment; reports an AgentLoopFigures over IPC. Its log lines go to stdout (ignored by the parent).
+ */
+import v8 from 'node:v8';
+import { z } from 'zod';
+import type { AgentRuntime } from '../src/index.ts';
+import { type AgentLoopFigures, arg, measure, STEPS_PER_RUN } from './agent-loop-measure.ts';
+
+// The package as it ships (dist/, which the bench builds first): not the sources compiled on the fly.
+const dist = new URL('../dist/index.js', import.meta.url).href;
+const { anthropic, createRuntime, defineAgent, tool }: typeof import('../src/index.ts') = await import(dist);
+
+const modelUrl = arg('model-url');
+const runs = Number(arg('runs'));
+
+const lookup = tool({
+  name: 'lookup',
+  description: 'Looks a key up.',
+  input: z.object({ key: z.string() }),
+  execute: async ({ key }) => `value of ${key}`,
+});
+
+let steps = 0;
+let finished = 0;
+let allFinished!: () => void;
+const done = new Promise<void>((resolve) => (allFinished = resolve));
+
+let rt: AgentRuntime | undefined;
+const figures: AgentLoopFigures = await measure(async (started) => {
+  rt = await createRuntime({
+    agents: [defineAgent({ name: 'bench', system: 'You are a bench.', tools: [lookup], llm: anthropic({ apiKey: 'sk-bench', baseUrl: modelUrl }) })],
+    api: false,
+    onEvent: (e) => {
+      if (e.type === 'runClaimed') started();
+      else if (e.type === 'modelStep' || e.type === 'toolStep') {
+        // BENCH_AGENT_LOOP_SNAPSHOT: a heap snapshot halfway, with every run in flight (bench/results/profiles/).
+        if (++steps === Math.floor((runs * STEPS_PER_RUN) / 2) && process.env.BENCH_AGENT_LOOP_SNAPSHOT) {
+          v8.writeHeapSnapshot(new URL(`results/profiles/runtime-${runs}.heapsnapshot`, import.meta.url).pathname);
+        }
+      }
+      else if (e.type === 'runFinished' && ++finished === runs) allFinished();
+    },
+  });
+  await done;
+  return steps;
+});
+await rt!.close();
+process.send!(figures, () => process.exit(0));
