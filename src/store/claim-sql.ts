@@ -16,7 +16,7 @@ export const CLAIMABLE = `status IN ('QUEUED', 'RUNNING') AND run_at <= now()
  */
 export const CLAIM_SQL = `WITH next AS (
     SELECT id FROM durable_agent.run
-    WHERE (${CLAIMABLE} OR (status = 'RUNNING' AND owner_lock = ANY ($6::int[])))
+    WHERE status IN ('QUEUED', 'RUNNING') AND (${CLAIMABLE} OR (status = 'RUNNING' AND owner_lock = ANY ($6::int[])))
       AND id <> ALL ($4::uuid[])
     ORDER BY run_at
     LIMIT $3
