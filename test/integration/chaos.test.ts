@@ -13,9 +13,10 @@ it('runs survive worker kills at every crash point, terminated backends and a se
     workers: 3,
     // Any one worker can take every run: a death's runs are taken over by a survivor at once.
     concurrency: 30,
-    killEveryMs: 8_000,
+    // Gentle enough for a loaded 2-core machine, where a worker process takes tens of seconds to start.
+    killEveryMs: 30_000,
     terminateEveryMs: 3_000,
-    restartEveryMs: 20_000,
+    restartEveryMs: 90_000,
     modelLatencyMs: 200,
     toolMs: 50,
     databaseUrl: null, // a PostgreSQL of its own, the only kind it may restart
