@@ -8,6 +8,9 @@
  *   text.delta          → text-start / text-delta / text-end, one text part per (step, attempt)
  *   tool.started        → tool-input-available (a dynamic tool: the page needs no tool definitions)
  *   tool.finished       → tool-output-available, or tool-output-error when the tool failed
+ *   run.waiting         → for each call waiting for a person (an approval, or a decision after a
+ *                         crash): its input, then tool-approval-request (approvalId = the tool_use id,
+ *                         the id the decision route takes), so useChat shows it as awaiting approval
  *   run.finished        → error {errorText} first when the run did not succeed
  *   attempt.abandoned   → its text never appears: deltas of attempts the stream already knows to be
  *                         abandoned are skipped; when text of the attempt was already sent, the message
@@ -43,6 +46,8 @@ export class UiStreamMapper {
   private openText: string | null = null;
   private openStep: number | null = null;
   private readonly stepsStarted = new Set<number>();
+  /** Calls whose input the reader has (tool.started, or a wait that listed them). */
+  private readonly announced = new Set<string>();
   private restarts = 0;
   private started = false;
 
@@ -120,7 +125,22 @@ export class UiStreamMapper {
       case 'tool.started': {
         const d = data as RunEventData['tool.started'];
         this.closeText(out);
+        if (this.announced.has(d.toolUseId)) break;
+        this.announced.add(d.toolUseId);
         this.emit(out, { type: 'tool-input-available', toolCallId: d.toolUseId, toolName: d.toolName, input: d.input, dynamic: true });
+        break;
+      }
+      case 'run.waiting': {
+        const d = data as RunEventData['run.waiting'];
+        if (d.kind !== 'approval' && d.kind !== 'decision') break;
+        this.closeText(out);
+        for (const c of d.toolCalls) {
+          if (!this.announced.has(c.toolUseId)) {
+            this.announced.add(c.toolUseId);
+            this.emit(out, { type: 'tool-input-available', toolCallId: c.toolUseId, toolName: c.toolName, input: c.input, dynamic: true });
+          }
+          this.emit(out, { type: 'tool-approval-request', approvalId: c.toolUseId, toolCallId: c.toolUseId });
+        }
         break;
       }
       case 'tool.finished': {

@@ -1,3 +1,4 @@
+import { readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { EventFold, foldEvents } from '../../src/events/fold.ts';
 import { UiStreamMapper } from '../../src/events/ui-stream.ts';
@@ -70,5 +71,34 @@ describe('the UI message stream mapping', () => {
     expect(chunks.map((c) => c.type)).toEqual(['start', 'start-step', 'tool-input-available', 'tool-output-error', 'finish-step', 'error', 'finish']);
     expect(chunks[2]).toMatchObject({ toolCallId: 'toolu_1', toolName: 'lookup', input: { id: 7 }, dynamic: true });
     expect(chunks.at(-2)).toEqual({ type: 'error', errorText: 'budget exhausted' });
+  });
+
+  it('shows calls waiting for a person as tool approval requests that the AI SDK reads as such', async () => {
+    const call = { toolUseId: 'toolu_9', toolName: 'close_ticket', input: { ticketId: 'ACME-101', resolution: 'fixed' } };
+    const chunks = new UiStreamMapper('r').map([
+      e('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }),
+      delta(1, 1, 'Closing it.'),
+      e('step.finished', { seq: 1, kind: 'MODEL', status: 'DONE', latencyMs: 5 }),
+      e('run.waiting', { kind: 'approval', toolCalls: [call], wakeAt: null, expiresAt: null }),
+      e('run.resumed', { kind: 'approval', toolCalls: [call] }),
+      e('tool.started', { seq: 2, ...call }),
+      e('tool.finished', { seq: 2, toolUseId: 'toolu_9', isError: false, output: 'closed' }),
+    ]);
+    expect(chunks.filter((c) => c.toolCallId === 'toolu_9').map((c) => c.type)).toEqual([
+      'tool-input-available', 'tool-approval-request', 'tool-output-available',
+    ]);
+
+    // Read by the AI SDK up to the wait: the call is a part awaiting approval, under the id the decision route takes.
+    const upToWait = chunks.slice(0, chunks.findIndex((c) => c.type === 'tool-approval-request') + 1);
+    let last: UIMessage | undefined;
+    const stream = new ReadableStream<UIMessageChunk>({
+      start(controller) {
+        for (const c of upToWait) controller.enqueue(c as unknown as UIMessageChunk);
+        controller.close();
+      },
+    });
+    for await (const message of readUIMessageStream({ stream, terminateOnError: true })) last = message;
+    const part = last!.parts.find((p) => p.type === 'dynamic-tool') as { state: string; toolCallId: string; approval?: { id: string } };
+    expect(part).toMatchObject({ state: 'approval-requested', toolCallId: 'toolu_9', approval: { id: 'toolu_9' } });
   });
 });
