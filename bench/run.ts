@@ -22,6 +22,7 @@ import { ToolExecutor } from '../src/tools/executor.ts';
 import type { Tool } from '../src/tools/types.ts';
 import { benchEvents } from './events.ts';
 import { benchWaiting } from './waiting.ts';
+import { resumeLatencies } from './resume-latency.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, d = 3) => Number(x.toFixed(d));
@@ -209,6 +210,12 @@ async function main() {
     Object.assign(results, events.results);
     // Waiting runs woken by a due timer and by an approval, with the worker idle.
     Object.assign(results, await benchWaiting({ pool, store, newRun: () => newRun(), worker: (llm, tool, n) => worker(llm, tool, n) }));
+    // A worker killed mid-step under the default 30 s lease: how soon another live worker resumes its run.
+    {
+      const ms = (await resumeLatencies(url.toString(), pool, 5)).sort((a, b) => a - b);
+      results.resumeAfterKillP50Ms = p50(ms);
+      results.resumeAfterKillMaxMs = ms[ms.length - 1]!;
+    }
 
     const num = (k: string) => results[k] as number;
     const rows: [string, string, string][] = [
@@ -222,6 +229,7 @@ async function main() {
       ['per step: a run / 100th of a chain', `${num('chainPerStepMsSingle')} / ${num('chainPerStepMsAt100th')} ms`, `${round(num('chainPerStepMsAt100th') / num('chainPerStepMsSingle'), 2)}×; the chain is read once per claim: ${num('chainReadAtClaimP50Ms')} ms`],
       ['due timer → woken p50 / p99', `${num('timerWakeP50Ms')} / ${num('timerWakeP99Ms')} ms`, 'wakeAt → sleep result recorded, idle worker (target ≤ 50 ms)'],
       ['approval → step started p50 / p99', `${num('approvalWakeP50Ms')} / ${num('approvalWakeP99Ms')} ms`, 'decision committed → tool step started (target ≤ 50 ms)'],
+      ['resume after SIGKILL p50 / max', `${num('resumeAfterKillP50Ms')} / ${num('resumeAfterKillMaxMs')} ms`, 'default 30 s lease; a live worker takes the run over'],
       ['storage after 10 / 200 steps', `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`, `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`],
       ...events.rows,
     ];

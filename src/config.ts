@@ -29,6 +29,8 @@ const EnvSchema = z.object({
   WORKER_NAME: z.string().min(1).max(200).optional(),
   WORKER_CONCURRENCY: int(1, 10_000).default(32),
   LEASE_SECONDS: positive.default(30),
+  /** `session`: a session lock tells at once that a worker died; `lease`: the lease alone (behind a pooler in transaction mode). */
+  WORKER_LIVENESS: z.enum(['session', 'lease'], { error: 'must be session or lease' }).default('session'),
   /** Claims a run may take without finishing before it is failed as abandoned (a poison run). */
   MAX_RUN_ATTEMPTS: int(1, 1000).default(5),
   /** Fallback poll when no notification arrives; LISTEN/NOTIFY wakes workers sooner. */
@@ -129,6 +131,8 @@ export interface Config {
   workerName: string;
   workerConcurrency: number;
   leaseMs: number;
+  /** How a dead worker is noticed: its session lock vanishing (`session`), or its leases lapsing (`lease`). */
+  workerLiveness: 'session' | 'lease';
   maxRunAttempts: number;
   pollIntervalMs: number;
   llmProvider: 'anthropic' | 'openai' | 'demo';
@@ -218,6 +222,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     workerName: e.WORKER_NAME ?? `${os.hostname()}-${process.pid}`,
     workerConcurrency: e.WORKER_CONCURRENCY,
     leaseMs: Math.round(e.LEASE_SECONDS * 1000),
+    workerLiveness: e.WORKER_LIVENESS,
     maxRunAttempts: e.MAX_RUN_ATTEMPTS,
     pollIntervalMs: e.POLL_INTERVAL_MS,
     llmProvider,

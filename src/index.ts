@@ -55,3 +55,4 @@ export {
   type RunEventType,
   type UnknownRunEvent,
 } from './events/protocol.ts';
+export { livenessSession, leaseOnlyLiveness, type LivenessSessionOptions } from './store/liveness-session.ts';

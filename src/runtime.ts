@@ -33,6 +33,7 @@ import { RunWaits } from './run-waits.ts';
 import { createRuns, type Runs } from './runs.ts';
 import { TicketStore } from './store/demo-tickets.ts';
 import { leaseKeeperThread } from './store/lease-keeper-thread.ts';
+import { leaseOnlyLiveness, livenessSession } from './store/liveness-session.ts';
 import { RunListing } from './store/run-listing.ts';
 import { RunOverview } from './store/run-overview.ts';
 import { RunStore } from './store/run-store.ts';
@@ -42,8 +43,8 @@ import { ToolExecutor } from './tools/executor.ts';
 import type { McpServer } from './tools/mcp-config.ts';
 import { mcpToolSources } from './tools/mcp-source.ts';
 import type { Tool } from './tools/types.ts';
-
 import { DEMO_AGENT } from './domain.ts';
+
 export { DEMO_AGENT };
 
 export interface AgentOptions {
@@ -267,6 +268,10 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
             schema: config.databaseSchema,
             stallLimitMs: Math.max(3 * config.leaseMs, config.toolTimeoutMs + config.leaseMs),
           }),
+          liveness:
+            config.workerLiveness === 'session'
+              ? livenessSession(database.url, { schema: config.databaseSchema, log: (level, msg, fields) => logger[level](fields ?? {}, msg) })
+              : leaseOnlyLiveness((level, msg) => logger[level](msg)),
         },
         {
           name: config.workerName,

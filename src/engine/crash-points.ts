@@ -3,6 +3,8 @@
  * the engine so a test can stop a worker exactly there and prove what a crash at that moment costs.
  *
  *   after-model-response  the model answered; its checkpoint is not written (the call is repeated once)
+ *   mid-checkpoint        a model step's checkpoint is sent; the worker dies before its answer (it may or
+ *                         may not have committed: the call is repeated at most once)
  *   after-checkpoint      a model step's checkpoint committed; the worker never learns it (nothing repeats)
  *   before-tool-start     a tool call is next; its STARTED row is not written yet
  *   after-tool-effect     the tool ran (its effect happened); its result is not recorded
@@ -24,6 +26,7 @@ export const CRASH_POINTS = [
   'after-tool-effect',
   'before-tool-finish',
   'mid-stream',
+  'mid-checkpoint',
 ] as const;
 export type CrashPointName = (typeof CRASH_POINTS)[number];
 
@@ -63,6 +66,18 @@ export function disarmCrashPoints(): void {
 export function crashPoint(point: CrashPointName, runId: RunId): void {
   if (armed === null) return;
   fire(armed, point, runId);
+}
+
+/**
+ * A crash point in the middle of a write: when armed for `point`, lets the write go out (one turn of
+ * the event loop: a pooled connection is handed over and the statement sent), then fires. Unarmed, it
+ * costs one comparison and no turn.
+ */
+export async function crashPointDuring(point: CrashPointName, runId: RunId, write: Promise<unknown>): Promise<void> {
+  if (armed === null || armed.point !== point) return;
+  write.catch(() => {}); // a thrown crash leaves the write to settle unobserved
+  await new Promise((resolve) => setImmediate(resolve));
+  crashPoint(point, runId);
 }
 
 function fire(a: Armed, point: CrashPointName, runId: RunId): void {

@@ -16,7 +16,7 @@ import type { EngineStore, FencedWrite, Lease, RunEnd, ToolStart, WaitStart } fr
 import { retryingWrites } from '../store/retrying-writes.ts';
 import { storableCost, storableUsage } from '../store/storable.ts';
 import type { ToolExecutor, ToolOutcome } from '../tools/executor.ts';
-import { crashPoint } from './crash-points.ts';
+import { crashPoint, crashPointDuring } from './crash-points.ts';
 import { decide, toolUseUnderOtherStopReason } from './decide.ts';
 import { type Gate, gateTool } from './gate.ts';
 import { acceptReply } from './model-reply.ts';
@@ -298,7 +298,9 @@ class RunDriver {
     };
     let write: FencedWrite;
     try {
-      write = await d.store.checkpointModel(run.id, d.owner, checkpoint, { startNext, end, wait });
+      const writing = d.store.checkpointModel(run.id, d.owner, checkpoint, { startNext, end, wait });
+      await crashPointDuring('mid-checkpoint', run.id, writing);
+      write = await writing;
     } catch (e) {
       if (!(e instanceof PermanentDatabaseError)) throw e;
       // The reply is paid for and cannot be recorded: the run ends with the cause, counting what it cost.

@@ -46,33 +46,32 @@ export const sleptResult = (seconds: number) => `slept ${seconds} second${second
 
 export function gateTool(p: PendingTool, g: GateContext): Gate {
   if (g.timer !== null) return gateTimer(p, g, g.timer);
-  if (p.startedSeq !== null) {
-    if (g.idempotent) return { type: 'run', consumeDecision: false };
-    const d = g.crash;
-    switch (d?.decision ?? null) {
-      case null:
-        return { type: 'wait', kind: 'decision' };
-      case 'approve':
-        // Used up as it is acted on: should this run of the call be cut short too, a person decides again.
-        return { type: 'run', consumeDecision: true };
+  // First: a call that was not approved is never run, even when a crash left its denial half-written
+  // (the STARTED row of its is_error result recorded, the result not).
+  const a = g.approval;
+  if (a && a.decision !== 'approve') {
+    switch (a.decision) {
       case 'deny':
-        return { type: 'resolve', status: 'ERROR', result: crashDeniedResult(d!.reason ?? 'no reason given') };
-      case 'complete':
-        return { type: 'resolve', status: 'DONE', result: d!.result ?? '' };
+        return { type: 'resolve', status: 'ERROR', result: deniedResult(a.reason ?? 'no reason given') };
+      case 'complete': // never accepted for an approval; treated as the safer "no"
+        return { type: 'resolve', status: 'ERROR', result: deniedResult('not approved') };
+      case null:
+        if (a.expiresAt && a.expiresAt.getTime() <= g.now.getTime()) return { type: 'resolve', status: 'ERROR', result: deniedResult(APPROVAL_TIMED_OUT) };
+        return { type: 'wait', kind: 'approval' };
     }
   }
-  const a = g.approval;
-  if (!a) return { type: 'run', consumeDecision: false };
-  switch (a.decision) {
-    case 'approve':
-      return { type: 'run', consumeDecision: false };
-    case 'deny':
-      return { type: 'resolve', status: 'ERROR', result: deniedResult(a.reason ?? 'no reason given') };
-    case 'complete': // never accepted for an approval; treated as the safer "no"
-      return { type: 'resolve', status: 'ERROR', result: deniedResult('not approved') };
+  if (p.startedSeq === null || g.idempotent) return { type: 'run', consumeDecision: false };
+  const d = g.crash;
+  switch (d?.decision ?? null) {
     case null:
-      if (a.expiresAt && a.expiresAt.getTime() <= g.now.getTime()) return { type: 'resolve', status: 'ERROR', result: deniedResult(APPROVAL_TIMED_OUT) };
-      return { type: 'wait', kind: 'approval' };
+      return { type: 'wait', kind: 'decision' };
+    case 'approve':
+      // Used up as it is acted on: should this run of the call be cut short too, a person decides again.
+      return { type: 'run', consumeDecision: true };
+    case 'deny':
+      return { type: 'resolve', status: 'ERROR', result: crashDeniedResult(d!.reason ?? 'no reason given') };
+    case 'complete':
+      return { type: 'resolve', status: 'DONE', result: d!.result ?? '' };
   }
 }
 

@@ -10,7 +10,7 @@ import { DEMO_AGENT, type RunId, type TerminalStatus, type Usage } from '../doma
 import { LeaseLostError } from '../errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { ClaimedRun, EngineStore, LeaseKeeper, LeaseKeeperFactory, LeaseOwner } from '../store/ports.ts';
+import type { ClaimedRun, EngineStore, LeaseKeeper, LeaseKeeperFactory, LeaseOwner, OwnerLiveness, OwnerLivenessFactory } from '../store/ports.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
 import { type ToolSource, withSourceTools } from '../tools/tool-source.ts';
 import { AttemptEnds } from './attempt-end.ts';
@@ -80,6 +80,11 @@ export interface WorkerDeps {
   subscribe?: (on: WorkerNotifications) => { close(): Promise<void> };
   /** Renews the leases of held runs; by default through `store`, on this thread (see lease-keeper.ts). */
   leaseKeeper?: LeaseKeeperFactory;
+  /**
+   * Owner liveness (store/liveness-session.ts): a dead worker's runs are taken over within about a
+   * second instead of when their lease lapses. Without it the lease alone tells.
+   */
+  liveness?: OwnerLivenessFactory;
   now?: () => Date;
 }
 
@@ -105,6 +110,9 @@ export class Worker {
   private woken = false;
   private subscription: { close(): Promise<void> } | null = null;
   private readonly loopWatch: EventLoopWatch;
+  private liveness: OwnerLiveness | null = null;
+  /** Owner locks found orphaned: their runs are claimable now; cleared by the claim that reads them. */
+  private orphaned: number[] = [];
 
   constructor(private readonly deps: WorkerDeps, private readonly opts: WorkerOptions) {
     this.owner = { worker: opts.name, leaseMs: opts.leaseMs };
@@ -206,6 +214,15 @@ export class Worker {
     await this.prepare();
     // The keeper is up before the first claim, so the first leases are renewed in time.
     await this.leases().ready;
+    this.liveness = this.deps.liveness?.({
+      orphaned: (locks) => {
+        this.orphaned = locks;
+        this.wake();
+      },
+      lost: () => this.livenessLost(),
+      regained: () => void this.checkLeases(),
+    }) ?? null;
+    await this.liveness?.ready;
     this.subscription =
       this.deps.subscribe?.({
         runQueued: () => this.wake(),
@@ -235,6 +252,9 @@ export class Worker {
     await this.keeper?.close();
     this.keeper = null;
     await Promise.all(this.toolSources().map((s) => s.close()));
+    // Last: until the runs are handed back, others must not take them over.
+    await this.liveness?.close();
+    this.liveness = null;
   }
 
   /** Claims one run and drives it to the end of this attempt, rethrowing what ended it (for tests and tools). */
@@ -256,11 +276,18 @@ export class Worker {
   private async loop(): Promise<void> {
     while (!this.stopping) {
       this.woken = false;
-      const free = this.opts.concurrency - this.held.size;
+      // While its own liveness lock is not held, a worker claims nothing: others would take it over.
+      const ownerLock = this.liveness?.ownerLock() ?? null;
+      const free = ownerLock === 'lost' ? 0 : this.opts.concurrency - this.held.size;
       let claimed = 0;
       if (free > 0) {
         try {
-          const runs = await this.deps.store.claim(this.owner, free, [...this.held.keys()], [...this.definitions.keys()]);
+          const orphaned = this.orphaned;
+          this.orphaned = [];
+          const runs = await this.deps.store.claim(this.owner, free, [...this.held.keys()], [...this.definitions.keys()], {
+            ownerLock: ownerLock === 'lost' ? null : ownerLock, orphaned,
+          });
+          if (orphaned.length && runs.length) this.deps.logger.info({ event: 'runs_taken_over', runs: runs.length, owner_locks: orphaned }, 'took over runs whose worker is gone');
           claimed = runs.length;
           for (const run of runs) {
             const h = this.track(run);
@@ -313,6 +340,25 @@ export class Worker {
       cancelRequested: (runId) => this.deliverCancel(runId, 'lease renewal'),
       failed: (e) => this.deps.logger.warn({ err_message: e.message }, 'lease renewal failed; retrying at the next interval'),
     }));
+  }
+
+  /** This worker's liveness lock is gone for good: others take its runs over, so it stops driving them. */
+  private livenessLost(): void {
+    for (const h of this.held.values()) h.stop(new LeaseLostError(h.id, this.owner.worker));
+  }
+
+  /** After its liveness session came back: the runs taken over meanwhile stop at once (not at the next renewal). */
+  private async checkLeases(): Promise<void> {
+    const held = [...this.held.values()].map((h) => ({ runId: h.id, token: h.run.lease.token }));
+    try {
+      const renewed = new Set((await this.deps.store.renewLeases(this.owner, held)).map((r) => `${r.runId} ${r.token}`));
+      for (const l of held) {
+        const h = this.held.get(l.runId);
+        if (!renewed.has(`${l.runId} ${l.token}`) && h?.run.lease.token === l.token) h.stop(new LeaseLostError(l.runId, this.owner.worker));
+      }
+    } catch (e) {
+      this.deps.logger.warn({ err_message: (e as Error).message }, 'could not check the leases after the liveness session came back');
+    }
   }
 
   private track(run: ClaimedRun): HeldRun {

@@ -16,21 +16,34 @@ export const CLAIMABLE = `status IN ('QUEUED', 'RUNNING', 'WAITING') AND run_at 
  * this worker's. Each agent's due runs are one range of run_agent_claim_idx (agent, run_at), read in
  * order and cut at $3, so runs of other agents waiting in the queue are not even read; the oldest $3
  * of those few win. (`agent = ANY ($5)` in one scan could not use the index's order.)
+ *
+ * $6 is the claiming worker's owner lock (null: lease only); RUNNING runs whose owner lock is among $7
+ * (locks nobody holds: their worker is gone) are taken over whatever their lease says. They are their
+ * own branch (run_owner_lock_idx), so the range scan of due runs keeps its bound on run_at and never
+ * reads the runs that wait far in the future.
  */
-export const CLAIM_SQL = `WITH next AS (
-    SELECT due.id FROM unnest($5::text[]) AS served (agent)
+export const CLAIM_SQL = `WITH due AS (
+    SELECT due.id, due.run_at FROM unnest($5::text[]) AS served (agent)
     CROSS JOIN LATERAL (
       SELECT id, run_at FROM durable_agent.run
       WHERE agent = served.agent AND ${CLAIMABLE}
         AND id <> ALL ($4::uuid[])
       ORDER BY run_at
       LIMIT $3
-      FOR UPDATE SKIP LOCKED) AS due
-    ORDER BY due.run_at
+      FOR UPDATE SKIP LOCKED) AS due),
+  orphaned AS (
+    SELECT id, run_at FROM durable_agent.run
+    WHERE cardinality($7::int[]) > 0 AND status = 'RUNNING' AND owner_lock = ANY ($7::int[])
+      AND agent = ANY ($5::text[]) AND id <> ALL ($4::uuid[])
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED),
+  next AS (
+    SELECT id, run_at FROM due UNION SELECT id, run_at FROM orphaned
+    ORDER BY run_at
     LIMIT $3)
   UPDATE durable_agent.run r SET status = 'RUNNING', locked_by = $1, lease_token = gen_random_uuid(),
          locked_until = now() + $2 * interval '1 millisecond',
-         attempts = r.attempts + 1, updated_at = now(),
+         attempts = r.attempts + 1, updated_at = now(), owner_lock = $6::int,
          -- Waiting is not active time: the deadline moves on by the time the run waited.
          deadline_at = CASE WHEN r.status = 'WAITING'
                             THEN r.deadline_at + greatest(now() - (r.waiting->>'since')::timestamptz, interval '0') ELSE r.deadline_at END,
@@ -39,6 +52,7 @@ export const CLAIM_SQL = `WITH next AS (
   FROM next WHERE r.id = next.id
   RETURNING r.*, EXISTS (SELECT 1 FROM durable_agent.run_step s WHERE s.run_id = r.id) AS has_steps`;
 
-export const claimParams = (worker: string, leaseMs: number, limit: number, holding: readonly string[], agents: readonly string[]) => [
-  worker, leaseMs, limit, holding, agents,
-];
+export const claimParams = (
+  worker: string, leaseMs: number, limit: number, holding: readonly string[], agents: readonly string[],
+  ownerLock: number | null = null, orphaned: readonly number[] = [],
+) => [worker, leaseMs, limit, holding, agents, ownerLock, orphaned];

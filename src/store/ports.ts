@@ -82,6 +82,41 @@ export interface LeaseKeeper {
 
 export type LeaseKeeperFactory = (owner: LeaseOwner, intervalMs: number, listener: LeaseKeeperListener) => LeaseKeeper;
 
+/** Told by owner liveness what it found about other workers and about itself. */
+export interface OwnerLivenessListener {
+  /** RUNNING runs carry these owner keys, and nobody holds their lock: their workers are gone. */
+  orphaned(ownerLocks: number[]): void;
+  /** This worker's own lock is gone for good: its runs are being taken over, it must stop driving them. */
+  lost(): void;
+  /** The session dropped and came back under the same lock: runs taken over meanwhile must be found. */
+  regained(): void;
+}
+
+/**
+ * A worker's liveness, independent of its leases: a lock that vanishes with the worker, so live
+ * workers take over its runs at once instead of waiting for their leases to lapse.
+ */
+export interface OwnerLiveness {
+  /** Settles when the first lock is taken, or known not to be yet (it keeps trying). */
+  readonly ready: Promise<void>;
+  /**
+   * What a claim writes as the runs' owner lock: this worker's key; null when it relies on the lease
+   * alone; 'lost' while its lock is not held (the worker claims nothing then).
+   */
+  ownerLock(): number | null | 'lost';
+  close(): Promise<void>;
+}
+
+export type OwnerLivenessFactory = (listener: OwnerLivenessListener) => OwnerLiveness;
+
+/** What a claim writes and whom it may take over, from owner liveness. */
+export interface ClaimLiveness {
+  /** Written to the claimed runs (null: the lease alone tells whether this worker lives). */
+  ownerLock: number | null;
+  /** Owner locks nobody holds: their RUNNING runs are claimable whatever their lease says. */
+  orphaned: readonly number[];
+}
+
 export interface ModelCheckpoint {
   seq: number;
   request: ModelRequestParams;
@@ -196,10 +231,10 @@ export interface RecordedWrite extends RunProgress {
  */
 export interface EngineStore {
   /**
-   * Takes up to `limit` runs of `agents` (the demo agent's when absent) that are QUEUED, or RUNNING
-   * with a lapsed lease; one statement.
+   * Takes up to `limit` runs of `agents` (the demo agent's when absent) that are QUEUED or due, or
+   * RUNNING with a lapsed lease or an owner that is gone (`liveness`); one statement.
    */
-  claim(owner: LeaseOwner, limit: number, holding?: readonly RunId[], agents?: readonly string[]): Promise<ClaimedRun[]>;
+  claim(owner: LeaseOwner, limit: number, holding?: readonly RunId[], agents?: readonly string[], liveness?: ClaimLiveness): Promise<ClaimedRun[]>;
   steps(runId: RunId): Promise<Step[]>;
   /**
    * Records a model step, and in the same statement what follows it when that is already known (see

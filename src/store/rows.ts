@@ -45,10 +45,6 @@ export interface WaitingColumn {
   expiresAt?: string | null;
 }
 
-export function toWaitingColumn(w: Waiting): WaitingColumn {
-  return { kind: w.kind, since: w.since.toISOString(), toolCalls: w.toolCalls, wakeAt: w.wakeAt?.toISOString() ?? null, expiresAt: w.expiresAt?.toISOString() ?? null };
-}
-
 export function toWaiting(w: WaitingColumn | null | undefined): Waiting | null {
   if (!w) return null;
   const date = (s: string | null | undefined) => (s ? new Date(s) : null);

@@ -12,7 +12,7 @@ import { CLAIM_SQL, claimParams } from './claim-sql.ts';
 import { type Decided, recordDecision } from './decisions.ts';
 import { renewLeases } from './lease-renewal.ts';
 import type {
-  AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
+  AfterCheckpoint, ClaimedRun, ClaimLiveness, EngineStore, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
   RenewedLease, RunEnd, ToolFinish, ToolStart, WaitStart, Waited, WriteProbe,
 } from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
@@ -231,12 +231,15 @@ export class RunStore implements EngineStore {
   /**
    * `holding`: runs this worker is driving already; never claimed twice, even when their lease lapsed.
    * `agents`: the agents it serves; only their runs are claimed (the demo agent's when absent).
+   * `liveness`: the worker's owner lock, and the locks found orphaned (their runs are taken over).
    */
-  async claim(owner: LeaseOwner, limit: number, holding: readonly RunId[] = [], agents: readonly string[] = [DEMO_AGENT]): Promise<ClaimedRun[]> {
+  async claim(
+    owner: LeaseOwner, limit: number, holding: readonly RunId[] = [], agents: readonly string[] = [DEMO_AGENT], liveness?: ClaimLiveness,
+  ): Promise<ClaimedRun[]> {
     const { rows } = await this.prepared<RunRow & { has_steps: boolean; lease_token: string }>(
       'claim',
       CLAIM_SQL,
-      claimParams(owner.worker, owner.leaseMs, limit, holding, agents),
+      claimParams(owner.worker, owner.leaseMs, limit, holding, agents, liveness?.ownerLock, liveness?.orphaned),
     );
     return rows.map((r) => ({ ...toRun(r), hasSteps: r.has_steps, lease: { ...owner, token: r.lease_token } }));
   }

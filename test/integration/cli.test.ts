@@ -85,9 +85,9 @@ describe('--config', () => {
       (f: string) => `--config ${f}: invalid agent "a b": name: use 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit`,
     ],
     [
-      'two agents',
-      () => file('two.mjs', "export default { agents: [{ name: 'a', system: 's', tools: [] }, { name: 'b', system: 's', tools: [] }] };\n"),
-      (f: string) => `--config ${f}: several agents are not supported yet (got 2: a, b); pass one`,
+      'two agents of one name',
+      () => file('two.mjs', "export default { agents: [{ name: 'a', system: 's', tools: [] }, { name: 'a', system: 't', tools: [] }] };\n"),
+      (f: string) => `--config ${f}: two agents are named "a"`,
     ],
   ])('refuses %s with one line, before touching a database; exit 2', async (_what, make, message) => {
     const f = make();

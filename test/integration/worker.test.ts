@@ -133,7 +133,7 @@ describe('worker', () => {
     expect(llm.seen).toHaveLength(2);
   });
 
-  it('does not re-run a STARTED non-idempotent tool after a crash: the run fails for a human', async () => {
+  it('does not re-run a STARTED non-idempotent tool after a crash: the run waits for a human to decide', async () => {
     const run = await newRun(db.store, 'pay');
     let charges = 0;
     const charge = defineTool({
@@ -149,9 +149,11 @@ describe('worker', () => {
     const llm = new ScriptedLlm().thenToolUse('toolu_pay', 'charge_card', { cents: 500 });
     await expect(testWorker(db.store, llm, [charge], { name: 'A' }).runOnce()).rejects.toThrow(SimulatedCrash);
     await expireLease(db.pool, run.id);
-    expect((await testWorker(db.store, llm, [charge], { name: 'B' }).runOnce())?.status).toBe('FAILED');
+    expect((await testWorker(db.store, llm, [charge], { name: 'B' }).runOnce())?.status).toBeNull();
     expect(charges).toBe(1);
-    expect((await db.store.state(run.id)).error).toMatch(/charge_card \(toolu_pay, step 2\) was started .* human must decide/);
+    const waiting = await db.store.state(run.id);
+    expect(waiting.status).toBe('WAITING');
+    expect(waiting.waiting).toMatchObject({ kind: 'decision', toolCalls: [{ toolUseId: 'toolu_pay', toolName: 'charge_card', input: { cents: 500 } }] });
   });
 
   it('stops at the next guard: cancel, token budget, step cap', async () => {

@@ -4,7 +4,8 @@ import { Worker, type WorkerNotifications, type WorkerOptions } from '../../src/
 import type { LlmClient } from '../../src/llm/types.ts';
 import { createLogger, type Logger } from '../../src/observability/logger.ts';
 import { leaseKeeperThread } from '../../src/store/lease-keeper-thread.ts';
-import type { EngineStore, LeaseKeeperFactory } from '../../src/store/ports.ts';
+import { livenessSession } from '../../src/store/liveness-session.ts';
+import type { EngineStore, LeaseKeeperFactory, OwnerLivenessFactory } from '../../src/store/ports.ts';
 import type { RunStore } from '../../src/store/run-store.ts';
 import { ToolExecutor } from '../../src/tools/executor.ts';
 import type { Tool } from '../../src/tools/types.ts';
@@ -30,8 +31,10 @@ export function testWorker(
     toolTimeoutMs?: number;
     /** LISTEN/NOTIFY on this database: wakes on queued runs, hears cancels. */
     subscribeUrl?: string;
-    /** Wired as the runtime wires a worker: LISTEN/NOTIFY and the lease keeper thread on this database. */
+    /** Wired as the runtime wires a worker: LISTEN/NOTIFY, the lease keeper thread and owner liveness on this database. */
     databaseUrl?: string;
+    /** Owner liveness; with `databaseUrl`, a session lock on it unless this is false. */
+    liveness?: OwnerLivenessFactory | false;
     leaseKeeper?: LeaseKeeperFactory;
     logger?: Logger;
     /** Prices model calls; every call is free when absent. */
@@ -42,6 +45,7 @@ export function testWorker(
 ): Worker {
   const listenUrl = opts.subscribeUrl ?? opts.databaseUrl;
   const leaseKeeper = opts.leaseKeeper ?? (opts.databaseUrl ? leaseKeeperThread(opts.databaseUrl) : undefined);
+  const liveness = opts.liveness === false ? undefined : (opts.liveness ?? (opts.databaseUrl ? livenessSession(opts.databaseUrl) : undefined));
   return new Worker(
     {
       store,
@@ -58,6 +62,7 @@ export function testWorker(
       ...(opts.now ? { now: opts.now } : {}),
       ...(listenUrl ? { subscribe: (on: WorkerNotifications) => listenForWorker(listenUrl, on, () => {}) } : {}),
       ...(leaseKeeper ? { leaseKeeper } : {}),
+      ...(liveness ? { liveness } : {}),
     },
     {
       name: opts.name,

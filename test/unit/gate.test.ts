@@ -45,3 +45,11 @@ describe('gateTool', () => {
     expect(gateTool(call(2, 'sleep'), ctx({ timer: 60, waiting: waiting(now) }))).toEqual({ type: 'resolve', status: 'DONE', result: 'slept 60 seconds' });
   });
 });
+
+describe('gateTool after a crash in the middle of recording a denial', () => {
+  it('never runs a denied call, even when its STARTED row is there', () => {
+    const denied = record('approval', 'deny', { reason: 'no' });
+    expect(gateTool(call(2), ctx({ approval: denied }))).toMatchObject({ type: 'resolve', status: 'ERROR' });
+    expect(gateTool(call(2), ctx({ idempotent: false, approval: denied }))).toMatchObject({ type: 'resolve', status: 'ERROR' });
+  });
+});

@@ -1,0 +1,63 @@
+/**
+ * Owner liveness at the store: a run remembers its claimer's lock; the probe finds the lock gone the
+ * moment that session ends; the claim takes such a run over whatever its lease says, and no other.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { PROBE, type ProbeRow, TAKE_NEW_KEY } from '../../src/store/liveness-sql.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { newRun } from '../support/engine.ts';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await testDatabase();
+});
+afterAll(async () => {
+  await db.close();
+});
+
+async function session(): Promise<{ client: pg.Client; key: number }> {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  const { rows } = await client.query<{ key: number }>(TAKE_NEW_KEY);
+  return { client, key: rows[0]!.key };
+}
+
+it('a run whose owner session ended is found orphaned and taken over before its lease lapses', async () => {
+  const a = await session();
+  const b = await session();
+  expect(b.key).not.toBe(a.key); // keys come from a sequence
+
+  const run = await newRun(db.store, 'orphan me');
+  const [claimed] = await db.store.claim({ worker: 'A', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: a.key, orphaned: [] });
+  expect(claimed!.id).toBe(run.id);
+
+  const probe = async () => (await b.client.query<ProbeRow>(PROBE, [b.key])).rows[0]!;
+  expect(await probe()).toEqual({ mine: true, orphaned: [] }); // A lives
+
+  // Not claimable while A lives: its lease holds.
+  expect(await db.store.claim({ worker: 'B', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: b.key, orphaned: [] })).toEqual([]);
+
+  await a.client.end(); // A's process dies: PostgreSQL drops its lock with its session
+  let found: ProbeRow = await probe();
+  for (let i = 0; i < 50 && found.orphaned.length === 0; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    found = await probe();
+  }
+  expect(found.orphaned).toEqual([a.key]);
+
+  const [taken] = await db.store.claim({ worker: 'B', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: b.key, orphaned: found.orphaned });
+  expect(taken).toMatchObject({ id: run.id, attempts: 2 });
+  expect(taken!.lease.token).not.toBe(claimed!.lease.token); // the old claim is fenced off
+  expect((await probe()).orphaned).toEqual([]); // now B's, and B lives
+  await db.store.finish(run.id, taken!.lease, { status: 'SUCCEEDED', output: 'done' });
+  await b.client.end();
+});
+
+it('runs claimed with no owner lock (the lease alone) are never reported orphaned', async () => {
+  const b = await session();
+  await newRun(db.store, 'lease only');
+  await db.store.claim({ worker: 'C', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: null, orphaned: [] });
+  expect((await b.client.query<ProbeRow>(PROBE, [b.key])).rows[0]!.orphaned).toEqual([]);
+  await b.client.end();
+});
