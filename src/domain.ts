@@ -13,7 +13,7 @@
  * - checkpoint: the single transaction that records a finished step together with its token counts
  *   and a renewal of the lease.
  * - replay: the pure fold from the ordered steps to the conversation and the work still pending.
- * - guard: the pure check, before every step, of cancel, deadline, token budget and step cap.
+ * - guard: the pure check, before every step, of cancel, deadline, token budget, cost budget and step cap.
  * - driver: the state machine that guards, decides the next action and performs it.
  * - tenant: whose runs these are. An API key belongs to one tenant; a request made with it sees and
  *   creates that tenant's runs only.
@@ -37,6 +37,9 @@ export const STEP_KINDS = ['MODEL', 'TOOL'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 export const STEP_STATUSES = ['STARTED', 'DONE', 'ERROR'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
+
+/** Which limit stopped a run: its token budget, its money budget, its step cap or its deadline. */
+export type BudgetKind = 'tokens' | 'cost' | 'steps' | 'time';
 
 
 /** A content block of the Messages API, kept verbatim: blocks we do not interpret pass through untouched. */
@@ -120,6 +123,8 @@ export interface Run {
   tokenBudget: number;
   tokensUsed: number;
   costUsd: number;
+  /** USD the run may spend on model calls; null: no money limit. */
+  costBudgetUsd: number | null;
   maxSteps: number;
   deadlineAt: Date;
   runAt: Date;

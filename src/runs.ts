@@ -27,6 +27,8 @@ export interface CreateRunInput {
   timeoutSeconds?: number;
   /** Step cap, at most MAX_STEPS (the default). */
   maxSteps?: number;
+  /** USD the run may spend on model calls (more than 0, at most 10000); default DEFAULT_COST_BUDGET_USD, else none. The model must have a price. */
+  costBudgetUsd?: number;
   /** Any JSON object, kept with the run (at most 16 KiB as JSON). */
   metadata?: Record<string, unknown>;
   /** Continue the conversation of this finished run. Not supported yet: an InputError. */

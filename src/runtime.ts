@@ -146,16 +146,18 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     const auth = authFor(config, new ApiKeys(pool), opts.authenticate);
     // A client given in code (with the agent, or to the runtime) instead of the configured provider.
     const ownLlm = opts.agent?.llm ?? opts.llm ?? null;
+    const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
     const defaults: RunDefaults = {
       agent: opts.agent?.name ?? DEMO_AGENT,
       model: opts.agent?.model ?? ownLlm?.defaultModel ?? config.defaultModel,
       tokenBudget: config.defaultTokenBudget,
       timeoutSeconds: config.defaultTimeoutSeconds,
       maxSteps: config.maxSteps,
+      costBudgetUsd: config.defaultCostBudgetUsd,
+      isPriced: (model) => prices.priceOf(model) !== null,
     };
     waits = new RunWaits(database.url, (id) => store.get(id), logger);
     const runs = createRuns({ store, listing, defaults, waits });
-    const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
     const metrics = createMetrics(
       { countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) },
       { models: [...prices.models, config.defaultModel] },
@@ -218,7 +220,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           llm,
           agent: {
             system: opts.agent?.system === undefined ? DEFAULT_SYSTEM_PROMPT : opts.agent.system,
-            tools: new ToolExecutor(tools, config.toolTimeoutMs, config.toolResultMaxBytes),
+            tools: new ToolExecutor(tools, config.toolTimeoutMs, config.toolResultMaxBytes, { concurrency: config.toolConcurrency }),
             maxTokens: opts.agent?.maxTokens ?? config.maxTokens,
           },
           costOf: (model, usage) => prices.costOf(model, usage),

@@ -18,6 +18,10 @@ export interface RunDefaults {
   timeoutSeconds: number;
   /** Also the most a run may ask for (MAX_STEPS: "a run may set a lower one"). */
   maxSteps: number;
+  /** USD a run may spend when its request names no budget (DEFAULT_COST_BUDGET_USD); absent or null: none. */
+  costBudgetUsd?: number | null;
+  /** Whether the prices file prices `model`: a money budget means nothing for a model that costs "0". Absent: every model is. */
+  isPriced?: (model: string) => boolean;
 }
 
 /** The library's options: the HTTP body plus what only a caller in the same process can ask for. */
@@ -42,13 +46,32 @@ export function toNewRun(request: CreateRunOptions, defaults: RunDefaults, part:
   }
   if (request.previousRunId !== undefined) refuse('previousRunId', 'not supported yet');
   if (request.idempotencyKey !== undefined) refuse('idempotencyKey', 'not supported yet');
+  const model = request.model ?? defaults.model;
+  const costBudgetUsd = moneyBudget(request.costBudgetUsd, model, defaults, refuse);
   return {
     input: request.input,
-    model: request.model ?? defaults.model,
+    model,
+    costBudgetUsd,
     tokenBudget: request.tokenBudget ?? defaults.tokenBudget,
     timeoutSeconds: request.timeoutSeconds ?? defaults.timeoutSeconds,
     maxSteps: request.maxSteps ?? defaults.maxSteps,
     metadata: request.metadata ?? {},
     ...(request.tenant !== undefined ? { tenant: request.tenant } : {}),
   };
+}
+
+/**
+ * The run's money budget: the request's, else the server's default. Only for a priced model: an
+ * unpriced one counts as costing nothing, so its budget would never stop anything.
+ */
+export function moneyBudget(
+  requested: number | undefined,
+  model: string,
+  defaults: Pick<RunDefaults, 'costBudgetUsd' | 'isPriced'>,
+  refuse: (path: string, message: string) => never,
+): number | null {
+  const budget = requested ?? defaults.costBudgetUsd ?? null;
+  if (budget === null || !defaults.isPriced || defaults.isPriced(model)) return budget;
+  const where = requested === undefined ? "the server's DEFAULT_COST_BUDGET_USD applies, but " : '';
+  return refuse(requested === undefined ? 'model' : 'costBudgetUsd', `${where}model "${model}" has no price in the prices file, so a money budget cannot be kept; add its price or leave costBudgetUsd out`);
 }

@@ -16,6 +16,7 @@ export function runJson(r: Run): RunJson {
     tokenBudget: r.tokenBudget,
     tokensUsed: r.tokensUsed,
     costUsd: r.costUsd,
+    costBudgetUsd: r.costBudgetUsd,
     maxSteps: r.maxSteps,
     deadlineAt: iso(r.deadlineAt),
     createdAt: iso(r.createdAt),

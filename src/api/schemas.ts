@@ -13,6 +13,7 @@ export const LIMITS = {
   inputChars: 100_000,
   modelChars: 200,
   tokenBudget: 10_000_000,
+  costBudgetUsd: 10_000,
   timeoutSeconds: 86_400,
   maxSteps: 1_000,
   metadataBytes: 16 * 1024,
@@ -89,6 +90,12 @@ export const CreateRunBody = z.strictObject({
   timeoutSeconds: int(1, LIMITS.timeoutSeconds, 'Wall-clock limit from now; the run is TIMED_OUT after it.').optional(),
   maxSteps: int(1, LIMITS.maxSteps, "Step cap; at most the server's MAX_STEPS.").optional(),
   metadata: Metadata.optional(),
+  costBudgetUsd: z
+    .number()
+    .positive()
+    .max(LIMITS.costBudgetUsd)
+    .optional()
+    .describe("USD the run may spend on model calls; the server's DEFAULT_COST_BUDGET_USD when absent (none when that is unset). The model must have a price."),
 });
 requestSchemas.add(CreateRunBody, { id: 'CreateRunRequest' });
 export type CreateRunBody = z.infer<typeof CreateRunBody>;
@@ -136,6 +143,7 @@ export const RunJson = z.object({
   tokenBudget: count,
   tokensUsed: count,
   costUsd: z.number(),
+  costBudgetUsd: z.number().nullable().describe('USD the run may spend on model calls; null: no money limit.'),
   maxSteps: count,
   deadlineAt: timestamp,
   createdAt: timestamp,

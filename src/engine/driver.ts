@@ -21,6 +21,7 @@ import { decide, toolUseUnderOtherStopReason } from './decide.ts';
 import { acceptReply } from './model-reply.ts';
 import type { EngineEvents } from './events.ts';
 import { guard } from './guard.ts';
+import { clampToCost, estimateInputTokens, type KnownInput, ratesOf } from './cost-clamp.ts';
 import { type Conversation, foldStep, type PendingTool, replay } from './replay.ts';
 
 /** The agent a worker runs: its prompt and tools, with the digests under which their texts are stored. */
@@ -96,14 +97,22 @@ class RunDriver {
    * (see `nextToStart`); it was guarded then, so it runs next without another guard.
    */
   private preStarted: string | null = null;
+  /** USD the run has spent: the run's figure at the claim plus what this attempt recorded since (it holds the lease). */
+  private costUsd: number;
+  /** What the latest model call of this attempt was billed for: the next call's input is estimated from it. */
+  private knownInput: KnownInput | null = null;
 
   constructor(private readonly run: Run, private readonly c: Conversation, private readonly d: DriverDeps) {
     this.progress = { tokensUsed: run.tokensUsed, cancelRequested: run.cancelRequested };
+    this.costUsd = run.costUsd;
   }
 
   private guardAt(progress: RunProgress, steps: number) {
     const { run } = this;
-    return guard({ ...progress, deadlineAt: run.deadlineAt, tokenBudget: run.tokenBudget, steps, maxSteps: run.maxSteps }, this.d.now());
+    return guard(
+      { ...progress, deadlineAt: run.deadlineAt, tokenBudget: run.tokenBudget, costUsd: this.costUsd, costBudgetUsd: run.costBudgetUsd, steps, maxSteps: run.maxSteps },
+      this.d.now(),
+    );
   }
 
   async loop(): Promise<TerminalStatus> {
@@ -138,6 +147,7 @@ class RunDriver {
   private async finish(end: RunEnd): Promise<TerminalStatus> {
     await this.d.store.finish(this.run.id, this.d.owner, end);
     if (end.usage) this.progress = { ...this.progress, tokensUsed: this.progress.tokensUsed + budgetTokens(end.usage) };
+    this.costUsd += end.costUsd ?? 0;
     return this.finished(end);
   }
 
@@ -149,7 +159,8 @@ class RunDriver {
   }
 
   private finished(end: RunEnd): TerminalStatus {
-    this.d.events.runFinished({ run: this.run, status: end.status, error: end.error ?? null, tokensUsed: this.progress.tokensUsed });
+    const budget = end.budget ? { budget: end.budget } : {};
+    this.d.events.runFinished({ run: this.run, status: end.status, error: end.error ?? null, tokensUsed: this.progress.tokensUsed, ...budget });
     return end.status;
   }
 
@@ -176,7 +187,10 @@ class RunDriver {
     const { agent } = d;
     // The reply can use no more than the budget has left, so the last step overshoots the budget by
     // its input at most, not by a whole MAX_TOKENS of output.
-    const maxTokens = Math.max(1, Math.min(agent.maxTokens, run.tokenBudget - this.progress.tokensUsed));
+    const tokenClamp = Math.max(1, Math.min(agent.maxTokens, run.tokenBudget - this.progress.tokensUsed));
+    const clamp = this.costClamp(tokenClamp);
+    if ('stop' in clamp) return { end: { status: 'FAILED', error: clamp.stop, budget: 'cost' }, written: false };
+    const { maxTokens } = clamp;
     const started = performance.now();
     let reply: LlmResponse;
     try {
@@ -207,6 +221,9 @@ class RunDriver {
     // Fold first: what comes next decides what the checkpoint can do in the same statement. If the
     // write fails, this attempt ends and its in-memory state is dropped with it.
     foldStep(c, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
+    this.costUsd += costUsd;
+    const u = response.usage;
+    this.knownInput = { tokens: u.inputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens + u.outputTokens, messages: c.messages.length };
     if (toolUseUnderOtherStopReason(c)) {
       d.events.stepWarning({ run, seq, warning: 'tool-use-under-stop-reason', detail: `the reply asks for tools under stop_reason "${response.stopReason}"; running them` });
     }
@@ -239,6 +256,17 @@ class RunDriver {
     this.foldStarted(write, startNext);
     d.events.modelStep({ run, seq, response, latencyMs, costUsd });
     return end && { end, written: true };
+  }
+
+  /**
+   * The reply's `max_tokens`, cut so the call's worst case fits the money budget's remainder (see
+   * cost-clamp.ts), or why not even a minimal call fits. Runs without a money budget keep `maxTokens`.
+   */
+  private costClamp(maxTokens: number) {
+    const { run, c, d } = this;
+    if (run.costBudgetUsd === null) return { maxTokens };
+    const input = estimateInputTokens({ system: d.agent.system, tools: d.agent.toolDefinitions, messages: c.messages }, this.knownInput);
+    return clampToCost(run.costBudgetUsd - this.costUsd, input, ratesOf(d.costOf, run.model), maxTokens);
   }
 
   private async toolStep(p: PendingTool, seq: number, startedHere: boolean): Promise<StepOutcome> {

@@ -1,4 +1,4 @@
-import type { ContentBlock, ModelRequestParams, Run, RunId, RunProgress, RunStatus, Step, StepStatus, TerminalStatus, Usage } from '../domain.ts';
+import type { BudgetKind, ContentBlock, ModelRequestParams, Run, RunId, RunProgress, RunStatus, Step, StepStatus, TerminalStatus, Usage } from '../domain.ts';
 
 /** Who writes, and for how long a successful write extends the lease. Every engine write is fenced on it. */
 export interface LeaseOwner {
@@ -119,6 +119,8 @@ export interface RunEnd {
    */
   usage?: Usage;
   costUsd?: number;
+  /** The limit that ended the run, when one did: reported to the engine's events, not stored. */
+  budget?: BudgetKind;
 }
 
 export interface ClaimedRun extends Run {

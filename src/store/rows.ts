@@ -10,6 +10,7 @@ export interface RunRow {
   token_budget: number;
   tokens_used: number;
   cost_usd: number;
+  cost_budget_usd: number | null;
   max_steps: number;
   deadline_at: Date;
   run_at: Date;
@@ -56,7 +57,7 @@ export interface StepRow {
 
 export const RUN_COLUMNS = `id, tenant, status, input, model, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
   locked_by, locked_until, cancel_requested, attempts, metadata, created_at, updated_at, finished_at, output, stop_reason, error,
-  last_error, last_error_at, last_error_attempt, provider_requeues,
+  last_error, last_error_at, last_error_attempt, provider_requeues, cost_budget_usd,
   CASE WHEN status = 'QUEUED' AND run_at > now() THEN run_at END AS next_attempt_at`;
 
 /** Every step column but the bodies (`request`, `response`), which can be large. */
@@ -76,6 +77,7 @@ export function toRun(r: RunRow): Run {
     tokenBudget: r.token_budget,
     tokensUsed: r.tokens_used,
     costUsd: r.cost_usd,
+    costBudgetUsd: r.cost_budget_usd,
     maxSteps: r.max_steps,
     deadlineAt: r.deadline_at,
     runAt: r.run_at,

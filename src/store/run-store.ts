@@ -23,6 +23,8 @@ export interface NewRun {
   tokenBudget: number;
   timeoutSeconds: number;
   maxSteps: number;
+  /** USD the run may spend on model calls; null or absent: no money limit. */
+  costBudgetUsd?: number | null;
   metadata?: Record<string, unknown>;
   /** Whose run it is; "default" when absent. */
   tenant?: string;
@@ -60,10 +62,10 @@ export class RunStore implements EngineStore {
 
   async create(r: NewRun): Promise<Run> {
     const { rows } = await this.prepared<RunRow>('create', 
-      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata, tenant)
-       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7, $8)
+      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata, tenant, cost_budget_usd)
+       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7, $8, $9)
        RETURNING ${RUN_COLUMNS}`,
-      [randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, r.tenant ?? DEFAULT_TENANT],
+      [randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, r.tenant ?? DEFAULT_TENANT, r.costBudgetUsd ?? null],
     );
     return toRun(rows[0]!);
   }

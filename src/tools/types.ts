@@ -27,6 +27,12 @@ export interface Tool<Input = any> {
    * call's input. Declared and kept with the tool; not enforced by this version of the engine.
    */
   needsApproval?: NeedsApproval<Input>;
+  /**
+   * The most calls of this tool that run at once in one worker process, across all its runs (an API
+   * with a rate limit, a resource that takes one user at a time). Default: no limit of its own; the
+   * calls of one turn are still bounded by TOOL_CONCURRENCY. Non-idempotent tools run one at a time anyway.
+   */
+  concurrency?: number;
   /** The result the model sees: a string, or a value sent as JSON. Throwing gives the model an is_error result. */
   execute(input: Input, context: ToolContext): Promise<unknown>;
 }
