@@ -21,6 +21,7 @@ import { decide, toolUseUnderOtherStopReason } from './decide.ts';
 import { acceptReply } from './model-reply.ts';
 import type { EngineEvents } from './events.ts';
 import { guard } from './guard.ts';
+import { idempotentBatch, runToolBatch } from './tool-batch.ts';
 import { clampToCost, estimateInputTokens, type KnownInput, ratesOf } from './cost-clamp.ts';
 import { type Conversation, foldStep, type PendingTool, replay } from './replay.ts';
 
@@ -128,6 +129,11 @@ class RunDriver {
       if (!preStarted) {
         const stop = this.guardAt(this.progress, c.lastSeq);
         if (stop) return this.finish(stop);
+      }
+      if (action.type === 'tool' && d.agent.tools.isIdempotent(action.pending.use.name)) {
+        const ended = await this.toolBatch(preStarted?.use.id ?? null);
+        if (ended) return ended;
+        continue;
       }
       const seq = action.type === 'tool' ? (action.pending.startedSeq ?? c.lastSeq + 1) : c.lastSeq + 1;
       const step = action.type === 'model' ? () => this.modelStep(seq) : () => this.toolStep(action.pending, seq, preStarted !== undefined);
@@ -267,6 +273,22 @@ class RunDriver {
     if (run.costBudgetUsd === null) return { maxTokens };
     const input = estimateInputTokens({ system: d.agent.system, tools: d.agent.toolDefinitions, messages: c.messages }, this.knownInput);
     return clampToCost(run.costBudgetUsd - this.costUsd, input, ratesOf(d.costOf, run.model), maxTokens);
+  }
+
+  /**
+   * Runs the idempotent calls at the head of the turn together (tool-batch.ts); a database write that
+   * can never succeed ends the run, as it does for a single step.
+   */
+  private async toolBatch(preStarted: string | null): Promise<TerminalStatus | undefined> {
+    const { run, c, d } = this;
+    const batch = idempotentBatch(c, (name) => d.agent.tools.isIdempotent(name));
+    try {
+      await runToolBatch(batch, { run, c, d, preStarted, progress: (p) => (this.progress = { tokensUsed: p.tokensUsed, cancelRequested: p.cancelRequested }) });
+    } catch (e) {
+      if (!(e instanceof PermanentDatabaseError)) throw e;
+      return this.finish({ status: 'FAILED', error: e.message });
+    }
+    return undefined;
   }
 
   private async toolStep(p: PendingTool, seq: number, startedHere: boolean): Promise<StepOutcome> {

@@ -7,7 +7,7 @@
  * the model is sent exactly the text the log keeps, and a resumed run replays that same text.
  */
 import type { RunId, ToolUseBlock } from '../domain.ts';
-import { DatabaseUnavailableError, FatalError } from '../errors.ts';
+import { ConfigError, DatabaseUnavailableError, FatalError } from '../errors.ts';
 import type { ToolDefinition } from '../llm/types.ts';
 import { storableText } from '../store/storable.ts';
 import { Semaphore } from './semaphore.ts';
@@ -67,7 +67,11 @@ export class ToolExecutor {
     this.byName = new Map(tools.map((t) => [t.name, t]));
     if (this.byName.size !== tools.length) throw new Error('two tools share a name');
     this.concurrency = options.concurrency ?? DEFAULT_TOOL_CONCURRENCY;
-    for (const t of tools) if (t.concurrency !== undefined) this.toolLimits.set(t.name, new Semaphore(t.concurrency));
+    for (const t of tools) {
+      if (t.concurrency === undefined) continue;
+      if (!Number.isInteger(t.concurrency) || t.concurrency < 1) throw new ConfigError(`tool "${t.name}": concurrency must be a whole number of at least 1`);
+      this.toolLimits.set(t.name, new Semaphore(t.concurrency));
+    }
   }
 
   /**

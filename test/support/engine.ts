@@ -24,6 +24,8 @@ export function testWorker(
     name: string;
     events?: EngineEvents[];
     toolTimeoutMs?: number;
+    /** Idempotent calls of one turn that run at once (TOOL_CONCURRENCY); the executor's default when absent. */
+    toolConcurrency?: number;
     /** LISTEN/NOTIFY on this database: wakes on queued runs, hears cancels. */
     subscribeUrl?: string;
     /** Wired as the runtime wires a worker: LISTEN/NOTIFY and the lease keeper thread on this database. */
@@ -42,7 +44,7 @@ export function testWorker(
     {
       store,
       llm,
-      agent: { system: 'You are a test agent.', tools: new ToolExecutor(tools, opts.toolTimeoutMs ?? 10_000), maxTokens: 1024 },
+      agent: { system: 'You are a test agent.', tools: new ToolExecutor(tools, opts.toolTimeoutMs ?? 10_000, undefined, opts.toolConcurrency ? { concurrency: opts.toolConcurrency } : {}), maxTokens: 1024 },
       costOf: opts.costOf ?? (() => 0),
       logger: opts.logger ?? silentLogger,
       events: opts.events ?? [],
