@@ -15,6 +15,8 @@
  * - replay: the pure fold from the ordered steps to the conversation and the work still pending.
  * - guard: the pure check, before every step, of cancel, deadline, token budget, cost budget and step cap.
  * - driver: the state machine that guards, decides the next action and performs it.
+ * - fork: a run that continues another run's conversation from after one of its steps, with another
+ *   model or another first input. It refers to the source's steps instead of copying them.
  * - tenant: whose runs these are. An API key belongs to one tenant; a request made with it sees and
  *   creates that tenant's runs only.
  */
@@ -146,6 +148,14 @@ export interface Run {
   nextAttemptAt: Date | null;
   /** Times the run went back to the queue because the model provider kept failing; not counted in `attempts`. */
   providerRequeues: number;
+  /** The run whose conversation, through step `afterSeq`, this run continues (a fork); null for any other run. */
+  forkedFrom: ForkPoint | null;
+}
+
+/** Where a fork starts: the source run's steps 1..afterSeq are the fork's first steps, read from the source. */
+export interface ForkPoint {
+  runId: RunId;
+  afterSeq: number;
 }
 
 /** The cause of an attempt that ended without finishing its run. */

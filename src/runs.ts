@@ -6,6 +6,8 @@
 import { z } from 'zod';
 import { parseInput } from './api/errors.ts';
 import { CreateRunOptions, type RunDefaults, toNewRun } from './api/new-run.ts';
+import { forkRun, ForkRunOptions } from './api/fork-run.ts';
+import { NotFoundError } from './errors.ts';
 import { ListRunsQuery } from './api/schemas.ts';
 import type { Run, RunId, RunStatus } from './domain.ts';
 import type { RunWaits } from './run-waits.ts';
@@ -39,6 +41,14 @@ export interface CreateRunInput {
   tenant?: string;
 }
 
+/** A fork: a new run continuing another's conversation after one of its steps. */
+export interface ForkRunInput extends Omit<CreateRunInput, 'input' | 'previousRunId' | 'idempotencyKey' | 'tenant'> {
+  /** The last of the source's steps the fork's conversation holds; it must end a whole turn. */
+  afterSeq: number;
+  /** The first user message in place of the source's; the source's when absent. */
+  input?: string;
+}
+
 export interface ListRunsInput {
   /** Only runs in this status. */
   status?: RunStatus;
@@ -66,10 +76,16 @@ export interface Runs {
   cancel(id: string): Promise<Run>;
   /** Resolves with the run once it has finished (SUCCEEDED, FAILED, CANCELLED or TIMED_OUT). */
   wait(id: string, options?: WaitOptions): Promise<Run>;
+  /**
+   * Queues a fork of run `id`: a new run whose conversation is that run's steps 1..afterSeq (read from
+   * it, not copied), continued with `model` or from another first `input`. The source may still be
+   * running. NotFoundError without such a run; InputError (listing the valid seqs) when afterSeq splits a turn.
+   */
+  fork(id: string, input: ForkRunInput): Promise<Run>;
 }
 
 export interface RunsDeps {
-  store: Pick<RunStore, 'create' | 'get' | 'cancel'>;
+  store: Pick<RunStore, 'create' | 'get' | 'cancel' | 'turnAt' | 'turnRows'>;
   listing: Pick<RunListing, 'list'>;
   defaults: RunDefaults;
   waits: RunWaits;
@@ -98,6 +114,12 @@ export function createRuns({ store, listing, defaults, waits }: RunsDeps): Runs 
     async wait(id, options = {}) {
       const { timeoutMs } = parseInput(Wait, options, 'options');
       return waits.wait(runId(id), timeoutMs);
+    },
+    async fork(id, input) {
+      const request = parseInput(ForkRunOptions, input, 'options');
+      const source = await store.get(runId(id));
+      if (!source) throw new NotFoundError(`run ${id} not found`);
+      return forkRun(store, source, request, defaults, 'options');
     },
   };
 }

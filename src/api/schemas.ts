@@ -100,6 +100,14 @@ export const CreateRunBody = z.strictObject({
 requestSchemas.add(CreateRunBody, { id: 'CreateRunRequest' });
 export type CreateRunBody = z.infer<typeof CreateRunBody>;
 
+export const ForkRunBody = CreateRunBody.extend({
+  afterSeq: int(1, LIMITS.maxSeq, "The fork continues the source's conversation after this step; it must end a whole turn."),
+  input: text(LIMITS.inputChars, "The first user message in place of the source's; the source's when absent.").optional(),
+  model: text(LIMITS.modelChars, "The model to continue with; the source's when absent.").optional(),
+});
+requestSchemas.add(ForkRunBody, { id: 'ForkRunRequest' });
+export type ForkRunBody = z.infer<typeof ForkRunBody>;
+
 export const RunParams = z.strictObject({ id: z.guid().describe('The run id (a UUID).') });
 export const StepParams = RunParams.extend({
   seq: z.coerce.number().int().min(1).max(LIMITS.maxSeq).describe('The step number, from 1.'),
@@ -126,6 +134,13 @@ export type ErrorBody = z.infer<typeof ErrorBody>;
 
 export const CreatedRun = z.object({ id: z.guid(), status: z.literal('QUEUED') });
 responseSchemas.add(CreatedRun, { id: 'CreatedRun' });
+
+const ForkPointJson = z
+  .object({ runId: z.guid(), afterSeq: count })
+  .describe("The run this one continues, and the last of its steps this one's conversation holds.");
+
+export const ForkedRun = z.object({ id: z.guid(), status: z.literal('QUEUED'), forkedFrom: ForkPointJson });
+responseSchemas.add(ForkedRun, { id: 'ForkedRun' });
 
 export const CancelledRun = z.object({
   id: z.guid(),
@@ -161,6 +176,7 @@ export const RunJson = z.object({
     .nullable()
     .describe('Why the last attempt ended without finishing the run (a crash, a database failure, a model outage); null when none did.'),
   nextAttemptAt: timestamp.nullable().describe('When the run is tried again while it waits in the queue for a later time (after a model outage); null otherwise.'),
+  forkedFrom: ForkPointJson.nullable().describe('Set for a fork: the run whose steps 1..afterSeq begin its conversation.'),
 });
 responseSchemas.add(RunJson, { id: 'Run' });
 export type RunJson = z.infer<typeof RunJson>;
@@ -200,6 +216,8 @@ export const TimelineItem = z.object({
   worker: z.string().nullable(),
   startedAt: timestamp,
   finishedAt: timestamp.nullable(),
+  inherited: z.boolean().describe("True for a fork's steps that belong to the run it was forked from."),
+  inheritedFrom: z.guid().nullable().describe('The run an inherited step was recorded in; null for the run\'s own steps.'),
 });
 responseSchemas.add(TimelineItem, { id: 'TimelineStep' });
 export type TimelineItem = z.infer<typeof TimelineItem>;

@@ -19,7 +19,7 @@ export async function stepDetail(store: StepSource, run: Run, seq: number): Prom
   if (!step || step.seq !== seq) throw new NotFoundError(`run ${run.id} has no step ${seq}`);
   const earlier = steps.slice(0, -1);
   const request = step.kind === 'MODEL' ? await modelRequest(store, run, step, earlier) : toolRequest(step, earlier);
-  return { ...timelineItem(step), request, response: step.response };
+  return { ...timelineItem(step, run.id), request, response: step.response };
 }
 
 async function modelRequest(store: StepSource, run: Run, step: Step, earlier: Step[]): Promise<ModelRequestJson | null> {

@@ -108,8 +108,10 @@ class RunDriver {
     this.costUsd = run.costUsd;
   }
 
-  private guardAt(progress: RunProgress, steps: number) {
+  /** `lastSeq`: of the log; a fork's step cap counts its own steps, not those it continues from. */
+  private guardAt(progress: RunProgress, lastSeq: number) {
     const { run } = this;
+    const steps = lastSeq - (run.forkedFrom?.afterSeq ?? 0);
     return guard(
       { ...progress, deadlineAt: run.deadlineAt, tokenBudget: run.tokenBudget, costUsd: this.costUsd, costBudgetUsd: run.costBudgetUsd, steps, maxSteps: run.maxSteps },
       this.d.now(),
@@ -327,7 +329,8 @@ export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps)
   return withContext({ run_id: run.id, worker: d.owner.worker }, async () => {
     let conversation;
     try {
-      conversation = replay(run.input, run.hasSteps === false ? [] : await d.store.steps(run.id));
+      // A fork with no steps of its own still has its source's: its log is read like any other.
+      conversation = replay(run.input, run.hasSteps === false && !run.forkedFrom ? [] : await d.store.steps(run.id));
     } catch (e) {
       // No attempt can do better with the same log: end the run now rather than crash on it again and again.
       if (!(e instanceof InconsistentLogError)) throw e;

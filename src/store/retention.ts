@@ -62,19 +62,23 @@ export class RunDeletion {
    * (or it is not `tenant`'s), ConflictError while it is QUEUED or RUNNING: it must be cancelled first.
    */
   async deleteRun(id: RunId, tenant: string | null = null): Promise<Deleted> {
-    const { rows } = await this.db.query<{ status: RunStatus | null; runs: number; blobs: number }>(
+    const { rows } = await this.db.query<{ status: RunStatus | null; runs: number; blobs: number; forks: number }>(
       `WITH target AS (
          SELECT id, status FROM durable_agent.run WHERE id = $1 AND ($2::text IS NULL OR tenant = $2) FOR UPDATE),
+       forks AS (SELECT count(*)::int AS n FROM durable_agent.run WHERE forked_from_run_id = $1),
        gone AS (
          DELETE FROM durable_agent.run r USING target
-         WHERE r.id = target.id AND target.status IN (${TERMINAL})
+         WHERE r.id = target.id AND target.status IN (${TERMINAL}) AND (SELECT n FROM forks) = 0
          RETURNING r.id),
        ${WITH_BLOBS}
-       SELECT (SELECT status FROM target) AS status, (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs`,
+       SELECT (SELECT status FROM target) AS status, (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs,
+              (SELECT n FROM forks) AS forks`,
       [id, tenant],
     );
     const r = rows[0]!;
     if (r.status === null) throw new NotFoundError(`run ${id} not found`);
+    // A fork reads its beginning from this run's steps: they must outlive it.
+    if (r.forks > 0 && r.runs === 0) throw new ConflictError(`run ${id} has ${r.forks} fork(s) that continue from its steps: delete them first`);
     if (r.runs === 0) throw new ConflictError(`run ${id} is ${r.status}: cancel it first, then delete it once it has finished`);
     return { runs: r.runs, blobs: r.blobs };
   }
@@ -85,6 +89,8 @@ export class RunDeletion {
       `WITH doomed AS (
          SELECT id FROM durable_agent.run
          WHERE status IN (${TERMINAL}) AND finished_at < $1 AND ($3::text IS NULL OR tenant = $3)
+           -- A run with forks stays until they are gone: they read their beginning from its steps.
+           AND NOT EXISTS (SELECT 1 FROM durable_agent.run f WHERE f.forked_from_run_id = run.id)
          ORDER BY finished_at
          LIMIT $2
          FOR UPDATE SKIP LOCKED),

@@ -5,7 +5,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { budgetTokens, DEFAULT_TENANT, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
+import { budgetTokens, DEFAULT_TENANT, type ForkPoint, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
 import { ConflictError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
 import { renewLeases } from './lease-renewal.ts';
@@ -16,6 +16,11 @@ import type {
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
 import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow, START_NEXT, startParams } from './fenced-sql.ts';
 import { storableCost, storableText, storableUsage } from './storable.ts';
+import { lineageSteps, qualified, TOOL_USES, TURN_AT } from './lineage-sql.ts';
+import type { TurnRow } from '../engine/fork-points.ts';
+
+type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status']; tool_uses: number | null };
+const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
 
 export interface NewRun {
   input: string;
@@ -28,6 +33,8 @@ export interface NewRun {
   metadata?: Record<string, unknown>;
   /** Whose run it is; "default" when absent. */
   tenant?: string;
+  /** Continue this run's conversation after the step `afterSeq` (a fork); its turn boundary is checked by the caller. */
+  forkedFrom?: ForkPoint;
 }
 
 function sha256(text: string): string {
@@ -62,10 +69,12 @@ export class RunStore implements EngineStore {
 
   async create(r: NewRun): Promise<Run> {
     const { rows } = await this.prepared<RunRow>('create', 
-      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata, tenant, cost_budget_usd)
-       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7, $8, $9)
+      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata, tenant, cost_budget_usd,
+                                      forked_from_run_id, forked_after_seq)
+       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7, $8, $9, $10, $11)
        RETURNING ${RUN_COLUMNS}`,
-      [randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, r.tenant ?? DEFAULT_TENANT, r.costBudgetUsd ?? null],
+      [randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, r.tenant ?? DEFAULT_TENANT, r.costBudgetUsd ?? null,
+        r.forkedFrom?.runId ?? null, r.forkedFrom?.afterSeq ?? null],
     );
     return toRun(rows[0]!);
   }
@@ -82,15 +91,31 @@ export class RunStore implements EngineStore {
     return run;
   }
 
+  /** The run's log: a fork's inherited steps (their `runId` is the source's), then its own (lineage-sql.ts). */
   async steps(runId: RunId): Promise<Step[]> {
-    const { rows } = await this.prepared<StepRow>('steps', `SELECT ${STEP_COLUMNS} FROM durable_agent.run_step WHERE run_id = $1 ORDER BY seq`, [runId]);
+    const { rows } = await this.prepared<StepRow>('steps', lineageSteps(qualified(STEP_COLUMNS)), [runId]);
     return rows.map(toStep);
   }
 
   /** The steps without their request and response bodies, which can be large: what a timeline shows. */
   async timeline(runId: RunId): Promise<StepSummary[]> {
-    const { rows } = await this.db.query<StepRow>(`SELECT ${STEP_SUMMARY_COLUMNS} FROM durable_agent.run_step WHERE run_id = $1 ORDER BY seq`, [runId]);
+    const { rows } = await this.db.query<StepRow>(lineageSteps(qualified(STEP_SUMMARY_COLUMNS)), [runId]);
     return rows.map(toStepSummary);
+  }
+
+  /**
+   * The steps of the run's log from its latest MODEL step at or before `seq` through `seq`, with the
+   * tool calls each model step asked for: what decides whether a fork can start after `seq`.
+   */
+  async turnAt(runId: RunId, seq: number): Promise<TurnRow[]> {
+    const { rows } = await this.db.query<TurnRowSql>(TURN_AT, [runId, seq]);
+    return rows.map(toTurnRow);
+  }
+
+  /** The whole log as turn rows: every seq a fork could start after. */
+  async turnRows(runId: RunId): Promise<TurnRow[]> {
+    const { rows } = await this.db.query<TurnRowSql>(lineageSteps(`s.seq, s.kind, s.status, ${TOOL_USES}`), [runId]);
+    return rows.map(toTurnRow);
   }
 
   /**
@@ -108,10 +133,7 @@ export class RunStore implements EngineStore {
 
   /** Steps 1..upTo (inclusive), enough to rebuild the request of step upTo. */
   async stepsThrough(runId: RunId, upTo: number): Promise<Step[]> {
-    const { rows } = await this.db.query<StepRow>(
-      `SELECT ${STEP_COLUMNS} FROM durable_agent.run_step WHERE run_id = $1 AND seq <= $2 ORDER BY seq`,
-      [runId, upTo],
-    );
+    const { rows } = await this.db.query<StepRow>(lineageSteps(qualified(STEP_COLUMNS), true), [runId, upTo]);
     return rows.map(toStep);
   }
 
