@@ -9,6 +9,7 @@
  */
 import { type ApiClient, ApiCallError, apiClient } from './api-client.ts';
 import type { OptionSpec, RunsContext, RunsSubcommand } from './runs-context.ts';
+import { forkCommand } from './runs-fork.ts';
 import { purgeCommand } from './runs-purge.ts';
 import { cancelCommand, deleteCommand, listCommand, showCommand, stepsCommand } from './runs-read.ts';
 import { parseOptions, UsageError } from './usage.ts';
@@ -20,6 +21,7 @@ export const SUBCOMMANDS: readonly RunsSubcommand[] = [
   cancelCommand,
   deleteCommand,
   purgeCommand,
+  forkCommand,
 ];
 
 const COMMON = {
