@@ -19,6 +19,7 @@ import { leaseKeeperThread } from '../src/store/lease-keeper-thread.ts';
 import { RunStore } from '../src/store/run-store.ts';
 import { ToolExecutor } from '../src/tools/executor.ts';
 import type { Tool } from '../src/tools/types.ts';
+import { forkCost } from './fork-cost.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, d = 3) => Number(x.toFixed(d));
@@ -200,6 +201,9 @@ async function main() {
       await store.finish(run.id, lease, { status: 'SUCCEEDED', output: 'bench' });
     }
 
+    // A fork of a 10-step and of a 1,000-step source: its cost must not grow with the source.
+    Object.assign(results, await forkCost(pool, store));
+
     const num = (k: string) => results[k] as number;
     const rows: [string, string, string][] = [
       ['bare INSERT commit p50 (floor)', `${num('commitP50Ms')} ms`, ''],
@@ -209,6 +213,9 @@ async function main() {
       ['queued → first step p50', `${num('queuedToFirstStepP50Ms')} ms`, 'NOTIFY wake-up'],
       ['per step at 10 / at 200', `${num('perStepMsAt10')} / ${num('perStepMsAt200')} ms`, `${round(num('perStepMsAt200') / num('perStepMsAt10'), 2)}× (target ≤ 1.2×)`],
       ['timeline, 10 MB result in the log', `${num('timelineWith10MbResultP50Ms')} ms`, `the full log read: ${num('fullLogWith10MbResultP50Ms')} ms`],
+      ['fork of 10 / 1,000 steps p50', `${num('forkP50MsAt10')} / ${num('forkP50MsAt1000')} ms`, `${round(num('forkP50MsAt1000') / num('forkP50MsAt10'), 2)}× (target ≈ 1×; nothing copied)`],
+      ['fork stores, 10 / 1,000 steps', `${num('forkBytesAt10')} / ${num('forkBytesAt1000')} B`, `one run row each; step rows added by 62 forks: ${num('forkStepRowsAdded')}`],
+      ["fork's log read, 10 / 1,000", `${num('forkLogReadP50MsAt10')} / ${num('forkLogReadP50MsAt1000')} ms`, 'the inherited conversation, read on its first claim'],
       ['storage after 10 / 200 steps', `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`, `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`],
     ];
     console.log(`durable-agent bench on ${database.description}\n`);

@@ -44,8 +44,8 @@ export const TURN_AT = `WITH RECURSIVE ${LINEAGE},
       ORDER BY s.seq DESC LIMIT 1) m
     ORDER BY m.seq DESC LIMIT 1)
   SELECT s.seq, s.kind, s.status, ${TOOL_USES} FROM lineage l
-  JOIN durable_agent.run_step s ON s.run_id = l.run_id AND s.seq > l.own_from AND s.seq <= LEAST(l.upto, $2)
-  WHERE s.seq >= (SELECT seq FROM turn_start)
+  JOIN durable_agent.run_step s
+    ON s.run_id = l.run_id AND s.seq > GREATEST(l.own_from, (SELECT seq FROM turn_start) - 1) AND s.seq <= LEAST(l.upto, $2)
   ORDER BY s.seq`;
 
 /** A column list of run_step, each column taken from `s` (the lineage has a run_id of its own). */
