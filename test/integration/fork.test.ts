@@ -94,6 +94,9 @@ describe('POST /api/runs/{id}/fork', () => {
     expect(llm.seen[0]!.messages[0]).toEqual({ role: 'user', content: 'look twice, carefully' });
     expect(llm.seen[0]!.messages.slice(1)).toEqual(seen[2]!.messages.slice(1));
     expect((await db.store.state(fork.id as RunId)).input).toBe('look twice, carefully');
+    // An inherited step's request is shown as the source sent it; the fork's own, as the fork did.
+    expect((await get(`/api/runs/${fork.id}/steps/3`)).request.messages[0].content).toBe('look twice');
+    expect((await get(`/api/runs/${fork.id}/steps/5`)).request.messages[0].content).toBe('look twice, carefully');
   });
 
   it('refuses a seq that splits a turn, listing the seqs that end one', async () => {
