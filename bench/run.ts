@@ -13,6 +13,7 @@ import { listenForWorker } from '../src/db/notifications.ts';
 import { createPool, poolSizeFor, resolveDatabase } from '../src/db/pool.ts';
 import type { RunId } from '../src/domain.ts';
 import { Worker } from '../src/engine/worker.ts';
+import { chainBench } from './chain.ts';
 import type { LlmClient, LlmRequest, LlmResponse } from '../src/llm/types.ts';
 import { createLogger } from '../src/observability/logger.ts';
 import { leaseKeeperThread } from '../src/store/lease-keeper-thread.ts';
@@ -20,6 +21,8 @@ import { RunStore } from '../src/store/run-store.ts';
 import { ToolExecutor } from '../src/tools/executor.ts';
 import type { Tool } from '../src/tools/types.ts';
 import { forkCost } from './fork-cost.ts';
+import { benchEvents } from './events.ts';
+import { benchWaiting } from './waiting.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, d = 3) => Number(x.toFixed(d));
@@ -203,6 +206,12 @@ async function main() {
 
     // A fork of a 10-step and of a 1,000-step source: its cost must not grow with the source.
     Object.assign(results, await forkCost(pool, store));
+    Object.assign(results, await chainBench({ store, worker: (llm, tool, concurrency, events) => worker(llm, tool, concurrency, events), untilDone }));
+    // Live events: streaming's cost, delivery to many readers, storage (bench/events.ts).
+    const events = await benchEvents({ pool, url: url.toString(), store, logger });
+    Object.assign(results, events.results);
+    // Waiting runs woken by a due timer and by an approval, with the worker idle.
+    Object.assign(results, await benchWaiting({ pool, store, newRun: () => newRun(), worker: (llm, tool, n) => worker(llm, tool, n) }));
 
     const num = (k: string) => results[k] as number;
     const rows: [string, string, string][] = [
@@ -216,7 +225,11 @@ async function main() {
       ['fork of 10 / 1,000 steps p50', `${num('forkP50MsAt10')} / ${num('forkP50MsAt1000')} ms`, `${round(num('forkP50MsAt1000') / num('forkP50MsAt10'), 2)}× (target ≈ 1×; nothing copied)`],
       ['fork stores, 10 / 1,000 steps', `${num('forkBytesAt10')} / ${num('forkBytesAt1000')} B`, `one run row each; step rows added by 62 forks: ${num('forkStepRowsAdded')}`],
       ["fork's log read, 10 / 1,000", `${num('forkLogReadP50MsAt10')} / ${num('forkLogReadP50MsAt1000')} ms`, 'the inherited conversation, read on its first claim'],
+      ['per step: a run / 100th of a chain', `${num('chainPerStepMsSingle')} / ${num('chainPerStepMsAt100th')} ms`, `${round(num('chainPerStepMsAt100th') / num('chainPerStepMsSingle'), 2)}×; the chain is read once per claim: ${num('chainReadAtClaimP50Ms')} ms`],
+      ['due timer → woken p50 / p99', `${num('timerWakeP50Ms')} / ${num('timerWakeP99Ms')} ms`, 'wakeAt → sleep result recorded, idle worker (target ≤ 50 ms)'],
+      ['approval → step started p50 / p99', `${num('approvalWakeP50Ms')} / ${num('approvalWakeP99Ms')} ms`, 'decision committed → tool step started (target ≤ 50 ms)'],
       ['storage after 10 / 200 steps', `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`, `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`],
+      ...events.rows,
     ];
     console.log(`durable-agent bench on ${database.description}\n`);
     for (const [k, v, note] of rows) console.log(`${k.padEnd(32)} ${v.padStart(16)}   ${note}`);

@@ -123,15 +123,3 @@ export function checkAgents(value: unknown, where: string): Agent[] {
   if (twice) throw new ConfigError(`${where}: two agents are named "${twice}"`);
   return agents;
 }
-
-/**
- * The agent this runtime drives every run with. Runs do not record their agent yet, so a runtime
- * serves exactly one: with several, a run could be driven by the wrong agent's prompt and tools.
- */
-export function singleAgent(agents: readonly Agent[], where: string): Agent {
-  if (agents.length !== 1) {
-    const names = agents.map((a) => a.name).join(', ');
-    throw new ConfigError(`${where}: several agents are not supported yet (got ${agents.length}: ${names}); pass one`);
-  }
-  return agents[0]!;
-}

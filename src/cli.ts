@@ -19,7 +19,7 @@ Commands:
     --no-worker      the API only (run workers as separate processes)
   worker           a worker only: claims runs and drives them
   migrate          apply database migrations, then exit
-  runs             list, show, cancel and delete runs of a running server (runs --help)
+  runs             list, show, tail, cancel and delete runs of a running server (runs --help)
   keys             create, list and revoke API keys (keys --help)
   help             this text
 
@@ -127,27 +127,26 @@ async function otelExport(config: Readonly<Config>) {
 }
 
 async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker', withWorker: boolean, configFile: string | undefined): Promise<number> {
-  let agent;
+  let agents;
   if (configFile !== undefined) {
-    const { singleAgent } = await import('./agent.ts');
     const { loadAgentsConfig } = await import('./agents-config.ts');
-    agent = singleAgent(await loadAgentsConfig(configFile), `--config ${configFile}`);
+    agents = await loadAgentsConfig(configFile);
   }
   const { startRuntime } = await import('./runtime.ts');
   // Registered before the runtime starts, so the first run claimed is traced too.
   const otel = await otelExport(config);
   try {
-    const runtime = await startRuntime(config, { api: command === 'serve', worker: withWorker, ...(agent ? { agent } : {}) });
+    const runtime = await startRuntime(config, { api: command === 'serve', worker: withWorker, ...(agents ? { agents } : {}) });
     otel?.reportTo(runtime.logger);
     if (command === 'serve') {
       const required = await runtime.auth.required();
       const auth = authLine(runtime.auth.mode, required);
       process.stdout.write(
-        banner(config, runtime.url!, runtime.database.description, runtime.llm.provider, agent?.name ?? null, withWorker, otel?.tracesUrl ?? null, auth, required),
+        banner(config, runtime.url!, runtime.database.description, runtime.llm.provider, agents ? agents.map((a) => a.name).join(', ') : null, withWorker, otel?.tracesUrl ?? null, auth, required),
       );
     } else {
       runtime.logger.info(
-        { database: runtime.database.description, provider: runtime.llm.provider, metrics: runtime.url ? `${runtime.url}/metrics` : undefined, traces: otel?.tracesUrl },
+        { database: runtime.database.description, provider: runtime.llm.provider, agents: agents?.map((a) => a.name) ?? ['demo'], metrics: runtime.url ? `${runtime.url}/metrics` : undefined, traces: otel?.tracesUrl },
         `worker ${config.workerName} started`,
       );
     }

@@ -1,9 +1,9 @@
 /**
- * `createRuntime`: durable-agent inside your program. It serves your agent — a worker that claims
+ * `createRuntime`: durable-agent inside your program. It serves your agents — a worker that claims
  * and drives runs, and the HTTP API unless `api: false` — on the database you name or the one the
  * environment names, with everything else configured from the environment as the CLI is.
  */
-import { checkAgents, singleAgent, type Agent } from './agent.ts';
+import { checkAgents, type Agent } from './agent.ts';
 import type { AuthenticateHook } from './api/auth.ts';
 import { type Env, loadConfig } from './config.ts';
 import type { EngineEvents } from './engine/events.ts';
@@ -18,7 +18,11 @@ export type RuntimeEvent = {
 }[keyof EngineEvents];
 
 export interface CreateRuntimeOptions {
-  /** The agents to serve (made with defineAgent). This version serves exactly one. */
+  /**
+   * The agents to serve (made with defineAgent; distinct names). The first is the agent of a run that
+   * names none. This runtime's worker claims only their runs: runtimes with other agents can share
+   * the database.
+   */
   agents: readonly Agent[];
   /** The HTTP API: where to listen (port 0 takes a free port), or false for none; default PORT and HOST. */
   api?: { port?: number; host?: string } | false;
@@ -62,6 +66,7 @@ const EVENT_TYPES = {
   runFinished: true,
   leaseLost: true,
   attemptEnded: true,
+  runWaiting: true,
 } satisfies Record<keyof EngineEvents, true>;
 
 function forwardEvents(onEvent: (event: RuntimeEvent) => void): EngineEvents {
@@ -71,7 +76,7 @@ function forwardEvents(onEvent: (event: RuntimeEvent) => void): EngineEvents {
 }
 
 export async function createRuntime(options: CreateRuntimeOptions): Promise<AgentRuntime> {
-  const agent = singleAgent(checkAgents(options?.agents, 'createRuntime'), 'createRuntime');
+  const agents = checkAgents(options?.agents, 'createRuntime');
   const api = options.api ?? {};
   const overrides: Partial<Env> = {};
   if (options.databaseUrl !== undefined) overrides.DATABASE_URL = options.databaseUrl;
@@ -81,7 +86,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Agen
   const runtime = await startRuntime(config, {
     api: api !== false,
     worker: options.worker ?? true,
-    agent,
+    agents,
     ...(options.llm ? { llm: options.llm } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.onEvent ? { events: [forwardEvents(options.onEvent)] } : {}),

@@ -17,18 +17,29 @@
  * - driver: the state machine that guards, decides the next action and performs it.
  * - fork: a run that continues another run's conversation from after one of its steps, with another
  *   model or another first input. It refers to the source's steps instead of copying them.
+ * - agent: a definition in code (name, system prompt, tools). A run names its agent; a worker drives
+ *   only the runs of the agents it has.
+ * - conversation: a run may continue a finished run (`previousRunId`); its model sees the earlier
+ *   runs' messages, then its own input. Nothing is copied: replay follows the chain.
+ * - waiting: a run that holds nothing (no lease, no memory) until a person decides about its tool calls
+ *   (an approval, or a decision about a call a crash left unfinished) or a time comes (a timer).
+ * - decision: what a person says about one waiting tool call: approve, deny (with a reason) or, for a
+ *   call found started after a crash, complete (it did happen; this is its result).
  * - tenant: whose runs these are. An API key belongs to one tenant; a request made with it sees and
  *   creates that tenant's runs only.
  */
 
 export type RunId = string & { readonly __brand: 'RunId' };
 
+/** The agent of the built-in demo (the support assistant and its ticket tools); also the agent of runs that name none. */
+export const DEMO_AGENT = 'demo';
+
 /** The tenant of runs created without an API key (no keys yet, AUTH=off, the library's own calls). */
 export const DEFAULT_TENANT = 'default';
 
-export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const;
+export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'WAITING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
-export type TerminalStatus = Exclude<RunStatus, 'QUEUED' | 'RUNNING'>;
+export type TerminalStatus = Exclude<RunStatus, 'QUEUED' | 'RUNNING' | 'WAITING'>;
 export const TERMINAL_STATUSES: readonly TerminalStatus[] = ['SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
 
 export function isTerminal(status: RunStatus): status is TerminalStatus {
@@ -117,6 +128,12 @@ export function budgetTokens(u: Usage): number {
 
 export interface Run {
   id: RunId;
+  /** The agent that drives it, by name; a worker claims only the runs of agents it serves. */
+  agent: string;
+  /** The version label of the agent definition it was created under; null when that had none. */
+  agentVersion: string | null;
+  /** The finished run whose conversation this one continues; null for a new conversation. */
+  previousRunId: RunId | null;
   /** Whose run it is: the tenant of the API key that created it ("default" when created without one). */
   tenant: string;
   status: RunStatus;
@@ -150,12 +167,53 @@ export interface Run {
   providerRequeues: number;
   /** The run whose conversation, through step `afterSeq`, this run continues (a fork); null for any other run. */
   forkedFrom: ForkPoint | null;
+  /** What the run waits for while WAITING; the last wait (or null) in any other status. */
+  waiting: Waiting | null;
 }
 
 /** Where a fork starts: the source run's steps 1..afterSeq are the fork's first steps, read from the source. */
 export interface ForkPoint {
   runId: RunId;
   afterSeq: number;
+}
+
+export const WAITING_KINDS = ['approval', 'decision', 'timer'] as const;
+export type WaitingKind = (typeof WAITING_KINDS)[number];
+
+/** A tool call a waiting run holds: the model's tool_use, not run. */
+export interface PendingToolCall {
+  toolUseId: string;
+  toolName: string;
+  input: unknown;
+}
+
+export interface Waiting {
+  kind: WaitingKind;
+  since: Date;
+  toolCalls: PendingToolCall[];
+  /** A timer's wake-up time. */
+  wakeAt: Date | null;
+  /** When pending approvals are denied with "approval timed out". */
+  expiresAt: Date | null;
+}
+
+/** What a person decides about a waiting tool call. */
+export type Decision =
+  | { decision: 'approve' }
+  | { decision: 'deny'; reason: string }
+  /** Only for a call found started after a crash: it did happen, and this is its result. */
+  | { decision: 'complete'; result: unknown };
+
+/** One recorded decision, or a pending one (decision null), as the engine reads it back. */
+export interface DecisionRecord {
+  toolUseId: string;
+  /** 'approval': asked for before the call runs; 'decision': the call was found started after a crash. */
+  kind: 'approval' | 'decision';
+  decision: Decision['decision'] | null;
+  reason: string | null;
+  /** 'complete': the result text the model sees. */
+  result: string | null;
+  expiresAt: Date | null;
 }
 
 /** The cause of an attempt that ended without finishing its run. */

@@ -27,6 +27,9 @@ export { anthropic, openAiCompatible, type AnthropicOptions, type OpenAiCompatib
 export type { Logger } from './observability/logger.ts';
 export type { AuthenticateHook, AuthRequest } from './api/auth.ts';
 export type { Run, RunId, RunStatus, TerminalStatus, Step, StepKind, StepStatus, Message, ContentBlock, Usage, ForkPoint, BudgetKind } from './domain.ts';
+export type { Decision, PendingToolCall, Waiting, WaitingKind } from './domain.ts';
+export type { Decided } from './store/decisions.ts';
+export { sleepTool, SLEEP_TOOL_NAME } from './tools/sleep-tool.ts';
 export {
   ConfigError,
   ConflictError,
@@ -41,3 +44,13 @@ export {
 } from './errors.ts';
 export { RunStore } from './store/run-store.ts';
 export { Worker } from './engine/worker.ts';
+export { foldEvents, EventFold, type RunFold, type StepText } from './events/fold.ts';
+export { followRun, FollowRunError, type FollowRunOptions } from './events/follow.ts';
+export {
+  RUN_EVENT_TYPES,
+  type AbandonReason,
+  type RunEvent,
+  type RunEventData,
+  type RunEventType,
+  type UnknownRunEvent,
+} from './events/protocol.ts';

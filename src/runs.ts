@@ -5,11 +5,12 @@
  */
 import { z } from 'zod';
 import { parseInput } from './api/errors.ts';
-import { CreateRunOptions, type RunDefaults, toNewRun } from './api/new-run.ts';
+import { CreateRunOptions, createRun, type RunDefaults } from './api/new-run.ts';
 import { forkRun, ForkRunOptions } from './api/fork-run.ts';
 import { NotFoundError } from './errors.ts';
-import { ListRunsQuery } from './api/schemas.ts';
-import type { Run, RunId, RunStatus } from './domain.ts';
+import { DecisionBody, ListRunsQuery, ToolCallParams } from './api/schemas.ts';
+import { DEFAULT_TENANT, type Decision, type Run, type RunId, type RunStatus } from './domain.ts';
+import type { Decided } from './store/decisions.ts';
 import type { RunWaits } from './run-waits.ts';
 import type { RunListing, RunPage } from './store/run-listing.ts';
 import type { RunStore } from './store/run-store.ts';
@@ -19,7 +20,7 @@ export type { RunPage } from './store/run-listing.ts';
 export interface CreateRunInput {
   /** The task: the first user message of the conversation. */
   input: string;
-  /** The agent to run; the runtime's agent when absent (naming another is an InputError). */
+  /** The agent to run, by name; the runtime's first agent when absent (the previous run's with `previousRunId`). An agent the runtime does not have is an InputError. */
   agent?: string;
   /** The model to call; the agent's model, else DEFAULT_MODEL. */
   model?: string;
@@ -33,16 +34,24 @@ export interface CreateRunInput {
   costBudgetUsd?: number;
   /** Any JSON object, kept with the run (at most 16 KiB as JSON). */
   metadata?: Record<string, unknown>;
-  /** Continue the conversation of this finished run. Not supported yet: an InputError. */
+  /**
+   * Continue the conversation of this finished run (the same tenant's): the model sees its messages,
+   * then `input`. Same agent. An unknown run is an InputError, one still active a ConflictError.
+   */
   previousRunId?: string;
-  /** Makes a repeated create return the first run. Not supported yet: an InputError. */
+  /**
+   * A second create with the same key (and tenant) within 24 hours returns the first run instead of a
+   * new one; with different options it is a ConflictError. Concurrent creates make one run.
+   */
   idempotencyKey?: string;
+  /** Not started before this time (ISO-8601, at most a year ahead); `timeoutSeconds` counts from then. */
+  startAt?: string;
   /** Whose run it is (what an API key of that tenant sees); "default" when absent. */
   tenant?: string;
 }
 
 /** A fork: a new run continuing another's conversation after one of its steps. */
-export interface ForkRunInput extends Omit<CreateRunInput, 'input' | 'previousRunId' | 'idempotencyKey' | 'tenant'> {
+export interface ForkRunInput extends Omit<CreateRunInput, 'input' | 'agent' | 'previousRunId' | 'idempotencyKey' | 'tenant'> {
   /** The last of the source's steps the fork's conversation holds; it must end a whole turn. */
   afterSeq: number;
   /** The first user message in place of the source's; the source's when absent. */
@@ -58,6 +67,8 @@ export interface ListRunsInput {
   cursor?: string;
   /** Only this tenant's runs; every tenant's when absent. */
   tenant?: string;
+  /** Only this agent's runs. */
+  agent?: string;
 }
 
 export interface WaitOptions {
@@ -82,10 +93,17 @@ export interface Runs {
    * running. NotFoundError without such a run; InputError (listing the valid seqs) when afterSeq splits a turn.
    */
   fork(id: string, input: ForkRunInput): Promise<Run>;
+  /**
+   * Decides about a tool call the WAITING run holds (`run.waiting.toolCalls`): approve it, deny it with
+   * a reason the model sees, or (for a call a crash left unfinished) complete it with its result. The
+   * run continues once every call it waits for is decided. NotFoundError for a call the run never made;
+   * ConflictError for one not waiting, or a decision contradicting the one made; the same one twice is fine.
+   */
+  decide(id: string, toolUseId: string, decision: Decision): Promise<Decided>;
 }
 
 export interface RunsDeps {
-  store: Pick<RunStore, 'create' | 'get' | 'cancel' | 'turnAt' | 'turnRows'>;
+  store: Pick<RunStore, 'create' | 'createOnce' | 'get' | 'cancel' | 'decide' | 'turnAt' | 'turnRows'>;
   listing: Pick<RunListing, 'list'>;
   defaults: RunDefaults;
   waits: RunWaits;
@@ -100,7 +118,7 @@ export function createRuns({ store, listing, defaults, waits }: RunsDeps): Runs 
   return {
     async create(input) {
       const request: CreateRunOptions = parseInput(CreateRunOptions, input, 'options');
-      return store.create(toNewRun(request, defaults, 'options'));
+      return (await createRun(store, request, defaults, 'options', request.tenant ?? DEFAULT_TENANT)).run;
     },
     async get(id) {
       return store.get(runId(id));
@@ -120,6 +138,10 @@ export function createRuns({ store, listing, defaults, waits }: RunsDeps): Runs 
       const source = await store.get(runId(id));
       if (!source) throw new NotFoundError(`run ${id} not found`);
       return forkRun(store, source, request, defaults, 'options');
+    },
+    async decide(id, toolUseId, decision) {
+      const params = parseInput(ToolCallParams, { id, toolUseId }, 'options');
+      return store.decide(params.id as RunId, params.toolUseId, parseInput(DecisionBody, decision, 'options') as Decision);
     },
   };
 }

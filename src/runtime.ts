@@ -26,6 +26,8 @@ import { noRedaction, redactor } from './observability/redact.ts';
 import { startRetention, type RetentionSweeper } from './retention-sweeper.ts';
 import { ApiKeys } from './store/api-keys.ts';
 import { RunDeletion } from './store/retention.ts';
+import { EventHub } from './api/event-hub.ts';
+import { RunEvents } from './store/run-events.ts';
 import { traceEvents } from './observability/tracing.ts';
 import { RunWaits } from './run-waits.ts';
 import { createRuns, type Runs } from './runs.ts';
@@ -39,8 +41,8 @@ import { DEFAULT_SYSTEM_PROMPT, demoTools } from './tools/demo-tools.ts';
 import { ToolExecutor } from './tools/executor.ts';
 import type { Tool } from './tools/types.ts';
 
-/** The agent of the built-in demo: the support assistant's prompt and the demo ticket tools. */
-export const DEMO_AGENT = 'demo';
+import { DEMO_AGENT } from './domain.ts';
+export { DEMO_AGENT };
 
 export interface AgentOptions {
   /** The name runs are created under; defaults to "demo". */
@@ -55,11 +57,19 @@ export interface AgentOptions {
   maxTokens?: number | null;
   /** The model client its runs call; defaults to the configured provider. */
   llm?: LlmClient | null;
+  /** The version label recorded with each run created for it. */
+  version?: string | null;
 }
 
 export interface RuntimeOptions {
   api: boolean;
   worker: boolean;
+  /**
+   * The agents served (distinct names; the first is the default of a run that names none). A worker
+   * claims only their runs. Absent: `agent`, or else the built-in demo agent.
+   */
+  agents?: readonly AgentOptions[];
+  /** One agent: the same as `agents: [agent]`. */
   agent?: AgentOptions;
   /** A model client to use instead of the configured provider (tests, custom providers). */
   llm?: LlmClient;
@@ -122,11 +132,14 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
   let plainMetrics: http.Server | null = null;
   let waits: RunWaits | null = null;
   let retention: RetentionSweeper | null = null;
+  let eventHub: EventHub | null = null;
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
       await retention?.close();
       await waits?.close();
+      // Live event streams end first: the server's close waits for open responses.
+      await eventHub?.close();
       await server?.close();
       await new Promise((r) => (plainMetrics ? plainMetrics.close(r) : r(undefined)));
       await worker?.stop();
@@ -137,19 +150,31 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
 
   try {
     await checkConnection(pool, database);
+    const agents = opts.agents ?? [opts.agent ?? {}];
+    const names = agents.map((a) => a.name ?? DEMO_AGENT);
+    if (agents.length === 0 || new Set(names).size !== names.length) throw new ConfigError(`agents must be a non-empty list of distinct names (got ${names.join(', ')})`);
     // The demo agent's tickets exist only where the demo agent is served.
-    const demo = opts.agent?.tools === undefined;
-    await migrate(pool, { schema: config.databaseSchema, dirs: demo ? [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] : [MIGRATIONS_DIR] });
+    const demo = agents.some((a) => a.tools === undefined);
+    await migrate(pool, {
+      schema: config.databaseSchema,
+      dirs: demo ? [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] : [MIGRATIONS_DIR],
+      legacyAgent: names[0]!,
+    });
     const store = new RunStore(pool, { redact });
     const listing = new RunListing(pool);
     const deletion = new RunDeletion(pool);
     const auth = authFor(config, new ApiKeys(pool), opts.authenticate);
-    // A client given in code (with the agent, or to the runtime) instead of the configured provider.
-    const ownLlm = opts.agent?.llm ?? opts.llm ?? null;
+    // Clients given in code (with an agent, or to the runtime) instead of the configured provider.
+    const needsConfigured = !opts.llm && agents.some((a) => !a.llm);
+    const llmOf = (a: AgentOptions) => a.llm ?? opts.llm ?? null;
+    const agentDefaults = new Map(
+      agents.map((a, i) => [names[i]!, { model: a.model ?? llmOf(a)?.defaultModel ?? config.defaultModel, version: a.version ?? null }]),
+    );
     const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
     const defaults: RunDefaults = {
-      agent: opts.agent?.name ?? DEMO_AGENT,
-      model: opts.agent?.model ?? ownLlm?.defaultModel ?? config.defaultModel,
+      agent: names[0]!,
+      model: agentDefaults.get(names[0]!)!.model,
+      agents: agentDefaults,
       tokenBudget: config.defaultTokenBudget,
       timeoutSeconds: config.defaultTimeoutSeconds,
       maxSteps: config.maxSteps,
@@ -160,18 +185,19 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     const runs = createRuns({ store, listing, defaults, waits });
     const metrics = createMetrics(
       { countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) },
-      { models: [...prices.models, config.defaultModel] },
+      { models: [...prices.models, config.defaultModel], agents: names },
     );
-    const llm =
-      ownLlm ??
-      createLlmClient(config, {
+    // The client of agents without their own (the first agent's own when every agent has one).
+    const llm: LlmClient = !needsConfigured
+      ? (opts.llm ?? agents[0]!.llm!)
+      : createLlmClient(config, {
         onRetry: (error, attempt, waitMs) => {
           metrics.onLlmRetry(retryReason(error));
           logger.warn({ attempt, wait_ms: waitMs, status: error.status, request_id: error.requestId, err_message: error.message }, 'model call retried');
         },
       });
 
-    if (opts.worker && !ownLlm && config.llmProviderDefaulted) {
+    if (opts.worker && needsConfigured && config.llmProviderDefaulted) {
       logger.warn('ANTHROPIC_API_KEY is not set: using the offline demo model (LLM_PROVIDER=demo)');
     }
 
@@ -186,6 +212,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     if (opts.api) {
       const dashboard = loadDashboard();
       if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
+      eventHub = new EventHub(new RunEvents(pool), { databaseUrl: database.url, logger });
       server = createServer({
         store,
         listing,
@@ -199,6 +226,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         dashboard,
         logger,
         auth,
+        runEvents: { events: new RunEvents(pool), hub: eventHub },
       });
       url = await server.listen({ host: config.host, port: config.port }).catch((e: NodeJS.ErrnoException) => {
         if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') throw e;
@@ -213,16 +241,18 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     if (opts.worker) {
       // Fault injection for crash tests: the process kills itself at that point of the step path.
       if (config.crashAt) armCrashPoint(config.crashAt);
-      const tools = opts.agent?.tools ?? demoTools(new TicketStore(pool));
+      const tickets = demo ? new TicketStore(pool) : null;
       worker = new Worker(
         {
           store,
           llm,
-          agent: {
-            system: opts.agent?.system === undefined ? DEFAULT_SYSTEM_PROMPT : opts.agent.system,
-            tools: new ToolExecutor(tools, config.toolTimeoutMs, config.toolResultMaxBytes, { concurrency: config.toolConcurrency }),
-            maxTokens: opts.agent?.maxTokens ?? config.maxTokens,
-          },
+          agents: agents.map((a, i) => ({
+            name: names[i]!,
+            system: a.system === undefined ? DEFAULT_SYSTEM_PROMPT : a.system,
+            tools: new ToolExecutor(a.tools ?? demoTools(tickets!), config.toolTimeoutMs, config.toolResultMaxBytes, { concurrency: config.toolConcurrency }),
+            maxTokens: a.maxTokens ?? config.maxTokens,
+            ...(a.llm ? { llm: a.llm } : {}),
+          })),
           costOf: (model, usage) => prices.costOf(model, usage),
           logger,
           events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider, redact }), ...(opts.events ?? [])],

@@ -24,7 +24,8 @@ export type ForkStore = Pick<RunStore, 'create' | 'turnAt' | 'turnRows'>;
  */
 export async function forkRun(store: ForkStore, source: Run, request: ForkRunOptions, defaults: RunDefaults, part: InputPart): Promise<Run> {
   const { afterSeq, ...rest } = request;
-  const newRun = toNewRun({ ...rest, input: request.input ?? source.input, model: request.model ?? source.model }, defaults, part);
+  // The fork is a run of its source's agent (a worker serving that agent drives it).
+  const newRun = toNewRun({ ...rest, input: request.input ?? source.input, model: request.model ?? source.model, agent: source.agent }, defaults, part);
   if (!wholeTurnEnds(await store.turnAt(source.id, afterSeq)).includes(afterSeq)) {
     const valid = wholeTurnEnds(await store.turnRows(source.id));
     const message =

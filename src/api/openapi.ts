@@ -36,7 +36,7 @@ function schemaOf(schema: z.ZodType, registry: Registry, io: Io): Json {
   return id ? { $ref: `${COMPONENTS}${id}` } : embedded(z.toJSONSchema(schema, { io }) as Json);
 }
 
-function parameters(schema: z.ZodType | undefined, where: 'path' | 'query'): Json[] {
+function parameters(schema: z.ZodType | undefined, where: 'path' | 'query' | 'header'): Json[] {
   if (!schema) return [];
   const json = z.toJSONSchema(schema, { io: 'input' }) as { properties?: Record<string, Json>; required?: string[] };
   return Object.entries(json.properties ?? {}).map(([name, { description, ...s }]) => ({
@@ -73,7 +73,9 @@ function operation(r: ApiRoute): Json {
     operationId: r.operationId,
     summary: r.summary,
     ...(r.open ? { security: [] } : {}),
-    ...(r.params || r.query ? { parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')] } : {}),
+    ...(r.params || r.query || r.headers
+      ? { parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query'), ...parameters(r.headers, 'header')] }
+      : {}),
     ...(r.body
       ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(r.body, requestSchemas, 'input') } } } }
       : {}),

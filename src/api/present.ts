@@ -1,7 +1,7 @@
 /** Domain types → the API's JSON, in one place: camelCase keys, dates as ISO strings, no internals (leases). */
-import type { Run, StepSummary } from '../domain.ts';
+import type { Run, StepSummary, Waiting } from '../domain.ts';
 import type { ListedRun } from '../store/run-listing.ts';
-import type { RunJson, RunListItemJson, TimelineItem } from './schemas.ts';
+import type { RunJson, RunListItemJson, TimelineItem, WaitingJson } from './schemas.ts';
 
 const iso = (d: Date) => d.toISOString();
 const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
@@ -9,6 +9,9 @@ const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
 export function runJson(r: Run): RunJson {
   return {
     id: r.id,
+    agent: r.agent,
+    agentVersion: r.agentVersion,
+    previousRunId: r.previousRunId,
     tenant: r.tenant,
     status: r.status,
     input: r.input,
@@ -32,6 +35,18 @@ export function runJson(r: Run): RunJson {
     lastError: r.lastError && { message: r.lastError.message, at: iso(r.lastError.at), attempt: r.lastError.attempt },
     nextAttemptAt: isoOrNull(r.nextAttemptAt),
     forkedFrom: r.forkedFrom && { runId: r.forkedFrom.runId, afterSeq: r.forkedFrom.afterSeq },
+    // The last wait is kept on the row after the run wakes; it is shown only while the run waits.
+    waiting: r.status === 'WAITING' && r.waiting ? waitingJson(r.waiting) : null,
+  };
+}
+
+export function waitingJson(w: Waiting): WaitingJson {
+  return {
+    kind: w.kind,
+    since: iso(w.since),
+    toolCalls: w.toolCalls.map((c) => ({ toolUseId: c.toolUseId, toolName: c.toolName, input: c.input })),
+    ...(w.kind === 'timer' ? { wakeAt: isoOrNull(w.wakeAt) } : {}),
+    ...(w.expiresAt ? { expiresAt: iso(w.expiresAt) } : {}),
   };
 }
 

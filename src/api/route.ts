@@ -3,6 +3,7 @@
  * registers these and /openapi.json is generated from the very same objects, so the document cannot
  * drift from what the server accepts.
  */
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
 import type { Run } from '../domain.ts';
@@ -13,6 +14,10 @@ export interface RouteInput<P, Q, B> {
   query: Q;
   body: B;
   log: FastifyBaseLogger;
+  /** The request's headers, lower-cased names (content negotiation, Last-Event-ID, Idempotency-Key). */
+  headers: IncomingHttpHeaders;
+  /** The underlying request, for streaming routes that manage their socket. */
+  raw?: IncomingMessage;
   /** Who is asking (auth.ts); on open routes, no one in particular. */
   caller: Caller;
   /**
@@ -49,6 +54,8 @@ export interface ApiRoute<P = unknown, Q = unknown, B = unknown> {
   /** Without a query schema, query parameters are ignored. */
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
+  /** Request headers the route reads (lower-case names), for the document; the handler parses them. */
+  headers?: z.ZodType;
   /** Answered without authentication (liveness, the API's description); every other route needs a caller. */
   open?: boolean;
   /** The answers; the usual error answers (400, 403, 404, 413, 415, 500, 503) are implied (see openapi.ts). */

@@ -3,12 +3,15 @@
  * caller bound to a tenant creates runs for it and lists only its runs; the routes of one run get
  * that run from the server, already checked to be the caller's (run-access.ts).
  */
+import { z } from 'zod';
 import { DEFAULT_TENANT } from '../domain.ts';
 import type { RunListing } from '../store/run-listing.ts';
 import type { RunDeletion } from '../store/retention.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { forkRun } from './fork-run.ts';
-import { type RunDefaults, toNewRun } from './new-run.ts';
+import { parseInput } from './errors.ts';
+import { decisionRoute } from './routes-decisions.ts';
+import { createRun, type RunDefaults } from './new-run.ts';
 import { runJson, runListItem, timelineItem } from './present.ts';
 import { defineRoute, defineRunRoute, type ApiRoute } from './route.ts';
 import {
@@ -18,6 +21,7 @@ import {
   ErrorBody,
   ForkedRun,
   ForkRunBody,
+  IdempotencyKey,
   ListRunsQuery,
   RunDetailJson,
   RunPageJson,
@@ -30,7 +34,10 @@ import { stepDetail } from './step-detail.ts';
 
 export type { RunDefaults } from './new-run.ts';
 
-export type RunsStore = Pick<RunStore, 'create' | 'get' | 'latestProvider' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob' | 'turnAt' | 'turnRows'>;
+export type RunsStore = Pick<
+  RunStore,
+  'create' | 'createOnce' | 'decide' | 'get' | 'latestProvider' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob' | 'conversationBefore' | 'turnAt' | 'turnRows'
+>;
 
 export interface RunsDeps {
   store: RunsStore;
@@ -58,6 +65,8 @@ function deleteRoute(deletion: Pick<RunDeletion, 'deleteRun'>): ApiRoute {
   });
 }
 
+const IdempotencyHeaders = z.object({ 'idempotency-key': IdempotencyKey.optional() });
+
 export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): ApiRoute[] {
   return [
     defineRoute({
@@ -66,10 +75,17 @@ export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): Api
       operationId: 'createRun',
       summary: 'Queue a run',
       body: CreateRunBody,
-      responses: { 201: { description: 'The run is queued.', schema: CreatedRun } },
-      async handle({ body, caller }) {
-        const run = await store.create({ ...toNewRun(body, defaults, 'body'), tenant: caller.tenant ?? DEFAULT_TENANT });
-        return { status: 201, headers: { location: `/api/runs/${run.id}` }, body: { id: run.id, status: 'QUEUED' } };
+      headers: IdempotencyHeaders,
+      responses: {
+        201: { description: 'The run is queued.', schema: CreatedRun },
+        200: { description: 'An Idempotency-Key answered the run created with it (the same body) in the last 24 hours.', schema: CreatedRun },
+        409: { description: 'previousRunId names a run that has not finished yet, or the Idempotency-Key was used with a different body.', schema: ErrorBody },
+      },
+      async handle({ body, caller, headers }) {
+        const { 'idempotency-key': idempotencyKey } = parseInput(IdempotencyHeaders, headers, 'headers');
+        const request = idempotencyKey === undefined ? body : { ...body, idempotencyKey };
+        const { run, created } = await createRun(store, request, defaults, 'body', caller.tenant ?? DEFAULT_TENANT);
+        return { status: created ? 201 : 200, headers: { location: `/api/runs/${run.id}` }, body: { id: run.id, status: run.status } };
       },
     }),
     defineRoute({
@@ -139,7 +155,7 @@ export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): Api
       method: 'POST',
       path: '/api/runs/{id}/cancel',
       operationId: 'cancelRun',
-      summary: 'Cancel a run (a queued run at once, a running one at its next step)',
+      summary: 'Cancel a run (a queued or waiting run at once, a running one at its next step)',
       params: RunParams,
       responses: {
         202: { description: 'Cancel recorded.', schema: CancelledRun },
@@ -150,5 +166,6 @@ export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): Api
         return { status: 202, body: { id: cancelled.id, status: cancelled.status, cancelRequested: true } };
       },
     }),
+    decisionRoute(store),
   ];
 }

@@ -4,7 +4,7 @@
  * Schemas with an id in `requestSchemas` / `responseSchemas` become named OpenAPI components.
  */
 import { z } from 'zod';
-import { RUN_STATUSES, STEP_KINDS, STEP_STATUSES } from '../domain.ts';
+import { RUN_STATUSES, STEP_KINDS, STEP_STATUSES, WAITING_KINDS } from '../domain.ts';
 
 export const requestSchemas = z.registry<{ id: string }>();
 export const responseSchemas = z.registry<{ id: string }>();
@@ -84,7 +84,7 @@ const Metadata = z
 
 export const CreateRunBody = z.strictObject({
   input: text(LIMITS.inputChars, 'The task: the first user message of the conversation.'),
-  agent: text(LIMITS.modelChars, "The agent to run; the server's agent when absent.").optional(),
+  agent: text(LIMITS.modelChars, "The agent to run, by name; the server's first agent when absent (the previous run's with previousRunId).").optional(),
   model: text(LIMITS.modelChars, "The model to call; the server's DEFAULT_MODEL when absent.").optional(),
   tokenBudget: int(1, LIMITS.tokenBudget, 'Tokens the run may use (input, cache writes and output).').optional(),
   timeoutSeconds: int(1, LIMITS.timeoutSeconds, 'Wall-clock limit from now; the run is TIMED_OUT after it.').optional(),
@@ -96,11 +96,20 @@ export const CreateRunBody = z.strictObject({
     .max(LIMITS.costBudgetUsd)
     .optional()
     .describe("USD the run may spend on model calls; the server's DEFAULT_COST_BUDGET_USD when absent (none when that is unset). The model must have a price."),
+  previousRunId: z
+    .guid('must be a run id (a UUID)')
+    .optional()
+    .describe("Continue the conversation of this finished run (the caller's): its messages, then this input; same agent."),
+  startAt: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .describe('Not started before this time (ISO-8601, at most a year ahead); the run is QUEUED until then. Its timeoutSeconds counts from then.'),
 });
 requestSchemas.add(CreateRunBody, { id: 'CreateRunRequest' });
 export type CreateRunBody = z.infer<typeof CreateRunBody>;
 
-export const ForkRunBody = CreateRunBody.extend({
+// A fork continues its source's conversation with its source's agent: neither is chosen here.
+export const ForkRunBody = CreateRunBody.omit({ agent: true, previousRunId: true }).extend({
   afterSeq: int(1, LIMITS.maxSeq, "The fork continues the source's conversation after this step; it must end a whole turn."),
   input: text(LIMITS.inputChars, "The first user message in place of the source's; the source's when absent.").optional(),
   model: text(LIMITS.modelChars, "The model to continue with; the source's when absent.").optional(),
@@ -116,6 +125,7 @@ export const ListRunsQuery = z.strictObject({
   status: z.enum(RUN_STATUSES).optional().describe('Only runs in this status.'),
   limit: z.coerce.number().int().min(1).max(LIMITS.pageSize).default(20).describe('Runs per page.'),
   cursor: z.string().min(1).max(512).optional().describe('The nextCursor of the previous page.'),
+  agent: z.string().min(1).max(LIMITS.modelChars).optional().describe('Only runs of this agent.'),
 });
 
 // ---- responses ----
@@ -132,7 +142,7 @@ export const ErrorBody = z.object({ error: ErrorDetail });
 responseSchemas.add(ErrorBody, { id: 'Error' });
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
-export const CreatedRun = z.object({ id: z.guid(), status: z.literal('QUEUED') });
+export const CreatedRun = z.object({ id: z.guid(), status: z.enum(RUN_STATUSES).describe('QUEUED for a new run; the run\'s status now when an Idempotency-Key answered an earlier one.') });
 responseSchemas.add(CreatedRun, { id: 'CreatedRun' });
 
 const ForkPointJson = z
@@ -141,6 +151,46 @@ const ForkPointJson = z
 
 export const ForkedRun = z.object({ id: z.guid(), status: z.literal('QUEUED'), forkedFrom: ForkPointJson });
 responseSchemas.add(ForkedRun, { id: 'ForkedRun' });
+/** The `Idempotency-Key` header of POST /api/runs. */
+export const IdempotencyKey = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, 'must be 1 to 200 visible ASCII characters')
+  .describe('The same key with the same body within 24 hours answers the same run; with another body, 409.');
+
+export const ToolCallParams = RunParams.extend({
+  toolUseId: z.string().min(1).max(200).describe("The tool call's id (the model's tool_use id), as `waiting.toolCalls` lists it."),
+});
+export const DecisionBody = z
+  .discriminatedUnion('decision', [
+    z.strictObject({ decision: z.literal('approve') }).describe('Run the call (for a call found started after a crash: run it again).'),
+    z
+      .strictObject({ decision: z.literal('deny'), reason: text(2000, 'Why; the model sees it in the is_error tool_result.') })
+      .describe('Do not run it; the model is told, with the reason.'),
+    z
+      .strictObject({ decision: z.literal('complete'), result: z.unknown().describe('Its result: a string, or a value sent as JSON.') })
+      .describe('Only for a call found started after a crash: it did happen, and this is its result.'),
+  ])
+  .describe('A decision about one waiting tool call.');
+requestSchemas.add(DecisionBody, { id: 'DecisionRequest' });
+export const DecidedRun = z.object({
+  id: z.guid(),
+  status: z.enum(RUN_STATUSES).describe('WAITING while other calls still wait for a decision; QUEUED once the last one is made.'),
+});
+responseSchemas.add(DecidedRun, { id: 'DecisionResult' });
+
+export const WaitingJson = z
+  .object({
+    kind: z.enum(WAITING_KINDS).describe('approval: calls wait to be approved; decision: a call a crash left unfinished; timer: the sleep tool.'),
+    since: timestamp,
+    toolCalls: z.array(z.object({ toolUseId: z.string(), toolName: z.string(), input: z.unknown() })).describe('The calls waiting.'),
+    wakeAt: timestamp.nullable().optional().describe('timer: when the run is claimed again.'),
+    expiresAt: timestamp.nullable().optional().describe('approval: when undecided calls are denied with "approval timed out".'),
+  })
+  .describe('What a WAITING run waits for.');
+responseSchemas.add(WaitingJson, { id: 'Waiting' });
+export type WaitingJson = z.infer<typeof WaitingJson>;
 
 export const CancelledRun = z.object({
   id: z.guid(),
@@ -151,6 +201,9 @@ responseSchemas.add(CancelledRun, { id: 'CancelResult' });
 
 export const RunJson = z.object({
   id: z.guid(),
+  agent: z.string().describe('The agent that drives the run, by name.'),
+  agentVersion: z.string().nullable().describe('The version label of the agent definition the run was created under; null when it had none.'),
+  previousRunId: z.guid().nullable().describe('The run whose conversation this one continues; null for a new conversation.'),
   tenant: z.string().describe('Whose run it is: the tenant of the API key that created it ("default" without one).'),
   status: z.enum(RUN_STATUSES),
   input: z.string(),
@@ -177,6 +230,7 @@ export const RunJson = z.object({
     .describe('Why the last attempt ended without finishing the run (a crash, a database failure, a model outage); null when none did.'),
   nextAttemptAt: timestamp.nullable().describe('When the run is tried again while it waits in the queue for a later time (after a model outage); null otherwise.'),
   forkedFrom: ForkPointJson.nullable().describe('Set for a fork: the run whose steps 1..afterSeq begin its conversation.'),
+  waiting: WaitingJson.nullable().describe('While the run is WAITING: what for; null otherwise.'),
 });
 responseSchemas.add(RunJson, { id: 'Run' });
 export type RunJson = z.infer<typeof RunJson>;

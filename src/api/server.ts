@@ -20,6 +20,7 @@ import { opsRoutes, type OpsDeps } from './routes-ops.ts';
 import { overviewRoutes, type OverviewDeps } from './routes-overview.ts';
 import { type AccessConfig, accessHook, accessOf, runFor } from './run-access.ts';
 import { runRoutes, type RunsDeps } from './routes-runs.ts';
+import { eventRoutes, type EventsDeps } from './routes-events.ts';
 
 export type { RunDefaults } from './routes-runs.ts';
 
@@ -49,6 +50,8 @@ export interface ApiDeps extends RunsDeps, OpsDeps, OverviewDeps {
   dashboard?: DashboardFiles | null | undefined;
   /** Who may ask what (auth.ts); absent: every request is let in and sees every tenant. */
   auth?: Authenticator | undefined;
+  /** A run's live events; absent: those routes are not served. */
+  runEvents?: EventsDeps | undefined;
 }
 
 /** Larger bodies are refused with 413 before they are read to the end. */
@@ -148,6 +151,7 @@ export function createServer(deps: ApiDeps): FastifyInstance {
   let document: unknown;
   const routes: ApiRoute[] = [
     ...runRoutes(deps),
+    ...(deps.runEvents ? eventRoutes(deps.runEvents) : []),
     ...overviewRoutes(deps),
     ...opsRoutes(deps, () => (document ??= openApiDocument(routes))),
   ];
@@ -165,6 +169,8 @@ export function createServer(deps: ApiDeps): FastifyInstance {
           query: r.query ? parseInput(r.query, req.query, 'query') : undefined,
           body: r.body ? parseInput(r.body, req.body, 'body') : undefined,
           log: req.log,
+          headers: req.headers,
+          raw: req.raw,
           caller,
           ...(runRoute ? { run: run ?? (await runFor(deps.store, caller, (params as { id: string }).id)) } : {}),
         });

@@ -2,16 +2,16 @@
  * One step with its request and response. A model step stores only its parameters and the digests of
  * the system prompt and tools (the messages are the log itself, so storing them again would make
  * storage quadratic), so its request is rebuilt here: the same replay the worker ran, over the steps
- * before it, gives exactly the messages that were sent.
+ * before it (after the earlier runs of its conversation), gives exactly the messages that were sent.
  */
 import { isToolUse, type Run, type Step } from '../domain.ts';
-import { replay } from '../engine/replay.ts';
+import { replayRun } from '../engine/chain-replay.ts';
 import { NotFoundError } from '../errors.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { timelineItem } from './present.ts';
 import type { ModelRequestJson, StepDetail } from './schemas.ts';
 
-export type StepSource = Pick<RunStore, 'stepsThrough' | 'blob' | 'get'>;
+export type StepSource = Pick<RunStore, 'stepsThrough' | 'blob' | 'get' | 'conversationBefore'>;
 
 export async function stepDetail(store: StepSource, run: Run, seq: number): Promise<StepDetail> {
   const steps = await store.stepsThrough(run.id, seq);
@@ -28,9 +28,10 @@ export async function stepDetail(store: StepSource, run: Run, seq: number): Prom
 async function modelRequest(store: StepSource, run: Run, step: Step, earlier: Step[]): Promise<ModelRequestJson | null> {
   const params = step.request;
   if (!params) return null;
-  const [system, tools] = await Promise.all([
+  const [system, tools, chain] = await Promise.all([
     params.systemDigest ? store.blob(params.systemDigest) : null,
     params.toolsDigest ? store.blob(params.toolsDigest) : null,
+    run.previousRunId || run.forkedFrom ? store.conversationBefore(run.id) : [],
   ]);
   // The shape of a Messages API request; absent parts are left out, as the API wants them.
   return {
@@ -38,7 +39,7 @@ async function modelRequest(store: StepSource, run: Run, step: Step, earlier: St
     max_tokens: params.maxTokens,
     ...(system !== null ? { system } : {}),
     ...(tools !== null ? { tools: JSON.parse(tools) as ModelRequestJson['tools'] } : {}),
-    messages: replay(run.input, earlier).messages,
+    messages: replayRun(run.input, earlier, chain).messages,
   };
 }
 

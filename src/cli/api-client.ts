@@ -14,6 +14,8 @@ export class ApiCallError extends Error {
 
 export interface ApiClient {
   readonly url: string;
+  /** The API key requests carry, for clients of their own (the event stream). */
+  readonly key: string | null;
   get<T>(path: string): Promise<T>;
   post<T>(path: string, body?: unknown): Promise<T>;
   delete(path: string): Promise<void>;
@@ -56,6 +58,7 @@ export function apiClient(config: Readonly<ClientConfig>, fetchFn: typeof fetch 
   }
   return {
     url: config.url,
+    key: config.key ?? null,
     get: async <T>(path: string) => (await call('GET', path)) as T,
     post: async <T>(path: string, body?: unknown) => (await call('POST', path, body)) as T,
     delete: async (path: string) => {

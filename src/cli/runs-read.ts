@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { ago, type Column, cost, count, duration, oneLine, table } from './format.ts';
 import { type RunsContext, type RunsSubcommand, runIdArgument, statusOption } from './runs-context.ts';
 
-/** A listed run; `agent` appears once runs record their agent. */
+/** A listed run; a server of an earlier release lists runs without their `agent`. */
 type ListedRun = RunListItemJson & { agent?: string };
 type RunPage = { runs: ListedRun[]; nextCursor: string | null };
 
@@ -65,6 +65,11 @@ function runDetails(r: RunJson & { agent?: string }, now: Date): string {
     ['deadline', r.deadlineAt],
   ];
   if (r.nextAttemptAt) rows.push(['next attempt', `${r.nextAttemptAt} (${since(r.nextAttemptAt, now)})`]);
+  if (r.waiting) {
+    const w = r.waiting;
+    rows.push(['waiting', `${w.kind} since ${w.since}${w.wakeAt ? `, wakes ${w.wakeAt}` : ''}${w.expiresAt ? `, expires ${w.expiresAt}` : ''}`]);
+    for (const c of w.toolCalls) rows.push(['  tool call', `${c.toolUseId} ${c.toolName} ${oneLine(JSON.stringify(c.input) ?? '', 160)}`]);
+  }
   if (r.lastError) rows.push(['last error', `${oneLine(r.lastError.message, 200)} (attempt ${r.lastError.attempt}, ${since(r.lastError.at, now)})`]);
   const width = Math.max(...rows.map(([k]) => k.length));
   const block = (title: string, text: string | null) => (text === null ? '' : `\n${title}:\n${text.replace(/^/gm, '  ')}\n`);

@@ -10,7 +10,9 @@
 import { type ApiClient, ApiCallError, apiClient } from './api-client.ts';
 import type { OptionSpec, RunsContext, RunsSubcommand } from './runs-context.ts';
 import { forkCommand } from './runs-fork.ts';
+import { approveCommand, denyCommand } from './runs-decide.ts';
 import { purgeCommand } from './runs-purge.ts';
+import { tailCommand } from './runs-tail.ts';
 import { cancelCommand, deleteCommand, listCommand, showCommand, stepsCommand } from './runs-read.ts';
 import { parseOptions, UsageError } from './usage.ts';
 
@@ -22,6 +24,9 @@ export const SUBCOMMANDS: readonly RunsSubcommand[] = [
   deleteCommand,
   purgeCommand,
   forkCommand,
+  tailCommand,
+  approveCommand,
+  denyCommand,
 ];
 
 const COMMON = {

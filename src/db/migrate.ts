@@ -36,6 +36,11 @@ export interface MigrateOptions {
   dirs?: readonly string[];
   /** The schema of the project's tables; `durable_agent` when absent. */
   schema?: string;
+  /**
+   * The agent that served this database before runs recorded their agent (the runtime's first
+   * agent): the runs already there become its runs. `demo` when absent.
+   */
+  legacyAgent?: string;
 }
 
 export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
@@ -78,6 +83,7 @@ export async function migrate(pool: pg.Pool, opts: MigrateOptions = {}): Promise
       await client.query('BEGIN');
       try {
         await client.query(`SET LOCAL search_path TO ${s}`);
+        if (opts.legacyAgent) await client.query(`SELECT set_config('durable_agent_migration.legacy_agent', $1, true)`, [opts.legacyAgent]);
         await client.query(m.sql);
         await client.query(`INSERT INTO ${s}.schema_migration (version, name) VALUES ($1, $2)`, [m.version, m.name]);
         await client.query('COMMIT');

@@ -7,6 +7,8 @@ export const RUN_QUEUED_CHANNEL = 'durable_agent_run_queued';
 export const RUN_FINISHED_CHANNEL = 'durable_agent_run_finished';
 /** A cancel was requested for a RUNNING run; the payload is its id (see migration 0004). */
 export const RUN_CANCEL_CHANNEL = 'durable_agent_run_cancel';
+/** New events of a run were committed; the payload is "<run id> <highest event id>" (see migration 0007). */
+export const RUN_EVENT_CHANNEL = 'durable_agent_run_event';
 /** A shared text of content_blob was deleted; the payload is its digest (see migration 0008). */
 export const BLOB_DELETED_CHANNEL = 'durable_agent_blob_deleted';
 

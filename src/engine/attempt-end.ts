@@ -15,7 +15,7 @@ import type { Logger } from '../observability/logger.ts';
 import { classifyDatabaseError } from '../store/db-errors.ts';
 import type { EngineStore, LeaseOwner, Release, RunEnd } from '../store/ports.ts';
 import { storableText } from '../store/storable.ts';
-import { HandBackSignal, RequeueSignal } from './driver.ts';
+import { HandBackSignal, RequeueSignal, WaitingSignal } from './driver.ts';
 import type { EngineEvents } from './events.ts';
 import { CancelSignal, DeadlineSignal, type HeldRun } from './run-stops.ts';
 
@@ -66,6 +66,8 @@ export class AttemptEnds {
   async settle(h: HeldRun, e: unknown, rethrow: boolean): Promise<TerminalStatus | null> {
     const { run } = h;
     const worker = this.d.owner.worker;
+    // The run waits, holding nothing: the write that made it wait gave the lease up already.
+    if (e instanceof WaitingSignal) return null;
     const reason: unknown = h.signal.aborted ? h.signal.reason : e;
     if (reason instanceof HandBackSignal) return this.handBack(h);
     if (reason instanceof RequeueSignal) {

@@ -24,24 +24,11 @@ export function toolUseUnderOtherStopReason(c: Conversation): boolean {
   return c.turn.length > 0 && c.stopReason !== null && RUNS_TOOLS_ANYWAY.has(c.stopReason);
 }
 
-export function decide(c: Conversation, isIdempotent: (toolName: string) => boolean): NextAction {
+export function decide(c: Conversation): NextAction {
   const next = c.pending.values().next();
-  const runTools = (): NextAction => {
-    if (next.done) return { type: 'model' };
-    const p = next.value;
-    if (p.startedSeq !== null && !isIdempotent(p.use.name)) {
-      return {
-        type: 'finish',
-        end: {
-          status: 'FAILED',
-          error:
-            `tool ${p.use.name} (${p.use.id}, step ${p.startedSeq}) was started but its result was never recorded, ` +
-            'and it is not idempotent: a human must decide whether it ran before this run can go on',
-        },
-      };
-    }
-    return { type: 'tool', pending: p };
-  };
+  // Whether a call may run now (an approval, a call a crash left unfinished, a timer) is the gate's
+  // business (gate.ts): it needs the decisions recorded for the run, which the log does not hold.
+  const runTools = (): NextAction => (next.done ? { type: 'model' } : { type: 'tool', pending: next.value });
   const output = () => textOf(c.lastContent ?? []);
 
   const reused = c.reusedToolUseId;

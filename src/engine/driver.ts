@@ -8,22 +8,26 @@
  * the database will refuse however often it is tried (PermanentDatabaseError) ends the run FAILED with
  * the cause, at once: crashing on it would only repeat it, and repeat the paid model call before it.
  */
-import { budgetTokens, type Run, type RunProgress, type TerminalStatus, type ToolUseBlock, type Usage } from '../domain.ts';
+import { budgetTokens, type DecisionRecord, type Run, type RunProgress, type TerminalStatus, type ToolUseBlock, type Usage } from '../domain.ts';
 import { InconsistentLogError, LlmError, PermanentDatabaseError } from '../errors.ts';
 import type { LlmClient, LlmResponse, ToolDefinition } from '../llm/types.ts';
 import { withContext } from '../observability/context.ts';
-import type { EngineStore, FencedWrite, Lease, RunEnd, ToolStart } from '../store/ports.ts';
+import type { EngineStore, FencedWrite, Lease, RunEnd, ToolStart, WaitStart } from '../store/ports.ts';
 import { retryingWrites } from '../store/retrying-writes.ts';
 import { storableCost, storableUsage } from '../store/storable.ts';
-import type { ToolExecutor } from '../tools/executor.ts';
+import type { ToolExecutor, ToolOutcome } from '../tools/executor.ts';
 import { crashPoint } from './crash-points.ts';
 import { decide, toolUseUnderOtherStopReason } from './decide.ts';
+import { type Gate, gateTool } from './gate.ts';
 import { acceptReply } from './model-reply.ts';
 import type { EngineEvents } from './events.ts';
 import { guard } from './guard.ts';
 import { idempotentBatch, runToolBatch } from './tool-batch.ts';
 import { clampToCost, estimateInputTokens, type KnownInput, ratesOf } from './cost-clamp.ts';
-import { type Conversation, foldStep, type PendingTool, replay } from './replay.ts';
+import { replayRun } from './chain-replay.ts';
+import { describeAttemptError, StepStream } from './step-stream.ts';
+import { type Conversation, foldStep, type PendingTool } from './replay.ts';
+import { agentAsStarted } from './started-with.ts';
 
 /** The agent a worker runs: its prompt and tools, with the digests under which their texts are stored. */
 export interface PreparedAgent {
@@ -63,6 +67,13 @@ export class HandBackSignal extends Error {
   }
 }
 
+/** The run started to wait (for a person or a timer) and holds nothing now: the attempt is over. */
+export class WaitingSignal extends Error {
+  constructor() {
+    super('the run is waiting');
+  }
+}
+
 /** Model calls paid for but recorded in no step: the write that ends or requeues the attempt adds them. */
 export interface Unrecorded {
   usage: Usage;
@@ -80,6 +91,8 @@ export class RequeueSignal extends Error {
     super(message);
   }
 }
+
+const pendingCall = (use: ToolUseBlock) => ({ toolUseId: use.id, toolName: use.name, input: use.input });
 
 function describeLlmFailure(e: unknown): string {
   if (e instanceof LlmError) {
@@ -102,10 +115,44 @@ class RunDriver {
   private costUsd: number;
   /** What the latest model call of this attempt was billed for: the next call's input is estimated from it. */
   private knownInput: KnownInput | null = null;
+  /** Decisions recorded for the run's tool calls, by tool_use id; they cannot change while it is RUNNING. */
+  private readonly approvals = new Map<string, DecisionRecord>();
+  private readonly crashDecisions = new Map<string, DecisionRecord>();
 
-  constructor(private readonly run: Run, private readonly c: Conversation, private readonly d: DriverDeps) {
+  constructor(
+    private readonly run: Run,
+    private readonly c: Conversation,
+    private readonly d: DriverDeps,
+    decisions: readonly DecisionRecord[] = [],
+    /** The highest attempt each model step used before this claim (from the events), so numbering goes on. */
+    private readonly attemptsBefore: ReadonlyMap<number, number> = new Map(),
+  ) {
     this.progress = { tokensUsed: run.tokensUsed, cancelRequested: run.cancelRequested };
     this.costUsd = run.costUsd;
+    for (const r of decisions) (r.kind === 'approval' ? this.approvals : this.crashDecisions).set(r.toolUseId, r);
+  }
+
+  private gate(p: PendingTool): Gate {
+    const { tools } = this.d.agent;
+    return gateTool(p, {
+      idempotent: tools.isIdempotent(p.use.name),
+      timer: tools.timer(p.use),
+      approval: this.approvals.get(p.use.id),
+      crash: this.crashDecisions.get(p.use.id),
+      waiting: this.run.waiting,
+      now: this.d.now(),
+    });
+  }
+
+  /** A call that must not be started ahead of its turn in the loop: it is gated (a decision, a timer). */
+  private gated(use: ToolUseBlock): boolean {
+    return this.approvals.has(use.id) || this.crashDecisions.has(use.id) || this.d.agent.tools.timer(use) !== null;
+  }
+
+  /** The live events of model step `seq`, when the store keeps events. */
+  private stepStream(seq: number): StepStream | null {
+    const append = this.d.store.appendEvents?.bind(this.d.store);
+    return append ? new StepStream(append, this.run.id, this.d.owner, seq, this.attemptsBefore.get(seq) ?? 0) : null;
   }
 
   /** `lastSeq`: of the log; a fork's step cap counts its own steps, not those it continues from. */
@@ -126,19 +173,29 @@ class RunDriver {
       const preStarted = this.preStarted !== null ? c.pending.get(this.preStarted) : undefined;
       this.preStarted = null;
       // Finishing is not a step: a run whose last step answered ends with that answer, whatever it cost.
-      const action = preStarted ? ({ type: 'tool', pending: preStarted } as const) : decide(c, (name) => d.agent.tools.isIdempotent(name));
+      const action = preStarted ? ({ type: 'tool', pending: preStarted } as const) : decide(c);
       if (action.type === 'finish') return this.finish(action.end);
       if (!preStarted) {
         const stop = this.guardAt(this.progress, c.lastSeq);
         if (stop) return this.finish(stop);
       }
-      if (action.type === 'tool' && d.agent.tools.isIdempotent(action.pending.use.name)) {
+      // Ungated idempotent calls run together; a call that waits for a person or a timer never joins them.
+      if (action.type === 'tool' && d.agent.tools.isIdempotent(action.pending.use.name) && !this.gated(action.pending.use)) {
         const ended = await this.toolBatch(preStarted?.use.id ?? null);
         if (ended) return ended;
         continue;
       }
       const seq = action.type === 'tool' ? (action.pending.startedSeq ?? c.lastSeq + 1) : c.lastSeq + 1;
-      const step = action.type === 'model' ? () => this.modelStep(seq) : () => this.toolStep(action.pending, seq, preStarted !== undefined);
+      const gate = action.type === 'tool' && !preStarted ? this.gate(action.pending) : null;
+      const step =
+        action.type === 'model'
+          ? () => this.modelStep(seq)
+          : gate && gate.type !== 'run'
+            ? () => this.gatedStep(action.pending, seq, gate)
+            : async () => {
+                if (gate?.consumeDecision) await this.consumeDecision(action.pending.use.id);
+                return this.toolStep(action.pending, seq, preStarted !== undefined);
+              };
       let outcome: StepOutcome;
       try {
         outcome = await withContext({ run_id: run.id, worker: d.owner.worker, step_seq: seq }, step);
@@ -178,8 +235,8 @@ class RunDriver {
    * runs once on resume) and only when the guard would let it run.
    */
   private nextToStart(use: ToolUseBlock | undefined, progressAfter: RunProgress, stepsAfter: number): ToolStart | undefined {
-    if (!use || !this.d.agent.tools.isIdempotent(use.name) || this.guardAt(progressAfter, stepsAfter)) return undefined;
-    return { seq: stepsAfter + 1, toolUseId: use.id, toolName: use.name };
+    if (!use || !this.d.agent.tools.isIdempotent(use.name) || this.gated(use) || this.guardAt(progressAfter, stepsAfter)) return undefined;
+    return { seq: stepsAfter + 1, toolUseId: use.id, toolName: use.name, input: use.input };
   }
 
   private foldStarted(write: FencedWrite, start: ToolStart | undefined): void {
@@ -200,13 +257,23 @@ class RunDriver {
     if ('stop' in clamp) return { end: { status: 'FAILED', error: clamp.stop, budget: 'cost' }, written: false };
     const { maxTokens } = clamp;
     const started = performance.now();
+    const stream = this.stepStream(seq);
+    stream?.start();
     let reply: LlmResponse;
     try {
       reply = await d.llm.send(
         { model: run.model, maxTokens, system: agent.system, messages: c.messages, tools: agent.toolDefinitions },
-        { signal: d.signal, deadlineAt: run.deadlineAt },
+        {
+          signal: d.signal,
+          deadlineAt: run.deadlineAt,
+          ...(stream && {
+            onText: (text: string, attempt: number) => stream.text(text, attempt),
+            onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)),
+          }),
+        },
       );
     } catch (e) {
+      await stream?.fail(e instanceof LlmError ? describeAttemptError(e) : undefined);
       if (d.signal.aborted) {
         const cutOff = e instanceof LlmError ? this.unrecorded(e.usage) : null;
         if (cutOff) d.onUnrecorded?.(cutOff);
@@ -226,6 +293,8 @@ class RunDriver {
     for (const w of warnings) d.events.stepWarning({ run, seq, ...w });
     const costUsd = storableCost(d.costOf(run.model, response.usage));
     const tokens = budgetTokens(response.usage);
+    // The step's text is all written before its checkpoint, so its deltas come before its step.finished.
+    await stream?.settle();
     // Fold first: what comes next decides what the checkpoint can do in the same statement. If the
     // write fails, this attempt ends and its in-memory state is dropped with it.
     foldStep(c, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
@@ -235,10 +304,11 @@ class RunDriver {
     if (toolUseUnderOtherStopReason(c)) {
       d.events.stepWarning({ run, seq, warning: 'tool-use-under-stop-reason', detail: `the reply asks for tools under stop_reason "${response.stopReason}"; running them` });
     }
-    const next = decide(c, (name) => agent.tools.isIdempotent(name));
+    const next = decide(c);
     const end = next.type === 'finish' ? next.end : undefined;
+    const wait = next.type === 'tool' ? await this.approvalsNeeded() : undefined;
     const startNext =
-      next.type === 'tool' && next.pending.startedSeq === null
+      next.type === 'tool' && !wait && next.pending.startedSeq === null
         ? this.nextToStart(next.pending.use, { tokensUsed: this.progress.tokensUsed + tokens, cancelRequested: false }, seq)
         : undefined;
     const checkpoint = {
@@ -254,7 +324,7 @@ class RunDriver {
     };
     let write: FencedWrite;
     try {
-      write = await d.store.checkpointModel(run.id, d.owner, checkpoint, { startNext, end });
+      write = await d.store.checkpointModel(run.id, d.owner, checkpoint, { startNext, end, wait });
     } catch (e) {
       if (!(e instanceof PermanentDatabaseError)) throw e;
       // The reply is paid for and cannot be recorded: the run ends with the cause, counting what it cost.
@@ -263,6 +333,7 @@ class RunDriver {
     crashPoint('after-checkpoint', run.id);
     this.foldStarted(write, startNext);
     d.events.modelStep({ run, seq, response, latencyMs, costUsd });
+    if (wait) return this.waited(wait, write.waited ?? 'WAITING');
     return end && { end, written: true };
   }
 
@@ -283,7 +354,7 @@ class RunDriver {
    */
   private async toolBatch(preStarted: string | null): Promise<TerminalStatus | undefined> {
     const { run, c, d } = this;
-    const batch = idempotentBatch(c, (name) => d.agent.tools.isIdempotent(name));
+    const batch = idempotentBatch(c, (use) => d.agent.tools.isIdempotent(use.name) && !this.gated(use));
     try {
       await runToolBatch(batch, { run, c, d, preStarted, progress: (p) => (this.progress = { tokensUsed: p.tokensUsed, cancelRequested: p.cancelRequested }) });
     } catch (e) {
@@ -293,13 +364,86 @@ class RunDriver {
     return undefined;
   }
 
+  /**
+   * The calls of the latest turn that need a person's approval, as the wait to record with the model
+   * step that asked for them; undefined when none does. Nothing of the turn runs until all are decided.
+   */
+  private async approvalsNeeded(): Promise<WaitStart | undefined> {
+    const { tools } = this.d.agent;
+    const calls = [...this.c.pending.values()].map((p) => p.use);
+    const needing: ToolUseBlock[] = [];
+    for (const use of calls) if (await tools.needsApproval(use)) needing.push(use);
+    if (needing.length === 0) return undefined;
+    const timeouts = needing.map((u) => tools.approvalTimeoutMs(u.name)).filter((ms): ms is number => ms !== null);
+    const expiresAt = timeouts.length ? new Date(this.d.now().getTime() + Math.min(...timeouts)) : null;
+    return {
+      waiting: { kind: 'approval', toolCalls: needing.map(pendingCall), wakeAt: null, expiresAt },
+      decisions: needing.map((u) => ({ toolUseId: u.id, kind: 'approval', expiresAt })),
+    };
+  }
+
+  /** The run went WAITING (the attempt ends), or CANCELLED when a cancel was pending. */
+  private waited(wait: WaitStart, status: 'WAITING' | 'CANCELLED'): StepOutcome {
+    if (status === 'CANCELLED') return { end: { status: 'CANCELLED', error: 'cancelled on request' }, written: true };
+    this.d.events.runWaiting({ run: this.run, waiting: wait.waiting });
+    throw new WaitingSignal();
+  }
+
+  private async consumeDecision(toolUseId: string): Promise<void> {
+    await this.d.store.consumeDecision(this.run.id, this.d.owner, toolUseId);
+    this.crashDecisions.delete(toolUseId);
+  }
+
+  /** A call the gate holds back: its result recorded without running it, or the run made to wait. */
+  private async gatedStep(p: PendingTool, seq: number, gate: Exclude<Gate, { type: 'run' }>): Promise<StepOutcome> {
+    const { run, c, d } = this;
+    if (gate.type === 'resolve') return this.resolveStep(p, seq, { status: gate.status, result: gate.result });
+    let wait: WaitStart;
+    if (gate.type === 'wait') {
+      // Every call of the turn the same person must decide about is listed, not just the next one.
+      const waitsAlike = (q: PendingTool) => {
+        const g = this.gate(q);
+        return g.type === 'wait' && g.kind === gate.kind;
+      };
+      const calls = [...c.pending.values()].filter((q) => q === p || waitsAlike(q));
+      const expiresAt = gate.kind === 'approval' ? (this.approvals.get(p.use.id)?.expiresAt ?? null) : null;
+      wait = {
+        waiting: { kind: gate.kind, toolCalls: calls.map((q) => pendingCall(q.use)), wakeAt: null, expiresAt },
+        decisions: calls.map((q) => ({ toolUseId: q.use.id, kind: gate.kind, expiresAt })),
+      };
+    } else {
+      const start = gate.type === 'sleep' ? { seq, toolUseId: p.use.id, toolName: p.use.name } : undefined;
+      wait = { waiting: { kind: 'timer', toolCalls: [pendingCall(p.use)], wakeAt: gate.wakeAt, expiresAt: null }, ...(start ? { start } : {}) };
+    }
+    const written = await d.store.wait(run.id, d.owner, wait);
+    this.progress = written;
+    return this.waited(wait, written.status);
+  }
+
+  /** Records a call's result without running it (denied, timed out, completed by a person, a timer that is up). */
+  private async resolveStep(p: PendingTool, seq: number, outcome: ToolOutcome): Promise<StepOutcome> {
+    const { run, c, d } = this;
+    const { id: toolUseId, name: toolName } = p.use;
+    if (p.startedSeq === null) {
+      const started = await d.store.startTool(run.id, d.owner, { seq, toolUseId, toolName });
+      this.progress = started;
+      seq = started.seq;
+      foldStep(c, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
+    }
+    const write = await d.store.finishTool(run.id, d.owner, { toolUseId, status: outcome.status, result: outcome.result, latencyMs: 0 });
+    this.progress = write;
+    foldStep(c, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
+    d.events.toolStep({ run, seq, toolName, toolUseId, status: outcome.status, latencyMs: 0 });
+    return undefined;
+  }
+
   private async toolStep(p: PendingTool, seq: number, startedHere: boolean): Promise<StepOutcome> {
     const { run, c, d } = this;
     const { id: toolUseId, name: toolName } = p.use;
     const resumed = p.startedSeq !== null && !startedHere;
     crashPoint('before-tool-start', run.id);
     if (p.startedSeq === null) {
-      const started = await d.store.startTool(run.id, d.owner, { seq, toolUseId, toolName });
+      const started = await d.store.startTool(run.id, d.owner, { seq, toolUseId, toolName, input: p.use.input });
       this.progress = started;
       seq = started.seq;
       foldStep(c, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
@@ -312,7 +456,7 @@ class RunDriver {
     const following = [...c.pending.values()].find((q) => q.use.id !== toolUseId);
     const start = following?.startedSeq === null ? this.nextToStart(following.use, this.progress, c.lastSeq) : undefined;
     crashPoint('before-tool-finish', run.id);
-    const write = await d.store.finishTool(run.id, d.owner, { toolUseId, status: outcome.status, result: outcome.result, latencyMs }, start);
+    const write = await d.store.finishTool(run.id, d.owner, { toolUseId, seq, status: outcome.status, result: outcome.result, latencyMs }, start);
     foldStep(c, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
     this.foldStarted(write, start);
     d.events.toolStep({ run, seq, toolName, toolUseId, status: outcome.status, latencyMs });
@@ -321,16 +465,24 @@ class RunDriver {
 }
 
 /**
- * Drives a claimed run until it ends or the attempt is given up. Reads the log once, then folds each
- * new step onto the state it holds while it holds the lease.
+ * Drives a claimed run until it ends or the attempt is given up. Reads the log once (and the earlier
+ * runs of its conversation, if it continues one), then folds each new step onto the state it holds
+ * while it holds the lease. A resumed run talks to the model with the prompt and tool definitions it
+ * started with (started-with.ts), whatever the code that resumes it defines now.
  */
 export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps): Promise<TerminalStatus> {
   const d: DriverDeps = { ...deps, store: retryingWrites(deps.store, deps.signal) };
   return withContext({ run_id: run.id, worker: d.owner.worker }, async () => {
     let conversation;
     try {
-      // A fork with no steps of its own still has its source's: its log is read like any other.
-      conversation = replay(run.input, run.hasSteps === false && !run.forkedFrom ? [] : await d.store.steps(run.id));
+      // A fork with no steps of its own still has its source's: its log is read like any other. A run that
+      // continues others (previousRunId, its own or its fork source's) replays their conversations first.
+      const [steps, earlier] = await Promise.all([
+        run.hasSteps === false && !run.forkedFrom ? [] : d.store.steps(run.id),
+        run.previousRunId || run.forkedFrom ? d.store.conversationBefore(run.id) : [],
+      ]);
+      d.agent = await agentAsStarted(d.agent, steps, (digest) => d.store.blob(digest));
+      conversation = replayRun(run.input, steps, earlier);
     } catch (e) {
       // No attempt can do better with the same log: end the run now rather than crash on it again and again.
       if (!(e instanceof InconsistentLogError)) throw e;
@@ -338,7 +490,11 @@ export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps)
       d.events.runFinished({ run, status: 'FAILED', error: e.message, tokensUsed: run.tokensUsed });
       return 'FAILED';
     }
+    // Decisions exist only for a run that has waited for one (or waits now).
+    const decisions = run.waiting ? await d.store.decisions(run.id) : [];
+    // run.started, and the text a previous owner left streaming marked abandoned, before anything else.
+    const attemptsBefore = await d.store.eventsClaimed?.(run.id, d.owner, run.attempts);
     d.events.runClaimed({ run, worker: d.owner.worker, resumedAtSeq: conversation.lastSeq });
-    return new RunDriver(run, conversation, d).loop();
+    return new RunDriver(run, conversation, d, decisions, attemptsBefore).loop();
   });
 }

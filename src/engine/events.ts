@@ -3,7 +3,7 @@
  * being called from inside the loop. Listeners run synchronously inside the run's context, must be
  * cheap, and must not throw (a throwing listener is ignored).
  */
-import type { BudgetKind, Run, RunId, StepStatus, TerminalStatus } from '../domain.ts';
+import type { BudgetKind, Run, RunId, StepStatus, TerminalStatus, Waiting } from '../domain.ts';
 import type { LlmResponse } from '../llm/types.ts';
 
 /**
@@ -26,6 +26,8 @@ export interface EngineEvents {
   toolStep?(e: { run: Run; seq: number; toolName: string; toolUseId: string; status: StepStatus; latencyMs: number }): void;
   /** `budget`: the kind of limit that stopped the run, when one did. */
   runFinished?(e: { run: Run; status: TerminalStatus; error: string | null; tokensUsed: number; budget?: BudgetKind }): void;
+  /** The run went WAITING (for approvals, a decision or a timer) and this attempt is over; `since` is the database's. */
+  runWaiting?(e: { run: Run; waiting: Omit<Waiting, 'since'> }): void;
   leaseLost?(e: { runId: RunId; worker: string }): void;
   /** The attempt ended without finishing the run: a crash, a database failure, a hand-back, a requeue. */
   attemptEnded?(e: { runId: RunId; worker: string; reason: 'crash' | 'handed-back' | 'requeued' | 'database'; error?: unknown }): void;
@@ -54,6 +56,7 @@ export function combineEvents(...listeners: EngineEvents[]): Required<EngineEven
     toolStarted: forward('toolStarted'),
     toolStep: forward('toolStep'),
     runFinished: forward('runFinished'),
+    runWaiting: forward('runWaiting'),
     leaseLost: forward('leaseLost'),
     attemptEnded: forward('attemptEnded'),
   };

@@ -61,9 +61,13 @@ export type FoldableStep = Pick<Step, 'seq' | 'kind' | 'status' | 'toolUseId' | 
   status: StepStatus;
 };
 
-export function emptyConversation(input: string): Conversation {
+/**
+ * A conversation before its first step: `history` (the messages of the runs it continues, see
+ * chain-replay.ts), then `input` as the next user turn.
+ */
+export function emptyConversation(input: string, history: readonly Message[] = []): Conversation {
   return {
-    messages: [{ role: 'user', content: input }],
+    messages: withUserInput(history, input),
     pending: new Map(),
     results: new Map(),
     turn: [],
@@ -132,6 +136,17 @@ export function foldStep(c: Conversation, step: FoldableStep): Conversation {
   return c;
 }
 
-export function replay(input: string, steps: readonly FoldableStep[]): Conversation {
-  return steps.reduce(foldStep, emptyConversation(input));
+export function replay(input: string, steps: readonly FoldableStep[], history: readonly Message[] = []): Conversation {
+  return steps.reduce(foldStep, emptyConversation(input, history));
+}
+
+/**
+ * `history` followed by the user's `input`. A history that ends on a user turn (tool results the
+ * model never answered) takes the input into that turn: the Messages API wants the roles to alternate.
+ */
+export function withUserInput(history: readonly Message[], input: string): Message[] {
+  const last = history.at(-1);
+  if (last?.role !== 'user') return [...history, { role: 'user', content: input }];
+  const blocks: ContentBlock[] = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content;
+  return [...history.slice(0, -1), { role: 'user', content: [...blocks, { type: 'text', text: input }] }];
 }

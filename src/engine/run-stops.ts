@@ -88,11 +88,11 @@ export class HeldRun {
  * Follows the steps of held runs from the engine's events: the tool in flight (shutdown waits for a
  * non-idempotent one; a blocked event loop is blamed on one) and the tokens used so far.
  */
-export function followSteps(held: ReadonlyMap<RunId, HeldRun>, isIdempotent: (tool: string) => boolean): EngineEvents {
+export function followSteps(held: ReadonlyMap<RunId, HeldRun>, isIdempotent: (tool: string, agent: string) => boolean): EngineEvents {
   return {
     toolStarted: ({ run, seq, toolName }) => {
       const h = held.get(run.id);
-      if (h) h.tool = { seq, tool: toolName, idempotent: isIdempotent(toolName), startedAt: performance.now() };
+      if (h) h.tool = { seq, tool: toolName, idempotent: isIdempotent(toolName, run.agent), startedAt: performance.now() };
     },
     toolStep: ({ run }) => {
       const h = held.get(run.id);

@@ -9,20 +9,27 @@
  *
  * At most `ToolExecutor.concurrency` calls of the batch run at once (TOOL_CONCURRENCY), and a tool
  * with a `concurrency` of its own is held to it across every run of the process. Non-idempotent calls
- * never join a batch: they run one at a time, in turn order, by the driver's single-call path.
+ * never join a batch, nor do gated ones (an approval, a crash decision, a timer): they run one at a
+ * time, in turn order, by the driver's single-call path, which gates them.
+ *
+ * Each call's STARTED write carries its step.started/tool.started events, and its result write its
+ * tool.finished/step.finished events, inside the same statement (run-store.ts), as on the single path.
  */
-import type { Run, RunProgress } from '../domain.ts';
+import type { Run, RunProgress, ToolUseBlock } from '../domain.ts';
 import { withContext } from '../observability/context.ts';
 import { Semaphore } from '../tools/semaphore.ts';
 import { crashPoint } from './crash-points.ts';
 import type { DriverDeps } from './driver.ts';
 import { type Conversation, foldStep, type PendingTool } from './replay.ts';
 
-/** The pending calls from `first` on, in turn order, up to the first that is not idempotent. */
-export function idempotentBatch(c: Conversation, isIdempotent: (toolName: string) => boolean): PendingTool[] {
+/**
+ * The pending calls at the head of the turn, in turn order, up to the first that may not join a batch:
+ * `joins` is the driver's "idempotent and ungated" (no approval, no crash decision, no timer).
+ */
+export function idempotentBatch(c: Conversation, joins: (use: ToolUseBlock) => boolean): PendingTool[] {
   const batch: PendingTool[] = [];
   for (const p of c.pending.values()) {
-    if (!isIdempotent(p.use.name)) break;
+    if (!joins(p.use)) break;
     batch.push(p);
   }
   return batch;
@@ -74,7 +81,7 @@ async function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Pro
   crashPoint('before-tool-start', run.id);
   let seq = p.startedSeq;
   if (seq === null) {
-    const started = await d.store.startTool(run.id, d.owner, { seq: nextSeq(), toolUseId, toolName });
+    const started = await d.store.startTool(run.id, d.owner, { seq: nextSeq(), toolUseId, toolName, input: p.use.input });
     s.progress(started);
     seq = started.seq;
     foldStep(c, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
@@ -87,7 +94,7 @@ async function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Pro
     crashPoint('after-tool-effect', run.id);
     const latencyMs = performance.now() - t0;
     crashPoint('before-tool-finish', run.id);
-    const write = await d.store.finishTool(run.id, d.owner, { toolUseId, status: outcome.status, result: outcome.result, latencyMs });
+    const write = await d.store.finishTool(run.id, d.owner, { toolUseId, seq: at, status: outcome.status, result: outcome.result, latencyMs });
     foldStep(c, { seq: at, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
     s.progress(write);
     d.events.toolStep({ run, seq: at, toolName, toolUseId, status: outcome.status, latencyMs });

@@ -6,7 +6,7 @@
  * steps finish for a grace period, hands every run back, and stops waiting for steps that ignore
  * their signal at a force limit.
  */
-import type { RunId, TerminalStatus, Usage } from '../domain.ts';
+import { DEMO_AGENT, type RunId, type TerminalStatus, type Usage } from '../domain.ts';
 import { LeaseLostError } from '../errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -40,9 +40,13 @@ export interface WorkerOptions {
 }
 
 export interface AgentDefinition {
+  /** The name its runs carry; the demo agent's ("demo") when absent. */
+  name?: string;
   system: string | null;
   tools: ToolExecutor;
   maxTokens: number;
+  /** The model client its runs call; the worker's `llm` when absent. */
+  llm?: LlmClient;
 }
 
 /** What the database announces to a worker. */
@@ -60,8 +64,12 @@ export interface WorkerNotifications {
 
 export interface WorkerDeps {
   store: EngineStore;
+  /** The model client of agents that have none of their own. */
   llm: LlmClient;
-  agent: AgentDefinition;
+  /** The agents this worker serves (distinct names): it claims their runs only, and drives each with its own. */
+  agents?: readonly AgentDefinition[];
+  /** One agent: the same as `agents: [agent]`. */
+  agent?: AgentDefinition;
   costOf: (model: string, usage: Usage) => number;
   logger: Logger;
   events?: EngineEvents[];
@@ -78,7 +86,8 @@ export class Worker {
   private readonly held = new Map<RunId, HeldRun>();
   private readonly now: () => Date;
   private readonly ends: AttemptEnds;
-  private agent: PreparedAgent | null = null;
+  private readonly definitions: ReadonlyMap<string, AgentDefinition>;
+  private prepared: Map<string, PreparedAgent> | null = null;
   private keeper: LeaseKeeper | null = null;
   private stopping = false;
   private loopDone: Promise<void> | null = null;
@@ -91,7 +100,13 @@ export class Worker {
   constructor(private readonly deps: WorkerDeps, private readonly opts: WorkerOptions) {
     this.owner = { worker: opts.name, leaseMs: opts.leaseMs };
     this.now = deps.now ?? (() => new Date());
-    this.events = combineEvents(...(deps.events ?? []), followSteps(this.held, (name) => deps.agent.tools.isIdempotent(name)));
+    const definitions = deps.agents ?? (deps.agent ? [deps.agent] : []);
+    this.definitions = new Map(definitions.map((a) => [a.name ?? DEMO_AGENT, a]));
+    if (this.definitions.size === 0 || this.definitions.size !== definitions.length) throw new Error('a worker needs agents with distinct names');
+    this.events = combineEvents(
+      ...(deps.events ?? []),
+      followSteps(this.held, (name, agent) => this.definitions.get(agent)?.tools.isIdempotent(name) ?? true),
+    );
     this.loopWatch = new EventLoopWatch(deps.logger, () => this.held.values(), { thresholdMs: opts.blockedLoopWarnMs ?? 1000 });
     this.ends = new AttemptEnds({
       store: deps.store,
@@ -112,33 +127,36 @@ export class Worker {
     return this.held.size;
   }
 
-  /** Stores the prompt and tool texts once under their digests; steps then refer to them by digest. */
-  private async prepare(): Promise<PreparedAgent> {
-    if (this.agent) return this.agent;
-    const { store, agent } = this.deps;
-    const toolDefinitions = agent.tools.definitions();
-    this.agent = {
-      system: agent.system,
-      systemDigest: agent.system ? await store.putBlob(agent.system) : null,
-      tools: this.loopWatch.timeTools(agent.tools),
-      toolDefinitions,
-      toolsDigest: toolDefinitions.length ? await store.putBlob(JSON.stringify(toolDefinitions)) : null,
-      maxTokens: agent.maxTokens,
-    };
-    return this.agent;
+  /** Stores each agent's prompt and tool texts once under their digests; steps then refer to them by digest. */
+  private async prepare(): Promise<Map<string, PreparedAgent>> {
+    if (this.prepared) return this.prepared;
+    const { store } = this.deps;
+    const prepared = new Map<string, PreparedAgent>();
+    for (const [name, agent] of this.definitions) {
+      const toolDefinitions = agent.tools.definitions();
+      prepared.set(name, {
+        system: agent.system,
+        systemDigest: agent.system ? await store.putBlob(agent.system) : null,
+        tools: this.loopWatch.timeTools(agent.tools),
+        toolDefinitions,
+        toolsDigest: toolDefinitions.length ? await store.putBlob(JSON.stringify(toolDefinitions)) : null,
+        maxTokens: agent.maxTokens,
+      });
+    }
+    return (this.prepared = prepared);
   }
 
-  /** Stores this worker's prompt and tool texts again if `digest` is one of theirs (null: both). */
+  /** Stores this worker's prompt and tool texts again if `digest` is one of theirs (null: all). */
   private restoreTexts(digest: string | null): void {
-    const a = this.agent;
-    if (!a) return;
-    const texts: [string | null, string | null][] = [
-      [a.systemDigest, a.system],
-      [a.toolsDigest, a.toolDefinitions.length ? JSON.stringify(a.toolDefinitions) : null],
-    ];
-    for (const [d, text] of texts) {
-      if (d === null || text === null || (digest !== null && digest !== d)) continue;
-      this.deps.store.putBlob(text).catch((e: Error) => this.deps.logger.warn({ err_message: e.message }, 'could not store the agent texts again'));
+    for (const a of this.prepared?.values() ?? []) {
+      const texts: [string | null, string | null][] = [
+        [a.systemDigest, a.system],
+        [a.toolsDigest, a.toolDefinitions.length ? JSON.stringify(a.toolDefinitions) : null],
+      ];
+      for (const [d, text] of texts) {
+        if (d === null || text === null || (digest !== null && digest !== d)) continue;
+        this.deps.store.putBlob(text).catch((e: Error) => this.deps.logger.warn({ err_message: e.message }, 'could not store the agent texts again'));
+      }
     }
   }
 
@@ -179,7 +197,7 @@ export class Worker {
   /** Claims one run and drives it to the end of this attempt, rethrowing what ended it (for tests and tools). */
   async runOnce(): Promise<{ runId: RunId; status: TerminalStatus | null } | null> {
     await this.prepare();
-    const [run] = await this.deps.store.claim(this.owner, 1, [...this.held.keys()]);
+    const [run] = await this.deps.store.claim(this.owner, 1, [...this.held.keys()], [...this.definitions.keys()]);
     if (!run) return null;
     const h = this.track(run);
     const attempt = this.attempt(h, true);
@@ -199,7 +217,7 @@ export class Worker {
       let claimed = 0;
       if (free > 0) {
         try {
-          const runs = await this.deps.store.claim(this.owner, free, [...this.held.keys()]);
+          const runs = await this.deps.store.claim(this.owner, free, [...this.held.keys()], [...this.definitions.keys()]);
           claimed = runs.length;
           for (const run of runs) {
             const h = this.track(run);
@@ -213,14 +231,32 @@ export class Worker {
         }
       }
       if ((claimed > 0 && claimed === free) || this.woken) continue; // there may be more waiting
+      const waitMs = await this.untilNextDue(free > claimed);
+      if (this.woken) continue;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.opts.pollIntervalMs);
+        const timer = setTimeout(resolve, waitMs);
         this.wakeUp = () => {
           clearTimeout(timer);
           resolve();
         };
       });
       this.wakeUp = null;
+    }
+  }
+
+  /**
+   * How long to sleep before claiming again: the poll interval, or less when a run becomes due sooner
+   * (a timer, a delayed start). One timer per worker, not one per run; every NOTIFY of a new timer or
+   * queued run wakes the loop, which asks again.
+   */
+  private async untilNextDue(hasRoom: boolean): Promise<number> {
+    if (!hasRoom || !this.deps.store.nextDueInMs) return this.opts.pollIntervalMs;
+    try {
+      const due = await this.deps.store.nextDueInMs();
+      return due === null ? this.opts.pollIntervalMs : Math.min(this.opts.pollIntervalMs, Math.ceil(due));
+    } catch (e) {
+      this.deps.logger.warn({ err_message: (e as Error).message }, 'could not read the next due time; polling');
+      return this.opts.pollIntervalMs;
     }
   }
 
@@ -261,10 +297,13 @@ export class Worker {
     const { run } = h;
     try {
       if (run.attempts > this.opts.maxRunAttempts) return await this.ends.abandon(h);
+      // The claim took only runs of this worker's agents.
+      const agent = (await this.prepare()).get(run.agent);
+      if (!agent) throw new Error(`run ${run.id} is a run of agent "${run.agent}", which this worker does not serve`);
       return await drive(run, {
         store: this.deps.store,
-        llm: this.deps.llm,
-        agent: await this.prepare(),
+        llm: this.definitions.get(run.agent)!.llm ?? this.deps.llm,
+        agent,
         owner: run.lease,
         events: this.events,
         costOf: this.deps.costOf,

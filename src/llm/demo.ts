@@ -17,6 +17,8 @@ export interface DemoLlmClientOptions {
  * An offline, deterministic stand-in for a model, so the quickstart works without an API key. It
  * does one thing a real agent does: when the user's words match an available tool it calls it, and
  * once the results are back it answers from them. The same conversation always gets the same answer.
+ * It follows its system prompt as far as a keyword matcher can: a tool the prompt forbids ("never
+ * use X") is not used, and an answer it cannot give says what its instructions are.
  */
 export class DemoLlmClient implements LlmClient {
   readonly provider = 'demo';
@@ -88,12 +90,57 @@ export function demoReply(request: LlmRequest, toolUseId: string): ContentBlock[
   if (results.length > 0) return [text(results.map(describeResult).join('\n'))];
 
   const said = last?.role === 'user' ? plainText(last) : '';
-  const tool = pickTool(said, request.tools);
+  const allowed = allowedTools(request.system, request.tools);
+  const asked = askedFor(said, allowed);
+  if (asked) return [{ type: 'tool_use', id: toolUseId, name: asked.name, input: asked.input }];
+  const tool = pickTool(said, allowed);
   if (tool) return [{ type: 'tool_use', id: toolUseId, name: tool.name, input: toolInput(said, tool) }];
-  const available = request.tools.length > 0 ? ` I know the tools ${request.tools.map((t) => t.name).join(', ')}, but none fits.` : '';
+  const available = allowed.length > 0 ? ` I know the tools ${allowed.map((t) => t.name).join(', ')}, but none fits.` : '';
+  const role = request.system ? ` My instructions: "${clip(firstSentence(request.system), 160)}"` : '';
   return [
-    text(`I am the offline demo model (set ANTHROPIC_API_KEY to use Claude), so I cannot really answer "${clip(said, 120)}".${available}`),
+    text(`I am the offline demo model (set ANTHROPIC_API_KEY to use Claude), so I cannot really answer "${clip(said, 120)}".${available}${role}`),
   ];
+}
+
+/**
+ * The tools the system prompt lets it use: a prompt that says "never use X", "do not call X" or
+ * "don't use X" (X a tool's name) takes X away, as a real model would follow that instruction.
+ */
+export function allowedTools(system: string | null, tools: readonly ToolDefinition[]): readonly ToolDefinition[] {
+  if (!system) return tools;
+  const forbidden = new Set(
+    [...system.matchAll(/\b(?:never|do not|don't|must not)\s+(?:use|call)\s+[`"']?([A-Za-z0-9_-]+)/gi)].map((m) => m[1]!.toLowerCase()),
+  );
+  return forbidden.size === 0 ? tools : tools.filter((t) => !forbidden.has(t.name.toLowerCase()));
+}
+
+function firstSentence(text: string): string {
+  return text.trim().match(/^[^.!?\n]*[.!?]?/)?.[0] ?? text;
+}
+
+const WAIT_WORDS = /\b(wait|sleep|pause|check back|later)\b/i;
+const DURATION = /\b(\d{1,7})\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|h)\b/i;
+
+/**
+ * The two requests the demo model answers with a fixed tool rather than by keyword overlap: closing a
+ * ticket (close_ticket, which a person must approve) and waiting or checking back later (sleep, 5
+ * seconds unless the text names a duration).
+ */
+export function askedFor(input: string, tools: readonly ToolDefinition[]): { name: string; input: Record<string, unknown> } | null {
+  const has = (name: string) => tools.some((t) => t.name === name);
+  const id = input.match(ID_PATTERN)?.[0];
+  if (has('close_ticket') && id && /\bclose\b/i.test(input)) {
+    const because = input.match(/\b(?:as|because|since|with resolution|resolution:?)\s+(.+)$/i)?.[1]?.trim();
+    return { name: 'close_ticket', input: { ticketId: id.toUpperCase(), resolution: because || 'Closed at the request of the user.' } };
+  }
+  if (has('sleep') && WAIT_WORDS.test(input)) {
+    const d = input.match(DURATION);
+    const n = d ? Number(d[1]) : 5;
+    const unit = d?.[2]?.toLowerCase() ?? 's';
+    const seconds = unit.startsWith('h') ? n * 3600 : unit.startsWith('m') ? n * 60 : n;
+    return { name: 'sleep', input: { seconds: Math.min(Math.max(seconds, 1), 2_592_000) } };
+  }
+  return null;
 }
 
 const STOP_WORDS = new Set(['the', 'and', 'for', 'are', 'which', 'what', 'with', 'that', 'this', 'from', 'one', 'all', 'any', 'our', 'my', 'me']);
@@ -110,8 +157,8 @@ function properties(tool: ToolDefinition): Record<string, { type?: unknown }> {
 }
 
 /**
- * Which tool the words call for, by keyword overlap (ties go to the tool listed first; null when no
- * tool scores at least 2, i.e. at least one word of a tool's name must appear):
+ * Which tool the words call for, by keyword overlap (ties go to the tool whose name the words name
+ * more, then to the tool listed first; null when no tool scores at least 2):
  * - 2 points per word of the tool's name in the text ("list_tickets" ← "tickets"),
  * - 1 point per longer word of its description in the text,
  * - 1 point per input property named in the text ("overdue"),
@@ -122,17 +169,20 @@ export function pickTool(input: string, tools: readonly ToolDefinition[]): ToolD
   const hasId = ID_PATTERN.test(input);
   let best: ToolDefinition | null = null;
   let bestScore = 1;
+  let bestNameHits = 0;
   for (const tool of tools) {
     const overlap = (ws: string[]) => new Set(ws.filter((w) => said.has(w))).size;
     const nameWords = words(tool.name.replace(/[_-]/g, ' '));
     const descriptionWords = words(tool.description).filter((w) => w.length > 3 && !STOP_WORDS.has(w) && !nameWords.includes(w));
     const propNames = Object.keys(properties(tool));
-    const propWords = propNames.flatMap((p) => words(p.replace(/_/g, ' '))).filter((w) => !nameWords.includes(w));
-    let score = 2 * overlap(nameWords) + overlap(descriptionWords) + overlap(propWords);
-    if (hasId && propNames.some((p) => /(^|_)id$/i.test(p))) score += 2;
-    if (score > bestScore) {
+    const propWords = propNames.flatMap((p) => words(splitName(p))).filter((w) => !nameWords.includes(w));
+    const nameHits = overlap(nameWords);
+    let score = 2 * nameHits + overlap(descriptionWords) + overlap(propWords);
+    if (hasId && propNames.some(isIdProperty)) score += 2;
+    if (score > bestScore || (score === bestScore && best !== null && nameHits > bestNameHits)) {
       best = tool;
       bestScore = score;
+      bestNameHits = nameHits;
     }
   }
   return best;
@@ -149,9 +199,12 @@ export function toolInput(input: string, tool: ToolDefinition): Record<string, u
   const result: Record<string, unknown> = {};
   let qualifierUsed = false;
   for (const [name, schema] of Object.entries(properties(tool))) {
-    if (/(^|_)id$/i.test(name)) {
+    if (isIdProperty(name)) {
       const id = input.match(ID_PATTERN)?.[0];
       if (id) result[name] = id;
+    } else if (schema.type === 'string' && TEXT_PROPERTY.test(name)) {
+      const message = quotedText(input);
+      if (message) result[name] = message;
     } else if (schema.type === 'boolean') {
       if (words(name.replace(/_/g, ' ')).every((w) => said.includes(w))) result[name] = true;
     } else if (schema.type === 'string' && !qualifierUsed) {
@@ -164,6 +217,31 @@ export function toolInput(input: string, tool: ToolDefinition): Record<string, u
     }
   }
   return result;
+}
+
+/** `ticket_id`, `ticketId`, `id`: a property that takes an id. */
+function isIdProperty(name: string): boolean {
+  return /(^|_)id$/i.test(name) || /[a-z]Id$/.test(name);
+}
+
+/** snake_case and camelCase names as words: "ticketId" → "ticket Id". */
+function splitName(name: string): string {
+  return name.replace(/_/g, ' ').replace(/([a-z])([A-Z])/g, '$1 $2');
+}
+
+/** A property that takes free text (a comment's body, a message), filled from what the user quoted. */
+const TEXT_PROPERTY = /^(body|text|comment|message|content|note)$/i;
+
+/**
+ * The text the user wants written: in quotes ("…" or '…'), else what follows "saying", "that says"
+ * or a colon. Null when the user gave none: nothing is invented.
+ */
+export function quotedText(input: string): string | null {
+  const quoted = input.match(/"([^"]+)"|“([^”]+)”|'([^']{2,})'/);
+  if (quoted) return (quoted[1] ?? quoted[2] ?? quoted[3])!.trim();
+  const after = input.match(/\b(?:saying|that says|which says)\b\s*(.+)$|:\s*(.+)$/is);
+  const text = (after?.[1] ?? after?.[2])?.trim().replace(/[.!]+$/, '');
+  return text ? text : null;
 }
 
 function isToolResult(block: ContentBlock): block is ToolResultBlock {

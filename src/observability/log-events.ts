@@ -103,6 +103,16 @@ export function logEvents(logger: Logger): EngineEvents {
       );
     },
 
+    runWaiting({ run, waiting }) {
+      logger.info(
+        {
+          event: 'run_waiting', run_id: run.id, kind: waiting.kind,
+          tool_calls: waiting.toolCalls.map((c) => `${c.toolName}:${c.toolUseId}`), wake_at: waiting.wakeAt?.toISOString(),
+        },
+        `run waiting (${waiting.kind}); it holds no lease until it is woken`,
+      );
+    },
+
     leaseLost({ runId, worker }) {
       logger.warn(
         { event: 'lease_lost', run_id: runId, worker },

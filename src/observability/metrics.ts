@@ -6,7 +6,7 @@
  * time: every process reports the same truth, however many workers share the database.
  *
  * Labels are bounded on purpose: model (the known models, else "other"), direction, kind, outcome,
- * status, reason. Run ids belong in logs and traces, never in labels, where each one would be a new
+ * status, reason, agent (names of agents in code, which runs can only name when a runtime knows them). Run ids belong in logs and traces, never in labels, where each one would be a new
  * time series.
  */
 import client from 'prom-client';
@@ -16,8 +16,8 @@ import type { EngineEvents } from '../engine/events.ts';
 export interface MetricsSources {
   /** Runs per status, from the database. */
   countRunsByStatus: () => Promise<Record<string, number>>;
-  /** Runs a worker could claim right now, from the database. */
-  queueDepth: () => Promise<number>;
+  /** Runs a worker could claim right now, per agent, from the database. */
+  queueDepth: () => Promise<Record<string, number>>;
   /**
    * @unit milliseconds — how long a scrape waits for one database read before it keeps the last
    * values; a scrape must not hang on a slow database. Default 2000.
@@ -31,6 +31,8 @@ export interface MetricLabels {
    * may name any model, and each name would be a new time series; every other name counts as "other".
    */
   models: Iterable<string>;
+  /** The agents this process serves: their queue depth is reported, 0 when none wait. */
+  agents?: Iterable<string>;
 }
 
 export interface Metrics {
@@ -57,6 +59,7 @@ export function createMetrics(sources: MetricsSources, labels: MetricLabels): Me
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const readTimeoutMs = sources.readTimeoutMs ?? 2000;
+  const servedAgents = [...(labels.agents ?? [])];
   const registers = [registry];
 
   const tokens = new client.Counter({
@@ -119,7 +122,8 @@ export function createMetrics(sources: MetricsSources, labels: MetricLabels): Me
   });
   const depth = new client.Gauge({
     name: 'agent_queue_depth',
-    help: 'Runs claimable now: QUEUED and due, or RUNNING with a lapsed lease; read from the database',
+    help: 'Runs claimable now, by agent: QUEUED and due, or RUNNING with a lapsed lease; read from the database',
+    labelNames: ['agent'] as const,
     registers,
     collect: () => refresh(),
   });
@@ -143,7 +147,12 @@ export function createMetrics(sources: MetricsSources, labels: MetricLabels): Me
         for (const [status, n] of Object.entries(counts)) runs.set({ status }, n);
       }, () => readFailures.inc({ gauge: 'agent_runs' })),
       readWithin(sources.queueDepth, readTimeoutMs).then(
-        (n) => depth.set(n),
+        (byAgent) => {
+          // An agent's runs leave the queue, so its series drops to 0 rather than keeping its last value.
+          depth.reset();
+          for (const agent of servedAgents) depth.set({ agent }, 0);
+          for (const [agent, n] of Object.entries(byAgent)) depth.set({ agent }, n);
+        },
         () => readFailures.inc({ gauge: 'agent_queue_depth' }),
       ),
     ]).then(() => {

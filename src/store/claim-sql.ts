@@ -1,30 +1,44 @@
 /**
  * Which runs a worker may claim, defined once: the claim statement and the queue-depth gauge both use
  * it, so "depth > 0 and no worker claims" means workers are missing. The `status IN (…)` term lets
- * PostgreSQL use the partial index run_claim_idx, which holds only live runs.
+ * PostgreSQL use the partial index run_claim_idx, which holds only live runs. A run waiting for a
+ * person has run_at 'infinity' (or its approval timeout), so the range scan never reaches it.
  */
 
-/** QUEUED and due, or RUNNING with a lapsed lease (its worker died or stalled). */
-export const CLAIMABLE = `status IN ('QUEUED', 'RUNNING') AND run_at <= now()
-  AND (status = 'QUEUED' OR locked_until < now())`;
+/** QUEUED and due, WAITING and due (a timer, an approval timeout), or RUNNING with a lapsed lease. */
+export const CLAIMABLE = `status IN ('QUEUED', 'RUNNING', 'WAITING') AND run_at <= now()
+  AND (status <> 'RUNNING' OR locked_until < now())`;
 
 /**
- * Takes up to $3 claimable runs for worker $1 with a lease of $2 ms, skipping the runs in $4 (those
- * the worker drives already) and rows another claim has locked; one statement, one commit.
+ * Takes up to $3 claimable runs of the agents in $5 for worker $1 with a lease of $2 ms, skipping the
+ * runs in $4 (those the worker drives already) and rows another claim has locked; one statement, one
+ * commit. A run of an agent the worker does not serve is never taken: its prompt and tools are not
+ * this worker's. Each agent's due runs are one range of run_agent_claim_idx (agent, run_at), read in
+ * order and cut at $3, so runs of other agents waiting in the queue are not even read; the oldest $3
+ * of those few win. (`agent = ANY ($5)` in one scan could not use the index's order.)
  */
 export const CLAIM_SQL = `WITH next AS (
-    SELECT id FROM durable_agent.run
-    WHERE ${CLAIMABLE}
-      AND id <> ALL ($4::uuid[])
-    ORDER BY run_at
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED)
+    SELECT due.id FROM unnest($5::text[]) AS served (agent)
+    CROSS JOIN LATERAL (
+      SELECT id, run_at FROM durable_agent.run
+      WHERE agent = served.agent AND ${CLAIMABLE}
+        AND id <> ALL ($4::uuid[])
+      ORDER BY run_at
+      LIMIT $3
+      FOR UPDATE SKIP LOCKED) AS due
+    ORDER BY due.run_at
+    LIMIT $3)
   UPDATE durable_agent.run r SET status = 'RUNNING', locked_by = $1, lease_token = gen_random_uuid(),
          locked_until = now() + $2 * interval '1 millisecond',
          attempts = r.attempts + 1, updated_at = now(),
+         -- Waiting is not active time: the deadline moves on by the time the run waited.
+         deadline_at = CASE WHEN r.status = 'WAITING'
+                            THEN r.deadline_at + greatest(now() - (r.waiting->>'since')::timestamptz, interval '0') ELSE r.deadline_at END,
          -- A take-over remembers the lease it ended, so a stalled (not dead) owner can give the attempt back.
          lapsed_lease_token = CASE WHEN r.status = 'RUNNING' THEN r.lease_token END
   FROM next WHERE r.id = next.id
   RETURNING r.*, EXISTS (SELECT 1 FROM durable_agent.run_step s WHERE s.run_id = r.id) AS has_steps`;
 
-export const claimParams = (worker: string, leaseMs: number, limit: number, holding: readonly string[]) => [worker, leaseMs, limit, holding];
+export const claimParams = (worker: string, leaseMs: number, limit: number, holding: readonly string[], agents: readonly string[]) => [
+  worker, leaseMs, limit, holding, agents,
+];

@@ -62,4 +62,23 @@ export class TicketStore {
     );
     return rows[0] ? { commentId: Number(rows[0].id), created: rows[0].created } : null;
   }
+
+  /**
+   * Closes a ticket with its resolution (kept as a comment under the idempotency key): closing again
+   * with the same key changes nothing and answers the same. Null when there is no such ticket.
+   */
+  async close(ticketId: string, resolution: string, idempotencyKey: string): Promise<{ ticketId: string; status: 'closed'; commentId: number } | null> {
+    const { rows } = await this.db.query<{ id: string; comment_id: number }>(
+      `WITH ticket AS (UPDATE durable_agent.demo_ticket SET status = 'closed' WHERE id = upper($1) RETURNING id),
+       ins AS (
+         INSERT INTO durable_agent.demo_ticket_comment (ticket_id, body, idempotency_key)
+         SELECT id, 'Closed: ' || $2, $3 FROM ticket
+         ON CONFLICT (idempotency_key) DO NOTHING
+         RETURNING id)
+       SELECT t.id, coalesce((SELECT id FROM ins), (SELECT id FROM durable_agent.demo_ticket_comment WHERE idempotency_key = $3)) AS comment_id
+       FROM ticket t`,
+      [ticketId, resolution, idempotencyKey],
+    );
+    return rows[0] ? { ticketId: rows[0].id, status: 'closed', commentId: Number(rows[0].comment_id) } : null;
+  }
 }

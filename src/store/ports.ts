@@ -1,4 +1,6 @@
-import type { BudgetKind, ContentBlock, ModelRequestParams, Run, RunId, RunProgress, RunStatus, Step, StepStatus, TerminalStatus, Usage } from '../domain.ts';
+import type { EarlierRun } from '../engine/chain-replay.ts';
+import type { NewEvent } from './run-events.ts';
+import type { BudgetKind, ContentBlock, DecisionRecord, ModelRequestParams, Run, RunId, RunProgress, RunStatus, Step, StepStatus, TerminalStatus, Usage, Waiting } from '../domain.ts';
 
 /** Who writes, and for how long a successful write extends the lease. Every engine write is fenced on it. */
 export interface LeaseOwner {
@@ -98,10 +100,14 @@ export interface ToolStart {
   seq: number;
   toolUseId: string;
   toolName: string;
+  /** The input the model gave the call, for its tool.started event (redacted there). */
+  input?: unknown;
 }
 
 export interface ToolFinish {
   toolUseId: string;
+  /** The tool step's seq, for its events. */
+  seq?: number;
   status: Exclude<StepStatus, 'STARTED'>;
   result: string;
   latencyMs: number;
@@ -135,11 +141,34 @@ export interface AfterCheckpoint {
   startNext?: ToolStart;
   /** The run ends with this step: finish it in the same transaction. */
   end?: RunEnd;
+  /** The step asks for calls that need approval: the run goes WAITING in the same transaction. */
+  wait?: WaitStart;
+}
+
+/**
+ * How a run starts waiting: it gives up its lease (and the attempt, as a hand-back does) and is not
+ * claimable before `waiting.wakeAt` (a timer), `waiting.expiresAt` (an approval that times out), or
+ * ever (until every decision is made). A cancel pending ends it CANCELLED instead.
+ */
+export interface WaitStart {
+  /** `since` is set by the database. */
+  waiting: Omit<Waiting, 'since'>;
+  /** Pending decisions to record, one per call a person must decide about. */
+  decisions?: { toolUseId: string; kind: 'approval' | 'decision'; expiresAt: Date | null }[];
+  /** The STARTED row of a timer's call, written with the wait. */
+  start?: ToolStart;
+}
+
+/** What a wait did: WAITING, or CANCELLED when a cancel was pending. */
+export interface Waited extends RunProgress {
+  status: 'WAITING' | 'CANCELLED';
 }
 
 export interface FencedWrite extends RunProgress {
   /** Whether the STARTED row of `startNext` was written. */
   nextStarted: boolean;
+  /** Set when `wait` was given: the status the run went to. */
+  waited?: Waited['status'];
 }
 
 /** Which write to look for in `recordedWrite`. */
@@ -168,8 +197,11 @@ export interface RecordedWrite extends RunProgress {
  * Each write returns the run's progress, so the guard needs no query of its own.
  */
 export interface EngineStore {
-  /** Takes up to `limit` runs that are QUEUED, or RUNNING with a lapsed lease; one statement. */
-  claim(owner: LeaseOwner, limit: number, holding?: readonly RunId[]): Promise<ClaimedRun[]>;
+  /**
+   * Takes up to `limit` runs of `agents` (the demo agent's when absent) that are QUEUED, or RUNNING
+   * with a lapsed lease; one statement.
+   */
+  claim(owner: LeaseOwner, limit: number, holding?: readonly RunId[], agents?: readonly string[]): Promise<ClaimedRun[]>;
   steps(runId: RunId): Promise<Step[]>;
   /**
    * Records a model step, and in the same statement what follows it when that is already known (see
@@ -205,4 +237,27 @@ export interface EngineStore {
   forgiveLapsedAttempt(runId: RunId, lost: Lease): Promise<boolean>;
   /** Stores a text once under its SHA-256 and returns the digest. */
   putBlob(body: string): Promise<string>;
+  /** The text stored under `digest`, or null. */
+  blob(digest: string): Promise<string | null>;
+  /**
+   * The conversations, oldest first, that run `runId`'s own log continues (through `previousRunId`,
+   * its own or its fork source's; see lineage-sql.ts), each with its input and steps (a fork's
+   * inherited ones included): what the run replays before its own log. One read, at claim time.
+   */
+  conversationBefore(runId: RunId): Promise<EarlierRun[]>;
+  /** Live events of a run this lease holds (streamed text and the like); fenced like every write. */
+  appendEvents?(runId: RunId, owner: Lease, events: readonly NewEvent[]): Promise<void>;
+  /** The claim's run.started (see RunEvents.claimed): the highest attempt each model step has used so far. */
+  eventsClaimed?(runId: RunId, owner: Lease, attempt: number): Promise<Map<number, number>>;
+  /** The decisions recorded for the run's tool calls, pending ones included. */
+  decisions(runId: RunId): Promise<DecisionRecord[]>;
+  /** Makes the run WAITING (see WaitStart); fenced like every engine write. */
+  wait(runId: RunId, owner: Lease, start: WaitStart): Promise<Waited>;
+  /** Uses up a crash decision ("run it again") as the call runs again; fenced. */
+  consumeDecision(runId: RunId, owner: Lease, toolUseId: string): Promise<void>;
+  /**
+   * @unit milliseconds — until the nearest run that is not claimable yet becomes due (a timer, a
+   * delayed start, a requeue); null when there is none. An idle worker sets one timer for it.
+   */
+  nextDueInMs?(): Promise<number | null>;
 }

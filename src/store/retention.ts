@@ -9,6 +9,9 @@
  * is an index probe (run_step_*_digest_idx) that stops at the first step of another run, never a
  * scan of the steps.
  *
+ * A run that a later run continues (previousRunId) is deleted only after it: explicitly, the delete is
+ * refused until the later one is gone; by age, it goes in a later batch than the runs continuing it.
+ *
  * A purge takes its runs in small batches with FOR UPDATE SKIP LOCKED: each batch is a short
  * transaction, rows another purge holds are skipped rather than waited for, and a live run's row is
  * never touched (only finished runs qualify), so workers claiming and checkpointing are not held up.
@@ -62,22 +65,24 @@ export class RunDeletion {
    * (or it is not `tenant`'s), ConflictError while it is QUEUED or RUNNING: it must be cancelled first.
    */
   async deleteRun(id: RunId, tenant: string | null = null): Promise<Deleted> {
-    const { rows } = await this.db.query<{ status: RunStatus | null; runs: number; blobs: number; forks: number }>(
+    // A run's later conversation (a follow-up by previousRunId, or a fork) reads its steps: they must outlive it.
+    const { rows } = await this.db.query<{ status: RunStatus | null; continued: boolean | null; forks: number; runs: number; blobs: number }>(
       `WITH target AS (
-         SELECT id, status FROM durable_agent.run WHERE id = $1 AND ($2::text IS NULL OR tenant = $2) FOR UPDATE),
+         SELECT id, status, EXISTS (SELECT 1 FROM durable_agent.run c WHERE c.previous_run_id = run.id) AS continued
+         FROM durable_agent.run WHERE id = $1 AND ($2::text IS NULL OR tenant = $2) FOR UPDATE),
        forks AS (SELECT count(*)::int AS n FROM durable_agent.run WHERE forked_from_run_id = $1),
        gone AS (
          DELETE FROM durable_agent.run r USING target
-         WHERE r.id = target.id AND target.status IN (${TERMINAL}) AND (SELECT n FROM forks) = 0
+         WHERE r.id = target.id AND target.status IN (${TERMINAL}) AND NOT target.continued AND (SELECT n FROM forks) = 0
          RETURNING r.id),
        ${WITH_BLOBS}
-       SELECT (SELECT status FROM target) AS status, (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs,
-              (SELECT n FROM forks) AS forks`,
+       SELECT (SELECT status FROM target) AS status, (SELECT continued FROM target) AS continued, (SELECT n FROM forks) AS forks,
+              (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs`,
       [id, tenant],
     );
     const r = rows[0]!;
     if (r.status === null) throw new NotFoundError(`run ${id} not found`);
-    // A fork reads its beginning from this run's steps: they must outlive it.
+    if (r.continued) throw new ConflictError(`run ${id} is continued by a later run (previousRunId): delete that one first`);
     if (r.forks > 0 && r.runs === 0) throw new ConflictError(`run ${id} has ${r.forks} fork(s) that continue from its steps: delete them first`);
     if (r.runs === 0) throw new ConflictError(`run ${id} is ${r.status}: cancel it first, then delete it once it has finished`);
     return { runs: r.runs, blobs: r.blobs };
@@ -89,8 +94,8 @@ export class RunDeletion {
       `WITH doomed AS (
          SELECT id FROM durable_agent.run
          WHERE status IN (${TERMINAL}) AND finished_at < $1 AND ($3::text IS NULL OR tenant = $3)
-           -- A run with forks stays until they are gone: they read their beginning from its steps.
-           AND NOT EXISTS (SELECT 1 FROM durable_agent.run f WHERE f.forked_from_run_id = run.id)
+           -- A run another continues (previousRunId) or forks goes after it (a later batch): a conversation never loses its start.
+           AND NOT EXISTS (SELECT 1 FROM durable_agent.run c WHERE c.previous_run_id = run.id OR c.forked_from_run_id = run.id)
          ORDER BY finished_at
          LIMIT $2
          FOR UPDATE SKIP LOCKED),
@@ -113,8 +118,9 @@ export class RunDeletion {
       total.runs += batch.runs;
       total.blobs += batch.blobs;
       if (batch.runs > 0) opts.onBatch?.(batch);
-      // A short batch: the rest is gone, or held by another purge that will finish it.
-      if (batch.runs < batchSize) return total;
+      // Nothing left: the rest is gone, or held by another purge that will finish it. (A short batch
+      // is not the end: the runs it deleted may have been all that kept their earlier runs.)
+      if (batch.runs === 0) return total;
     }
   }
 }

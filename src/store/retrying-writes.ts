@@ -74,6 +74,7 @@ export async function retryTransient<T>(op: () => Promise<T>, o: RetryOptions<T>
   }
 }
 
+const waitedStatus = (r: RecordedWrite) => (r.status === 'WAITING' || r.status === 'CANCELLED' ? r.status : null);
 const asWrite = (r: RecordedWrite): FencedWrite => ({ tokensUsed: r.tokensUsed, cancelRequested: r.cancelRequested, nextStarted: r.nextStarted });
 
 /**
@@ -86,12 +87,24 @@ export function retryingWrites(store: EngineStore, signal?: AbortSignal, policy:
     retryTransient(op, { what, policy, signal, landed });
 
   s.steps = (runId) => retry('read the log', () => store.steps(runId));
+  s.conversationBefore = (runId) => retry('read the earlier runs of the conversation', () => store.conversationBefore(runId));
+  s.blob = (digest) => retry('read a stored text', () => store.blob(digest));
   s.putBlob = (body) => retry('store a shared text', () => store.putBlob(body));
   s.checkpointModel = (runId, owner, cp, then) =>
     retry(`record model step ${cp.seq}`, () => store.checkpointModel(runId, owner, cp, then), async () => {
       const r = await store.recordedWrite(runId, owner, { modelSeq: cp.seq, startNext: then?.startNext });
+      // A checkpoint that started a wait gave the lease up with it: its step is there and the run waits.
+      if (then?.wait && !then.end) return r?.modelStep && waitedStatus(r) ? { value: { ...asWrite(r), waited: waitedStatus(r)! } } : null;
       return r?.ours && r.modelStep ? { value: asWrite(r) } : null;
     });
+  s.wait = (runId, owner, start) =>
+    retry('start waiting', () => store.wait(runId, owner, start), async () => {
+      const r = await store.recordedWrite(runId, owner, {});
+      const status = r && waitedStatus(r);
+      return r && status ? { value: { tokensUsed: r.tokensUsed, cancelRequested: r.cancelRequested, status } } : null;
+    });
+  s.decisions = (runId) => retry('read the decisions', () => store.decisions(runId));
+  s.consumeDecision = (runId, owner, toolUseId) => retry(`use up the decision about ${toolUseId}`, () => store.consumeDecision(runId, owner, toolUseId));
   // Idempotent by itself: a second STARTED row for the same tool_use id is never written.
   s.startTool = (runId, owner, start) => retry(`record the start of tool step ${start.seq}`, () => store.startTool(runId, owner, start));
   s.finishTool = (runId, owner, finish, startNext) =>
@@ -99,6 +112,8 @@ export function retryingWrites(store: EngineStore, signal?: AbortSignal, policy:
       const r = await store.recordedWrite(runId, owner, { finishedToolUseId: finish.toolUseId, startNext });
       return r?.ours && r.toolFinished ? { value: asWrite(r) } : null;
     });
+  // A retry after a lost reply may write run.started twice, which readers take as it is; nothing else repeats.
+  if (store.eventsClaimed) s.eventsClaimed = (runId, owner, attempt) => retry('record the claim', () => store.eventsClaimed!(runId, owner, attempt));
   s.finish = (runId, owner, end) =>
     retry(`end the run ${end.status}`, () => store.finish(runId, owner, end), async () => {
       const r = await store.recordedWrite(runId, owner, {});

@@ -1,8 +1,11 @@
 /** Rows (snake_case, as PostgreSQL returns them) converted to domain types in one place. */
-import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, StepKind, StepStatus, StepSummary } from '../domain.ts';
+import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, StepKind, StepStatus, StepSummary, Waiting } from '../domain.ts';
 
 export interface RunRow {
   id: string;
+  agent: string;
+  agent_version: string | null;
+  previous_run_id: string | null;
   tenant: string;
   status: string;
   input: string;
@@ -33,6 +36,26 @@ export interface RunRow {
   forked_after_seq: number | null;
   /** Computed by RUN_COLUMNS; absent where a statement returns `run.*`. */
   next_attempt_at?: Date | null;
+  waiting?: WaitingColumn | null;
+}
+
+/** `run.waiting` as stored (jsonb): times as ISO strings. */
+export interface WaitingColumn {
+  kind: Waiting['kind'];
+  since: string;
+  toolCalls: Waiting['toolCalls'];
+  wakeAt?: string | null;
+  expiresAt?: string | null;
+}
+
+export function toWaitingColumn(w: Waiting): WaitingColumn {
+  return { kind: w.kind, since: w.since.toISOString(), toolCalls: w.toolCalls, wakeAt: w.wakeAt?.toISOString() ?? null, expiresAt: w.expiresAt?.toISOString() ?? null };
+}
+
+export function toWaiting(w: WaitingColumn | null | undefined): Waiting | null {
+  if (!w) return null;
+  const date = (s: string | null | undefined) => (s ? new Date(s) : null);
+  return { kind: w.kind, since: new Date(w.since), toolCalls: w.toolCalls ?? [], wakeAt: date(w.wakeAt), expiresAt: date(w.expiresAt) };
 }
 
 export interface StepRow {
@@ -57,9 +80,9 @@ export interface StepRow {
   finished_at: Date | null;
 }
 
-export const RUN_COLUMNS = `id, tenant, status, input, model, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
+export const RUN_COLUMNS = `id, agent, agent_version, previous_run_id, tenant, status, input, model, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
   locked_by, locked_until, cancel_requested, attempts, metadata, created_at, updated_at, finished_at, output, stop_reason, error,
-  last_error, last_error_at, last_error_attempt, provider_requeues, cost_budget_usd, forked_from_run_id, forked_after_seq,
+  last_error, last_error_at, last_error_attempt, provider_requeues, cost_budget_usd, forked_from_run_id, forked_after_seq, waiting,
   CASE WHEN status = 'QUEUED' AND run_at > now() THEN run_at END AS next_attempt_at`;
 
 /** Every step column but the bodies (`request`, `response`), which can be large. */
@@ -72,6 +95,9 @@ export const STEP_COLUMNS = `${STEP_SUMMARY_COLUMNS}, request, response`;
 export function toRun(r: RunRow): Run {
   return {
     id: r.id as RunId,
+    agent: r.agent,
+    agentVersion: r.agent_version,
+    previousRunId: r.previous_run_id as RunId | null,
     tenant: r.tenant,
     status: r.status as RunStatus,
     input: r.input,
@@ -98,6 +124,7 @@ export function toRun(r: RunRow): Run {
     nextAttemptAt: r.next_attempt_at ?? null,
     providerRequeues: r.provider_requeues,
     forkedFrom: r.forked_from_run_id === null ? null : { runId: r.forked_from_run_id as RunId, afterSeq: r.forked_after_seq! },
+    waiting: toWaiting(r.waiting),
   };
 }
 

@@ -20,6 +20,8 @@ export interface RunPageQuery {
   status?: RunStatus | undefined;
   /** Only this tenant's runs (run_tenant_*_idx serve the same keyset); every tenant's when null or absent. */
   tenant?: string | null | undefined;
+  /** Only this agent's runs (run_agent_created_idx serves the same keyset). */
+  agent?: string | undefined;
   /** 1..100; the caller validates it. */
   limit: number;
   cursor?: string | undefined;
@@ -85,6 +87,10 @@ export class RunListing {
     if (q.status) {
       params.push(q.status);
       where.push(`status = $${params.length}`);
+    }
+    if (q.agent) {
+      params.push(q.agent);
+      where.push(`agent = $${params.length}`);
     }
     if (q.cursor) {
       const after = decodeCursor(q.cursor);

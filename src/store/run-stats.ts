@@ -15,8 +15,13 @@ export async function countRunsByStatus(db: Queryable, tenant: string | null = n
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 
-/** Runs a worker could claim right now, by the claim's own predicate. */
-export async function queueDepth(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM durable_agent.run WHERE ${CLAIMABLE}`);
-  return rows[0]?.n ?? 0;
+/**
+ * Runs a worker could claim right now, by the claim's own predicate, per agent. An agent whose depth
+ * only grows is one no worker serves. Agents with none are absent; the caller fills in zeros.
+ */
+export async function queueDepth(db: Queryable): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ agent: string; n: number }>(
+    `SELECT agent, count(*)::int AS n FROM durable_agent.run WHERE ${CLAIMABLE} GROUP BY agent`,
+  );
+  return Object.fromEntries(rows.map((r) => [r.agent, r.n]));
 }

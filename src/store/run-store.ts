@@ -5,22 +5,26 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { budgetTokens, DEFAULT_TENANT, type ForkPoint, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
-import { ConflictError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
+import { budgetTokens, type Decision, type DecisionRecord, DEFAULT_TENANT, DEMO_AGENT, type ForkPoint, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
+import { ConflictError, InputError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
+import type { EarlierRun } from '../engine/chain-replay.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
+import { type Decided, recordDecision } from './decisions.ts';
 import { renewLeases } from './lease-renewal.ts';
 import type {
   AfterCheckpoint, ClaimedRun, EngineStore, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
-  RenewedLease, RunEnd, ToolFinish, ToolStart, WriteProbe,
+  RenewedLease, RunEnd, ToolFinish, ToolStart, WaitStart, Waited, WriteProbe,
 } from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
 import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow, START_NEXT, startParams } from './fenced-sql.ts';
 import { storableCost, storableText, storableUsage } from './storable.ts';
-import { lineageSteps, qualified, TOOL_USES, TURN_AT } from './lineage-sql.ts';
+import { CONVERSATION_RUNS, conversationSteps, lineageSteps, qualified, TOOL_USES, TURN_AT } from './lineage-sql.ts';
 import type { TurnRow } from '../engine/fork-points.ts';
 
 type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status']; tool_uses: number | null };
 const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
+import { EVENTS, eventParams, newEvent, type NewEvent, redactedInput, RunEvents, toolOutput } from './run-events.ts';
+import { consumeDecision, DECISION_ROWS, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitParams } from './waiting-sql.ts';
 
 export interface NewRun {
   input: string;
@@ -35,7 +39,24 @@ export interface NewRun {
   tenant?: string;
   /** Continue this run's conversation after the step `afterSeq` (a fork); its turn boundary is checked by the caller. */
   forkedFrom?: ForkPoint;
+  /** The agent that drives it; the demo agent when absent. */
+  agent?: string;
+  /** The version label of that agent's definition. */
+  agentVersion?: string | null;
+  /**
+   * The finished run whose conversation it continues. Checked by the caller (previous-run.ts); the
+   * foreign key still refuses one deleted meanwhile (an InputError).
+   */
+  previousRunId?: RunId | null;
+  /** Not claimed before this time (a delayed start); its deadline counts from then. */
+  startAt?: Date;
+  /** A second create with this key (same tenant, within 24 hours) answers the first run. */
+  idempotencyKey?: string;
+  /** SHA-256 of the canonical request: the same key with another request is a conflict. */
+  requestHash?: string;
 }
+
+const FOREIGN_KEY_VIOLATION = '23503';
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -52,9 +73,28 @@ export interface RunStoreOptions {
 
 export class RunStore implements EngineStore {
   private readonly redact: (text: string) => string;
+  private readonly events: RunEvents;
 
   constructor(private readonly db: pg.Pool, opts: RunStoreOptions = {}) {
     this.redact = opts.redact ?? ((text) => text);
+    this.events = new RunEvents(db);
+  }
+
+  /** The events of a tool call's STARTED row (its input redacted, as secrets are everywhere they are stored). */
+  private toolStartEvents(s: ToolStart | undefined, withNext: boolean): NewEvent[] {
+    if (!s) return [];
+    return [
+      newEvent('step.started', { seq: s.seq, kind: 'TOOL' }, withNext),
+      newEvent('tool.started', { seq: s.seq, toolUseId: s.toolUseId, toolName: s.toolName, input: redactedInput(s.input ?? {}, this.redact) }, withNext),
+    ];
+  }
+
+  appendEvents(runId: RunId, owner: Lease, events: readonly NewEvent[]): Promise<void> {
+    return this.events.append(runId, owner, events);
+  }
+
+  eventsClaimed(runId: RunId, owner: Lease, attempt: number): Promise<Map<number, number>> {
+    return this.events.claimed(runId, owner, attempt);
   }
 
   /** A run's error says what failed, and can quote what failed: a tool's message, a provider's answer. */
@@ -68,15 +108,67 @@ export class RunStore implements EngineStore {
   }
 
   async create(r: NewRun): Promise<Run> {
-    const { rows } = await this.prepared<RunRow>('create', 
-      `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at, metadata, tenant, cost_budget_usd,
-                                      forked_from_run_id, forked_after_seq)
-       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7, $8, $9, $10, $11)
-       RETURNING ${RUN_COLUMNS}`,
-      [randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, r.tenant ?? DEFAULT_TENANT, r.costBudgetUsd ?? null,
-        r.forkedFrom?.runId ?? null, r.forkedFrom?.afterSeq ?? null],
-    );
-    return toRun(rows[0]!);
+    return (await this.createOnce(r)).run;
+  }
+
+  /**
+   * Queues a run. With an idempotency key, a run created under the same key (and tenant) in the last
+   * 24 hours is answered instead (`created` false) when its request was the same, and a different
+   * request is a ConflictError. The unique index decides between concurrent creates, not a read first.
+   */
+  async createOnce(r: NewRun): Promise<{ run: Run; created: boolean }> {
+    const tenant = r.tenant ?? DEFAULT_TENANT;
+    for (let tries = 1; ; tries++) {
+      const { rows } = await this.prepared<RunRow>(
+        'create',
+        `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, run_at, deadline_at, metadata, tenant, idempotency_key, request_hash,
+                                         agent, agent_version, previous_run_id,
+                                         cost_budget_usd, forked_from_run_id, forked_after_seq)
+         VALUES ($1, $2, $3, $4, $5, greatest(coalesce($9::timestamptz, now()), now()),
+                 greatest(coalesce($9::timestamptz, now()), now()) + $6 * interval '1 second', $7, $8, $10, $11, $12, $13, $14,
+                 $15, $16, $17)
+         ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         RETURNING ${RUN_COLUMNS}`,
+        [
+          randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, tenant,
+          r.startAt ?? null, r.idempotencyKey ?? null, r.idempotencyKey ? (r.requestHash ?? null) : null,
+          r.agent ?? DEMO_AGENT, r.agentVersion ?? null, r.previousRunId ?? null,
+          r.costBudgetUsd ?? null, r.forkedFrom?.runId ?? null, r.forkedFrom?.afterSeq ?? null,
+        ],
+      ).catch((e: unknown) => {
+        // The run it continues was deleted between the caller's check and this insert.
+        if (r.previousRunId && (e as { code?: string }).code === FOREIGN_KEY_VIOLATION) {
+          throw new InputError(`invalid previousRunId: no run ${r.previousRunId}`, [{ path: 'previousRunId', message: `no run ${r.previousRunId}` }]);
+        }
+        throw e;
+      });
+      if (rows[0]) return { run: toRun(rows[0]), created: true };
+      const { rows: found } = await this.db.query<RunRow & { request_hash: string | null; expired: boolean }>(
+        `SELECT ${RUN_COLUMNS}, request_hash, created_at < now() - interval '24 hours' AS expired
+         FROM durable_agent.run WHERE tenant = $1 AND idempotency_key = $2`,
+        [tenant, r.idempotencyKey],
+      );
+      const existing = found[0];
+      if (existing && !existing.expired) {
+        if (existing.request_hash !== (r.requestHash ?? null)) {
+          throw new ConflictError(`Idempotency-Key ${JSON.stringify(r.idempotencyKey)} was used for a different request (run ${existing.id})`);
+        }
+        return { run: toRun(existing), created: false };
+      }
+      if (tries >= 3) throw new ConflictError(`Idempotency-Key ${JSON.stringify(r.idempotencyKey)} is being reused right now; try again`);
+      // Older than 24 hours: the key is free again; the old run keeps everything but the key.
+      if (existing) {
+        await this.db.query(
+          `UPDATE durable_agent.run SET idempotency_key = NULL WHERE id = $1 AND created_at < now() - interval '24 hours'`,
+          [existing.id],
+        );
+      }
+    }
+  }
+
+  /** Records a person's decision about a waiting tool call (see decisions.ts). */
+  async decide(runId: RunId, toolUseId: string, decision: Decision): Promise<Decided> {
+    return recordDecision(this.db, runId, toolUseId, decision, this.redact);
   }
 
   async get(id: RunId): Promise<Run | null> {
@@ -138,18 +230,19 @@ export class RunStore implements EngineStore {
   }
 
   /**
-   * Cooperative cancel: a queued run ends at once, a running one stops at its next guard.
+   * Cooperative cancel: a queued or waiting run ends at once, a running one stops at its next guard.
    * Cancelling a finished run, or a running run a second time, is a conflict.
    */
   async cancel(id: RunId): Promise<Run> {
     const { rows } = await this.db.query<RunRow>(
       `UPDATE durable_agent.run SET cancel_requested = true,
-              status = CASE WHEN status = 'QUEUED' THEN 'CANCELLED' ELSE status END,
-              finished_at = CASE WHEN status = 'QUEUED' THEN now() ELSE finished_at END,
-              error = CASE WHEN status <> 'QUEUED' THEN error WHEN attempts = 0 AND provider_requeues = 0 THEN 'cancelled before it started'
+              status = CASE WHEN status IN ('QUEUED', 'WAITING') THEN 'CANCELLED' ELSE status END,
+              finished_at = CASE WHEN status IN ('QUEUED', 'WAITING') THEN now() ELSE finished_at END,
+              error = CASE WHEN status = 'WAITING' THEN 'cancelled while waiting (' || coalesce(waiting->>'kind', 'wait') || ')'
+                           WHEN status <> 'QUEUED' THEN error WHEN attempts = 0 AND provider_requeues = 0 THEN 'cancelled before it started'
                            ELSE 'cancelled while waiting in the queue' END,
               updated_at = now()
-       WHERE id = $1 AND status IN ('QUEUED', 'RUNNING') AND NOT cancel_requested
+       WHERE id = $1 AND status IN ('QUEUED', 'RUNNING', 'WAITING') AND NOT cancel_requested
        RETURNING ${RUN_COLUMNS}`,
       [id],
     );
@@ -160,12 +253,15 @@ export class RunStore implements EngineStore {
     );
   }
 
-  /** `holding`: runs this worker is driving already; never claimed twice, even when their lease lapsed. */
-  async claim(owner: LeaseOwner, limit: number, holding: readonly RunId[] = []): Promise<ClaimedRun[]> {
+  /**
+   * `holding`: runs this worker is driving already; never claimed twice, even when their lease lapsed.
+   * `agents`: the agents it serves; only their runs are claimed (the demo agent's when absent).
+   */
+  async claim(owner: LeaseOwner, limit: number, holding: readonly RunId[] = [], agents: readonly string[] = [DEMO_AGENT]): Promise<ClaimedRun[]> {
     const { rows } = await this.prepared<RunRow & { has_steps: boolean; lease_token: string }>(
       'claim',
       CLAIM_SQL,
-      claimParams(owner.worker, owner.leaseMs, limit, holding),
+      claimParams(owner.worker, owner.leaseMs, limit, holding, agents),
     );
     return rows.map((r) => ({ ...toRun(r), hasSteps: r.has_steps, lease: { ...owner, token: r.lease_token } }));
   }
@@ -176,7 +272,15 @@ export class RunStore implements EngineStore {
       cp.budgetTokens, storableCost(cp.costUsd), cp.seq, cp.request, JSON.stringify(cp.content), cp.stopReason, u.inputTokens,
       u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts, Math.round(cp.latencyMs),
     ];
-    const { end } = then;
+    const { end, wait } = then;
+    const events = eventParams([
+      newEvent('step.finished', {
+        seq: cp.seq, kind: 'MODEL', status: 'DONE', stopReason: cp.stopReason, inputTokens: u.inputTokens, outputTokens: u.outputTokens,
+        cacheReadInputTokens: u.cacheReadInputTokens, cacheCreationInputTokens: u.cacheCreationInputTokens, latencyMs: Math.round(cp.latencyMs),
+      }),
+      ...this.toolStartEvents(end ? undefined : then.startNext, true),
+    ]);
+    if (wait && !end) return this.checkpointModelWaiting(runId, owner, stepValues, wait, events);
     const { rows } = end
       ? await this.prepared<ProgressRow & { next_started: boolean }>(
           'checkpoint_model_final',
@@ -185,20 +289,59 @@ export class RunStore implements EngineStore {
                     error = $17, stop_reason = $18, finished_at = now(), updated_at = now(), locked_until = NULL
              WHERE ${FENCE(19)}
              RETURNING id, tokens_used, cancel_requested),
-           ${MODEL_STEP}
+           ${MODEL_STEP},
+           ${EVENTS(20, 'owner', false)}
            SELECT tokens_used, cancel_requested, false AS next_started FROM owner`,
-          [runId, owner.worker, end.status, ...stepValues, ...endTexts(this.redactedEnd(end)), owner.token],
+          [runId, owner.worker, end.status, ...stepValues, ...endTexts(this.redactedEnd(end)), owner.token, ...events],
         )
       : await this.prepared<ProgressRow & { next_started: boolean }>(
           'checkpoint_model',
           `WITH ${OWNED(19, ', tokens_used = tokens_used + $4, cost_usd = cost_usd + $5')},
            ${MODEL_STEP},
-           ${START_NEXT(16)}
+           ${START_NEXT(16)},
+           ${EVENTS(20, 'owner', true)}
            SELECT tokens_used, cancel_requested, EXISTS (SELECT 1 FROM next) AS next_started FROM owner`,
-          [runId, owner.worker, owner.leaseMs, ...stepValues, ...startParams(then.startNext), owner.token],
+          [runId, owner.worker, owner.leaseMs, ...stepValues, ...startParams(then.startNext), owner.token, ...events],
         );
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
     return { ...progress(rows[0]), nextStarted: rows[0].next_started };
+  }
+
+  /** The model step and the start of a wait for approvals, in one statement (see WaitStart). */
+  private async checkpointModelWaiting(
+    runId: RunId, owner: Lease, stepValues: unknown[], wait: WaitStart, events: ReturnType<typeof eventParams>,
+  ): Promise<FencedWrite> {
+    const [waiting, runAt, decisions] = waitParams(wait);
+    const { rows } = await this.prepared<ProgressRow & { status: Waited['status'] }>(
+      'checkpoint_model_waiting',
+      `WITH owner AS (
+         UPDATE durable_agent.run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, ${WAIT_SET(3, 16)}
+         WHERE ${FENCE(18)}
+         RETURNING id, tokens_used, cancel_requested, status),
+       ${MODEL_STEP},
+       ${DECISION_ROWS(17)},
+       ${EVENTS(19, 'owner', false)}
+       SELECT tokens_used, cancel_requested, status FROM owner`,
+      [runId, owner.worker, waiting, ...stepValues, runAt, decisions, owner.token, ...events],
+    );
+    if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
+    return { ...progress(rows[0]), nextStarted: false, waited: rows[0].status };
+  }
+
+  async decisions(runId: RunId): Promise<DecisionRecord[]> {
+    return readDecisions(this.db, runId);
+  }
+
+  async wait(runId: RunId, owner: Lease, start: WaitStart): Promise<Waited> {
+    return startWaiting(this.db, runId, owner, start);
+  }
+
+  async consumeDecision(runId: RunId, owner: Lease, toolUseId: string): Promise<void> {
+    return consumeDecision(this.db, runId, owner, toolUseId);
+  }
+
+  async nextDueInMs(): Promise<number | null> {
+    return nextDueInMs(this.db);
   }
 
   async startTool(runId: RunId, owner: Lease, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }> {
@@ -208,11 +351,12 @@ export class RunStore implements EngineStore {
          INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
          SELECT id, $4, 'TOOL', 'STARTED', $5, $6, $2 FROM owner
          ON CONFLICT (run_id, tool_use_id) WHERE kind = 'TOOL' DO NOTHING
-         RETURNING seq)
+         RETURNING seq),
+       ${EVENTS(8, 'ins', false)}
        SELECT tokens_used, cancel_requested, (SELECT seq FROM ins) AS inserted,
               (SELECT seq FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing
        FROM owner`,
-      [runId, owner.worker, owner.leaseMs, start.seq, start.toolName, start.toolUseId, owner.token],
+      [runId, owner.worker, owner.leaseMs, start.seq, start.toolName, start.toolUseId, owner.token, ...eventParams(this.toolStartEvents(start, false))],
     );
     const row = rows[0];
     if (!row) throw new LeaseLostError(runId, owner.worker);
@@ -221,7 +365,14 @@ export class RunStore implements EngineStore {
 
   async finishTool(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
     // Every part hangs on the STARTED row: without it the statement writes nothing at all (no lease
-    // renewal, no next STARTED row), and says whether the lease or the row was missing.
+    // renewal, no next STARTED row, no events), and says whether the lease or the row was missing.
+    const stored = this.redact(storableText(f.result));
+    const seq = f.seq ?? 0;
+    const events = eventParams([
+      newEvent('tool.finished', { seq, toolUseId: f.toolUseId, isError: f.status === 'ERROR', ...toolOutput(stored) }),
+      newEvent('step.finished', { seq, kind: 'TOOL', status: f.status, latencyMs: Math.round(f.latencyMs) }),
+      ...this.toolStartEvents(startNext, true),
+    ]);
     const { rows } = await this.prepared<ProgressRow & { updated: number; next_started: boolean; owned: boolean; step_status: string | null }>(
       'finish_tool',
       `WITH started AS (
@@ -234,13 +385,14 @@ export class RunStore implements EngineStore {
          UPDATE durable_agent.run_step s SET status = $5, response = $6, latency_ms = $7, worker = $2, finished_at = now()
          FROM owner WHERE s.run_id = owner.id AND s.kind = 'TOOL' AND s.tool_use_id = $4 AND s.status = 'STARTED'
          RETURNING s.seq),
-       ${START_NEXT(8)}
+       ${START_NEXT(8)},
+       ${EVENTS(12, 'done', true)}
        SELECT o.tokens_used, o.cancel_requested, (SELECT count(*)::int FROM done) AS updated,
               EXISTS (SELECT 1 FROM next) AS next_started,
               EXISTS (SELECT 1 FROM durable_agent.run WHERE ${FENCE(11)}) AS owned,
               (SELECT status FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4) AS step_status
        FROM (SELECT 1) AS one LEFT JOIN owner o ON true`,
-      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, this.redact(storableText(f.result)), Math.round(f.latencyMs), ...startParams(startNext), owner.token],
+      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, stored, Math.round(f.latencyMs), ...startParams(startNext), owner.token, ...events],
     );
     const row = rows[0]!;
     if (!row.owned) throw new LeaseLostError(runId, owner.worker);
@@ -328,6 +480,21 @@ export class RunStore implements EngineStore {
     const digest = sha256(body);
     await this.db.query('INSERT INTO durable_agent.content_blob (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING', [digest, body]);
     return digest;
+  }
+
+  async conversationBefore(runId: RunId): Promise<EarlierRun[]> {
+    // The parts' head runs, then all their steps in one read: two round trips, however long the chain.
+    const { rows: runs } = await this.prepared<{ part: number; id: string; input: string; status: RunStatus }>(
+      'conversation_runs', CONVERSATION_RUNS, [runId]);
+    if (runs.length === 0) return [];
+    const { rows: steps } = await this.prepared<StepRow & { part: number }>(
+      'conversation_steps', conversationSteps(qualified(STEP_COLUMNS)), [runId]);
+    const byPart = new Map<number, Step[]>(runs.map((r) => [r.part, []]));
+    for (const row of steps) byPart.get(row.part)!.push(toStep(row));
+    // Oldest first: the highest part is the start of the conversation.
+    return runs
+      .sort((a, b) => b.part - a.part)
+      .map((r) => ({ id: r.id as RunId, input: r.input, status: r.status, steps: byPart.get(r.part)! }));
   }
 
   async blob(digest: string): Promise<string | null> {

@@ -8,12 +8,14 @@ import { isTransientDatabaseError } from '../db/errors.ts';
 import { describeDatabaseError } from '../store/db-errors.ts';
 import type { TicketStore } from '../store/demo-tickets.ts';
 import { retryTransient, type RetryPolicy, WRITE_RETRY } from '../store/retrying-writes.ts';
+import { sleepTool } from './sleep-tool.ts';
 import type { Tool, ToolContext } from './types.ts';
 
 export const DEFAULT_SYSTEM_PROMPT =
   'You are a support operations assistant for a software company. Answer questions about customer ' +
   'support tickets using the tools provided; never invent tickets. Be brief: list ticket ids with ' +
-  'their titles and due dates. Only add a comment to a ticket when the user asks you to.';
+  'their titles and due dates. Only add a comment to a ticket, or close one, when the user asks you to; ' +
+  'use sleep when the user asks you to wait or to check back later.';
 
 function parse<T>(schema: z.ZodType<T>, input: unknown): T {
   const r = schema.safeParse(input);
@@ -43,6 +45,7 @@ const ListInput = z.strictObject({
 });
 const GetInput = z.strictObject({ id: z.string().min(1).max(50) });
 const CommentInput = z.strictObject({ ticketId: z.string().min(1).max(50), body: z.string().min(1).max(4000) });
+const CloseInput = z.strictObject({ ticketId: z.string().min(1).max(50), resolution: z.string().min(1).max(4000) });
 
 /** `retry`: how a query that failed on the connection is retried (tests shorten it). */
 export function demoTools(tickets: TicketStore, retry: RetryPolicy = WRITE_RETRY): Tool[] {
@@ -79,5 +82,19 @@ export function demoTools(tickets: TicketStore, retry: RetryPolicy = WRITE_RETRY
         return r;
       },
     },
+    {
+      name: 'close_ticket',
+      description: 'Closes a ticket with a resolution. A person must approve each close before it happens.',
+      inputSchema: z.toJSONSchema(CloseInput) as Record<string, unknown>,
+      needsApproval: true,
+      idempotent: true, // by its idempotency key
+      execute: async (input, ctx) => {
+        const { ticketId, resolution } = parse(CloseInput, input);
+        const r = await query('close the ticket', ctx, retry, () => tickets.close(ticketId, resolution, ctx.idempotencyKey));
+        if (!r) throw new ToolError(`no ticket ${ticketId}`);
+        return r;
+      },
+    },
+    sleepTool(),
   ];
 }

@@ -1,5 +1,5 @@
 /**
- * Runs the tools the model asks for. A tool's ordinary failure (a throw, a timeout, an unknown name)
+ * Runs the tools the model asks for. A tool's ordinary failure (a throw, a timeout, a name it lacks)
  * becomes an is_error result: it is information for the model. A FatalError, or the worker giving the
  * run up (its signal aborted), escapes: the attempt ends and nothing is recorded for the call.
  *
@@ -11,6 +11,7 @@ import { ConfigError, DatabaseUnavailableError, FatalError } from '../errors.ts'
 import type { ToolDefinition } from '../llm/types.ts';
 import { storableText } from '../store/storable.ts';
 import { Semaphore } from './semaphore.ts';
+import { isTimerTool, sleepSeconds } from './sleep-tool.ts';
 import type { Tool } from './types.ts';
 
 export const DEFAULT_TOOL_RESULT_MAX_BYTES = 1024 * 1024;
@@ -93,6 +94,28 @@ export class ToolExecutor {
     return this.byName.get(name)?.idempotent !== false;
   }
 
+  /** Whether this call must be approved before it runs (the tool's `needsApproval`, asked of its input). */
+  async needsApproval(use: ToolUseBlock): Promise<boolean> {
+    const needs = this.byName.get(use.name)?.needsApproval;
+    if (typeof needs !== 'function') return needs === true;
+    try {
+      return (await needs(use.input)) === true;
+    } catch {
+      return true; // a check that fails cannot say "no approval needed"
+    }
+  }
+
+  /** @unit milliseconds — how long an approval of this tool may wait; null: as long as it takes. */
+  approvalTimeoutMs(name: string): number | null {
+    const s = this.byName.get(name)?.approvalTimeoutSeconds;
+    return typeof s === 'number' && s > 0 ? s * 1000 : null;
+  }
+
+  /** For a call of the built-in timer tool: its seconds, or an error text; null for any other tool. */
+  timer(use: ToolUseBlock): number | string | null {
+    return isTimerTool(this.byName.get(use.name)) ? sleepSeconds(use.input) : null;
+  }
+
   async execute(use: ToolUseBlock, ctx: { runId: RunId; signal: AbortSignal }): Promise<ToolOutcome> {
     const { status, result } = await this.run(use, ctx);
     return { status, result: capResult(storableText(result), this.maxResultBytes) };
@@ -100,7 +123,9 @@ export class ToolExecutor {
 
   private async run(use: ToolUseBlock, ctx: { runId: RunId; signal: AbortSignal }): Promise<ToolOutcome> {
     const tool = this.byName.get(use.name);
-    if (!tool) return { status: 'ERROR', result: `error: unknown tool "${use.name}"` };
+    // A name the model was never told of, or a tool a deploy removed while the run was under way (it
+    // keeps the definitions it started with): the model hears it, and can do without.
+    if (!tool) return { status: 'ERROR', result: `error: tool no longer available: this agent has no tool "${use.name}"` };
     // Every tool takes a JSON object. Anything else is arguments the provider could not read as one
     // (kept as the model's own text): running the tool on a guess would be worse than telling the model.
     if (typeof use.input !== 'object' || use.input === null || Array.isArray(use.input)) {

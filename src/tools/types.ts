@@ -24,7 +24,9 @@ export interface Tool<Input = any> {
   idempotent?: boolean;
   /**
    * Whether a call must be approved by a person before it runs: always, never, or decided from the
-   * call's input. Declared and kept with the tool; not enforced by this version of the engine.
+   * call's input. A call that needs it makes its run WAITING (holding nothing) until it is approved or
+   * denied (POST /api/runs/{id}/tool-calls/{toolUseId}/decision); a denied call never runs, and the
+   * model is told why. Default false.
    */
   needsApproval?: NeedsApproval<Input>;
   /**
@@ -33,6 +35,12 @@ export interface Tool<Input = any> {
    * calls of one turn are still bounded by TOOL_CONCURRENCY. Non-idempotent tools run one at a time anyway.
    */
   concurrency?: number;
+  /**
+   * @unit seconds — a call still waiting for approval after this long is denied with the reason
+   * "approval timed out". Default: it waits as long as it takes (within the run's deadline, which does
+   * not count time spent waiting).
+   */
+  approvalTimeoutSeconds?: number;
   /** The result the model sees: a string, or a value sent as JSON. Throwing gives the model an is_error result. */
   execute(input: Input, context: ToolContext): Promise<unknown>;
 }

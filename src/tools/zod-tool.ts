@@ -23,6 +23,8 @@ export interface ToolOptions<Schema extends z.ZodType> {
   needsApproval?: NeedsApproval<z.output<Schema>>;
   /** See `Tool.concurrency`: the most calls of this tool at once in one worker process. */
   concurrency?: number;
+  /** See `Tool.approvalTimeoutSeconds`. */
+  approvalTimeoutSeconds?: number;
 }
 
 /** A tool made by `tool()`: what the engine runs, with the zod schema it was made from. */
@@ -50,7 +52,7 @@ function jsonSchemaOf(name: string, schema: z.ZodType): Record<string, unknown> 
 }
 
 export function tool<Schema extends z.ZodType>(options: ToolOptions<Schema>): ZodTool<Schema> {
-  const { name, description, input, execute, idempotent, needsApproval, concurrency } = options;
+  const { name, description, input, execute, idempotent, needsApproval, concurrency, approvalTimeoutSeconds } = options;
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
     throw new ConfigError(`tool name ${JSON.stringify(name)}: use 1 to 64 letters, digits, "_" or "-"`);
   }
@@ -76,6 +78,7 @@ export function tool<Schema extends z.ZodType>(options: ToolOptions<Schema>): Zo
     ...(idempotent === undefined ? {} : { idempotent }),
     ...(concurrency === undefined ? {} : { concurrency }),
     ...(needsApproval === undefined ? {} : { needsApproval: typeof needsApproval === 'function' ? onParsed(needsApproval) : needsApproval }),
+    ...(approvalTimeoutSeconds === undefined ? {} : { approvalTimeoutSeconds }),
     async execute(raw: unknown, context: ToolContext) {
       const parsed = await parse(raw);
       if (!parsed.success) throw new ToolError(`invalid input for ${name}: ${describeIssues(parsed.error)}`);

@@ -15,7 +15,7 @@ import { RunStore } from '../../src/store/run-store.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun } from '../support/engine.ts';
 
-const DEFAULTS = { agent: 'test-agent', model: 'default-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
+const DEFAULTS = { agent: 'demo', model: 'default-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -219,7 +219,7 @@ describe('what reaches the log', () => {
     // A real PostgreSQL error about a value: its `where` quotes the JSON it could not parse.
     const dbError = await db.pool.query('SELECT $1::jsonb', ['{"token":"SECRET-IN-VALUE","bad":"\\ud800"}']).catch((e: unknown) => e);
     expect(JSON.stringify(dbError)).toContain('SECRET-IN-VALUE');
-    const store = Object.assign(Object.create(db.store), { create: () => Promise.reject(dbError) });
+    const store = Object.assign(Object.create(db.store), { createOnce: () => Promise.reject(dbError) });
     const app = server({ store, logger });
     try {
       const json = { 'content-type': 'application/json' };

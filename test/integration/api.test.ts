@@ -10,7 +10,7 @@ import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';
 import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
 
-const DEFAULTS = { agent: 'test-agent', model: 'default-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
+const DEFAULTS = { agent: 'demo', model: 'default-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 function server(db: TestDatabase, extra: Partial<ApiDeps> = {}): FastifyInstance {
@@ -400,7 +400,7 @@ describe('operations', () => {
       expect(res.body).toMatch(/^agent_runs\{status="QUEUED"\} 3$/m);
       expect(res.body).toMatch(/^agent_runs\{status="CANCELLED"\} 1$/m);
       expect(res.body).toMatch(/^agent_runs\{status="SUCCEEDED"\} 0$/m);
-      expect(res.body).toMatch(/^agent_queue_depth 3$/m);
+      expect(res.body).toMatch(/^agent_queue_depth\{agent="demo"\} 3$/m);
       expect(res.body).toContain('# TYPE agent_step_latency_seconds histogram');
       expect(res.body).toMatch(/^process_cpu_user_seconds_total \d/m);
     } finally {
@@ -423,6 +423,7 @@ describe('operations', () => {
     expect(operations.sort()).toEqual([
       'GET /api/overview', 'GET /api/runs', 'GET /api/runs/{id}', 'GET /api/runs/{id}/steps/{seq}', 'GET /api/runs/{id}/timeline',
       'GET /healthz', 'GET /metrics', 'GET /openapi.json', 'POST /api/runs', 'POST /api/runs/{id}/cancel', 'POST /api/runs/{id}/fork',
+      'POST /api/runs/{id}/tool-calls/{toolUseId}/decision',
     ]);
     for (const op of operations) {
       const [method, path] = op.split(' ') as ['GET' | 'POST', string];

@@ -21,7 +21,7 @@ import { RunOverview } from '../../src/store/run-overview.ts';
 import { countRunsByStatus, queueDepth } from '../../src/store/run-stats.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 
-const DEFAULTS = { agent: 'test-agent', model: 'test-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
+const DEFAULTS = { agent: 'demo', model: 'test-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
 
 let db: TestDatabase;
 let keys: ApiKeys;

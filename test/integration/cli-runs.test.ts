@@ -73,8 +73,8 @@ describe('before any key', () => {
     const r = await cli(['runs', 'list']);
     expect(r, r.err).toMatchObject({ code: 0, err: '' });
     const [header, row] = r.out.split('\n');
-    expect(header).toMatch(/^ID {2,}STATUS {2,}AGE {2,}DURATION {2}STEPS {2}TOKENS {2}COST {2}INPUT$/);
-    expect(row).toMatch(new RegExp(`^${done} {2}SUCCEEDED {2}(just now|\\d+s ago) +[\\d.]+(ms|s) +3 +[\\d,]+ +\\$0 {2}Which acme tickets are overdue\\?$`));
+    expect(header).toMatch(/^ID {2,}STATUS {2,}AGENT {2,}AGE {2,}DURATION {2}STEPS {2}TOKENS {2}COST {2}INPUT$/);
+    expect(row).toMatch(new RegExp(`^${done} {2}SUCCEEDED {2}demo {2,}(just now|\\d+s ago) +[\\d.]+(ms|s) +3 +[\\d,]+ +\\$0 {2}Which acme tickets are overdue\\?$`));
     // Columns line up: each title starts where its values do.
     expect(row!.indexOf('SUCCEEDED')).toBe(header!.indexOf('STATUS'));
   });
@@ -157,6 +157,31 @@ describe('runs, with a key', () => {
     expect(gone).toMatchObject({ code: 1, err: `durable-agent: GET /api/runs/${later}: 404 run ${later} not found\n` });
   });
 
+  it('approve and deny the tool calls a WAITING run holds; deny needs --reason', async () => {
+    const waitingRun = async (input: string) => {
+      const id = await createRun(input, key);
+      await until('the run to wait for approval', async () => (await statusOf(id)) === 'WAITING', 30_000);
+      const show = await cli(['runs', 'show', id, '--json'], { DURABLE_AGENT_KEY: key });
+      return { id, toolUseId: JSON.parse(show.out).waiting.toolCalls[0].toolUseId as string };
+    };
+    const a = await waitingRun('Close ticket ACME-105 because it is a duplicate');
+    const shown = await cli(['runs', 'show', a.id], { DURABLE_AGENT_KEY: key });
+    expect(shown.out).toMatch(/waiting\s+approval since /);
+    expect(shown.out).toContain(`${a.toolUseId} close_ticket {"ticketId":"ACME-105"`);
+    expect(await cli(['runs', 'approve', a.id, a.toolUseId], { DURABLE_AGENT_KEY: key })).toMatchObject({ code: 0, out: `approved ${a.toolUseId}; run ${a.id} continues\n` });
+    await until('the approved run to finish', async () => (await statusOf(a.id)) === 'SUCCEEDED', 30_000);
+
+    const d = await waitingRun('Close ticket GLOBEX-202 because the typo is fixed');
+    expect((await cli(['runs', 'deny', d.id, d.toolUseId], { DURABLE_AGENT_KEY: key })).code).toBe(2);
+    expect(await cli(['runs', 'deny', d.id, d.toolUseId, '--reason', 'not yet verified'], { DURABLE_AGENT_KEY: key })).toMatchObject({ code: 0, out: `denied ${d.toolUseId}; run ${d.id} continues\n` });
+    await until('the denied run to finish', async () => (await statusOf(d.id)) === 'SUCCEEDED', 30_000);
+    const ticket = await db.pool.query(`SELECT status FROM durable_agent.demo_ticket WHERE id = 'GLOBEX-202'`);
+    expect(ticket.rows[0].status).toBe('open');
+    const again = await cli(['runs', 'approve', d.id, d.toolUseId], { DURABLE_AGENT_KEY: key });
+    expect(again.code).toBe(1);
+    expect(again.err).toContain('409');
+  });
+
   it('purge deletes finished runs older than the duration, on the database directly', async () => {
     const old = await createRun('an old question', key);
     await until('the run to finish', async () => (await statusOf(old)) === 'SUCCEEDED', 30_000);
@@ -187,7 +212,7 @@ describe('bad usage: one line, then the usage; exit 2', () => {
     [['runs', 'show'], 'runs show: missing <id>'],
     [['runs', 'show', 'x', 'y'], 'runs show: unexpected argument "y"'],
     [['runs', 'show', 'not-a-run'], 'runs show: "not-a-run" is not a run id (a UUID)'],
-    [['runs', 'list', '--status', 'DONE'], 'runs list: --status must be one of QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT'],
+    [['runs', 'list', '--status', 'DONE'], 'runs list: --status must be one of QUEUED, RUNNING, WAITING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT'],
     [['runs', 'list', '--limit', '0'], 'runs list: --limit must be a whole number from 1 to 100'],
     [['runs', 'list', '--bogus'], 'unknown option --bogus'],
     [['runs', 'purge'], 'runs purge: --older-than is required, e.g. --older-than 30d'],

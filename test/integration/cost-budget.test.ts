@@ -31,7 +31,7 @@ describe('a run with a money budget', () => {
     const run = await newRun(db.store, 'spend', { model: 'priced-model', costBudgetUsd: 0.01 });
     // 9000 in + 200 out = 0.009 + 0.002 = 0.011 USD: over the 0.01 budget after the first call.
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'echo', {}, 9000, 200).thenText('never asked');
-    const metrics = createMetrics({ countRunsByStatus: async () => ({}), queueDepth: async () => 0 }, { models: ['priced-model'] });
+    const metrics = createMetrics({ countRunsByStatus: async () => ({}), queueDepth: async () => ({}) }, { models: ['priced-model'] });
     await testWorker(db.store, llm, [echo], { name: 'W', costOf, events: [metrics.events] }).runOnce();
     const final = await db.store.state(run.id);
     expect(final.status).toBe('FAILED');

@@ -34,7 +34,18 @@ const consoleErrors: string[] = [];
 let releaseHeld: () => void = () => {};
 const held = new Promise<void>((resolve) => (releaseHeld = resolve));
 
+const closed: string[] = [];
 const tools = [
+  defineTool<{ ticketId: string }>({
+    name: 'close_ticket',
+    description: 'Closes a ticket; a person approves each close',
+    inputSchema: { type: 'object', properties: { ticketId: { type: 'string' } } },
+    needsApproval: true,
+    execute: async (input) => {
+      closed.push(input.ticketId);
+      return `closed ${input.ticketId}`;
+    },
+  }),
   defineTool({ name: 'lookup', description: 'Finds tickets', inputSchema: { type: 'object' }, execute: async () => ({ tickets: [{ id: 'T-1', title: 'Printer on fire' }] }) }),
   defineTool({
     name: 'broken',
@@ -53,6 +64,19 @@ const llm = new ScriptedLlm(async (req) => {
   if (input.startsWith('hold')) {
     await held;
     return response([{ type: 'tool_use', id: `toolu_hold_${turn}`, name: 'lookup', input: {} }], 'tool_use', usage(500, 30));
+  }
+  if (input.startsWith('close')) {
+    if (turn === 0) {
+      return response(
+        [
+          { type: 'tool_use', id: 'toolu_close_1', name: 'close_ticket', input: { ticketId: 'T-1', resolution: 'fixed' } },
+          { type: 'tool_use', id: 'toolu_close_2', name: 'close_ticket', input: { ticketId: 'T-2', resolution: 'duplicate' } },
+        ],
+        'tool_use',
+        usage(300, 40),
+      );
+    }
+    return response([{ type: 'text', text: 'Closed T-1; T-2 stays open.' }], 'end_turn', usage(350, 10));
   }
   if (input.startsWith('tickets')) {
     if (turn === 0) return response([{ type: 'text', text: 'Looking.' }, { type: 'tool_use', id: 'toolu_look_1', name: 'lookup', input: { q: 'fire' } }], 'tool_use', usage(400, 40, 0, 1200));
@@ -272,39 +296,32 @@ describe('the dashboard in Chromium', () => {
   });
 });
 
-describe('the parts that wait for the API (the browser answers for the server)', () => {
-  it('shows the pending tool calls of a WAITING run, and posts Approve and Deny with its reason', async () => {
+describe('approvals', () => {
+  it('shows the pending tool calls of a WAITING run; Approve and Deny (with its reason) let the run go on', async () => {
+    const id = await post({ input: 'close T-1 and T-2' });
+    await waitFor('the run to wait for approval', async () => (await statusOf(id)) === 'WAITING', UI_TIMEOUT);
     const p = await chromium.context.newPage();
     p.setDefaultTimeout(UI_TIMEOUT);
-    const run = (await (await fetch(`${base}/api/runs/${ticketsRun}`)).json()) as Record<string, unknown>;
-    const waiting = {
-      ...run, status: 'WAITING', finishedAt: null, output: null,
-      waiting: {
-        kind: 'approval', since: new Date().toISOString(),
-        toolCalls: [
-          { toolUseId: 'toolu_close_1', toolName: 'close_ticket', input: { ticketId: 'T-1', resolution: 'fixed' } },
-          { toolUseId: 'toolu_close_2', toolName: 'close_ticket', input: { ticketId: 'T-2', resolution: 'duplicate' } },
-        ],
-      },
-    };
-    const decisions: { url: string; body: unknown }[] = [];
-    await p.route(`**/api/runs/${ticketsRun}`, (route) => route.fulfill({ json: waiting }));
-    await p.route('**/tool-calls/*/decision', async (route) => {
-      decisions.push({ url: new URL(route.request().url()).pathname, body: route.request().postDataJSON() });
-      await route.fulfill({ status: 202, json: { id: ticketsRun, status: 'WAITING' } });
-    });
-    await p.goto(`${base}/runs/${ticketsRun}`);
+    await p.goto(`${base}/runs/${id}`);
     await p.waitForSelector('.approvals .approval[data-tool-use-id="toolu_close_2"]');
     expect(await p.locator('.approvals .approval').count()).toBe(2);
     await p.locator('.approval[data-tool-use-id="toolu_close_1"]').getByRole('button', { name: 'Approve' }).click();
+    await p.waitForFunction(() => document.querySelector('.approval[data-tool-use-id="toolu_close_1"] .decision-result')?.textContent === 'Approved.');
+    expect(await statusOf(id)).toBe('WAITING'); // one call is still undecided
     const second = p.locator('.approval[data-tool-use-id="toolu_close_2"]');
     await second.locator('input.reason').fill('T-2 is not a duplicate');
     await second.getByRole('button', { name: 'Deny' }).click();
-    await p.waitForFunction(() => document.querySelectorAll('.decision-result:not(:empty)').length === 2);
+    await waitFor('the run to finish', async () => (await statusOf(id)) === 'SUCCEEDED', UI_TIMEOUT);
+    expect(closed).toEqual(['T-1']);
+    const decisions = await sql<{ tool_use_id: string; decision: string; reason: string | null }>(
+      'SELECT tool_use_id, decision, reason FROM durable_agent.tool_decision WHERE run_id = $1 ORDER BY tool_use_id',
+      [id],
+    );
     expect(decisions).toEqual([
-      { url: `/api/runs/${ticketsRun}/tool-calls/toolu_close_1/decision`, body: { decision: 'approve' } },
-      { url: `/api/runs/${ticketsRun}/tool-calls/toolu_close_2/decision`, body: { decision: 'deny', reason: 'T-2 is not a duplicate' } },
+      { tool_use_id: 'toolu_close_1', decision: 'approve', reason: null },
+      { tool_use_id: 'toolu_close_2', decision: 'deny', reason: 'T-2 is not a duplicate' },
     ]);
+    await p.waitForSelector('.approvals', { state: 'detached' }); // the page follows the run: nothing waits any more
     await p.close();
   });
 });

@@ -47,6 +47,7 @@ async function leftOf(id: RunId): Promise<Record<string, number>> {
     `SELECT table_name FROM information_schema.columns WHERE table_schema = 'durable_agent' AND column_name = 'run_id' ORDER BY table_name`,
   );
   expect(tables.map((t) => t.table_name)).toContain('run_step');
+  expect(tables.map((t) => t.table_name)).toContain('run_event');
   const left: Record<string, number> = {};
   for (const { table_name } of tables) {
     const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM durable_agent.${table_name} WHERE run_id = $1`, [id]);
@@ -107,6 +108,7 @@ describe('DELETE /api/runs/{id}', () => {
     const onlyOwn = ownDigests.filter((d) => !(d === system || d === toolsA));
     expect(onlyOwn).toHaveLength(1); // the same system prompt, tools of its own
     expect(Object.values(await leftOf(own!)).some((n) => n > 0)).toBe(true);
+    expect((await leftOf(own!)).run_event).toBeGreaterThan(0); // its events, run.started to run.finished
 
     const res = await app.inject({ method: 'DELETE', url: `/api/runs/${own}` });
     expect(res.statusCode).toBe(204);

@@ -19,7 +19,7 @@ let db: TestDatabase;
 let app: FastifyInstance;
 beforeAll(async () => {
   db = await testDatabase();
-  const metrics = createMetrics({ countRunsByStatus: async () => ({}), queueDepth: async () => 0 }, { models: [] });
+  const metrics = createMetrics({ countRunsByStatus: async () => ({}), queueDepth: async () => ({}) }, { models: [] });
   app = createServer({
     store: db.store, listing: new RunListing(db.pool), defaults, checkDatabase: async () => {}, metrics: () => metrics.render(), logger: false,
     deletion: new RunDeletion(db.pool),

@@ -136,9 +136,14 @@ describe('rt.runs', () => {
     };
     expect(await refused({ input: '  ' })).toBe('invalid options: input: must not be blank');
     expect(await refused({ input: 'x', maxSteps: config.maxSteps + 1 })).toBe(`invalid options: maxSteps: must be at most ${config.maxSteps} (the server's MAX_STEPS)`);
-    expect(await refused({ input: 'x', agent: 'billing' })).toBe('invalid options: agent: no agent "billing" here (this runtime serves "helper")');
-    expect(await refused({ input: 'x', previousRunId: run.id })).toBe('invalid options: previousRunId: not supported yet');
-    expect(await refused({ input: 'x', idempotencyKey: 'order-7' })).toBe('invalid options: idempotencyKey: not supported yet');
+    expect(await refused({ input: 'x', agent: 'billing' })).toBe('invalid options: agent: no agent "billing" here (this runtime has "helper")');
+    expect(await refused({ input: 'x', previousRunId: '00000000-0000-4000-8000-000000000000' })).toBe(
+      'invalid options: previousRunId: no run 00000000-0000-4000-8000-000000000000',
+    );
+    const once = await rt.runs.create({ input: 'x', idempotencyKey: 'order-7' });
+    expect((await rt.runs.create({ input: 'x', idempotencyKey: 'order-7' })).id).toBe(once.id);
+    await expect(rt.runs.create({ input: 'y', idempotencyKey: 'order-7' })).rejects.toBeInstanceOf(ConflictError);
+    expect(await refused({ input: 'x', startAt: 'tomorrow' })).toMatch(/^invalid options: startAt: /);
     expect(await refused({ input: 'x', previousRunId: 'nope' })).toMatch(/^invalid options: previousRunId: /);
     expect(await refused({ input: 'x', colour: 'red' })).toBe('invalid options: colour: unknown field');
 
@@ -150,8 +155,8 @@ describe('rt.runs', () => {
     expect(await wrongAgent.json()).toEqual({
       error: {
         code: 'invalid_request',
-        message: 'invalid request body: agent: no agent "billing" here (this runtime serves "helper")',
-        issues: [{ path: 'agent', message: 'no agent "billing" here (this runtime serves "helper")' }],
+        message: 'invalid request body: agent: no agent "billing" here (this runtime has "helper")',
+        issues: [{ path: 'agent', message: 'no agent "billing" here (this runtime has "helper")' }],
       },
     });
     const created = await post({ input: 'x', agent: 'helper' });
@@ -226,11 +231,10 @@ describe('createRuntime', () => {
     expect(new Set(ids.map(([, id]) => id)).size).toBe(ids.length);
   });
 
-  it('refuses several agents with a clear error (runs do not record their agent yet), before touching the database', async () => {
+  it('refuses agents that are not a non-empty list of distinct definitions, before touching the database', async () => {
     const one = helperWith([]);
-    const two = defineAgent({ name: 'billing', system: 'Refunds.', tools: [] });
-    await expect(createRuntime({ agents: [one, two], databaseUrl: 'postgres://nobody@127.0.0.1:1/none' })).rejects.toThrow(
-      new ConfigError('createRuntime: several agents are not supported yet (got 2: helper, billing); pass one'),
+    await expect(createRuntime({ agents: [one, { ...one }], databaseUrl: 'postgres://nobody@127.0.0.1:1/none' })).rejects.toThrow(
+      new ConfigError('createRuntime: two agents are named "helper"'),
     );
     await expect(createRuntime({ agents: [] })).rejects.toThrow(ConfigError);
   });

@@ -140,3 +140,41 @@ it('puts everything in DATABASE_SCHEMA when it names another schema, and the sto
     await fresh.drop();
   }
 });
+
+it('gives the runs of a database from before runs named their agent to the agent that served it, without a rewrite', async () => {
+  for (const [legacyAgent, expected] of [['helper', 'helper'], [undefined, 'demo']] as const) {
+    const fresh = await freshDatabase();
+    try {
+      // That release's schema: the migrations before the agent column, and runs of its one agent.
+      const earlierDir = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agent-earlier-'));
+      for (const m of listMigrations(MIGRATIONS_DIR).filter((x) => x.version < 6)) fs.writeFileSync(path.join(earlierDir, `${m.name}.sql`), m.sql);
+      await migrate(fresh.pool, { dirs: [earlierDir] });
+      fs.rmSync(earlierDir, { recursive: true, force: true });
+      const done = '6f1c0a52-0000-4000-8000-000000000002';
+      const waiting = '6f1c0a52-0000-4000-8000-000000000003';
+      await fresh.pool.query(
+        `INSERT INTO durable_agent.run (id, status, input, model, token_budget, max_steps, deadline_at, output, finished_at)
+         VALUES ($1, 'SUCCEEDED', 'earlier', 'm', 1000, 10, now() + interval '1 hour', 'answer', now()),
+                ($2, 'QUEUED', 'still waiting', 'm', 1000, 10, now() + interval '1 hour', null, null)`,
+        [done, waiting],
+      );
+      const file = async () => (await fresh.pool.query<{ relfilenode: number }>(`SELECT relfilenode FROM pg_class WHERE oid = 'durable_agent.run'::regclass`)).rows[0]!.relfilenode;
+      const before = await file();
+
+      await migrate(fresh.pool, legacyAgent ? { legacyAgent } : {});
+      expect(await file()).toBe(before); // the column was added without rewriting the table
+      const store = new RunStore(fresh.pool);
+      expect(await store.get(done as never)).toMatchObject({ status: 'SUCCEEDED', output: 'answer', agent: expected, agentVersion: null, previousRunId: null });
+      // The waiting run is claimed by a worker of that agent, and by no other.
+      expect(await store.claim({ worker: 'w', leaseMs: 10_000 }, 5, [], ['someone-else'])).toEqual([]);
+      expect((await store.claim({ worker: 'w', leaseMs: 10_000 }, 5, [], [expected])).map((r) => r.id)).toEqual([waiting]);
+      // A run written without an agent is the demo agent's, whatever the earlier runs became.
+      const { rows } = await fresh.pool.query<{ agent: string }>(
+        `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, deadline_at) VALUES (gen_random_uuid(), 'x', 'm', 1, 1, now()) RETURNING agent`,
+      );
+      expect(rows[0]!.agent).toBe('demo');
+    } finally {
+      await fresh.drop();
+    }
+  }
+});

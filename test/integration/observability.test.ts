@@ -37,7 +37,7 @@ beforeEach(() => exporter.reset());
 function observe() {
   const raw: string[] = [];
   const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void raw.push(s.trimEnd()) } });
-  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: ['test-model'] });
+  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: ['test-model'], agents: ['demo'] });
   const events = [logEvents(logger), metrics.events, traceEvents({ provider: 'anthropic', tracer: provider.getTracer('test') })];
   const lines = () => raw.map((l) => JSON.parse(l) as Record<string, unknown>);
   return { logger, metrics, events, raw, lines };
@@ -105,7 +105,7 @@ describe('observability of a run', () => {
     const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM durable_agent.run WHERE status = 'SUCCEEDED'`);
     expect(sample(body, 'agent_runs', { status: 'SUCCEEDED' })).toBe(rows[0]!.n);
     for (const status of RUN_STATUSES) expect(sample(body, 'agent_runs', { status })).toBeGreaterThanOrEqual(0);
-    expect(sample(body, 'agent_queue_depth')).toBe(0);
+    expect(sample(body, 'agent_queue_depth', { agent: 'demo' })).toBe(0);
     expect(body).toContain('process_cpu_user_seconds_total'); // default metrics, on this registry
     expect(body).not.toContain(run.id); // no unbounded labels
 
@@ -279,7 +279,7 @@ describe('model labels', () => {
 
 describe('gauges read from the database', () => {
   it('counts claimable runs: queued and due, or running with a lapsed lease', async () => {
-    const before = await queueDepth(db.pool);
+    const before = (await queueDepth(db.pool)).demo ?? 0;
     const due = await newRun(db.store);
     const later = await newRun(db.store);
     const leased = await newRun(db.store);
@@ -287,7 +287,7 @@ describe('gauges read from the database', () => {
     await db.pool.query(`UPDATE durable_agent.run SET run_at = now() + interval '1 hour' WHERE id = $1`, [later.id]);
     await db.pool.query(`UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`, [[leased.id, lapsed.id]]);
     await expireLease(db.pool, lapsed.id);
-    expect((await queueDepth(db.pool)) - before).toBe(2);
+    expect(((await queueDepth(db.pool)).demo ?? 0) - before).toBe(2);
     const counts = await countRunsByStatus(db.pool);
     expect(counts.RUNNING).toBeGreaterThanOrEqual(2);
     await db.pool.query('DELETE FROM durable_agent.run WHERE id = ANY($1)', [[due.id, later.id, leased.id, lapsed.id]]);
@@ -300,7 +300,7 @@ describe('gauges read from the database', () => {
         if (fail) throw new Error('connection refused');
         return { SUCCEEDED: 3, WAITING: 1 };
       },
-      queueDepth: () => (fail ? new Promise<number>(() => {}) : Promise.resolve(5)),
+      queueDepth: () => (fail ? new Promise<Record<string, number>>(() => {}) : Promise.resolve({ helper: 5 })),
       readTimeoutMs: 50,
     }, { models: [] });
     for (const reason of ['429', '429', 'timeout']) metrics.onLlmRetry(reason);
@@ -309,7 +309,7 @@ describe('gauges read from the database', () => {
       expect(sample(body, 'agent_runs', { status: 'SUCCEEDED' })).toBe(3);
       expect(sample(body, 'agent_runs', { status: 'QUEUED' })).toBe(0);
       expect(sample(body, 'agent_runs', { status: 'WAITING' })).toBe(1);
-      expect(sample(body, 'agent_queue_depth')).toBe(5);
+      expect(sample(body, 'agent_queue_depth', { agent: 'helper' })).toBe(5);
       if (round === 2) {
         expect(sample(body, 'agent_metrics_read_failures_total', { gauge: 'agent_runs' })).toBe(1);
         expect(sample(body, 'agent_metrics_read_failures_total', { gauge: 'agent_queue_depth' })).toBe(1);

@@ -91,8 +91,8 @@ describe('a plain ESM program using the installed package', () => {
     await db?.close();
   });
 
-  it('runs an agent with a zod tool to the end, durably, on PostgreSQL', async () => {
-    fake.toolUse('toolu_pkg_1', 'get_weather', { city: 'Paris' }).text('Take an umbrella.');
+  it('runs agents by name, one with a zod tool, to the end, durably, on PostgreSQL', async () => {
+    fake.toolUse('toolu_pkg_1', 'get_weather', { city: 'Paris' }).text('Take an umbrella.').text('Filed.');
     fs.writeFileSync(
       path.join(project, 'weather.mjs'),
       `import { z } from 'zod';
@@ -109,13 +109,15 @@ const weather = tool({
   },
 });
 const helper = defineAgent({ name: 'helper', system: 'You answer in one sentence.', tools: [weather] });
+const clerk = defineAgent({ name: 'clerk', system: 'You file things.', tools: [] });
 
-const rt = await createRuntime({ agents: [helper], api: { port: 0 } });
+const rt = await createRuntime({ agents: [helper, clerk], api: { port: 0 } });
 const health = (await fetch(rt.url + '/healthz')).status;
 const run = await rt.runs.create({ input: 'Do I need an umbrella in Paris?' });
 const done = await rt.runs.wait(run.id, { timeoutMs: 60000 });
+const filed = await rt.runs.wait((await rt.runs.create({ input: 'File it.', agent: 'clerk' })).id, { timeoutMs: 60000 });
 await rt.close();
-console.log('RESULT ' + JSON.stringify({ status: done.status, output: done.output, calls, health }));
+console.log('RESULT ' + JSON.stringify({ status: done.status, agent: done.agent, output: done.output, calls, health, filed: [filed.status, filed.agent, filed.output] }));
 `,
     );
     const env = cleanEnv({
@@ -128,10 +130,13 @@ console.log('RESULT ' + JSON.stringify({ status: done.status, output: done.outpu
     const result = JSON.parse(/^RESULT (.*)$/m.exec(stdout)![1]!);
     expect(result).toEqual({
       status: 'SUCCEEDED',
+      agent: 'helper',
       output: 'Take an umbrella.',
       calls: [{ city: 'Paris', days: 1, idempotencyKey: 'toolu_pkg_1' }],
       health: 200,
+      filed: ['SUCCEEDED', 'clerk', 'Filed.'],
     });
+    expect(JSON.stringify(fake.requests[2]!.body.system)).toContain('You file things.');
     expect(fake.requests[0]!.body.tools).toEqual([
       expect.objectContaining({
         name: 'get_weather',
@@ -140,7 +145,9 @@ console.log('RESULT ' + JSON.stringify({ status: done.status, output: done.outpu
     ]);
     expect(JSON.stringify(fake.requests[1]!.body.messages)).toContain('"tool_use_id":"toolu_pkg_1","content":"Paris: rain"');
     // Every step is in the database: two model calls and the tool call.
-    const { rows } = await db.pool.query<{ kind: string; status: string }>('SELECT kind, status FROM durable_agent.run_step ORDER BY seq');
+    const { rows } = await db.pool.query<{ kind: string; status: string }>(
+      `SELECT kind, status FROM durable_agent.run_step WHERE run_id = (SELECT id FROM durable_agent.run WHERE agent = 'helper') ORDER BY seq`,
+    );
     expect(rows).toEqual([
       { kind: 'MODEL', status: 'DONE' },
       { kind: 'TOOL', status: 'DONE' },

@@ -19,21 +19,28 @@ afterAll(async () => {
 });
 
 describe('store', () => {
-  it('claims with an index scan when 100k finished runs share the table', async () => {
+  it("claims with an index scan when 100k finished runs and 20k queued runs of another agent share the table", async () => {
     await db.pool.query(
-      `INSERT INTO durable_agent.run (id, status, input, model, token_budget, max_steps, deadline_at, finished_at)
-       SELECT gen_random_uuid(), 'SUCCEEDED', 'old', 'm', 100, 10, now(), now() FROM generate_series(1, 100000)`,
+      `INSERT INTO durable_agent.run (id, status, input, model, token_budget, max_steps, deadline_at, finished_at, agent)
+       SELECT gen_random_uuid(), 'SUCCEEDED', 'old', 'm', 100, 10, now(), now(), 'demo' FROM generate_series(1, 100000)`,
+    );
+    // Queued before ours, for an agent this worker does not serve: the claim must not walk through them.
+    await db.pool.query(
+      `INSERT INTO durable_agent.run (id, status, input, model, token_budget, max_steps, deadline_at, run_at, agent)
+       SELECT gen_random_uuid(), 'QUEUED', 'other', 'm', 100, 10, now() + interval '1 hour', now() - interval '1 hour', 'other'
+       FROM generate_series(1, 20000)`,
     );
     const live = await newRun(db.store, 'live');
     await db.pool.query('ANALYZE durable_agent.run');
     // The plan of the claim statement itself, with the parameters a worker passes.
-    const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${CLAIM_SQL}`, claimParams('W', 1000, 10, []));
+    const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${CLAIM_SQL}`, claimParams('W', 1000, 10, [], ['demo']));
     const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-    expect(plan).toMatch(/Index Scan using run_claim_idx on run/);
+    expect(plan).toMatch(/Index Scan using run_agent_claim_idx on run/);
     expect(plan).not.toMatch(/Seq Scan on run\b/);
     const claimed = await db.store.claim({ worker: 'W', leaseMs: 1000 }, 10);
     expect(claimed.map((r) => r.id)).toEqual([live.id]);
     expect(claimed[0]).toMatchObject({ status: 'RUNNING', lockedBy: 'W', attempts: 1, hasSteps: false });
+    await db.pool.query(`DELETE FROM durable_agent.run WHERE agent = 'other' OR id = $1`, [live.id]);
   });
 
   it('records a tool call once per tool_use id, whoever starts it again', async () => {
@@ -57,10 +64,10 @@ describe('store', () => {
     await db.pool.query(`UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`, [[leased!.id, lapsed!.id]]);
     await expireLease(db.pool, lapsed!.id);
 
-    expect(await queueDepth(db.pool)).toBe(2);
+    expect(await queueDepth(db.pool)).toEqual({ demo: 2 });
     const claimed = await db.store.claim({ worker: 'W', leaseMs: 1000 }, 10);
     expect(claimed.map((r) => r.id).sort()).toEqual([due!.id, lapsed!.id].sort());
-    expect(await queueDepth(db.pool)).toBe(0);
+    expect(await queueDepth(db.pool)).toEqual({});
   });
 
   it('finishes a tool step only if it is STARTED, and otherwise commits nothing (no renewal, no next STARTED row)', async () => {

@@ -22,6 +22,10 @@ export function testWorker(
   tools: Tool[],
   opts: Partial<WorkerOptions> & {
     name: string;
+    /** The agent it serves (its runs only); "demo", the agent of runs that name none, when absent. */
+    agent?: string;
+    /** Its system prompt; "You are a test agent." when absent. */
+    system?: string;
     events?: EngineEvents[];
     toolTimeoutMs?: number;
     /** Idempotent calls of one turn that run at once (TOOL_CONCURRENCY); the executor's default when absent. */
@@ -44,7 +48,12 @@ export function testWorker(
     {
       store,
       llm,
-      agent: { system: 'You are a test agent.', tools: new ToolExecutor(tools, opts.toolTimeoutMs ?? 10_000, undefined, opts.toolConcurrency ? { concurrency: opts.toolConcurrency } : {}), maxTokens: 1024 },
+      agent: {
+        ...(opts.agent ? { name: opts.agent } : {}),
+        system: opts.system ?? 'You are a test agent.',
+        tools: new ToolExecutor(tools, opts.toolTimeoutMs ?? 10_000, undefined, opts.toolConcurrency ? { concurrency: opts.toolConcurrency } : {}),
+        maxTokens: 1024,
+      },
       costOf: opts.costOf ?? (() => 0),
       logger: opts.logger ?? silentLogger,
       events: opts.events ?? [],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { checkAgents, defineAgent, singleAgent } from '../../src/agent.ts';
+import { checkAgents, defineAgent } from '../../src/agent.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { anthropic, openAiCompatible } from '../../src/llm/factories.ts';
 import { defineTool } from '../../src/tools/types.ts';
@@ -65,11 +65,4 @@ describe('the agents a runtime is given', () => {
     expect(() => checkAgents([helper, { ...helper }], 'here')).toThrow('here: two agents are named "helper"');
   });
 
-  it('are one agent in this version: several is a clear error, not runs driven by the wrong agent', () => {
-    expect(singleAgent([helper], 'createRuntime')).toBe(helper);
-    const billing = defineAgent({ name: 'billing', system: 's', tools: [] });
-    expect(() => singleAgent([helper, billing], 'createRuntime')).toThrow(
-      new ConfigError('createRuntime: several agents are not supported yet (got 2: helper, billing); pass one'),
-    );
-  });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { textOf, type Message, type ToolUseBlock } from '../../src/domain.ts';
 import { LlmError } from '../../src/errors.ts';
-import { DEMO_LABEL, DEMO_STREAM_CHUNKS, DemoLlmClient, pickTool, streamChunks, toolInput } from '../../src/llm/demo.ts';
+import { askedFor, DEMO_LABEL, DEMO_STREAM_CHUNKS, DemoLlmClient, pickTool, streamChunks, toolInput } from '../../src/llm/demo.ts';
 import type { LlmRequest, ToolDefinition } from '../../src/llm/types.ts';
 
 const listTickets: ToolDefinition = {
@@ -140,9 +140,57 @@ describe('pickTool', () => {
     expect(pickTool(question, [])).toBeNull();
   });
 
+  it('comments when asked to comment, with the text the user quoted or said', () => {
+    const comment: ToolDefinition = {
+      name: 'add_ticket_comment',
+      description: 'Adds a comment to a ticket. Use only when the user asks for it.',
+      input_schema: { type: 'object', properties: { ticketId: { type: 'string' }, body: { type: 'string' } } },
+    };
+    const all = [getTicket, listTickets, comment];
+    for (const [asked, body] of [
+      ['Add a comment to ACME-101 saying the fix is deployed.', 'the fix is deployed'],
+      ['Please comment on ACME-102: "customer called back"', 'customer called back'],
+    ] as const) {
+      expect(pickTool(asked, all)?.name).toBe('add_ticket_comment');
+      expect(toolInput(asked, comment)).toEqual({ ticketId: asked.match(/ACME-\d+/)![0], body });
+    }
+    // Without words for the comment, none is invented (the tool then names the missing field).
+    expect(toolInput('comment on ACME-7', comment)).toEqual({ ticketId: 'ACME-7' });
+    expect(pickTool('show ticket ACME-12', all)?.name).toBe('get_ticket');
+  });
+
+  it('follows its system prompt: a tool it forbids is not used, and an answer it cannot give names its instructions', async () => {
+    const said = [{ role: 'user' as const, content: question }];
+    const forbidden = await demo.send({ ...requestWith(said), system: 'You are terse. Never use list_tickets.' });
+    expect(forbidden.content).toEqual([expect.objectContaining({ type: 'tool_use', name: 'get_ticket' })]);
+    const alone = await demo.send({ ...requestWith(said), tools: [listTickets], system: 'You are terse. Never use list_tickets.' });
+    expect(alone.content.some((b) => b.type === 'tool_use')).toBe(false);
+    expect(textOf(alone.content)).toMatch(/cannot really answer "Which acme tickets are overdue\?"\. My instructions: "You are terse\."$/);
+    expect((await demo.send(requestWith(said))).content[0]).toMatchObject({ type: 'tool_use', name: 'list_tickets' });
+  });
+
   it('fills only what the schema asks for and the text offers', () => {
     expect(toolInput('show ticket ACME-12', getTicket)).toEqual({ ticket_id: 'ACME-12' });
     expect(toolInput('list all tickets', listTickets)).toEqual({});
     expect(toolInput('list overdue tickets', listTickets)).toEqual({ overdue: true });
+  });
+});
+
+describe('the demo model asked to close a ticket or to wait', () => {
+  const close: ToolDefinition = { name: 'close_ticket', description: 'Closes a ticket with a resolution.', input_schema: { type: 'object', properties: { ticketId: { type: 'string' }, resolution: { type: 'string' } } } };
+  const sleep: ToolDefinition = { name: 'sleep', description: 'Waits.', input_schema: { type: 'object', properties: { seconds: { type: 'integer' } } } };
+  const all = [...tools, close, sleep];
+
+  it('closes the named ticket with the reason given as the resolution', () => {
+    expect(askedFor('Close ticket acme-104 because the webhook fix shipped', all)).toEqual({ name: 'close_ticket', input: { ticketId: 'ACME-104', resolution: 'the webhook fix shipped' } });
+    expect(askedFor('please close ACME-101', all)).toEqual({ name: 'close_ticket', input: { ticketId: 'ACME-101', resolution: 'Closed at the request of the user.' } });
+    expect(askedFor('close ACME-101', tools)).toBeNull(); // without the tool, nothing special
+  });
+
+  it('sleeps for the duration named, or 5 seconds, when asked to wait or check back later', () => {
+    expect(askedFor('wait 3 seconds', all)).toEqual({ name: 'sleep', input: { seconds: 3 } });
+    expect(askedFor('check back in 2 minutes', all)).toEqual({ name: 'sleep', input: { seconds: 120 } });
+    expect(askedFor('Check back later on the acme tickets', all)).toEqual({ name: 'sleep', input: { seconds: 5 } });
+    expect(askedFor(question, all)).toBeNull();
   });
 });

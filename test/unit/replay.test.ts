@@ -15,7 +15,7 @@ describe('replay', () => {
     const c = replay('hello', []);
     expect(c.messages).toEqual([{ role: 'user', content: 'hello' }]);
     expect(c.pending.size).toBe(0);
-    expect(decide(c, () => true)).toEqual({ type: 'model' });
+    expect(decide(c)).toEqual({ type: 'model' });
   });
 
   it('groups the results of parallel tool uses into one user message, in the order of the tool uses', () => {
@@ -48,7 +48,7 @@ describe('replay', () => {
     const c = replay('q', [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'STARTED')]);
     expect(c.pending.get('a')).toMatchObject({ startedSeq: 2, use: { id: 'a' } });
     expect(c.messages).toHaveLength(2);
-    expect(decide(c, () => true)).toMatchObject({ type: 'tool', pending: { startedSeq: 2 } });
+    expect(decide(c)).toMatchObject({ type: 'tool', pending: { startedSeq: 2 } });
   });
 
   it('marks an ERROR step is_error for the model', () => {
@@ -58,9 +58,9 @@ describe('replay', () => {
 
   it('finishes when the model ends its turn with nothing pending', () => {
     const steps = [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'DONE', 'x'), model(3, [{ type: 'text', text: 'bye' }], 'end_turn')];
-    expect(decide(replay('q', steps.slice(0, 2)), () => true)).toEqual({ type: 'model' });
+    expect(decide(replay('q', steps.slice(0, 2)))).toEqual({ type: 'model' });
     const c = replay('q', steps);
-    expect(decide(c, () => true)).toMatchObject({ type: 'finish', end: { status: 'SUCCEEDED', output: 'bye' } });
+    expect(decide(c)).toMatchObject({ type: 'finish', end: { status: 'SUCCEEDED', output: 'bye' } });
     expect(c.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
   });
 
@@ -70,7 +70,7 @@ describe('replay', () => {
       { role: 'user', content: 'q' },
       { role: 'assistant', content: [{ type: 'text', text: 'part 1' }, { type: 'text', text: 'part 2' }] },
     ]);
-    expect(decide(c, () => true)).toMatchObject({ end: { status: 'SUCCEEDED', output: 'part 1part 2' } });
+    expect(decide(c)).toMatchObject({ end: { status: 'SUCCEEDED', output: 'part 1part 2' } });
   });
 
   it('rejects a tool step the model never asked for', () => {
@@ -79,25 +79,21 @@ describe('replay', () => {
 });
 
 describe('decide', () => {
-  const idempotent = () => true;
   it('calls the model first, runs pending tools, then finishes with the text', () => {
-    expect(decide(replay('q', []), idempotent)).toEqual({ type: 'model' });
+    expect(decide(replay('q', []))).toEqual({ type: 'model' });
     const c = replay('q', [model(1, [use('a')], 'tool_use')]);
-    expect(decide(c, idempotent)).toMatchObject({ type: 'tool', pending: { use: { id: 'a' } } });
+    expect(decide(c)).toMatchObject({ type: 'tool', pending: { use: { id: 'a' } } });
     const done = replay('q', [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'DONE', 'x'), model(3, [{ type: 'text', text: 'hi' }], 'end_turn')]);
-    expect(decide(done, idempotent)).toEqual({ type: 'finish', end: { status: 'SUCCEEDED', output: 'hi', stopReason: 'end_turn' } });
+    expect(decide(done)).toEqual({ type: 'finish', end: { status: 'SUCCEEDED', output: 'hi', stopReason: 'end_turn' } });
   });
 
-  it('fails a run whose STARTED tool is not idempotent, for a human to decide', () => {
+  it('leaves a STARTED call to the gate, whether or not its tool is idempotent', () => {
     const c = replay('q', [model(1, [use('a', 'charge_card')], 'tool_use'), tool(2, 'a', 'STARTED')]);
-    const action = decide(c, (name) => name !== 'charge_card');
-    expect(action).toMatchObject({ type: 'finish', end: { status: 'FAILED' } });
-    expect(action.type === 'finish' && action.end.error).toMatch(/charge_card.*not idempotent.*human/);
-    expect(decide(c, idempotent)).toMatchObject({ type: 'tool' });
+    expect(decide(c)).toMatchObject({ type: 'tool', pending: { startedSeq: 2, use: { name: 'charge_card' } } });
   });
 
   it('handles every stop reason on purpose', () => {
-    const after = (stop: string) => decide(replay('q', [model(1, [{ type: 'text', text: 't' }], stop)]), idempotent);
+    const after = (stop: string) => decide(replay('q', [model(1, [{ type: 'text', text: 't' }], stop)]));
     expect(after('stop_sequence')).toMatchObject({ end: { status: 'SUCCEEDED', output: 't' } });
     expect(after('max_tokens')).toMatchObject({ end: { status: 'SUCCEEDED', output: 't', stopReason: 'max_tokens' } });
     expect(after('pause_turn')).toEqual({ type: 'model' });
@@ -108,20 +104,20 @@ describe('decide', () => {
 
   it.each(['end_turn', 'stop_sequence', 'pause_turn'])('runs the tools of a turn that ends with %s, then asks the model again', (stop) => {
     const turn = [{ type: 'text', text: 'checking' }, use('a')];
-    expect(decide(replay('q', [model(1, turn, stop)]), idempotent)).toMatchObject({ type: 'tool', pending: { use: { id: 'a' } } });
-    expect(decide(replay('q', [model(1, turn, stop), tool(2, 'a', 'DONE', 'x')]), idempotent)).toEqual({ type: 'model' });
+    expect(decide(replay('q', [model(1, turn, stop)]))).toMatchObject({ type: 'tool', pending: { use: { id: 'a' } } });
+    expect(decide(replay('q', [model(1, turn, stop), tool(2, 'a', 'DONE', 'x')]))).toEqual({ type: 'model' });
   });
 
   it('does not run the tools of a turn cut off by max_tokens (the last one may be cut mid-input)', () => {
     const c = replay('q', [model(1, [{ type: 'text', text: 'partial' }, use('a')], 'max_tokens')]);
-    expect(decide(c, idempotent)).toMatchObject({ type: 'finish', end: { status: 'SUCCEEDED', output: 'partial', stopReason: 'max_tokens' } });
+    expect(decide(c)).toMatchObject({ type: 'finish', end: { status: 'SUCCEEDED', output: 'partial', stopReason: 'max_tokens' } });
   });
 
   it('fails a turn that reuses a tool_use id, from an earlier turn or within itself, naming it', () => {
     const reused = replay('q', [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'DONE', 'x'), model(3, [use('b'), use('a')], 'tool_use')]);
     expect(reused.reusedToolUseId).toEqual({ id: 'a', firstSeq: 1, seq: 3 });
-    expect(decide(reused, idempotent)).toMatchObject({ type: 'finish', end: { status: 'FAILED', error: expect.stringMatching(/tool_use id "a" in step 3, already used in step 1/) } });
+    expect(decide(reused)).toMatchObject({ type: 'finish', end: { status: 'FAILED', error: expect.stringMatching(/tool_use id "a" in step 3, already used in step 1/) } });
     const twice = replay('q', [model(1, [use('c'), use('c')], 'tool_use')]);
-    expect(decide(twice, idempotent)).toMatchObject({ type: 'finish', end: { status: 'FAILED', error: expect.stringMatching(/tool_use id "c" twice in step 1/) } });
+    expect(decide(twice)).toMatchObject({ type: 'finish', end: { status: 'FAILED', error: expect.stringMatching(/tool_use id "c" twice in step 1/) } });
   });
 });

@@ -45,7 +45,7 @@ describe('ToolExecutor', () => {
 
   it('turns a failing tool, an unknown tool and a timeout into is_error results for the model', async () => {
     expect(await executor.execute(use('boom'), ctx())).toEqual({ status: 'ERROR', result: 'error: disk full' });
-    expect(await executor.execute(use('nope'), ctx())).toEqual({ status: 'ERROR', result: 'error: unknown tool "nope"' });
+    expect(await executor.execute(use('nope'), ctx())).toEqual({ status: 'ERROR', result: 'error: tool no longer available: this agent has no tool "nope"' });
     expect(await executor.execute(use('hang'), ctx())).toEqual({ status: 'ERROR', result: 'error: tool hang timed out after 100 ms' });
     expect(await executor.execute(use('deaf'), ctx())).toEqual({ status: 'ERROR', result: 'error: tool deaf timed out after 100 ms' });
   });

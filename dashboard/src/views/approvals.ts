@@ -1,8 +1,8 @@
 /**
  * Pending tool calls of a WAITING run, each with Approve and Deny (with a reason). The run JSON lists
  * them in `waiting.toolCalls`; a decision is POST /api/runs/{id}/tool-calls/{toolUseId}/decision with
- * {"decision":"approve"} or {"decision":"deny","reason":…}. Until the API has waiting runs, no run has
- * `waiting` and this section never shows.
+ * {"decision":"approve"} or {"decision":"deny","reason":…}. A run waits for a decision when a tool that
+ * needs approval is called, or when a call that is not idempotent was cut short by a crash.
  */
 import { api, ApiError } from '../api.ts';
 import { h } from '../dom.ts';

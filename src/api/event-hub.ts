@@ -1,0 +1,205 @@
+/**
+ * Fan-out of run events in one API process: ONE LISTEN connection for the whole process, however many
+ * readers, and one shared read per run per announcement, however many readers follow that run.
+ *
+ * A reader starts from its cursor: it reads the stored events itself (through the pool, a page at a
+ * time) until it reaches the run's feed, then joins it. A feed is the live tail of one run: on each
+ * announcement (the run_event trigger's NOTIFY "<run> <highest id>") it reads what is new once and
+ * hands it to every reader that has not seen it. It keeps the most recent events in memory, so a
+ * reader that joins a followed run (a reconnect, a second device) is served from there without a
+ * query. Ids of a run increase in commit order (see migration 0007), so reading "after the last id
+ * seen" never skips anything. Announcements lost while the LISTEN connection was down are made up
+ * for after every reconnect, and by a slow poll of every followed run.
+ */
+import { listen, RUN_EVENT_CHANNEL, type Subscription } from '../db/notifications.ts';
+import type { RunId } from '../domain.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { StoredEvent } from '../store/run-events.ts';
+
+export interface EventPages {
+  page(runId: RunId, after: number, limit: number): Promise<StoredEvent[]>;
+}
+
+export interface EventReader {
+  /** Events in order, each once; after run.finished nothing more comes. */
+  deliver(events: readonly StoredEvent[]): void;
+  /** The events could not be read (the database failed), or the hub closes: the reader should end; its client reconnects. */
+  failed(error: Error): void;
+}
+
+export interface Following {
+  close(): void;
+}
+
+export interface EventHubOptions {
+  /** Where to LISTEN; null: no LISTEN (the poll alone, e.g. in tests of the hub). */
+  databaseUrl: string | null;
+  logger?: Logger | undefined;
+  /** @unit milliseconds — how often every followed run is read even without an announcement. Default 5000. */
+  pollMs?: number;
+  /** Events kept in memory per followed run for readers that join. Default 2000. */
+  recentEvents?: number;
+  /** Events per read. Default 1000. */
+  pageSize?: number;
+}
+
+interface Reader {
+  cursor: number;
+  live: boolean;
+  closed: boolean;
+  sink: EventReader;
+}
+
+class Feed {
+  /** The highest id read by the feed; null until its first reader joined. */
+  tail: number | null = null;
+  /** The feed's recent events, complete after `recentFrom`. */
+  recent: StoredEvent[] = [];
+  recentFrom = 0;
+  readonly readers = new Set<Reader>();
+  reading = false;
+  again = false;
+  constructor(readonly runId: RunId) {}
+}
+
+export class EventHub {
+  private readonly feeds = new Map<RunId, Feed>();
+  private subscription: Subscription | null = null;
+  private poll: NodeJS.Timeout | undefined;
+  private readonly pageSize: number;
+  private readonly recentEvents: number;
+
+  constructor(private readonly pages: EventPages, private readonly opts: EventHubOptions) {
+    this.pageSize = opts.pageSize ?? 1000;
+    this.recentEvents = opts.recentEvents ?? 2000;
+  }
+
+  /** Runs followed right now (for tests and metrics). */
+  get followedRuns(): number {
+    return this.feeds.size;
+  }
+
+  /** Follows run `runId` from after id `after`: stored events first, then live ones. */
+  follow(runId: RunId, after: number, sink: EventReader): Following {
+    this.start();
+    let feed = this.feeds.get(runId);
+    if (!feed) this.feeds.set(runId, (feed = new Feed(runId)));
+    const reader: Reader = { cursor: after, live: false, closed: false, sink };
+    feed.readers.add(reader);
+    void this.catchUp(feed, reader);
+    return { close: () => this.drop(feed, reader) };
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.poll);
+    this.poll = undefined;
+    const readers = [...this.feeds.values()].flatMap((feed) => [...feed.readers]);
+    this.feeds.clear();
+    for (const r of readers) {
+      r.closed = true;
+      r.sink.failed(new Error('the server is shutting down'));
+    }
+    await this.subscription?.close();
+    this.subscription = null;
+  }
+
+  private start(): void {
+    if (this.poll) return;
+    this.poll = setInterval(() => {
+      for (const feed of this.feeds.values()) void this.read(feed);
+    }, this.opts.pollMs ?? 5000);
+    this.poll.unref();
+    const url = this.opts.databaseUrl;
+    if (url === null) return;
+    this.subscription = listen(
+      url,
+      { [RUN_EVENT_CHANNEL]: (payload) => this.announced(payload) },
+      {
+        // Announcements sent while disconnected are lost: read every followed run again.
+        onConnect: () => {
+          for (const feed of this.feeds.values()) void this.read(feed);
+        },
+        onError: (e, retryInMs) => this.opts.logger?.warn({ err_message: e.message, retry_in_ms: retryInMs }, 'LISTEN connection for run events failed; reconnecting'),
+      },
+    );
+  }
+
+  private announced(payload: string): void {
+    const [runId, highest] = payload.split(' ');
+    const feed = this.feeds.get(runId as RunId);
+    if (!feed) return;
+    if (feed.tail !== null && Number(highest) <= feed.tail) return;
+    void this.read(feed);
+  }
+
+  private drop(feed: Feed, reader: Reader): void {
+    reader.closed = true;
+    feed.readers.delete(reader);
+    if (feed.readers.size === 0 && this.feeds.get(feed.runId) === feed) this.feeds.delete(feed.runId);
+  }
+
+  private give(reader: Reader, events: readonly StoredEvent[]): void {
+    const fresh = events[0] && events[0].id > reader.cursor ? events : events.filter((e) => e.id > reader.cursor);
+    if (fresh.length === 0 || reader.closed) return;
+    reader.cursor = fresh[fresh.length - 1]!.id;
+    reader.sink.deliver(fresh);
+  }
+
+  /** The reader reads on its own until it has reached the feed, then joins it (synchronously, so nothing falls in between). */
+  private async catchUp(feed: Feed, reader: Reader): Promise<void> {
+    try {
+      for (;;) {
+        if (reader.closed) return;
+        if (feed.tail !== null && reader.cursor >= feed.recentFrom) {
+          this.give(reader, feed.recent);
+          reader.live = true;
+          return;
+        }
+        const page = await this.pages.page(feed.runId, reader.cursor, this.pageSize);
+        if (reader.closed) return;
+        this.give(reader, page);
+        if (page.length < this.pageSize && feed.tail === null) {
+          // The first reader to reach the end starts the feed where it stands.
+          feed.tail = reader.cursor;
+          feed.recentFrom = reader.cursor;
+          reader.live = true;
+          // Anything announced meanwhile was not read by the feed: read now.
+          void this.read(feed);
+          return;
+        }
+      }
+    } catch (e) {
+      this.drop(feed, reader);
+      reader.sink.failed(e as Error);
+    }
+  }
+
+  /** One shared read of what is new in the run, handed to every live reader. */
+  private async read(feed: Feed): Promise<void> {
+    if (feed.tail === null) return;
+    if (feed.reading) {
+      feed.again = true;
+      return;
+    }
+    feed.reading = true;
+    try {
+      do {
+        feed.again = false;
+        let page: StoredEvent[];
+        do {
+          page = await this.pages.page(feed.runId, feed.tail, this.pageSize);
+          if (page.length === 0) break;
+          feed.tail = page[page.length - 1]!.id;
+          feed.recent.push(...page);
+          const excess = feed.recent.length - this.recentEvents;
+          if (excess > 0) feed.recentFrom = feed.recent.splice(0, excess).at(-1)!.id;
+          for (const r of feed.readers) if (r.live) this.give(r, page);
+        } while (page.length === this.pageSize);
+      } while (feed.again);
+    } catch (e) {
+      this.opts.logger?.warn({ err_message: (e as Error).message, run_id: feed.runId }, 'reading run events failed; trying again at the next announcement or poll');
+    } finally {
+      feed.reading = false;
+    }
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * Whether a pending tool call may run now, from the log and the decisions recorded for the run. Pure.
+ *
+ * - A call whose tool needs approval runs once a person approved it; denied (or not decided before
+ *   its approval timed out) it is never run and the model gets an is_error result with the reason.
+ *   Its approval row is written with the model step that asked for the call, so "needs approval" is
+ *   read from the rows, not asked of the tool again.
+ * - A call found STARTED whose tool is not idempotent may or may not have happened: a person decides
+ *   (approve: run it again; deny: the model is told it may or may not have happened; complete: it did,
+ *   with this result).
+ * - A call of the built-in `sleep` tool waits for its time, holding nothing.
+ */
+import type { DecisionRecord, Waiting } from '../domain.ts';
+import type { PendingTool } from './replay.ts';
+
+export type Gate =
+  /** Execute it (again, with the same idempotency key, when it was started). */
+  | { type: 'run'; consumeDecision: boolean }
+  /** Record this result without executing anything. */
+  | { type: 'resolve'; status: 'DONE' | 'ERROR'; result: string }
+  /** The run must wait for a person. */
+  | { type: 'wait'; kind: 'approval' | 'decision' }
+  /** Start a timer: the run waits until `wakeAt`. */
+  | { type: 'sleep'; wakeAt: Date }
+  /** A timer that has not come yet (the run was claimed early): wait again until it does. */
+  | { type: 'sleep-again'; wakeAt: Date };
+
+export interface GateContext {
+  idempotent: boolean;
+  /** The call's seconds when its tool is the built-in timer; an error text for an input it cannot take. */
+  timer: number | string | null;
+  approval: DecisionRecord | undefined;
+  crash: DecisionRecord | undefined;
+  /** What the run waited for last (its timer's wake-up time). */
+  waiting: Waiting | null;
+  now: Date;
+}
+
+export const APPROVAL_TIMED_OUT = 'approval timed out';
+
+/** Results the model sees for calls that were not run. */
+export const deniedResult = (reason: string) => `error: not run: the user denied this call (reason: ${reason})`;
+export const crashDeniedResult = (reason: string) =>
+  `error: this call was interrupted by a crash and was not run again; it may or may not have happened (reason: ${reason})`;
+export const sleptResult = (seconds: number) => `slept ${seconds} second${seconds === 1 ? '' : 's'}`;
+
+export function gateTool(p: PendingTool, g: GateContext): Gate {
+  if (g.timer !== null) return gateTimer(p, g, g.timer);
+  if (p.startedSeq !== null) {
+    if (g.idempotent) return { type: 'run', consumeDecision: false };
+    const d = g.crash;
+    switch (d?.decision ?? null) {
+      case null:
+        return { type: 'wait', kind: 'decision' };
+      case 'approve':
+        // Used up as it is acted on: should this run of the call be cut short too, a person decides again.
+        return { type: 'run', consumeDecision: true };
+      case 'deny':
+        return { type: 'resolve', status: 'ERROR', result: crashDeniedResult(d!.reason ?? 'no reason given') };
+      case 'complete':
+        return { type: 'resolve', status: 'DONE', result: d!.result ?? '' };
+    }
+  }
+  const a = g.approval;
+  if (!a) return { type: 'run', consumeDecision: false };
+  switch (a.decision) {
+    case 'approve':
+      return { type: 'run', consumeDecision: false };
+    case 'deny':
+      return { type: 'resolve', status: 'ERROR', result: deniedResult(a.reason ?? 'no reason given') };
+    case 'complete': // never accepted for an approval; treated as the safer "no"
+      return { type: 'resolve', status: 'ERROR', result: deniedResult('not approved') };
+    case null:
+      if (a.expiresAt && a.expiresAt.getTime() <= g.now.getTime()) return { type: 'resolve', status: 'ERROR', result: deniedResult(APPROVAL_TIMED_OUT) };
+      return { type: 'wait', kind: 'approval' };
+  }
+}
+
+function gateTimer(p: PendingTool, g: GateContext, timer: number | string): Gate {
+  if (typeof timer === 'string') return { type: 'resolve', status: 'ERROR', result: `error: ${timer}` };
+  if (p.startedSeq === null) return { type: 'sleep', wakeAt: new Date(g.now.getTime() + timer * 1000) };
+  const w = g.waiting;
+  const wakeAt = w?.kind === 'timer' && w.toolCalls.some((c) => c.toolUseId === p.use.id) ? w.wakeAt : null;
+  if (wakeAt && wakeAt.getTime() > g.now.getTime()) return { type: 'sleep-again', wakeAt };
+  return { type: 'resolve', status: 'DONE', result: sleptResult(timer) };
+}

@@ -1,0 +1,120 @@
+/**
+ * The live events of one model step while its model call streams: step.started, the text in small
+ * batches (DELTA_BATCH: one text.delta row per batch, never one per token), and attempt.abandoned
+ * when a try fails and the call goes on with another. Writes go out one at a time, in order, without
+ * holding up the model call; `settle` waits for the last one before the step's checkpoint is written,
+ * so a step's deltas always come before its step.finished.
+ *
+ * A write that fails is not retried here: the step ends with that error at `settle` (its attempt ends,
+ * the run is resumed from its last checkpoint, and the worker that claims it abandons what this
+ * attempt streamed). A lost lease fences these writes like any other.
+ */
+import type { RunId } from '../domain.ts';
+import type { LlmError } from '../errors.ts';
+import { type AbandonReason, DELTA_BATCH } from '../events/protocol.ts';
+import { newEvent, type NewEvent } from '../store/run-events.ts';
+import type { Lease } from '../store/ports.ts';
+import { crashPoint } from './crash-points.ts';
+
+export type AppendEvents = (runId: RunId, owner: Lease, events: readonly NewEvent[]) => Promise<void>;
+
+/** How an LlmError reads in attempt.abandoned: "overloaded_error (529)", "timeout" … */
+export function describeAttemptError(e: LlmError): string {
+  if (e.type === 'timeout') return 'timeout';
+  const what = e.type ?? (e.status === -1 ? 'network error' : 'error');
+  return e.status > 0 ? `${what} (${e.status})` : what;
+}
+
+export class StepStream {
+  private pending: { attempt: number; text: string } | null = null;
+  private queued: NewEvent[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private writing: Promise<void> = Promise.resolve();
+  private failure: unknown = undefined;
+  /** The call's attempt (1, 2, … as the model client counts) whose text has not been finished or abandoned. */
+  private open: number | null = null;
+
+  constructor(
+    private readonly append: AppendEvents,
+    private readonly runId: RunId,
+    private readonly owner: Lease,
+    private readonly seq: number,
+    /** Attempts this step used before this claim (previous owners, earlier requeues): numbering goes on from there. */
+    private readonly base: number,
+    private readonly batch: { maxMs: number; maxChars: number } = DELTA_BATCH,
+  ) {}
+
+  /** The step's attempt number as events carry it, for the model client's attempt `n`. */
+  attemptNumber(n: number): number {
+    return this.base + n;
+  }
+
+  start(): void {
+    this.open = 1;
+    this.queue(newEvent('step.started', { seq: this.seq, kind: 'MODEL', attempt: this.attemptNumber(1) }));
+    this.flush();
+  }
+
+  text(text: string, attempt: number): void {
+    if (text === '') return;
+    this.open = attempt;
+    if (this.pending && this.pending.attempt !== attempt) this.takePending();
+    if (this.pending) this.pending.text += text;
+    else this.pending = { attempt, text };
+    if (this.pending.text.length >= this.batch.maxChars) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), this.batch.maxMs);
+  }
+
+  /** Try `attempt` failed: everything it streamed is void. */
+  abandon(attempt: number, reason: AbandonReason, error?: string): void {
+    if (this.pending?.attempt === attempt) this.takePending();
+    this.queue(newEvent('attempt.abandoned', { seq: this.seq, attempt: this.attemptNumber(attempt), reason, ...(error ? { error } : {}) }));
+    this.open = attempt + 1;
+    this.flush();
+  }
+
+  /** The call failed for good, or was stopped: the attempt in flight is abandoned (best effort: a takeover would say so too). */
+  async fail(error?: string): Promise<void> {
+    if (this.open !== null) this.abandon(this.open, 'failed', error);
+    this.open = null;
+    await this.writing.catch(() => {});
+  }
+
+  /** Waits for every write; throws what made one fail. */
+  async settle(): Promise<void> {
+    this.flush();
+    await this.writing;
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  private takePending(): void {
+    const p = this.pending;
+    if (!p) return;
+    this.pending = null;
+    this.queue(newEvent('text.delta', { seq: this.seq, attempt: this.attemptNumber(p.attempt), text: p.text }));
+  }
+
+  private queue(e: NewEvent): void {
+    this.queued.push(e);
+  }
+
+  private flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.takePending();
+    if (this.queued.length === 0 || this.failure !== undefined) return;
+    const events = this.queued;
+    this.queued = [];
+    this.writing = this.writing.then(async () => {
+      if (this.failure !== undefined) return;
+      try {
+        await this.append(this.runId, this.owner, events);
+      } catch (e) {
+        this.failure = e;
+        return;
+      }
+      // A crash here leaves text committed for an attempt nobody will finish: the takeover's case.
+      if (events.some((e) => e.type === 'text.delta')) crashPoint('mid-stream', this.runId);
+    });
+  }
+}

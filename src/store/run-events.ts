@@ -1,0 +1,104 @@
+/**
+ * The SQL of a run's live events (table run_event, protocol in src/events/protocol.ts): the fragments
+ * the checkpoint statements of run-store.ts append so a step's events commit with the step, the fenced
+ * write of a batch of streamed text, the claim's run.started, and the reads of the API.
+ */
+import type pg from 'pg';
+import type { RunId } from '../domain.ts';
+import { LeaseLostError } from '../errors.ts';
+import { TOOL_OUTPUT_MAX_CHARS, type RunEventData, type RunEventType } from '../events/protocol.ts';
+import { FENCE } from './fenced-sql.ts';
+import type { Lease } from './ports.ts';
+import { storableValue } from './storable.ts';
+
+/** An event to write; `withNext` ones are written only when the statement also wrote the next tool's STARTED row. */
+export interface NewEvent {
+  type: RunEventType;
+  data: object;
+  withNext?: boolean;
+}
+
+export const newEvent = <T extends RunEventType>(type: T, data: RunEventData[T], withNext = false): NewEvent => ({ type, data, withNext });
+
+/** The three array parameters of EVENTS: types, JSON texts, and whether each hangs on the next tool's STARTED row. */
+export function eventParams(events: readonly NewEvent[]): [string[], string[], boolean[]] {
+  return [events.map((e) => e.type), events.map((e) => JSON.stringify(storableValue(e.data))), events.map((e) => e.withNext === true)];
+}
+
+/**
+ * A CTE that writes `eventParams` ($p, $p+1, $p+2) in order, one row per event of `source` (the
+ * fence's `owner`, or the row the statement wrote). With `next`, events marked withNext are written
+ * only when the `next` CTE wrote the STARTED row they describe.
+ */
+export const EVENTS = (p: number, source: string, next: boolean) => `events AS (
+  INSERT INTO durable_agent.run_event (run_id, type, data)
+  SELECT $1::uuid, e.type, e.data
+  FROM (SELECT 1 FROM ${source} LIMIT 1) AS src, unnest($${p}::text[], $${p + 1}::json[], $${p + 2}::boolean[]) WITH ORDINALITY AS e (type, data, with_next, n)
+  WHERE ${next ? 'NOT e.with_next OR EXISTS (SELECT 1 FROM next)' : 'NOT e.with_next'}
+  ORDER BY e.n)`;
+
+/** Every string in a tool's input passed through `redact` (a tool's input may quote a secret the user gave). */
+export function redactedInput(input: unknown, redact: (text: string) => string): unknown {
+  if (typeof input === 'string') return redact(input);
+  if (Array.isArray(input)) return input.map((v) => redactedInput(v, redact));
+  if (input !== null && typeof input === 'object') {
+    return Object.fromEntries(Object.entries(input).map(([k, v]) => [k, redactedInput(v, redact)]));
+  }
+  return input;
+}
+
+/** A tool's stored (redacted) result as tool.finished carries it. */
+export function toolOutput(stored: string): { output: string; truncated?: boolean } {
+  return stored.length > TOOL_OUTPUT_MAX_CHARS ? { output: stored.slice(0, TOOL_OUTPUT_MAX_CHARS), truncated: true } : { output: stored };
+}
+
+/** An event as read, its data as the JSON text stored (served to SSE readers as is). */
+export interface StoredEvent {
+  id: number;
+  type: string;
+  data: string;
+}
+
+export class RunEvents {
+  constructor(private readonly db: Pick<pg.Pool, 'query'>) {}
+
+  /** Writes streamed text (and the like) of a run this lease still holds; LeaseLostError, writing nothing, if not. */
+  async append(runId: RunId, owner: Lease, events: readonly NewEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const { rows } = await this.db.query<{ written: number }>({
+      name: 'durable_agent_append_events',
+      text: `WITH owner AS (
+               UPDATE durable_agent.run SET updated_at = now() WHERE ${FENCE(3)} RETURNING id),
+             ${EVENTS(4, 'owner', false)}
+             SELECT count(*)::int AS written FROM owner`,
+      values: [runId, owner.worker, owner.token, ...eventParams(events)],
+    });
+    if (rows[0]?.written !== 1) throw new LeaseLostError(runId, owner.worker);
+  }
+
+  /**
+   * A claim's first write: run.started, and attempt.abandoned for whatever a previous owner left
+   * streaming. Returns the highest attempt each model step has used so far.
+   */
+  async claimed(runId: RunId, owner: Lease, attempt: number): Promise<Map<number, number>> {
+    const { rows } = await this.db.query<{ owned: boolean; seq: number | null; attempt: number | null }>({
+      name: 'durable_agent_events_claimed',
+      text: `WITH owner AS (
+               UPDATE durable_agent.run SET updated_at = now() WHERE ${FENCE(3)} RETURNING id)
+             SELECT true AS owned, c.seq, c.attempt FROM owner LEFT JOIN LATERAL durable_agent.run_event_claimed(owner.id, $2, $4) c ON true`,
+      values: [runId, owner.worker, owner.token, attempt],
+    });
+    if (rows.length === 0) throw new LeaseLostError(runId, owner.worker);
+    return new Map(rows.filter((r) => r.seq !== null).map((r) => [r.seq!, r.attempt ?? 0]));
+  }
+
+  /** Up to `limit` events after id `after`, in order. */
+  async page(runId: RunId, after: number, limit: number): Promise<StoredEvent[]> {
+    const { rows } = await this.db.query<StoredEvent>({
+      name: 'durable_agent_event_page',
+      text: `SELECT id, type, data::text AS data FROM durable_agent.run_event WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+      values: [runId, after, limit],
+    });
+    return rows;
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The statements of waiting: a run that starts to wait (fenced, like every engine write: it gives its
+ * lease up in the same statement), the decisions recorded for its tool calls, and the nearest time a
+ * run not yet claimable becomes due (an idle worker's one timer).
+ */
+import type pg from 'pg';
+import type { DecisionRecord, RunId } from '../domain.ts';
+import { LeaseLostError } from '../errors.ts';
+import { FENCE, OWNED, progress, type ProgressRow, START_NEXT, startParams } from './fenced-sql.ts';
+import type { Lease, WaitStart, Waited } from './ports.ts';
+
+/**
+ * The run's side of a wait: $w the waiting JSON (its `since` set here), $r when it is claimable again
+ * (null: never, until every decision is made). The attempt is given back, as a hand-back's is: waiting
+ * is not a failure, and a run that waits many times must not reach the abandon limit. A cancel
+ * requested meanwhile ends the run instead (nobody would be driving it to its next guard).
+ */
+export const WAIT_SET = (w: number, r: number) => `status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'WAITING' END,
+  waiting = CASE WHEN cancel_requested THEN waiting ELSE jsonb_set($${w}::jsonb, '{since}', to_jsonb(now())) END,
+  run_at = CASE WHEN cancel_requested THEN run_at ELSE coalesce($${r}::timestamptz, 'infinity'::timestamptz) END,
+  finished_at = CASE WHEN cancel_requested THEN now() END,
+  error = CASE WHEN cancel_requested THEN 'cancelled on request' ELSE error END,
+  attempts = CASE WHEN cancel_requested THEN attempts ELSE greatest(attempts - 1, 0) END,
+  locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()`;
+
+/** The pending decision rows of a wait ($d: JSON array), written only when the run did go WAITING. */
+export const DECISION_ROWS = (d: number) => `decided AS (
+  INSERT INTO durable_agent.tool_decision (run_id, tool_use_id, kind, expires_at)
+  SELECT owner.id, d.tool_use_id, d.kind, d.expires_at
+  FROM owner, jsonb_to_recordset($${d}::jsonb) AS d(tool_use_id text, kind text, expires_at timestamptz)
+  WHERE owner.status = 'WAITING'
+  ON CONFLICT (run_id, tool_use_id, kind) DO NOTHING)`;
+
+/** The parameters of a wait: waiting JSON, claimable-again time, decision rows. */
+export function waitParams(start: WaitStart): [string, Date | null, string] {
+  const w = start.waiting;
+  const waiting = { kind: w.kind, since: null, toolCalls: w.toolCalls, wakeAt: w.wakeAt?.toISOString() ?? null, expiresAt: w.expiresAt?.toISOString() ?? null };
+  const decisions = (start.decisions ?? []).map((d) => ({ tool_use_id: d.toolUseId, kind: d.kind, expires_at: d.expiresAt?.toISOString() ?? null }));
+  return [JSON.stringify(waiting), w.wakeAt ?? w.expiresAt ?? null, JSON.stringify(decisions)];
+}
+
+type WaitRow = ProgressRow & { status: 'WAITING' | 'CANCELLED' };
+
+export async function startWaiting(db: pg.Pool, runId: RunId, owner: Lease, start: WaitStart): Promise<Waited> {
+  const { rows } = await db.query<WaitRow>({
+    name: 'durable_agent_wait',
+    text: `WITH owner AS (
+         UPDATE durable_agent.run SET ${WAIT_SET(3, 4)}
+         WHERE ${FENCE(6)}
+         RETURNING id, tokens_used, cancel_requested, status),
+       ${DECISION_ROWS(5)},
+       ${START_NEXT(7)}
+       SELECT tokens_used, cancel_requested, status FROM owner`,
+    values: [runId, owner.worker, ...waitParams(start), owner.token, ...startParams(start.start)],
+  });
+  const row = rows[0];
+  if (!row) throw new LeaseLostError(runId, owner.worker);
+  return { ...progress(row), status: row.status };
+}
+
+export async function consumeDecision(db: pg.Pool, runId: RunId, owner: Lease, toolUseId: string): Promise<void> {
+  const { rows } = await db.query<ProgressRow>({
+    name: 'durable_agent_consume_decision',
+    text: `WITH ${OWNED(4)},
+       used AS (DELETE FROM durable_agent.tool_decision d USING owner
+                WHERE d.run_id = owner.id AND d.tool_use_id = $5 AND d.kind = 'decision')
+       SELECT tokens_used, cancel_requested FROM owner`,
+    values: [runId, owner.worker, owner.leaseMs, owner.token, toolUseId],
+  });
+  if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
+}
+
+interface DecisionRow {
+  tool_use_id: string;
+  kind: DecisionRecord['kind'];
+  decision: DecisionRecord['decision'];
+  reason: string | null;
+  result: string | null;
+  expires_at: Date | null;
+}
+
+export async function readDecisions(db: pg.Pool, runId: RunId): Promise<DecisionRecord[]> {
+  const { rows } = await db.query<DecisionRow>(
+    `SELECT tool_use_id, kind, decision, reason, result, expires_at FROM durable_agent.tool_decision WHERE run_id = $1`,
+    [runId],
+  );
+  return rows.map((r) => ({ toolUseId: r.tool_use_id, kind: r.kind, decision: r.decision, reason: r.reason, result: r.result, expiresAt: r.expires_at }));
+}
+
+/**
+ * The first entry of the claim index past now() (a range scan that stops at the first row): runs
+ * waiting for a person sit at 'infinity' and are never the answer.
+ */
+export async function nextDueInMs(db: pg.Pool): Promise<number | null> {
+  const { rows } = await db.query<{ ms: number | null }>({
+    name: 'durable_agent_next_due',
+    text: `SELECT (extract(epoch FROM min(run_at) - now()) * 1000)::float8 AS ms FROM durable_agent.run
+           WHERE status IN ('QUEUED', 'RUNNING', 'WAITING') AND run_at > now() AND run_at < 'infinity'::timestamptz`,
+    values: [],
+  });
+  const ms = rows[0]?.ms;
+  return ms === null || ms === undefined ? null : Math.max(0, Number(ms));
+}

@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { EventFold, foldEvents } from '../../src/events/fold.ts';
+import { UiStreamMapper } from '../../src/events/ui-stream.ts';
+
+let id = 0;
+const e = (type: string, data: Record<string, unknown>) => ({ id: ++id, type, data });
+const delta = (seq: number, attempt: number, text: string) => e('text.delta', { seq, attempt, text });
+
+describe('foldEvents', () => {
+  it('keeps, per model step, the text of its latest attempt that was not abandoned', () => {
+    const events = [
+      e('run.started', { worker: 'a', attempt: 1 }),
+      e('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }),
+      delta(1, 1, 'Let me '),
+      delta(1, 1, 'look.'),
+      e('step.finished', { seq: 1, kind: 'MODEL', status: 'DONE', latencyMs: 5 }),
+      e('step.started', { seq: 3, kind: 'MODEL', attempt: 1 }),
+      delta(3, 1, 'Overdue are ACME-9'),
+      e('attempt.abandoned', { seq: 3, attempt: 1, reason: 'retry' }),
+      delta(3, 1, ' late chunk of the void attempt'),
+      delta(3, 2, 'The answer '),
+      delta(3, 2, 'is ACME-101.'),
+      e('run.finished', { status: 'SUCCEEDED', output: 'The answer is ACME-101.', error: null, stopReason: 'end_turn' }),
+    ];
+    const fold = foldEvents(events);
+    expect(fold.steps).toEqual([{ seq: 1, attempt: 1, text: 'Let me look.' }, { seq: 3, attempt: 2, text: 'The answer is ACME-101.' }]);
+    expect(fold.text).toBe('The answer is ACME-101.');
+    expect(fold.finished?.status).toBe('SUCCEEDED');
+    expect(fold.lastId).toBe(events.at(-1)!.id);
+  });
+
+  it('an abandoned attempt leaves its step empty until the next one streams; replayed ids change nothing; the latest model step is the text', () => {
+    const fold = new EventFold();
+    const a = delta(1, 1, 'void');
+    fold.add(a).add(e('attempt.abandoned', { seq: 1, attempt: 1, reason: 'takeover' }));
+    expect(fold.result.text).toBe('');
+    fold.add(a);
+    expect(fold.result.text).toBe('');
+    fold.add(delta(1, 2, 'kept'));
+    expect(fold.result.text).toBe('kept');
+    fold.add(e('step.started', { seq: 3, kind: 'MODEL', attempt: 1 }));
+    expect(fold.result.text).toBe('');
+  });
+});
+
+describe('the UI message stream mapping', () => {
+  it('skips the deltas of an attempt it already knows to be abandoned, and starts the message over when it learns it late', () => {
+    const replay = new UiStreamMapper('run-1').map([
+      e('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }),
+      delta(1, 1, 'void'),
+      e('attempt.abandoned', { seq: 1, attempt: 1, reason: 'retry' }),
+      delta(1, 2, 'kept'),
+    ]);
+    expect(JSON.stringify(replay)).not.toContain('void');
+    expect(replay.filter((c) => c.type === 'text-delta').map((c) => c.delta)).toEqual(['kept']);
+
+    const live = new UiStreamMapper('run-2');
+    live.map([e('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }), delta(1, 1, 'void')]);
+    const after = live.map([e('attempt.abandoned', { seq: 1, attempt: 1, reason: 'takeover' })]);
+    expect(after).toEqual([{ type: 'start', messageId: 'run-2-1' }, { type: 'start-step' }]);
+  });
+
+  it('maps tools and a failed run', () => {
+    const chunks = new UiStreamMapper('r').map([
+      e('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }),
+      e('tool.started', { seq: 2, toolUseId: 'toolu_1', toolName: 'lookup', input: { id: 7 } }),
+      e('tool.finished', { seq: 2, toolUseId: 'toolu_1', isError: true, output: 'no such id' }),
+      e('run.finished', { status: 'FAILED', output: null, error: 'budget exhausted', stopReason: null }),
+    ]);
+    expect(chunks.map((c) => c.type)).toEqual(['start', 'start-step', 'tool-input-available', 'tool-output-error', 'finish-step', 'error', 'finish']);
+    expect(chunks[2]).toMatchObject({ toolCallId: 'toolu_1', toolName: 'lookup', input: { id: 7 }, dynamic: true });
+    expect(chunks.at(-2)).toEqual({ type: 'error', errorText: 'budget exhausted' });
+  });
+});
