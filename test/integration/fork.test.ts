@@ -13,7 +13,7 @@ import { newRun, testWorker } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
 
 const echo = defineTool<{ say?: string }>({ name: 'echo', description: 'echoes', inputSchema: { type: 'object' }, execute: async (i) => `echo ${i.say ?? ''}` });
-const defaults = { agent: 'test-agent', model: 'default-model', tokenBudget: 50_000, timeoutSeconds: 120, maxSteps: 20 };
+const defaults = { agent: 'demo', model: 'default-model', tokenBudget: 50_000, timeoutSeconds: 120, maxSteps: 20 };
 
 let db: TestDatabase;
 let app: FastifyInstance;
@@ -132,6 +132,38 @@ describe('POST /api/runs/{id}/fork', () => {
     expect(JSON.stringify(messages[4])).toContain('echo three');
     const timeline = await get(`/api/runs/${second.id}/timeline`);
     expect(timeline.map((s: { inheritedFrom: string | null }) => s.inheritedFrom)).toEqual([source.id, source.id, first.id, first.id, null]);
+  });
+
+  it('one lineage for forks and follow-ups: a follow-up of a fork, and a fork of a follow-up', async () => {
+    const { run: source, seen } = await sourceRun();
+    const fork = (await post(`/api/runs/${source.id}/fork`, { afterSeq: 2 })).json();
+    expect((await get(`/api/runs/${fork.id}`)).agent).toBe(source.agent); // the fork is a run of its source's agent
+    await testWorker(db.store, new ScriptedLlm().thenText('fork answer'), [echo], { name: 'W' }).runOnce();
+    // A follow-up of the fork: the fork's whole conversation (its source's steps 1..2, then its own), then a new input.
+    const followUp = (await post('/api/runs', { input: 'and then?', previousRunId: fork.id })).json();
+    const llm = new ScriptedLlm().thenToolUse('toolu_f', 'echo', { say: 'four' }).thenText('follow-up answer');
+    await testWorker(db.store, llm, [echo], { name: 'W' }).runOnce();
+    const messages = llm.seen[0]!.messages;
+    expect(messages.slice(0, 3)).toEqual(seen[1]!.messages);
+    expect(messages.slice(3)).toEqual([
+      { role: 'assistant', content: [{ type: 'text', text: 'fork answer' }] },
+      { role: 'user', content: 'and then?' },
+    ]);
+    // Its log is its own: it numbers from 1 and inherits no steps.
+    const timeline = await get(`/api/runs/${followUp.id}/timeline`);
+    expect(timeline.map((s: { seq: number; inherited: boolean }) => [s.seq, s.inherited])).toEqual([[1, false], [2, false], [3, false]]);
+    expect((await get(`/api/runs/${followUp.id}/steps/1`)).request.messages).toEqual(messages);
+    // A fork of the follow-up after its tool turn replays the same conversation before it, then its own input.
+    await post(`/api/runs/${followUp.id}/fork`, { afterSeq: 2, input: 'and then, briefly?' });
+    const again = new ScriptedLlm().thenText('brief');
+    await testWorker(db.store, again, [echo], { name: 'W' }).runOnce();
+    const expected = [...llm.seen[1]!.messages];
+    expected[4] = { role: 'user', content: 'and then, briefly?' };
+    expect(again.seen[0]!.messages).toEqual(expected);
+    expect(expected).toHaveLength(7);
+    // The fork is kept from deletion while a follow-up continues it.
+    const res = await app.inject({ method: 'DELETE', url: `/api/runs/${fork.id}` });
+    expect(res.statusCode).toBe(409);
   });
 
   it('keeps a source with forks from deletion', async () => {
