@@ -39,6 +39,37 @@ const overlap = (a: StepSummary, b: StepSummary) => a.startedAt < b.finishedAt! 
 const toolResultIds = (m: Message) => (m.content as unknown as { tool_use_id: string }[]).map((b) => b.tool_use_id);
 
 describe('tool calls of one turn', () => {
+  it('never start a gated call (one needing approval) in a batch, and write the live events of every call', async () => {
+    const gauge = { now: 0, max: 0 };
+    const slow = slowTool('slow', () => 400, gauge);
+    const guarded = slowTool('guarded', () => 400, gauge, { needsApproval: true });
+    const run = await newRun(db.store, 'one needs a person');
+    const llm = new ScriptedLlm()
+      .thenToolUses([
+        { id: 'toolu_a', name: 'slow', input: {} },
+        { id: 'toolu_b', name: 'guarded', input: {} },
+        { id: 'toolu_c', name: 'slow', input: {} },
+      ])
+      .thenText('done');
+    await testWorker(db.store, llm, [slow, guarded], { name: 'W' }).runOnce();
+    expect((await db.store.state(run.id)).status).toBe('WAITING');
+    expect(await db.store.timeline(run.id)).toHaveLength(1); // nothing of the turn ran
+    await db.store.decide(run.id, 'toolu_b', { decision: 'approve' });
+    await testWorker(db.store, llm, [slow, guarded], { name: 'W' }).runOnce();
+    expect((await db.store.state(run.id)).status).toBe('SUCCEEDED');
+    const tools = (await db.store.timeline(run.id)).filter((s) => s.kind === 'TOOL');
+    expect(tools.map((s) => [s.toolUseId, s.status])).toEqual([['toolu_a', 'DONE'], ['toolu_b', 'DONE'], ['toolu_c', 'DONE']]);
+    const b = tools[1]!;
+    for (const other of [tools[0]!, tools[2]!]) expect(overlap(b, other)).toBe(false);
+    const { rows } = await db.pool.query<{ type: string; data: { seq: number } }>(
+      'SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id', [run.id]);
+    for (const t of tools) {
+      for (const type of ['tool.started', 'tool.finished', 'step.finished']) {
+        expect(rows.filter((r) => r.type === type && r.data.seq === t.seq), `${type} of seq ${t.seq}`).toHaveLength(1);
+      }
+    }
+  });
+
   it('run at the same time when idempotent, and their results reach the model in tool_use order', async () => {
     const gauge = { now: 0, max: 0 };
     const slow = slowTool('slow', (i) => i.ms ?? 800, gauge);
