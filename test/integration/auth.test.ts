@@ -130,13 +130,17 @@ describe('every route × {no key, wrong key, revoked key, other tenant, right ke
     await app.close();
   });
 
-  /** The body each route that takes one is sent: a new run, or a fork after the run's one step. */
-  const bodies: Record<string, unknown> = { '/api/runs': { input: 'refused?' }, '/api/runs/{id}/fork': { afterSeq: 1 } };
+  /** The body each route that takes one is sent: a new run, a decision, or a fork after the run's one step. */
+  const bodies: Record<string, unknown> = {
+    '/api/runs': { input: 'refused?' },
+    '/api/runs/{id}/tool-calls/{toolUseId}/decision': { decision: 'approve' },
+    '/api/runs/{id}/fork': { afterSeq: 1 },
+  };
   const request = (r: { method: string; path: string }, headers: Record<string, string>): InjectOptions => {
     const body = r.method === 'POST' ? bodies[r.path] : undefined;
     return {
       method: r.method as InjectOptions['method'],
-      url: r.path.replace('{id}', run).replace('{seq}', '1'),
+      url: r.path.replace('{id}', run).replace('{seq}', '1').replace('{toolUseId}', 'toolu_auth'),
       headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
       ...(body ? { payload: JSON.stringify(body) } : {}),
     };
@@ -204,8 +208,16 @@ describe('every route × {no key, wrong key, revoked key, other tenant, right ke
   });
 
   it('the right key: 2xx on every route, and its tenant on the runs it creates', async () => {
-    // A run route at a time, the changing ones last: cancel (the run is QUEUED), then delete (now CANCELLED).
-    const order = (r: { method: string }) => ({ GET: 0, POST: 1, DELETE: 2 })[r.method as 'GET'] ?? 0;
+    // A run route at a time, the changing ones last: a decision (the run waits for one), cancel (the
+    // decision queued the run again), then delete (now CANCELLED).
+    await db.pool.query(
+      `UPDATE durable_agent.run SET status = 'WAITING', run_at = 'infinity',
+              waiting = jsonb_build_object('kind', 'approval', 'since', now(), 'toolCalls', jsonb_build_array(jsonb_build_object('toolUseId', 'toolu_auth', 'toolName', 't', 'input', '{}'::jsonb)))
+       WHERE id = $1`,
+      [run],
+    );
+    await db.pool.query(`INSERT INTO durable_agent.tool_decision (run_id, tool_use_id, kind) VALUES ($1, 'toolu_auth', 'approval')`, [run]);
+    const order = (r: { method: string; path: string }) => (r.path.endsWith('/decision') ? 0.5 : ({ GET: 0, POST: 1, DELETE: 2 })[r.method as 'GET'] ?? 0);
     for (const r of [...routes].sort((a, b) => order(a) - order(b))) {
       const res = await app.inject(request(r, bearer(mine.key)));
       expect(res.statusCode, `${r.method} ${r.path}: ${res.body}`).toBeGreaterThanOrEqual(200);
