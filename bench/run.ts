@@ -15,6 +15,7 @@ import { leaseKeeperThread } from '../src/store/lease-keeper-thread.ts';
 import { RunStore } from '../src/store/run-store.ts';
 import { ToolExecutor } from '../src/tools/executor.ts';
 import type { Tool } from '../src/tools/types.ts';
+import { forkCost } from './fork-cost.ts';
 import { benchEvents } from './events.ts';
 import { benchWaiting } from './waiting.ts';
 import { resumeLatencies } from './resume-latency.ts';
@@ -192,6 +193,8 @@ async function main() {
       await store.finish(run.id, lease, { status: 'SUCCEEDED', output: 'bench' });
     }
 
+    // A fork of a 10-step and of a 1,000-step source: its cost must not grow with the source.
+    Object.assign(results, await forkCost(pool, store));
     Object.assign(results, await chainBench({ store, worker: (llm, tool, concurrency, events) => worker(llm, tool, concurrency, events), untilDone }));
     // Live events: streaming's cost, delivery to many readers, storage (bench/events.ts).
     const events = await benchEvents({ pool, url: url.toString(), store, logger });
@@ -214,6 +217,9 @@ async function main() {
       ['queued → first step p50', `${num('queuedToFirstStepP50Ms')} ms`, 'NOTIFY wake-up'],
       ['per step at 10 / at 200', `${num('perStepMsAt10')} / ${num('perStepMsAt200')} ms`, `${round(num('perStepMsAt200') / num('perStepMsAt10'), 2)}× (target ≤ 1.2×)`],
       ['timeline, 10 MB result in the log', `${num('timelineWith10MbResultP50Ms')} ms`, `the full log read: ${num('fullLogWith10MbResultP50Ms')} ms`],
+      ['fork of 10 / 1,000 steps p50', `${num('forkP50MsAt10')} / ${num('forkP50MsAt1000')} ms`, `${round(num('forkP50MsAt1000') / num('forkP50MsAt10'), 2)}× (target ≈ 1×; nothing copied)`],
+      ['fork stores, 10 / 1,000 steps', `${num('forkBytesAt10')} / ${num('forkBytesAt1000')} B`, `one run row each; step rows added by 62 forks: ${num('forkStepRowsAdded')}`],
+      ["fork's log read, 10 / 1,000", `${num('forkLogReadP50MsAt10')} / ${num('forkLogReadP50MsAt1000')} ms`, 'the inherited conversation, read on its first claim'],
       ['per step: a run / 100th of a chain', `${num('chainPerStepMsSingle')} / ${num('chainPerStepMsAt100th')} ms`, `${round(num('chainPerStepMsAt100th') / num('chainPerStepMsSingle'), 2)}×; the chain is read once per claim: ${num('chainReadAtClaimP50Ms')} ms`],
       ['due timer → woken p50 / p99', `${num('timerWakeP50Ms')} / ${num('timerWakeP99Ms')} ms`, 'wakeAt → sleep result recorded, idle worker (target ≤ 50 ms)'],
       ['approval → step started p50 / p99', `${num('approvalWakeP50Ms')} / ${num('approvalWakeP99Ms')} ms`, 'decision committed → tool step started (target ≤ 50 ms)'],

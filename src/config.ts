@@ -53,6 +53,10 @@ const EnvSchema = z.object({
   DEFAULT_TOKEN_BUDGET: int(1, 10_000_000).default(100_000),
   DEFAULT_TIMEOUT_SECONDS: int(1, 86_400).default(600),
   TOOL_TIMEOUT_SECONDS: positive.default(60),
+  /** USD a run may spend when its request names no budget; unset: no money limit. */
+  DEFAULT_COST_BUDGET_USD: positive.max(10_000, 'must be at most 10000').optional(),
+  /** Idempotent tool calls of one model turn run at once, at most this many. */
+  TOOL_CONCURRENCY: int(1, 256).default(4),
   /** The most of a tool's result that is stored (and sent to the model); the rest is cut, with a note. */
   TOOL_RESULT_MAX_BYTES: int(1024, 100 * 1024 * 1024).default(1024 * 1024),
   /** A named crash point that kills the process with SIGKILL when reached (fault-injection tests). */
@@ -152,7 +156,11 @@ export interface Config {
   maxSteps: number;
   defaultTokenBudget: number;
   defaultTimeoutSeconds: number;
+  /** USD a run may spend when its request names no budget; null: no money limit. */
+  defaultCostBudgetUsd: number | null;
   toolTimeoutMs: number;
+  /** Idempotent tool calls of one model turn run at once, at most this many. */
+  toolConcurrency: number;
   toolResultMaxBytes: number;
   /** Armed at start: the process kills itself at this crash point. Null in normal operation. */
   crashAt: CrashPlan | null;
@@ -241,7 +249,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxSteps: e.MAX_STEPS,
     defaultTokenBudget: e.DEFAULT_TOKEN_BUDGET,
     defaultTimeoutSeconds: e.DEFAULT_TIMEOUT_SECONDS,
+    defaultCostBudgetUsd: e.DEFAULT_COST_BUDGET_USD ?? null,
     toolTimeoutMs: Math.round(e.TOOL_TIMEOUT_SECONDS * 1000),
+    toolConcurrency: e.TOOL_CONCURRENCY,
     toolResultMaxBytes: e.TOOL_RESULT_MAX_BYTES,
     crashAt,
     pricesFile: path.resolve(e.PRICES_FILE),

@@ -13,8 +13,10 @@
  * - checkpoint: the single transaction that records a finished step together with its token counts
  *   and a renewal of the lease.
  * - replay: the pure fold from the ordered steps to the conversation and the work still pending.
- * - guard: the pure check, before every step, of cancel, deadline, token budget and step cap.
+ * - guard: the pure check, before every step, of cancel, deadline, token budget, cost budget and step cap.
  * - driver: the state machine that guards, decides the next action and performs it.
+ * - fork: a run that continues another run's conversation from after one of its steps, with another
+ *   model or another first input. It refers to the source's steps instead of copying them.
  * - agent: a definition in code (name, system prompt, tools). A run names its agent; a worker drives
  *   only the runs of the agents it has.
  * - conversation: a run may continue a finished run (`previousRunId`); its model sees the earlier
@@ -48,6 +50,9 @@ export const STEP_KINDS = ['MODEL', 'TOOL'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 export const STEP_STATUSES = ['STARTED', 'DONE', 'ERROR'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
+
+/** Which limit stopped a run: its token budget, its money budget, its step cap or its deadline. */
+export type BudgetKind = 'tokens' | 'cost' | 'steps' | 'time';
 
 
 /** A content block of the Messages API, kept verbatim: blocks we do not interpret pass through untouched. */
@@ -137,6 +142,8 @@ export interface Run {
   tokenBudget: number;
   tokensUsed: number;
   costUsd: number;
+  /** USD the run may spend on model calls; null: no money limit. */
+  costBudgetUsd: number | null;
   maxSteps: number;
   deadlineAt: Date;
   runAt: Date;
@@ -158,8 +165,16 @@ export interface Run {
   nextAttemptAt: Date | null;
   /** Times the run went back to the queue because the model provider kept failing; not counted in `attempts`. */
   providerRequeues: number;
+  /** The run whose conversation, through step `afterSeq`, this run continues (a fork); null for any other run. */
+  forkedFrom: ForkPoint | null;
   /** What the run waits for while WAITING; the last wait (or null) in any other status. */
   waiting: Waiting | null;
+}
+
+/** Where a fork starts: the source run's steps 1..afterSeq are the fork's first steps, read from the source. */
+export interface ForkPoint {
+  runId: RunId;
+  afterSeq: number;
 }
 
 export const WAITING_KINDS = ['approval', 'decision', 'timer'] as const;

@@ -17,7 +17,7 @@
 export { createRuntime, type AgentRuntime, type CreateRuntimeOptions, type RuntimeEvent } from './create-runtime.ts';
 export { defineAgent, type Agent, type DefineAgentOptions } from './agent.ts';
 export { tool, type ToolOptions, type ZodTool } from './tools/zod-tool.ts';
-export type { CreateRunInput, ListRunsInput, RunPage, Runs, WaitOptions } from './runs.ts';
+export type { CreateRunInput, ForkRunInput, ListRunsInput, RunPage, Runs, WaitOptions } from './runs.ts';
 export { loadConfig, type Config } from './config.ts';
 export { startRuntime, type Runtime, type RuntimeOptions, type AgentOptions } from './runtime.ts';
 export { defineTool, type NeedsApproval, type Tool, type ToolContext } from './tools/types.ts';
@@ -27,7 +27,7 @@ export type { LlmClient, LlmCallOptions, LlmRequest, LlmResponse, ToolDefinition
 export { anthropic, openAiCompatible, type AnthropicOptions, type OpenAiCompatibleOptions } from './llm/factories.ts';
 export type { Logger } from './observability/logger.ts';
 export type { AuthenticateHook, AuthRequest } from './api/auth.ts';
-export type { Run, RunId, RunStatus, TerminalStatus, Step, StepKind, StepStatus, Message, ContentBlock, Usage } from './domain.ts';
+export type { Run, RunId, RunStatus, TerminalStatus, Step, StepKind, StepStatus, Message, ContentBlock, Usage, ForkPoint, BudgetKind } from './domain.ts';
 export type { Decision, PendingToolCall, Waiting, WaitingKind } from './domain.ts';
 export type { Decided } from './store/decisions.ts';
 export { sleepTool, SLEEP_TOOL_NAME } from './tools/sleep-tool.ts';

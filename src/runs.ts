@@ -6,6 +6,8 @@
 import { z } from 'zod';
 import { parseInput } from './api/errors.ts';
 import { CreateRunOptions, createRun, type RunDefaults } from './api/new-run.ts';
+import { forkRun, ForkRunOptions } from './api/fork-run.ts';
+import { NotFoundError } from './errors.ts';
 import { DecisionBody, ListRunsQuery, ToolCallParams } from './api/schemas.ts';
 import { DEFAULT_TENANT, type Decision, type Run, type RunId, type RunStatus } from './domain.ts';
 import type { Decided } from './store/decisions.ts';
@@ -28,6 +30,8 @@ export interface CreateRunInput {
   timeoutSeconds?: number;
   /** Step cap, at most MAX_STEPS (the default). */
   maxSteps?: number;
+  /** USD the run may spend on model calls (more than 0, at most 10000); default DEFAULT_COST_BUDGET_USD, else none. The model must have a price. */
+  costBudgetUsd?: number;
   /** Any JSON object, kept with the run (at most 16 KiB as JSON). */
   metadata?: Record<string, unknown>;
   /**
@@ -44,6 +48,14 @@ export interface CreateRunInput {
   startAt?: string;
   /** Whose run it is (what an API key of that tenant sees); "default" when absent. */
   tenant?: string;
+}
+
+/** A fork: a new run continuing another's conversation after one of its steps. */
+export interface ForkRunInput extends Omit<CreateRunInput, 'input' | 'agent' | 'previousRunId' | 'idempotencyKey' | 'tenant'> {
+  /** The last of the source's steps the fork's conversation holds; it must end a whole turn. */
+  afterSeq: number;
+  /** The first user message in place of the source's; the source's when absent. */
+  input?: string;
 }
 
 export interface ListRunsInput {
@@ -76,6 +88,12 @@ export interface Runs {
   /** Resolves with the run once it has finished (SUCCEEDED, FAILED, CANCELLED or TIMED_OUT). */
   wait(id: string, options?: WaitOptions): Promise<Run>;
   /**
+   * Queues a fork of run `id`: a new run whose conversation is that run's steps 1..afterSeq (read from
+   * it, not copied), continued with `model` or from another first `input`. The source may still be
+   * running. NotFoundError without such a run; InputError (listing the valid seqs) when afterSeq splits a turn.
+   */
+  fork(id: string, input: ForkRunInput): Promise<Run>;
+  /**
    * Decides about a tool call the WAITING run holds (`run.waiting.toolCalls`): approve it, deny it with
    * a reason the model sees, or (for a call a crash left unfinished) complete it with its result. The
    * run continues once every call it waits for is decided. NotFoundError for a call the run never made;
@@ -85,7 +103,7 @@ export interface Runs {
 }
 
 export interface RunsDeps {
-  store: Pick<RunStore, 'createOnce' | 'get' | 'cancel' | 'decide'>;
+  store: Pick<RunStore, 'create' | 'createOnce' | 'get' | 'cancel' | 'decide' | 'turnAt' | 'turnRows'>;
   listing: Pick<RunListing, 'list'>;
   defaults: RunDefaults;
   waits: RunWaits;
@@ -114,6 +132,12 @@ export function createRuns({ store, listing, defaults, waits }: RunsDeps): Runs 
     async wait(id, options = {}) {
       const { timeoutMs } = parseInput(Wait, options, 'options');
       return waits.wait(runId(id), timeoutMs);
+    },
+    async fork(id, input) {
+      const request = parseInput(ForkRunOptions, input, 'options');
+      const source = await store.get(runId(id));
+      if (!source) throw new NotFoundError(`run ${id} not found`);
+      return forkRun(store, source, request, defaults, 'options');
     },
     async decide(id, toolUseId, decision) {
       const params = parseInput(ToolCallParams, { id, toolUseId }, 'options');

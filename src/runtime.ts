@@ -174,6 +174,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     const agentDefaults = new Map(
       agents.map((a, i) => [names[i]!, { model: a.model ?? llmOf(a)?.defaultModel ?? config.defaultModel, version: a.version ?? null }]),
     );
+    const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
     const defaults: RunDefaults = {
       agent: names[0]!,
       model: agentDefaults.get(names[0]!)!.model,
@@ -181,10 +182,11 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       tokenBudget: config.defaultTokenBudget,
       timeoutSeconds: config.defaultTimeoutSeconds,
       maxSteps: config.maxSteps,
+      costBudgetUsd: config.defaultCostBudgetUsd,
+      isPriced: (model) => prices.priceOf(model) !== null,
     };
     waits = new RunWaits(database.url, (id) => store.get(id), logger);
     const runs = createRuns({ store, listing, defaults, waits });
-    const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
     const metrics = createMetrics(
       { countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) },
       { models: [...prices.models, config.defaultModel], agents: names },
@@ -253,7 +255,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           agents: agents.map((a, i) => ({
             name: names[i]!,
             system: a.system === undefined ? DEFAULT_SYSTEM_PROMPT : a.system,
-            tools: new ToolExecutor(a.tools ?? demoTools(tickets!), config.toolTimeoutMs, config.toolResultMaxBytes),
+            tools: new ToolExecutor(a.tools ?? demoTools(tickets!), config.toolTimeoutMs, config.toolResultMaxBytes, { concurrency: config.toolConcurrency }),
             maxTokens: a.maxTokens ?? config.maxTokens,
             ...(a.llm ? { llm: a.llm } : {}),
             toolSources: mcpToolSources(a.mcpServers ?? [], { logger: logger.child({ agent: names[i]! }) }),

@@ -72,6 +72,8 @@ export interface TimelineStep {
   worker: string | null;
   startedAt: string;
   finishedAt: string | null;
+  /** A fork's step that belongs to the run it was forked from. */
+  inherited?: boolean;
 }
 
 export interface ContentBlock {

@@ -35,6 +35,10 @@ export interface RunDefaults {
   timeoutSeconds: number;
   /** Also the most a run may ask for (MAX_STEPS: "a run may set a lower one"). */
   maxSteps: number;
+  /** USD a run may spend when its request names no budget (DEFAULT_COST_BUDGET_USD); absent or null: none. */
+  costBudgetUsd?: number | null;
+  /** Whether the prices file prices `model`: a money budget means nothing for a model that costs "0". Absent: every model is. */
+  isPriced?: (model: string) => boolean;
 }
 
 /** The library's options: the HTTP body plus what only a caller in the same process can ask for. */
@@ -74,12 +78,15 @@ export function toNewRun(request: CreateRunOptions, defaults: RunDefaults, part:
   const startAt = request.startAt === undefined ? undefined : new Date(request.startAt);
   if (startAt && startAt.getTime() > Date.now() + MAX_START_DELAY_MS) refuse('startAt', 'must be at most a year ahead');
   const { idempotencyKey, tenant: _tenant, ...asked } = request;
+  const model = request.model ?? known!.model;
+  const costBudgetUsd = moneyBudget(request.costBudgetUsd, model, defaults, refuse);
   return {
     input: request.input,
     agent,
     agentVersion: known!.version,
     previousRunId: previous?.id ?? null,
-    model: request.model ?? known!.model,
+    model,
+    costBudgetUsd,
     tokenBudget: request.tokenBudget ?? defaults.tokenBudget,
     timeoutSeconds: request.timeoutSeconds ?? defaults.timeoutSeconds,
     maxSteps: request.maxSteps ?? defaults.maxSteps,
@@ -88,6 +95,22 @@ export function toNewRun(request: CreateRunOptions, defaults: RunDefaults, part:
     ...(startAt ? { startAt } : {}),
     ...(idempotencyKey !== undefined ? { idempotencyKey, requestHash: requestHash(asked) } : {}),
   };
+}
+
+/**
+ * The run's money budget: the request's, else the server's default. Only for a priced model: an
+ * unpriced one counts as costing nothing, so its budget would never stop anything.
+ */
+export function moneyBudget(
+  requested: number | undefined,
+  model: string,
+  defaults: Pick<RunDefaults, 'costBudgetUsd' | 'isPriced'>,
+  refuse: (path: string, message: string) => never,
+): number | null {
+  const budget = requested ?? defaults.costBudgetUsd ?? null;
+  if (budget === null || !defaults.isPriced || defaults.isPriced(model)) return budget;
+  const where = requested === undefined ? "the server's DEFAULT_COST_BUDGET_USD applies, but " : '';
+  return refuse(requested === undefined ? 'model' : 'costBudgetUsd', `${where}model "${model}" has no price in the prices file, so a money budget cannot be kept; add its price or leave costBudgetUsd out`);
 }
 
 /**

@@ -19,6 +19,7 @@ export function runJson(r: Run): RunJson {
     tokenBudget: r.tokenBudget,
     tokensUsed: r.tokensUsed,
     costUsd: r.costUsd,
+    costBudgetUsd: r.costBudgetUsd,
     maxSteps: r.maxSteps,
     deadlineAt: iso(r.deadlineAt),
     createdAt: iso(r.createdAt),
@@ -33,6 +34,7 @@ export function runJson(r: Run): RunJson {
     metadata: r.metadata,
     lastError: r.lastError && { message: r.lastError.message, at: iso(r.lastError.at), attempt: r.lastError.attempt },
     nextAttemptAt: isoOrNull(r.nextAttemptAt),
+    forkedFrom: r.forkedFrom && { runId: r.forkedFrom.runId, afterSeq: r.forkedFrom.afterSeq },
     // The last wait is kept on the row after the run wakes; it is shown only while the run waits.
     waiting: r.status === 'WAITING' && r.waiting ? waitingJson(r.waiting) : null,
   };
@@ -57,8 +59,12 @@ export function runListItem(r: ListedRun): RunListItemJson {
   };
 }
 
-/** A step without its bodies: the timeline stays small however long the conversation grows. */
-export function timelineItem(s: StepSummary): TimelineItem {
+/**
+ * A step without its bodies: the timeline stays small however long the conversation grows. `ownerId`:
+ * the run whose timeline it is; a step recorded in another run (a fork's source) is marked inherited.
+ */
+export function timelineItem(s: StepSummary, ownerId: string = s.runId): TimelineItem {
+  const inherited = s.runId !== ownerId;
   return {
     seq: s.seq,
     kind: s.kind,
@@ -76,5 +82,7 @@ export function timelineItem(s: StepSummary): TimelineItem {
     worker: s.worker,
     startedAt: iso(s.startedAt),
     finishedAt: isoOrNull(s.finishedAt),
+    inherited,
+    inheritedFrom: inherited ? s.runId : null,
   };
 }

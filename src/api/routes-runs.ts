@@ -8,6 +8,7 @@ import { DEFAULT_TENANT } from '../domain.ts';
 import type { RunListing } from '../store/run-listing.ts';
 import type { RunDeletion } from '../store/retention.ts';
 import type { RunStore } from '../store/run-store.ts';
+import { forkRun } from './fork-run.ts';
 import { parseInput } from './errors.ts';
 import { decisionRoute } from './routes-decisions.ts';
 import { createRun, type RunDefaults } from './new-run.ts';
@@ -18,6 +19,8 @@ import {
   CreatedRun,
   CreateRunBody,
   ErrorBody,
+  ForkedRun,
+  ForkRunBody,
   IdempotencyKey,
   ListRunsQuery,
   RunDetailJson,
@@ -31,7 +34,10 @@ import { stepDetail } from './step-detail.ts';
 
 export type { RunDefaults } from './new-run.ts';
 
-export type RunsStore = Pick<RunStore, 'createOnce' | 'decide' | 'get' | 'latestProvider' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob' | 'conversationBefore'>;
+export type RunsStore = Pick<
+  RunStore,
+  'create' | 'createOnce' | 'decide' | 'get' | 'latestProvider' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob' | 'conversationBefore' | 'turnAt' | 'turnRows'
+>;
 
 export interface RunsDeps {
   store: RunsStore;
@@ -108,6 +114,22 @@ export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): Api
     }),
     ...(deletion ? [deleteRoute(deletion)] : []),
     defineRunRoute({
+      method: 'POST',
+      path: '/api/runs/{id}/fork',
+      operationId: 'forkRun',
+      summary: "Start a new run from this run's conversation after one of its steps, with another model or first input",
+      params: RunParams,
+      body: ForkRunBody,
+      responses: {
+        201: { description: "The fork is queued; its log begins with the source's steps 1..afterSeq, referred to, not copied.", schema: ForkedRun },
+        400: { description: 'afterSeq does not end a whole turn (the message lists the seqs that do), or another field is invalid.', schema: ErrorBody },
+      },
+      async handle({ run, body }) {
+        const fork = await forkRun(store, run, body, defaults, 'body');
+        return { status: 201, headers: { location: `/api/runs/${fork.id}` }, body: { id: fork.id, status: 'QUEUED', forkedFrom: fork.forkedFrom! } };
+      },
+    }),
+    defineRunRoute({
       method: 'GET',
       path: '/api/runs/{id}/timeline',
       operationId: 'getRunTimeline',
@@ -115,7 +137,7 @@ export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): Api
       params: RunParams,
       responses: { 200: { description: 'The steps in order.', schema: Timeline } },
       async handle({ run }) {
-        return { body: (await store.timeline(run.id)).map(timelineItem) };
+        return { body: (await store.timeline(run.id)).map((s) => timelineItem(s, run.id)) };
       },
     }),
     defineRunRoute({

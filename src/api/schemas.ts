@@ -13,6 +13,7 @@ export const LIMITS = {
   inputChars: 100_000,
   modelChars: 200,
   tokenBudget: 10_000_000,
+  costBudgetUsd: 10_000,
   timeoutSeconds: 86_400,
   maxSteps: 1_000,
   metadataBytes: 16 * 1024,
@@ -89,6 +90,12 @@ export const CreateRunBody = z.strictObject({
   timeoutSeconds: int(1, LIMITS.timeoutSeconds, 'Wall-clock limit from now; the run is TIMED_OUT after it.').optional(),
   maxSteps: int(1, LIMITS.maxSteps, "Step cap; at most the server's MAX_STEPS.").optional(),
   metadata: Metadata.optional(),
+  costBudgetUsd: z
+    .number()
+    .positive()
+    .max(LIMITS.costBudgetUsd)
+    .optional()
+    .describe("USD the run may spend on model calls; the server's DEFAULT_COST_BUDGET_USD when absent (none when that is unset). The model must have a price."),
   previousRunId: z
     .guid('must be a run id (a UUID)')
     .optional()
@@ -100,6 +107,15 @@ export const CreateRunBody = z.strictObject({
 });
 requestSchemas.add(CreateRunBody, { id: 'CreateRunRequest' });
 export type CreateRunBody = z.infer<typeof CreateRunBody>;
+
+// A fork continues its source's conversation with its source's agent: neither is chosen here.
+export const ForkRunBody = CreateRunBody.omit({ agent: true, previousRunId: true }).extend({
+  afterSeq: int(1, LIMITS.maxSeq, "The fork continues the source's conversation after this step; it must end a whole turn."),
+  input: text(LIMITS.inputChars, "The first user message in place of the source's; the source's when absent.").optional(),
+  model: text(LIMITS.modelChars, "The model to continue with; the source's when absent.").optional(),
+});
+requestSchemas.add(ForkRunBody, { id: 'ForkRunRequest' });
+export type ForkRunBody = z.infer<typeof ForkRunBody>;
 
 export const RunParams = z.strictObject({ id: z.guid().describe('The run id (a UUID).') });
 export const StepParams = RunParams.extend({
@@ -129,6 +145,12 @@ export type ErrorBody = z.infer<typeof ErrorBody>;
 export const CreatedRun = z.object({ id: z.guid(), status: z.enum(RUN_STATUSES).describe('QUEUED for a new run; the run\'s status now when an Idempotency-Key answered an earlier one.') });
 responseSchemas.add(CreatedRun, { id: 'CreatedRun' });
 
+const ForkPointJson = z
+  .object({ runId: z.guid(), afterSeq: count })
+  .describe("The run this one continues, and the last of its steps this one's conversation holds.");
+
+export const ForkedRun = z.object({ id: z.guid(), status: z.literal('QUEUED'), forkedFrom: ForkPointJson });
+responseSchemas.add(ForkedRun, { id: 'ForkedRun' });
 /** The `Idempotency-Key` header of POST /api/runs. */
 export const IdempotencyKey = z
   .string()
@@ -189,6 +211,7 @@ export const RunJson = z.object({
   tokenBudget: count,
   tokensUsed: count,
   costUsd: z.number(),
+  costBudgetUsd: z.number().nullable().describe('USD the run may spend on model calls; null: no money limit.'),
   maxSteps: count,
   deadlineAt: timestamp,
   createdAt: timestamp,
@@ -206,6 +229,7 @@ export const RunJson = z.object({
     .nullable()
     .describe('Why the last attempt ended without finishing the run (a crash, a database failure, a model outage); null when none did.'),
   nextAttemptAt: timestamp.nullable().describe('When the run is tried again while it waits in the queue for a later time (after a model outage); null otherwise.'),
+  forkedFrom: ForkPointJson.nullable().describe('Set for a fork: the run whose steps 1..afterSeq begin its conversation.'),
   waiting: WaitingJson.nullable().describe('While the run is WAITING: what for; null otherwise.'),
 });
 responseSchemas.add(RunJson, { id: 'Run' });
@@ -246,6 +270,8 @@ export const TimelineItem = z.object({
   worker: z.string().nullable(),
   startedAt: timestamp,
   finishedAt: timestamp.nullable(),
+  inherited: z.boolean().describe("True for a fork's steps that belong to the run it was forked from."),
+  inheritedFrom: z.guid().nullable().describe('The run an inherited step was recorded in; null for the run\'s own steps.'),
 });
 responseSchemas.add(TimelineItem, { id: 'TimelineStep' });
 export type TimelineItem = z.infer<typeof TimelineItem>;

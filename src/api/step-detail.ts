@@ -11,15 +11,18 @@ import type { RunStore } from '../store/run-store.ts';
 import { timelineItem } from './present.ts';
 import type { ModelRequestJson, StepDetail } from './schemas.ts';
 
-export type StepSource = Pick<RunStore, 'stepsThrough' | 'blob' | 'conversationBefore'>;
+export type StepSource = Pick<RunStore, 'stepsThrough' | 'blob' | 'get' | 'conversationBefore'>;
 
 export async function stepDetail(store: StepSource, run: Run, seq: number): Promise<StepDetail> {
   const steps = await store.stepsThrough(run.id, seq);
   const step = steps.at(-1);
   if (!step || step.seq !== seq) throw new NotFoundError(`run ${run.id} has no step ${seq}`);
+  // A fork's inherited step is shown as its source sent it (the fork may have replaced the first input).
+  const recordedIn = step.runId !== run.id ? await store.get(step.runId) : null;
+  if (recordedIn) return { ...(await stepDetail(store, recordedIn, seq)), inherited: true, inheritedFrom: recordedIn.id };
   const earlier = steps.slice(0, -1);
   const request = step.kind === 'MODEL' ? await modelRequest(store, run, step, earlier) : toolRequest(step, earlier);
-  return { ...timelineItem(step), request, response: step.response };
+  return { ...timelineItem(step, run.id), request, response: step.response };
 }
 
 async function modelRequest(store: StepSource, run: Run, step: Step, earlier: Step[]): Promise<ModelRequestJson | null> {
@@ -28,7 +31,7 @@ async function modelRequest(store: StepSource, run: Run, step: Step, earlier: St
   const [system, tools, chain] = await Promise.all([
     params.systemDigest ? store.blob(params.systemDigest) : null,
     params.toolsDigest ? store.blob(params.toolsDigest) : null,
-    run.previousRunId ? store.conversationBefore(run.previousRunId) : [],
+    run.previousRunId || run.forkedFrom ? store.conversationBefore(run.id) : [],
   ]);
   // The shape of a Messages API request; absent parts are left out, as the API wants them.
   return {

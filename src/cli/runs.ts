@@ -9,6 +9,7 @@
  */
 import { type ApiClient, ApiCallError, apiClient } from './api-client.ts';
 import type { OptionSpec, RunsContext, RunsSubcommand } from './runs-context.ts';
+import { forkCommand } from './runs-fork.ts';
 import { approveCommand, denyCommand } from './runs-decide.ts';
 import { purgeCommand } from './runs-purge.ts';
 import { tailCommand } from './runs-tail.ts';
@@ -22,6 +23,7 @@ export const SUBCOMMANDS: readonly RunsSubcommand[] = [
   cancelCommand,
   deleteCommand,
   purgeCommand,
+  forkCommand,
   tailCommand,
   approveCommand,
   denyCommand,

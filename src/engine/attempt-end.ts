@@ -76,7 +76,7 @@ export class AttemptEnds {
     }
     // Nobody wants this run driven further: the cancel pending makes the release end it CANCELLED.
     if (reason instanceof CancelSignal) return this.release(h, { countAttempt: false, ...h.unrecorded }, null);
-    if (reason instanceof DeadlineSignal) return this.end(h, { status: 'TIMED_OUT', error: reason.message, ...h.unrecorded });
+    if (reason instanceof DeadlineSignal) return this.end(h, { status: 'TIMED_OUT', error: reason.message, budget: 'time', ...h.unrecorded });
     if (reason instanceof LeaseLostError) {
       await this.lostLease(h);
     } else if (reason instanceof FatalError) {
@@ -127,7 +127,7 @@ export class AttemptEnds {
       await this.lostLease(h);
       return null;
     }
-    this.d.events.runFinished({ run, status: end.status, error: end.error ?? null, tokensUsed: h.tokensUsed });
+    this.d.events.runFinished({ run, status: end.status, error: end.error ?? null, tokensUsed: h.tokensUsed, ...(end.budget ? { budget: end.budget } : {}) });
     return end.status;
   }
 

@@ -3,6 +3,11 @@
  * the chain, oldest first, each followed by the next run's input, then this run's own steps. Nothing
  * of an earlier run is copied into a later one; this fold follows the chain instead. Pure: no I/O.
  *
+ * The store finds the chain by the same lineage walk that gives a fork its inherited steps
+ * (lineage-sql.ts): a follow-up is the case "after the source's last step, then a new user input", so
+ * each earlier run here carries its whole log (a fork's inherited steps included), and a fork of a
+ * follow-up replays the follow-up's chain before its own log.
+ *
  * A worker reads the chain once when it claims a run (store.conversationBefore) and folds each new
  * step onto the conversation it holds, so a step of the 100th run of a chain costs what a step of a
  * first run costs; only the claim reads more.

@@ -22,6 +22,8 @@ import { type Gate, gateTool } from './gate.ts';
 import { acceptReply } from './model-reply.ts';
 import type { EngineEvents } from './events.ts';
 import { guard } from './guard.ts';
+import { idempotentBatch, runToolBatch } from './tool-batch.ts';
+import { clampToCost, estimateInputTokens, type KnownInput, ratesOf } from './cost-clamp.ts';
 import { replayRun } from './chain-replay.ts';
 import { describeAttemptError, StepStream } from './step-stream.ts';
 import { type Conversation, foldStep, type PendingTool } from './replay.ts';
@@ -109,6 +111,10 @@ class RunDriver {
    * (see `nextToStart`); it was guarded then, so it runs next without another guard.
    */
   private preStarted: string | null = null;
+  /** USD the run has spent: the run's figure at the claim plus what this attempt recorded since (it holds the lease). */
+  private costUsd: number;
+  /** What the latest model call of this attempt was billed for: the next call's input is estimated from it. */
+  private knownInput: KnownInput | null = null;
   /** Decisions recorded for the run's tool calls, by tool_use id; they cannot change while it is RUNNING. */
   private readonly approvals = new Map<string, DecisionRecord>();
   private readonly crashDecisions = new Map<string, DecisionRecord>();
@@ -122,6 +128,7 @@ class RunDriver {
     private readonly attemptsBefore: ReadonlyMap<number, number> = new Map(),
   ) {
     this.progress = { tokensUsed: run.tokensUsed, cancelRequested: run.cancelRequested };
+    this.costUsd = run.costUsd;
     for (const r of decisions) (r.kind === 'approval' ? this.approvals : this.crashDecisions).set(r.toolUseId, r);
   }
 
@@ -148,9 +155,14 @@ class RunDriver {
     return append ? new StepStream(append, this.run.id, this.d.owner, seq, this.attemptsBefore.get(seq) ?? 0) : null;
   }
 
-  private guardAt(progress: RunProgress, steps: number) {
+  /** `lastSeq`: of the log; a fork's step cap counts its own steps, not those it continues from. */
+  private guardAt(progress: RunProgress, lastSeq: number) {
     const { run } = this;
-    return guard({ ...progress, deadlineAt: run.deadlineAt, tokenBudget: run.tokenBudget, steps, maxSteps: run.maxSteps }, this.d.now());
+    const steps = lastSeq - (run.forkedFrom?.afterSeq ?? 0);
+    return guard(
+      { ...progress, deadlineAt: run.deadlineAt, tokenBudget: run.tokenBudget, costUsd: this.costUsd, costBudgetUsd: run.costBudgetUsd, steps, maxSteps: run.maxSteps },
+      this.d.now(),
+    );
   }
 
   async loop(): Promise<TerminalStatus> {
@@ -166,6 +178,12 @@ class RunDriver {
       if (!preStarted) {
         const stop = this.guardAt(this.progress, c.lastSeq);
         if (stop) return this.finish(stop);
+      }
+      // Ungated idempotent calls run together; a call that waits for a person or a timer never joins them.
+      if (action.type === 'tool' && d.agent.tools.isIdempotent(action.pending.use.name) && !this.gated(action.pending.use)) {
+        const ended = await this.toolBatch(preStarted?.use.id ?? null);
+        if (ended) return ended;
+        continue;
       }
       const seq = action.type === 'tool' ? (action.pending.startedSeq ?? c.lastSeq + 1) : c.lastSeq + 1;
       const gate = action.type === 'tool' && !preStarted ? this.gate(action.pending) : null;
@@ -194,6 +212,7 @@ class RunDriver {
   private async finish(end: RunEnd): Promise<TerminalStatus> {
     await this.d.store.finish(this.run.id, this.d.owner, end);
     if (end.usage) this.progress = { ...this.progress, tokensUsed: this.progress.tokensUsed + budgetTokens(end.usage) };
+    this.costUsd += end.costUsd ?? 0;
     return this.finished(end);
   }
 
@@ -205,7 +224,8 @@ class RunDriver {
   }
 
   private finished(end: RunEnd): TerminalStatus {
-    this.d.events.runFinished({ run: this.run, status: end.status, error: end.error ?? null, tokensUsed: this.progress.tokensUsed });
+    const budget = end.budget ? { budget: end.budget } : {};
+    this.d.events.runFinished({ run: this.run, status: end.status, error: end.error ?? null, tokensUsed: this.progress.tokensUsed, ...budget });
     return end.status;
   }
 
@@ -232,7 +252,10 @@ class RunDriver {
     const { agent } = d;
     // The reply can use no more than the budget has left, so the last step overshoots the budget by
     // its input at most, not by a whole MAX_TOKENS of output.
-    const maxTokens = Math.max(1, Math.min(agent.maxTokens, run.tokenBudget - this.progress.tokensUsed));
+    const tokenClamp = Math.max(1, Math.min(agent.maxTokens, run.tokenBudget - this.progress.tokensUsed));
+    const clamp = this.costClamp(tokenClamp);
+    if ('stop' in clamp) return { end: { status: 'FAILED', error: clamp.stop, budget: 'cost' }, written: false };
+    const { maxTokens } = clamp;
     const started = performance.now();
     const stream = this.stepStream(seq);
     stream?.start();
@@ -275,6 +298,9 @@ class RunDriver {
     // Fold first: what comes next decides what the checkpoint can do in the same statement. If the
     // write fails, this attempt ends and its in-memory state is dropped with it.
     foldStep(c, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
+    this.costUsd += costUsd;
+    const u = response.usage;
+    this.knownInput = { tokens: u.inputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens + u.outputTokens, messages: c.messages.length };
     if (toolUseUnderOtherStopReason(c)) {
       d.events.stepWarning({ run, seq, warning: 'tool-use-under-stop-reason', detail: `the reply asks for tools under stop_reason "${response.stopReason}"; running them` });
     }
@@ -311,6 +337,33 @@ class RunDriver {
     d.events.modelStep({ run, seq, response, latencyMs, costUsd });
     if (wait) return this.waited(wait, write.waited ?? 'WAITING');
     return end && { end, written: true };
+  }
+
+  /**
+   * The reply's `max_tokens`, cut so the call's worst case fits the money budget's remainder (see
+   * cost-clamp.ts), or why not even a minimal call fits. Runs without a money budget keep `maxTokens`.
+   */
+  private costClamp(maxTokens: number) {
+    const { run, c, d } = this;
+    if (run.costBudgetUsd === null) return { maxTokens };
+    const input = estimateInputTokens({ system: d.agent.system, tools: d.agent.toolDefinitions, messages: c.messages }, this.knownInput);
+    return clampToCost(run.costBudgetUsd - this.costUsd, input, ratesOf(d.costOf, run.model), maxTokens);
+  }
+
+  /**
+   * Runs the idempotent calls at the head of the turn together (tool-batch.ts); a database write that
+   * can never succeed ends the run, as it does for a single step.
+   */
+  private async toolBatch(preStarted: string | null): Promise<TerminalStatus | undefined> {
+    const { run, c, d } = this;
+    const batch = idempotentBatch(c, (use) => d.agent.tools.isIdempotent(use.name) && !this.gated(use));
+    try {
+      await runToolBatch(batch, { run, c, d, preStarted, progress: (p) => (this.progress = { tokensUsed: p.tokensUsed, cancelRequested: p.cancelRequested }) });
+    } catch (e) {
+      if (!(e instanceof PermanentDatabaseError)) throw e;
+      return this.finish({ status: 'FAILED', error: e.message });
+    }
+    return undefined;
   }
 
   /**
@@ -424,9 +477,11 @@ export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps)
   return withContext({ run_id: run.id, worker: d.owner.worker }, async () => {
     let conversation;
     try {
+      // A fork with no steps of its own still has its source's: its log is read like any other. A run that
+      // continues others (previousRunId, its own or its fork source's) replays their conversations first.
       const [steps, earlier] = await Promise.all([
-        run.hasSteps === false ? [] : d.store.steps(run.id),
-        run.previousRunId ? d.store.conversationBefore(run.previousRunId) : [],
+        run.hasSteps === false && !run.forkedFrom ? [] : d.store.steps(run.id),
+        run.previousRunId || run.forkedFrom ? d.store.conversationBefore(run.id) : [],
       ]);
       d.agent = await agentAsStarted(d.agent, steps, (digest) => d.store.blob(digest));
       conversation = replayRun(run.input, steps, earlier);

@@ -3,7 +3,7 @@
  * being called from inside the loop. Listeners run synchronously inside the run's context, must be
  * cheap, and must not throw (a throwing listener is ignored).
  */
-import type { Run, RunId, StepStatus, TerminalStatus, Waiting } from '../domain.ts';
+import type { BudgetKind, Run, RunId, StepStatus, TerminalStatus, Waiting } from '../domain.ts';
 import type { LlmResponse } from '../llm/types.ts';
 
 /**
@@ -24,7 +24,8 @@ export interface EngineEvents {
   stepWarning?(e: { run: Run; seq: number; warning: StepWarning; detail: string }): void;
   toolStarted?(e: { run: Run; seq: number; toolName: string; toolUseId: string; resumed: boolean }): void;
   toolStep?(e: { run: Run; seq: number; toolName: string; toolUseId: string; status: StepStatus; latencyMs: number }): void;
-  runFinished?(e: { run: Run; status: TerminalStatus; error: string | null; tokensUsed: number }): void;
+  /** `budget`: the kind of limit that stopped the run, when one did. */
+  runFinished?(e: { run: Run; status: TerminalStatus; error: string | null; tokensUsed: number; budget?: BudgetKind }): void;
   /** The run went WAITING (for approvals, a decision or a timer) and this attempt is over; `since` is the database's. */
   runWaiting?(e: { run: Run; waiting: Omit<Waiting, 'since'> }): void;
   leaseLost?(e: { runId: RunId; worker: string }): void;

@@ -99,6 +99,12 @@ export function createMetrics(sources: MetricsSources, labels: MetricLabels): Me
     labelNames: ['status'] as const,
     registers,
   });
+  const stoppedByBudget = new client.Counter({
+    name: 'agent_runs_stopped_by_budget_total',
+    help: 'Runs this process ended because a limit was reached, by the kind of limit (tokens, cost, steps, time)',
+    labelNames: ['budget'] as const,
+    registers,
+  });
   const attemptsEnded = new client.Counter({
     name: 'agent_attempts_ended_total',
     help: 'Attempts that ended without finishing their run (crash, database, handed-back); another worker resumes it',
@@ -182,8 +188,9 @@ export function createMetrics(sources: MetricsSources, labels: MetricLabels): Me
     toolStep({ status, latencyMs }) {
       latency.observe({ kind: 'TOOL', outcome: status === 'ERROR' ? 'error' : 'ok' }, latencyMs / 1000);
     },
-    runFinished({ status }) {
+    runFinished({ status, budget }) {
       finished.inc({ status });
+      if (budget) stoppedByBudget.inc({ budget });
     },
     leaseLost() {
       leaseLost.inc();

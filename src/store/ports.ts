@@ -1,6 +1,6 @@
 import type { EarlierRun } from '../engine/chain-replay.ts';
 import type { NewEvent } from './run-events.ts';
-import type { ContentBlock, DecisionRecord, ModelRequestParams, Run, RunId, RunProgress, RunStatus, Step, StepStatus, TerminalStatus, Usage, Waiting } from '../domain.ts';
+import type { BudgetKind, ContentBlock, DecisionRecord, ModelRequestParams, Run, RunId, RunProgress, RunStatus, Step, StepStatus, TerminalStatus, Usage, Waiting } from '../domain.ts';
 
 /** Who writes, and for how long a successful write extends the lease. Every engine write is fenced on it. */
 export interface LeaseOwner {
@@ -160,6 +160,8 @@ export interface RunEnd {
    */
   usage?: Usage;
   costUsd?: number;
+  /** The limit that ended the run, when one did: reported to the engine's events, not stored. */
+  budget?: BudgetKind;
 }
 
 export interface ClaimedRun extends Run {
@@ -273,10 +275,11 @@ export interface EngineStore {
   /** The text stored under `digest`, or null. */
   blob(digest: string): Promise<string | null>;
   /**
-   * The chain of finished runs that ends with `previousRunId`, oldest first, each with its input and
-   * steps: what a run continuing it replays before its own steps. One read, at claim time.
+   * The conversations, oldest first, that run `runId`'s own log continues (through `previousRunId`,
+   * its own or its fork source's; see lineage-sql.ts), each with its input and steps (a fork's
+   * inherited ones included): what the run replays before its own log. One read, at claim time.
    */
-  conversationBefore(previousRunId: RunId): Promise<EarlierRun[]>;
+  conversationBefore(runId: RunId): Promise<EarlierRun[]>;
   /** Live events of a run this lease holds (streamed text and the like); fenced like every write. */
   appendEvents?(runId: RunId, owner: Lease, events: readonly NewEvent[]): Promise<void>;
   /** The claim's run.started (see RunEvents.claimed): the highest attempt each model step has used so far. */

@@ -65,22 +65,25 @@ export class RunDeletion {
    * (or it is not `tenant`'s), ConflictError while it is QUEUED or RUNNING: it must be cancelled first.
    */
   async deleteRun(id: RunId, tenant: string | null = null): Promise<Deleted> {
-    const { rows } = await this.db.query<{ status: RunStatus | null; continued: boolean | null; runs: number; blobs: number }>(
+    // A run's later conversation (a follow-up by previousRunId, or a fork) reads its steps: they must outlive it.
+    const { rows } = await this.db.query<{ status: RunStatus | null; continued: boolean | null; forks: number; runs: number; blobs: number }>(
       `WITH target AS (
          SELECT id, status, EXISTS (SELECT 1 FROM durable_agent.run c WHERE c.previous_run_id = run.id) AS continued
          FROM durable_agent.run WHERE id = $1 AND ($2::text IS NULL OR tenant = $2) FOR UPDATE),
+       forks AS (SELECT count(*)::int AS n FROM durable_agent.run WHERE forked_from_run_id = $1),
        gone AS (
          DELETE FROM durable_agent.run r USING target
-         WHERE r.id = target.id AND target.status IN (${TERMINAL}) AND NOT target.continued
+         WHERE r.id = target.id AND target.status IN (${TERMINAL}) AND NOT target.continued AND (SELECT n FROM forks) = 0
          RETURNING r.id),
        ${WITH_BLOBS}
-       SELECT (SELECT status FROM target) AS status, (SELECT continued FROM target) AS continued,
+       SELECT (SELECT status FROM target) AS status, (SELECT continued FROM target) AS continued, (SELECT n FROM forks) AS forks,
               (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs`,
       [id, tenant],
     );
     const r = rows[0]!;
     if (r.status === null) throw new NotFoundError(`run ${id} not found`);
     if (r.continued) throw new ConflictError(`run ${id} is continued by a later run (previousRunId): delete that one first`);
+    if (r.forks > 0 && r.runs === 0) throw new ConflictError(`run ${id} has ${r.forks} fork(s) that continue from its steps: delete them first`);
     if (r.runs === 0) throw new ConflictError(`run ${id} is ${r.status}: cancel it first, then delete it once it has finished`);
     return { runs: r.runs, blobs: r.blobs };
   }
@@ -91,8 +94,8 @@ export class RunDeletion {
       `WITH doomed AS (
          SELECT id FROM durable_agent.run
          WHERE status IN (${TERMINAL}) AND finished_at < $1 AND ($3::text IS NULL OR tenant = $3)
-           -- A run another continues goes after it (a later batch): a conversation never loses its start.
-           AND NOT EXISTS (SELECT 1 FROM durable_agent.run c WHERE c.previous_run_id = run.id)
+           -- A run another continues (previousRunId) or forks goes after it (a later batch): a conversation never loses its start.
+           AND NOT EXISTS (SELECT 1 FROM durable_agent.run c WHERE c.previous_run_id = run.id OR c.forked_from_run_id = run.id)
          ORDER BY finished_at
          LIMIT $2
          FOR UPDATE SKIP LOCKED),

@@ -13,6 +13,7 @@ export interface RunRow {
   token_budget: number;
   tokens_used: number;
   cost_usd: number;
+  cost_budget_usd: number | null;
   max_steps: number;
   deadline_at: Date;
   run_at: Date;
@@ -31,6 +32,8 @@ export interface RunRow {
   last_error_at: Date | null;
   last_error_attempt: number | null;
   provider_requeues: number;
+  forked_from_run_id: string | null;
+  forked_after_seq: number | null;
   /** Computed by RUN_COLUMNS; absent where a statement returns `run.*`. */
   next_attempt_at?: Date | null;
   waiting?: WaitingColumn | null;
@@ -75,7 +78,7 @@ export interface StepRow {
 
 export const RUN_COLUMNS = `id, agent, agent_version, previous_run_id, tenant, status, input, model, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
   locked_by, locked_until, cancel_requested, attempts, metadata, created_at, updated_at, finished_at, output, stop_reason, error,
-  last_error, last_error_at, last_error_attempt, provider_requeues, waiting,
+  last_error, last_error_at, last_error_attempt, provider_requeues, cost_budget_usd, forked_from_run_id, forked_after_seq, waiting,
   CASE WHEN status = 'QUEUED' AND run_at > now() THEN run_at END AS next_attempt_at`;
 
 /** Every step column but the bodies (`request`, `response`), which can be large. */
@@ -98,6 +101,7 @@ export function toRun(r: RunRow): Run {
     tokenBudget: r.token_budget,
     tokensUsed: r.tokens_used,
     costUsd: r.cost_usd,
+    costBudgetUsd: r.cost_budget_usd,
     maxSteps: r.max_steps,
     deadlineAt: r.deadline_at,
     runAt: r.run_at,
@@ -115,6 +119,7 @@ export function toRun(r: RunRow): Run {
     lastError: r.last_error === null ? null : { message: r.last_error, at: r.last_error_at!, attempt: r.last_error_attempt ?? 0 },
     nextAttemptAt: r.next_attempt_at ?? null,
     providerRequeues: r.provider_requeues,
+    forkedFrom: r.forked_from_run_id === null ? null : { runId: r.forked_from_run_id as RunId, afterSeq: r.forked_after_seq! },
     waiting: toWaiting(r.waiting),
   };
 }

@@ -5,7 +5,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { budgetTokens, type Decision, type DecisionRecord, DEFAULT_TENANT, DEMO_AGENT, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
+import { budgetTokens, type Decision, type DecisionRecord, DEFAULT_TENANT, DEMO_AGENT, type ForkPoint, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
 import { ConflictError, InputError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
 import type { EarlierRun } from '../engine/chain-replay.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
@@ -18,6 +18,11 @@ import type {
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
 import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow, START_NEXT, startParams } from './fenced-sql.ts';
 import { storableCost, storableText, storableUsage } from './storable.ts';
+import { CONVERSATION_RUNS, conversationSteps, lineageSteps, qualified, TOOL_USES, TURN_AT } from './lineage-sql.ts';
+import type { TurnRow } from '../engine/fork-points.ts';
+
+type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status']; tool_uses: number | null };
+const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
 import { EVENTS, eventParams, newEvent, type NewEvent, redactedInput, RunEvents, toolOutput } from './run-events.ts';
 import { consumeDecision, DECISION_ROWS, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitParams } from './waiting-sql.ts';
 
@@ -27,9 +32,13 @@ export interface NewRun {
   tokenBudget: number;
   timeoutSeconds: number;
   maxSteps: number;
+  /** USD the run may spend on model calls; null or absent: no money limit. */
+  costBudgetUsd?: number | null;
   metadata?: Record<string, unknown>;
   /** Whose run it is; "default" when absent. */
   tenant?: string;
+  /** Continue this run's conversation after the step `afterSeq` (a fork); its turn boundary is checked by the caller. */
+  forkedFrom?: ForkPoint;
   /** The agent that drives it; the demo agent when absent. */
   agent?: string;
   /** The version label of that agent's definition. */
@@ -113,15 +122,18 @@ export class RunStore implements EngineStore {
       const { rows } = await this.prepared<RunRow>(
         'create',
         `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, run_at, deadline_at, metadata, tenant, idempotency_key, request_hash,
-                                         agent, agent_version, previous_run_id)
+                                         agent, agent_version, previous_run_id,
+                                         cost_budget_usd, forked_from_run_id, forked_after_seq)
          VALUES ($1, $2, $3, $4, $5, greatest(coalesce($9::timestamptz, now()), now()),
-                 greatest(coalesce($9::timestamptz, now()), now()) + $6 * interval '1 second', $7, $8, $10, $11, $12, $13, $14)
+                 greatest(coalesce($9::timestamptz, now()), now()) + $6 * interval '1 second', $7, $8, $10, $11, $12, $13, $14,
+                 $15, $16, $17)
          ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING ${RUN_COLUMNS}`,
         [
           randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, tenant,
           r.startAt ?? null, r.idempotencyKey ?? null, r.idempotencyKey ? (r.requestHash ?? null) : null,
           r.agent ?? DEMO_AGENT, r.agentVersion ?? null, r.previousRunId ?? null,
+          r.costBudgetUsd ?? null, r.forkedFrom?.runId ?? null, r.forkedFrom?.afterSeq ?? null,
         ],
       ).catch((e: unknown) => {
         // The run it continues was deleted between the caller's check and this insert.
@@ -171,15 +183,31 @@ export class RunStore implements EngineStore {
     return run;
   }
 
+  /** The run's log: a fork's inherited steps (their `runId` is the source's), then its own (lineage-sql.ts). */
   async steps(runId: RunId): Promise<Step[]> {
-    const { rows } = await this.prepared<StepRow>('steps', `SELECT ${STEP_COLUMNS} FROM durable_agent.run_step WHERE run_id = $1 ORDER BY seq`, [runId]);
+    const { rows } = await this.prepared<StepRow>('steps', lineageSteps(qualified(STEP_COLUMNS)), [runId]);
     return rows.map(toStep);
   }
 
   /** The steps without their request and response bodies, which can be large: what a timeline shows. */
   async timeline(runId: RunId): Promise<StepSummary[]> {
-    const { rows } = await this.db.query<StepRow>(`SELECT ${STEP_SUMMARY_COLUMNS} FROM durable_agent.run_step WHERE run_id = $1 ORDER BY seq`, [runId]);
+    const { rows } = await this.db.query<StepRow>(lineageSteps(qualified(STEP_SUMMARY_COLUMNS)), [runId]);
     return rows.map(toStepSummary);
+  }
+
+  /**
+   * The steps of the run's log from its latest MODEL step at or before `seq` through `seq`, with the
+   * tool calls each model step asked for: what decides whether a fork can start after `seq`.
+   */
+  async turnAt(runId: RunId, seq: number): Promise<TurnRow[]> {
+    const { rows } = await this.db.query<TurnRowSql>(TURN_AT, [runId, seq]);
+    return rows.map(toTurnRow);
+  }
+
+  /** The whole log as turn rows: every seq a fork could start after. */
+  async turnRows(runId: RunId): Promise<TurnRow[]> {
+    const { rows } = await this.db.query<TurnRowSql>(lineageSteps(`s.seq, s.kind, s.status, ${TOOL_USES}`), [runId]);
+    return rows.map(toTurnRow);
   }
 
   /**
@@ -197,10 +225,7 @@ export class RunStore implements EngineStore {
 
   /** Steps 1..upTo (inclusive), enough to rebuild the request of step upTo. */
   async stepsThrough(runId: RunId, upTo: number): Promise<Step[]> {
-    const { rows } = await this.db.query<StepRow>(
-      `SELECT ${STEP_COLUMNS} FROM durable_agent.run_step WHERE run_id = $1 AND seq <= $2 ORDER BY seq`,
-      [runId, upTo],
-    );
+    const { rows } = await this.db.query<StepRow>(lineageSteps(qualified(STEP_COLUMNS), true), [runId, upTo]);
     return rows.map(toStep);
   }
 
@@ -460,26 +485,19 @@ export class RunStore implements EngineStore {
     return digest;
   }
 
-  async conversationBefore(previousRunId: RunId): Promise<EarlierRun[]> {
-    // The chain's runs, then all their steps in one read: two round trips, however long the chain.
-    const { rows: runs } = await this.prepared<{ id: string; input: string; status: RunStatus }>(
-      'chain_runs',
-      `WITH RECURSIVE chain AS (
-         SELECT id, input, status, previous_run_id, 1 AS depth FROM durable_agent.run WHERE id = $1
-         UNION ALL
-         SELECT r.id, r.input, r.status, r.previous_run_id, chain.depth + 1
-         FROM durable_agent.run r JOIN chain ON r.id = chain.previous_run_id)
-       SELECT id, input, status FROM chain ORDER BY depth DESC`,
-      [previousRunId],
-    );
-    const { rows: steps } = await this.prepared<StepRow>(
-      'chain_steps',
-      `SELECT ${STEP_COLUMNS} FROM durable_agent.run_step WHERE run_id = ANY ($1::uuid[]) ORDER BY run_id, seq`,
-      [runs.map((r) => r.id)],
-    );
-    const byRun = new Map<string, Step[]>(runs.map((r) => [r.id, []]));
-    for (const row of steps) byRun.get(row.run_id)!.push(toStep(row));
-    return runs.map((r) => ({ id: r.id as RunId, input: r.input, status: r.status, steps: byRun.get(r.id)! }));
+  async conversationBefore(runId: RunId): Promise<EarlierRun[]> {
+    // The parts' head runs, then all their steps in one read: two round trips, however long the chain.
+    const { rows: runs } = await this.prepared<{ part: number; id: string; input: string; status: RunStatus }>(
+      'conversation_runs', CONVERSATION_RUNS, [runId]);
+    if (runs.length === 0) return [];
+    const { rows: steps } = await this.prepared<StepRow & { part: number }>(
+      'conversation_steps', conversationSteps(qualified(STEP_COLUMNS)), [runId]);
+    const byPart = new Map<number, Step[]>(runs.map((r) => [r.part, []]));
+    for (const row of steps) byPart.get(row.part)!.push(toStep(row));
+    // Oldest first: the highest part is the start of the conversation.
+    return runs
+      .sort((a, b) => b.part - a.part)
+      .map((r) => ({ id: r.id as RunId, input: r.input, status: r.status, steps: byPart.get(r.part)! }));
   }
 
   async blob(digest: string): Promise<string | null> {

@@ -7,9 +7,10 @@
  * the model is sent exactly the text the log keeps, and a resumed run replays that same text.
  */
 import type { RunId, ToolUseBlock } from '../domain.ts';
-import { DatabaseUnavailableError, FatalError } from '../errors.ts';
+import { ConfigError, DatabaseUnavailableError, FatalError } from '../errors.ts';
 import type { ToolDefinition } from '../llm/types.ts';
 import { storableText } from '../store/storable.ts';
+import { Semaphore } from './semaphore.ts';
 import { isTimerTool, sleepSeconds } from './sleep-tool.ts';
 import type { Tool } from './types.ts';
 
@@ -44,16 +45,44 @@ export function capResult(text: string, maxBytes: number): string {
   return head.toString('utf8', 0, cut) + note(cut);
 }
 
+export interface ToolExecutorOptions {
+  /** Idempotent calls of one model turn run at once, at most this many (TOOL_CONCURRENCY). Default 4. */
+  concurrency?: number;
+}
+
+export const DEFAULT_TOOL_CONCURRENCY = 4;
+
 export class ToolExecutor {
   private readonly byName: Map<string, Tool>;
+  /** Calls of one turn that may run at once. */
+  readonly concurrency: number;
+  /** The limits of tools that set `concurrency`, shared by every run this executor serves. */
+  private readonly toolLimits = new Map<string, Semaphore>();
 
   constructor(
     tools: readonly Tool[],
     private readonly timeoutMs: number,
     private readonly maxResultBytes = DEFAULT_TOOL_RESULT_MAX_BYTES,
+    options: ToolExecutorOptions = {},
   ) {
     this.byName = new Map(tools.map((t) => [t.name, t]));
     if (this.byName.size !== tools.length) throw new Error('two tools share a name');
+    this.concurrency = options.concurrency ?? DEFAULT_TOOL_CONCURRENCY;
+    for (const t of tools) {
+      if (t.concurrency === undefined) continue;
+      if (!Number.isInteger(t.concurrency) || t.concurrency < 1) throw new ConfigError(`tool "${t.name}": concurrency must be a whole number of at least 1`);
+      this.toolLimits.set(t.name, new Semaphore(t.concurrency));
+    }
+  }
+
+  /**
+   * Waits for a place under the tool's own limit (a tool without one has no wait); call the returned
+   * function when the call is over.
+   */
+  async acquire(name: string, signal: AbortSignal): Promise<() => void> {
+    const limit = this.toolLimits.get(name);
+    if (!limit) return () => {};
+    return limit.acquire(signal);
   }
 
   /** This executor's tools and `extra` (whose names must differ from them), with the same limits. */

@@ -30,6 +30,12 @@ export interface Tool<Input = any> {
    */
   needsApproval?: NeedsApproval<Input>;
   /**
+   * The most calls of this tool that run at once in one worker process, across all its runs (an API
+   * with a rate limit, a resource that takes one user at a time). Default: no limit of its own; the
+   * calls of one turn are still bounded by TOOL_CONCURRENCY. Non-idempotent tools run one at a time anyway.
+   */
+  concurrency?: number;
+  /**
    * @unit seconds — a call still waiting for approval after this long is denied with the reason
    * "approval timed out". Default: it waits as long as it takes (within the run's deadline, which does
    * not count time spent waiting).

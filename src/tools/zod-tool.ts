@@ -21,6 +21,8 @@ export interface ToolOptions<Schema extends z.ZodType> {
   idempotent?: boolean;
   /** See `Tool.needsApproval`; a function is given the parsed input. */
   needsApproval?: NeedsApproval<z.output<Schema>>;
+  /** See `Tool.concurrency`: the most calls of this tool at once in one worker process. */
+  concurrency?: number;
   /** See `Tool.approvalTimeoutSeconds`. */
   approvalTimeoutSeconds?: number;
 }
@@ -50,7 +52,7 @@ function jsonSchemaOf(name: string, schema: z.ZodType): Record<string, unknown> 
 }
 
 export function tool<Schema extends z.ZodType>(options: ToolOptions<Schema>): ZodTool<Schema> {
-  const { name, description, input, execute, idempotent, needsApproval, approvalTimeoutSeconds } = options;
+  const { name, description, input, execute, idempotent, needsApproval, concurrency, approvalTimeoutSeconds } = options;
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
     throw new ConfigError(`tool name ${JSON.stringify(name)}: use 1 to 64 letters, digits, "_" or "-"`);
   }
@@ -59,6 +61,9 @@ export function tool<Schema extends z.ZodType>(options: ToolOptions<Schema>): Zo
     throw new ConfigError(`tool "${name}": input must be a zod schema`);
   }
   if (typeof execute !== 'function') throw new ConfigError(`tool "${name}": execute must be a function`);
+  if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
+    throw new ConfigError(`tool "${name}": concurrency must be a whole number of at least 1`);
+  }
   const parse = (raw: unknown) => input.safeParseAsync(raw);
   // Like any tool's, it is given the input as the model sent it; an input that does not parse never runs.
   const onParsed = (decide: (input: z.output<Schema>) => boolean | Promise<boolean>) => async (raw: unknown) => {
@@ -71,6 +76,7 @@ export function tool<Schema extends z.ZodType>(options: ToolOptions<Schema>): Zo
     inputSchema: jsonSchemaOf(name, input),
     input,
     ...(idempotent === undefined ? {} : { idempotent }),
+    ...(concurrency === undefined ? {} : { concurrency }),
     ...(needsApproval === undefined ? {} : { needsApproval: typeof needsApproval === 'function' ? onParsed(needsApproval) : needsApproval }),
     ...(approvalTimeoutSeconds === undefined ? {} : { approvalTimeoutSeconds }),
     async execute(raw: unknown, context: ToolContext) {

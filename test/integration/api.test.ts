@@ -422,7 +422,7 @@ describe('operations', () => {
     );
     expect(operations.sort()).toEqual([
       'GET /api/overview', 'GET /api/runs', 'GET /api/runs/{id}', 'GET /api/runs/{id}/steps/{seq}', 'GET /api/runs/{id}/timeline',
-      'GET /healthz', 'GET /metrics', 'GET /openapi.json', 'POST /api/runs', 'POST /api/runs/{id}/cancel',
+      'GET /healthz', 'GET /metrics', 'GET /openapi.json', 'POST /api/runs', 'POST /api/runs/{id}/cancel', 'POST /api/runs/{id}/fork',
       'POST /api/runs/{id}/tool-calls/{toolUseId}/decision',
     ]);
     for (const op of operations) {
@@ -443,5 +443,9 @@ describe('operations', () => {
     expect(doc.paths['/api/runs/{id}/steps/{seq}'].get.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual(['path:id', 'path:seq']);
     expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['Run', 'RunPage', 'TimelineStep', 'StepDetail', 'Error']));
     expect(doc.components.schemas.Timeline.items).toEqual({ $ref: '#/components/schemas/TimelineStep' });
+    expect(create.properties.costBudgetUsd).toMatchObject({ type: 'number', exclusiveMinimum: 0, maximum: 10_000 });
+    const fork = doc.components.schemas.ForkRunRequest;
+    expect(fork.required).toEqual(['afterSeq']);
+    expect(doc.paths['/api/runs/{id}/fork'].post.responses['201'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ForkedRun' });
   });
 });

@@ -130,22 +130,28 @@ describe('every route × {no key, wrong key, revoked key, other tenant, right ke
     await app.close();
   });
 
+  /** The body each route that takes one is sent: a new run, a decision, or a fork after the run's one step. */
   const bodies: Record<string, unknown> = {
     '/api/runs': { input: 'refused?' },
     '/api/runs/{id}/tool-calls/{toolUseId}/decision': { decision: 'approve' },
+    '/api/runs/{id}/fork': { afterSeq: 1 },
   };
-  const request = (r: { method: string; path: string }, headers: Record<string, string>): InjectOptions => ({
-    method: r.method as InjectOptions['method'],
-    url: r.path.replace('{id}', run).replace('{seq}', '1').replace('{toolUseId}', 'toolu_auth'),
-    headers: { ...headers, ...(r.method === 'POST' && bodies[r.path] ? { 'content-type': 'application/json' } : {}) },
-    ...(r.method === 'POST' && bodies[r.path] ? { payload: JSON.stringify(bodies[r.path]) } : {}),
-  });
+  const request = (r: { method: string; path: string }, headers: Record<string, string>): InjectOptions => {
+    const body = r.method === 'POST' ? bodies[r.path] : undefined;
+    return {
+      method: r.method as InjectOptions['method'],
+      url: r.path.replace('{id}', run).replace('{seq}', '1').replace('{toolUseId}', 'toolu_auth'),
+      headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { payload: JSON.stringify(body) } : {}),
+    };
+  };
 
   it('knows the routes it covers', () => {
     expect(routes.map((r) => `${r.method} ${r.path}`)).toEqual(
       expect.arrayContaining([
         'POST /api/runs', 'GET /api/runs', 'GET /api/runs/{id}', 'DELETE /api/runs/{id}', 'GET /api/runs/{id}/timeline',
-        'GET /api/runs/{id}/steps/{seq}', 'POST /api/runs/{id}/cancel', 'GET /api/overview', 'GET /metrics', 'GET /healthz', 'GET /openapi.json',
+        'GET /api/runs/{id}/steps/{seq}', 'POST /api/runs/{id}/cancel', 'POST /api/runs/{id}/fork', 'GET /api/overview', 'GET /metrics',
+        'GET /healthz', 'GET /openapi.json',
       ]),
     );
     expect(routes.filter((r) => r.open).map((r) => r.path).sort()).toEqual(['/healthz', '/openapi.json']);
@@ -216,6 +222,11 @@ describe('every route × {no key, wrong key, revoked key, other tenant, right ke
       const res = await app.inject(request(r, bearer(mine.key)));
       expect(res.statusCode, `${r.method} ${r.path}: ${res.body}`).toBeGreaterThanOrEqual(200);
       expect(res.statusCode, `${r.method} ${r.path}: ${res.body}`).toBeLessThan(300);
+      if (r.path.endsWith('/fork')) {
+        // The fork is the caller's tenant's too; it goes again, or the run it refers to could not be deleted.
+        const { rows } = await db.pool.query('DELETE FROM durable_agent.run WHERE id = $1 RETURNING tenant', [res.json().id]);
+        expect(rows).toEqual([{ tenant: 'acme' }]);
+      }
     }
     const { rows } = await db.pool.query(`SELECT tenant, count(*)::int AS n FROM durable_agent.run GROUP BY tenant ORDER BY tenant`);
     // Run deleted, one created by "POST /api/runs" above; the other tenant's two untouched.

@@ -122,6 +122,21 @@ describe('runs, with a key', () => {
     expect(JSON.parse((await cli(['runs', 'steps', done, '--json'], { DURABLE_AGENT_KEY: key })).out)).toHaveLength(3);
   });
 
+  it('fork: a new run from a finished one after a whole turn; a split turn is refused with the seqs that end one', async () => {
+    const split = await cli(['runs', 'fork', done, '--after-seq', '1'], { DURABLE_AGENT_KEY: key });
+    expect(split.code).toBe(1);
+    expect(split.err).toContain('a fork can start after step 2, 3');
+    const forked = await cli(['runs', 'fork', done, '--after-seq', '2', '--input', 'Which acme tickets are open?'], { DURABLE_AGENT_KEY: key });
+    expect(forked.code, forked.err).toBe(0);
+    const [, id] = /^run (\S+) QUEUED \(a fork of run (\S+) after step 2\)\n$/.exec(forked.out) ?? [];
+    expect(id).toBeDefined();
+    await until('the fork to finish', async () => (await statusOf(id!)) === 'SUCCEEDED', 30_000);
+    const show = JSON.parse((await cli(['runs', 'show', id!, '--json'], { DURABLE_AGENT_KEY: key })).out);
+    expect(show).toMatchObject({ input: 'Which acme tickets are open?', forkedFrom: { runId: done, afterSeq: 2 } });
+    expect((await cli(['runs', 'delete', id!], { DURABLE_AGENT_KEY: key })).code).toBe(0);
+    expect((await cli(['runs', 'fork', done], { DURABLE_AGENT_KEY: key })).err).toContain('--after-seq must be a step number');
+  });
+
   it('cancel, then delete; the API says no in one line with exit 1', async () => {
     const later = await queuedForLater();
     const cancelled = await cli(['runs', 'cancel', later], { DURABLE_AGENT_KEY: key });
@@ -223,6 +238,6 @@ describe('bad usage: one line, then the usage; exit 2', () => {
   it('runs --help lists every subcommand', async () => {
     const r = await cli(['runs', '--help']);
     expect(r.code).toBe(0);
-    for (const sub of ['list', 'show <id>', 'steps <id>', 'cancel <id>', 'delete <id>', 'purge --older-than <duration>']) expect(r.out).toContain(`  ${sub}`);
+    for (const sub of ['list', 'show <id>', 'steps <id>', 'cancel <id>', 'delete <id>', 'purge --older-than <duration>', 'fork <id>']) expect(r.out).toContain(`  ${sub}`);
   });
 });

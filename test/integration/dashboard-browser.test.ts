@@ -274,6 +274,23 @@ describe('the dashboard in Chromium', () => {
     expect(await figure('day-MODEL-p95')).toBe(formatDuration(p!.p95));
   });
 
+  it('forks a run from a step with "Fork from here", and opens the fork with its inherited steps marked', async () => {
+    await page.goto(`${base}/runs/${ticketsRun}?step=2`);
+    const detail = page.locator('.step-detail[data-seq="2"]');
+    await detail.waitFor();
+    await detail.locator('input.fork-model').fill('claude-haiku-4-5');
+    await detail.locator('button[data-action="fork"]').click();
+    await page.waitForURL((url) => /\/runs\/[0-9a-f-]{36}$/.test(url.pathname) && !url.pathname.endsWith(ticketsRun));
+    const forkId = new URL(page.url()).pathname.split('/').pop()!;
+    const row = (await sql<{ forked_from_run_id: string; forked_after_seq: number; model: string }>(
+      'SELECT forked_from_run_id, forked_after_seq, model FROM durable_agent.run WHERE id = $1', [forkId],
+    ))[0]!;
+    expect(row).toEqual({ forked_from_run_id: ticketsRun, forked_after_seq: 2, model: 'claude-haiku-4-5' });
+    await waitFor('the fork to finish', async () => (await statusOf(forkId as RunId)) === 'SUCCEEDED');
+    await page.waitForSelector('.wf-row[data-seq="5"]');
+    expect(await page.$$eval('.wf-row.inherited', (els) => els.map((e) => e.getAttribute('data-seq')))).toEqual(['1', '2']);
+  });
+
   it('logged no error or warning in the browser console on the way', () => {
     expect(consoleErrors).toEqual([]);
   });

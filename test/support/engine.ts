@@ -29,6 +29,8 @@ export function testWorker(
     system?: string;
     events?: EngineEvents[];
     toolTimeoutMs?: number;
+    /** Idempotent calls of one turn that run at once (TOOL_CONCURRENCY); the executor's default when absent. */
+    toolConcurrency?: number;
     /** LISTEN/NOTIFY on this database: wakes on queued runs, hears cancels. */
     subscribeUrl?: string;
     /** Wired as the runtime wires a worker: LISTEN/NOTIFY, the lease keeper thread and owner liveness on this database. */
@@ -53,7 +55,7 @@ export function testWorker(
       agent: {
         ...(opts.agent ? { name: opts.agent } : {}),
         system: opts.system ?? 'You are a test agent.',
-        tools: new ToolExecutor(tools, opts.toolTimeoutMs ?? 10_000),
+        tools: new ToolExecutor(tools, opts.toolTimeoutMs ?? 10_000, undefined, opts.toolConcurrency ? { concurrency: opts.toolConcurrency } : {}),
         maxTokens: 1024,
       },
       costOf: opts.costOf ?? (() => 0),

@@ -21,6 +21,14 @@ describe('loadConfig', () => {
     expect(c).toMatchObject({ llmProvider: 'anthropic', llmProviderDefaulted: false, defaultModel: 'claude-sonnet-4-6', port: 9000, leaseMs: 2500, workerName: 'w1', logFormat: 'pretty', maxSteps: 7 });
   });
 
+  it('reads the money budget default and the tool concurrency, within their limits', () => {
+    expect(loadConfig({})).toMatchObject({ defaultCostBudgetUsd: null, toolConcurrency: 4 });
+    expect(loadConfig({ DEFAULT_COST_BUDGET_USD: '2.5', TOOL_CONCURRENCY: '8' })).toMatchObject({ defaultCostBudgetUsd: 2.5, toolConcurrency: 8 });
+    expect(() => loadConfig({ DEFAULT_COST_BUDGET_USD: '0' })).toThrow(/DEFAULT_COST_BUDGET_USD: must be greater than 0/);
+    expect(() => loadConfig({ DEFAULT_COST_BUDGET_USD: '10001' })).toThrow(/DEFAULT_COST_BUDGET_USD: must be at most 10000/);
+    expect(() => loadConfig({ TOOL_CONCURRENCY: '0' })).toThrow(/TOOL_CONCURRENCY: must be at least 1/);
+  });
+
   it('lets flags override the environment and treats empty variables as unset', () => {
     expect(loadConfig({ PORT: '9000' }, { PORT: 7000 as never }).port).toBe(7000);
     expect(loadConfig({ DATABASE_URL: '', PORT: '' })).toMatchObject({ databaseUrl: null, port: 8080 });

@@ -16,10 +16,19 @@ describe('guard', () => {
     expect(guard({ ...ok, deadlineAt: new Date(now.getTime() + 1) }, now)).toBeNull();
   });
   it('fails when the token budget is used up', () => {
-    expect(guard({ ...ok, tokensUsed: 100 }, now)).toEqual({ status: 'FAILED', error: 'token budget exhausted (100 of 100 tokens used)' });
+    expect(guard({ ...ok, tokensUsed: 100 }, now)).toEqual({ status: 'FAILED', error: 'token budget exhausted (100 of 100 tokens used)', budget: 'tokens' });
     expect(guard({ ...ok, tokensUsed: 99 }, now)).toBeNull();
   });
   it('fails when the step cap is reached', () => {
-    expect(guard({ ...ok, steps: 10 }, now)).toEqual({ status: 'FAILED', error: 'step cap reached (10 of 10 steps)' });
+    expect(guard({ ...ok, steps: 10 }, now)).toEqual({ status: 'FAILED', error: 'step cap reached (10 of 10 steps)', budget: 'steps' });
+  });
+  it('fails when the money budget is spent, and never without one', () => {
+    expect(guard({ ...ok, costUsd: 0.5, costBudgetUsd: 0.5 }, now)).toEqual({
+      status: 'FAILED',
+      error: 'cost budget exhausted (0.5 USD of 0.5 USD spent)',
+      budget: 'cost',
+    });
+    expect(guard({ ...ok, costUsd: 0.4999, costBudgetUsd: 0.5 }, now)).toBeNull();
+    expect(guard({ ...ok, costUsd: 1e6, costBudgetUsd: null }, now)).toBeNull();
   });
 });

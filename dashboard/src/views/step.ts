@@ -5,6 +5,7 @@
  * away. A tool step shows the call's input and the result.
  */
 import { api } from '../api.ts';
+import { navigate } from '../router.ts';
 import { fill, h } from '../dom.ts';
 import { formatClock, formatCost, formatDuration, formatTokens } from '../format.ts';
 import { jsonTree, longText, textOrJson } from '../json-tree.ts';
@@ -116,7 +117,30 @@ function figures(s: StepDetail): [string, string][] {
   return rows;
 }
 
-export function renderStep(s: StepDetail, onClose: () => void): HTMLElement {
+/**
+ * "Fork from here": a new run continuing this run's conversation after this step, with the model
+ * named (or the same one). The server says when the step does not end a whole turn, and which do.
+ */
+function forkFromHere(runId: string, s: StepDetail): HTMLElement | null {
+  if (s.status === 'STARTED') return null;
+  const model = h('input', { type: 'text', class: 'fork-model mono small', placeholder: 'same model', 'aria-label': 'Model for the fork' }) as HTMLInputElement;
+  const note = h('span', { class: 'fork-note muted small', role: 'status' });
+  const button = h('button', { type: 'button', class: 'btn ghost small', 'data-action': 'fork' }, 'Fork from here') as HTMLButtonElement;
+  button.addEventListener('click', () => {
+    button.disabled = true;
+    const body = { afterSeq: s.seq, ...(model.value.trim() ? { model: model.value.trim() } : {}) };
+    api<{ id: string }>(`/api/runs/${encodeURIComponent(runId)}/fork`, { method: 'POST', body })
+      .then((fork) => navigate(`/runs/${fork.id}`))
+      .catch((e: Error) => {
+        note.textContent = `Not forked: ${e.message}`;
+        note.className = 'fork-note error-text small';
+        button.disabled = false;
+      });
+  });
+  return h('div', { class: 'fork-from-here kv-line' }, button, model, note);
+}
+
+export function renderStep(s: StepDetail, onClose: () => void, runId?: string): HTMLElement {
   const title = s.kind === 'MODEL' ? 'Model call' : `Tool call · ${s.toolName ?? ''}`;
   const isModel = s.kind === 'MODEL';
   return h(
@@ -130,6 +154,8 @@ export function renderStep(s: StepDetail, onClose: () => void): HTMLElement {
       h('button', { type: 'button', class: 'btn ghost small close', 'aria-label': 'Close step', onClick: onClose }, 'Close'),
     ),
     h('dl', { class: 'figures' }, figures(s).map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, v)))),
+    s.inherited ? h('p', { class: 'muted small' }, 'Inherited: this step belongs to the run this one was forked from.') : null,
+    runId ? forkFromHere(runId, s) : null,
     h(
       'div',
       { class: 'step-io' },
@@ -145,7 +171,7 @@ export async function loadStep(slot: HTMLElement, runId: string, seq: number, on
   fill(slot, h('section', { class: 'card step-detail loading' }, h('p', { class: 'muted' }, `Loading step ${seq}…`)));
   try {
     const s = await api<StepDetail>(`/api/runs/${encodeURIComponent(runId)}/steps/${seq}`);
-    fill(slot, renderStep(s, onClose));
+    fill(slot, renderStep(s, onClose, runId));
   } catch (e) {
     fill(slot, h('section', { class: 'card step-detail' }, h('p', { class: 'error-text' }, `Step ${seq}: ${(e as Error).message}`)));
   }

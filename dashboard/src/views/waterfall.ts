@@ -94,7 +94,7 @@ export function renderWaterfall(container: HTMLElement, input: WaterfallInput): 
     const row = h(
       'div',
       {
-        class: `wf-row${input.selected === bar.seq ? ' selected' : ''}${selectable ? '' : ' ghost'}`,
+        class: `wf-row${input.selected === bar.seq ? ' selected' : ''}${selectable ? '' : ' ghost'}${step?.inherited ? ' inherited' : ''}`,
         'data-seq': bar.seq,
         'data-kind': bar.kind,
         'data-status': bar.status,

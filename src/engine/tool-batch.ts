@@ -1,0 +1,102 @@
+/**
+ * The idempotent tool calls of one model turn, run at the same time.
+ *
+ * Each call keeps its own STARTED row (written when it gets its place, so the timeline shows when it
+ * really began), its own idempotency key (its tool_use id) and its own result row, each write fenced
+ * on the lease and committed on its own. A crash mid-batch therefore leaves finished calls DONE and
+ * the others STARTED: the resumed run re-runs only those. Results are folded as they come; the fold
+ * sends them to the model in the order of the tool_use blocks whatever order they finished in.
+ *
+ * At most `ToolExecutor.concurrency` calls of the batch run at once (TOOL_CONCURRENCY), and a tool
+ * with a `concurrency` of its own is held to it across every run of the process. Non-idempotent calls
+ * never join a batch, nor do gated ones (an approval, a crash decision, a timer): they run one at a
+ * time, in turn order, by the driver's single-call path, which gates them.
+ *
+ * Each call's STARTED write carries its step.started/tool.started events, and its result write its
+ * tool.finished/step.finished events, inside the same statement (run-store.ts), as on the single path.
+ */
+import type { Run, RunProgress, ToolUseBlock } from '../domain.ts';
+import { withContext } from '../observability/context.ts';
+import { Semaphore } from '../tools/semaphore.ts';
+import { crashPoint } from './crash-points.ts';
+import type { DriverDeps } from './driver.ts';
+import { type Conversation, foldStep, type PendingTool } from './replay.ts';
+
+/**
+ * The pending calls at the head of the turn, in turn order, up to the first that may not join a batch:
+ * `joins` is the driver's "idempotent and ungated" (no approval, no crash decision, no timer).
+ */
+export function idempotentBatch(c: Conversation, joins: (use: ToolUseBlock) => boolean): PendingTool[] {
+  const batch: PendingTool[] = [];
+  for (const p of c.pending.values()) {
+    if (!joins(p.use)) break;
+    batch.push(p);
+  }
+  return batch;
+}
+
+export interface BatchScope {
+  run: Run;
+  c: Conversation;
+  d: DriverDeps;
+  /** The tool_use id whose STARTED row the previous checkpoint wrote (it is not a resumed call). */
+  preStarted: string | null;
+  /** Told the run's progress after every write. */
+  progress(p: RunProgress): void;
+}
+
+/**
+ * Runs `batch` and records each result. Waits for every call to settle before it returns, so no call
+ * is left writing after its driver moved on; then throws the first failure, if any (a crash, a lost
+ * lease, the run being stopped): the attempt ends with the finished calls recorded.
+ */
+export async function runToolBatch(batch: readonly PendingTool[], s: BatchScope): Promise<void> {
+  const turn = new Semaphore(s.d.agent.tools.concurrency);
+  let lastSeq = s.c.lastSeq;
+  // Seqs are taken in the order calls get their place; a number is never given twice.
+  const nextSeq = () => (lastSeq = Math.max(lastSeq, s.c.lastSeq) + 1);
+  const settled = await Promise.allSettled(
+    batch.map(async (p) => {
+      const leaveTurn = await turn.acquire(s.d.signal);
+      try {
+        const leaveTool = await s.d.agent.tools.acquire(p.use.name, s.d.signal);
+        try {
+          await runOne(p, nextSeq, s);
+        } finally {
+          leaveTool();
+        }
+      } finally {
+        leaveTurn();
+      }
+    }),
+  );
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
+async function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Promise<void> {
+  const { run, c, d } = s;
+  const { id: toolUseId, name: toolName } = p.use;
+  const resumed = p.startedSeq !== null && toolUseId !== s.preStarted;
+  crashPoint('before-tool-start', run.id);
+  let seq = p.startedSeq;
+  if (seq === null) {
+    const started = await d.store.startTool(run.id, d.owner, { seq: nextSeq(), toolUseId, toolName, input: p.use.input });
+    s.progress(started);
+    seq = started.seq;
+    foldStep(c, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
+  }
+  const at = seq;
+  await withContext({ run_id: run.id, worker: d.owner.worker, step_seq: at }, async () => {
+    d.events.toolStarted({ run, seq: at, toolName, toolUseId, resumed });
+    const t0 = performance.now();
+    const outcome = await d.agent.tools.execute(p.use, { runId: run.id, signal: d.signal });
+    crashPoint('after-tool-effect', run.id);
+    const latencyMs = performance.now() - t0;
+    crashPoint('before-tool-finish', run.id);
+    const write = await d.store.finishTool(run.id, d.owner, { toolUseId, seq: at, status: outcome.status, result: outcome.result, latencyMs });
+    foldStep(c, { seq: at, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
+    s.progress(write);
+    d.events.toolStep({ run, seq: at, toolName, toolUseId, status: outcome.status, latencyMs });
+  });
+}
