@@ -45,7 +45,11 @@ export const listCommand: RunsSubcommand = {
       { title: 'INPUT', value: (r) => oneLine(r.input, 40) },
     ];
     ctx.out(table(page.runs, columns));
-    if (page.nextCursor) ctx.out(`more: durable-agent runs list --cursor ${page.nextCursor}\n`);
+    if (page.nextCursor) {
+      // The next page is the same query further on: the hint keeps the filters and the page size.
+      const kept = [status && `--status ${status}`, ...(['agent', 'limit'] as const).map((k) => ctx.options[k] !== undefined && `--${k} ${String(ctx.options[k])}`)];
+      ctx.out(`more: durable-agent runs list ${[...kept.filter(Boolean), `--cursor ${page.nextCursor}`].join(' ')}\n`);
+    }
     return 0;
   },
 };

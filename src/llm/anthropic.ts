@@ -1,8 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
-import type { RunId, Usage } from '../domain.ts';
-import { crashPoint } from '../engine/crash-points.ts';
+import type { Usage } from '../domain.ts';
 import { LlmError } from '../errors.ts';
-import { currentContext } from '../observability/context.ts';
 import { toLlmError } from './anthropic-errors.ts';
 import { StreamAssembler } from './anthropic-stream.ts';
 import { toLlmResponse, toMessageParams } from './anthropic-wire.ts';
@@ -80,7 +78,6 @@ export class AnthropicClient implements LlmClient {
         if (call.usage) report(call, () => options.onUsage?.(call.usage!));
       }
       if (text) report(call, () => options.onText?.(text, 1));
-      if (text) midStream();
     }
     // The SDK ends the iteration quietly when the request is aborted; an aborted answer is no answer.
     if (options.signal?.aborted) throw new LlmError(-1, 'request aborted', { type: 'aborted' });
@@ -103,10 +100,4 @@ function report(call: Call, callback: () => void): void {
     call.callbackError = error;
     throw error;
   }
-}
-
-/** The crash point of a streamed reply partly received, for the run whose step this is. */
-function midStream(): void {
-  const runId = currentContext()?.run_id;
-  if (runId) crashPoint('mid-stream', runId as RunId);
 }

@@ -78,6 +78,17 @@ describe('before any key', () => {
     // Columns line up: each title starts where its values do.
     expect(row!.indexOf('SUCCEEDED')).toBe(header!.indexOf('STATUS'));
   });
+
+  it('runs list pages with a hint that keeps the filters and the page size', async () => {
+    await createRun('a second run, for a second page');
+    await until('it to finish', async () => (await cli(['runs', 'list', '--status', 'SUCCEEDED', '--json'])).out.includes('a second run'), 30_000);
+    const first = await cli(['runs', 'list', '--status', 'SUCCEEDED', '--limit', '1']);
+    const hint = first.out.match(/^more: durable-agent (runs list .*)$/m)?.[1];
+    expect(hint, first.out).toMatch(/^runs list --status SUCCEEDED --limit 1 --cursor \S+$/);
+    const second = await cli(hint!.split(' '));
+    expect(second.out).toContain(done);
+    expect(second.out).not.toMatch(/QUEUED|RUNNING|CANCELLED|FAILED/);
+  });
 });
 
 describe('keys', () => {
