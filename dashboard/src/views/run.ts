@@ -170,7 +170,7 @@ export const runView: View = (main, route: Route) => {
     }
     fill(
       sub,
-      h('span', { title: r.agent ? 'agent' : 'model' }, r.agent ?? r.model),
+      h('span', { title: `agent (model ${r.model})` }, r.agent),
       ` · created ${formatClock(new Date(created), new Date(now))} (${formatAge(now - created)})`,
       ` · ${r.finishedAt ? 'took' : 'running for'} ${formatDuration(took)}`,
       r.attempts > 1 ? ` · claimed ${r.attempts} times` : '',

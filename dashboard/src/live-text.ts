@@ -1,0 +1,2 @@
+import { EventFold } from './events/fold.ts';
+export const f = new EventFold();
