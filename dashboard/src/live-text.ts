@@ -9,7 +9,7 @@ import { apiKey } from './api.ts';
 import { EventFold, type RunFold } from './events/fold.ts';
 
 export interface RunEventsListener {
-  /** The fold after each event that changes the text. */
+  /** The fold after each event that changes the text, and at run.finished. */
   text(fold: RunFold): void;
   /** An event that changes the run's steps or status (a step started or finished, waiting, resumed, finished). */
   changed(type: string): void;
@@ -59,7 +59,7 @@ export function followRunEvents(runId: string, listener: RunEventsListener): () 
   const onFrame = (f: Frame) => {
     fold.add(f);
     const r = fold.result;
-    const key = `${r.steps.length}:${r.text}`;
+    const key = `${r.finished ? 'end' : ''}:${r.steps.length}:${r.text}`;
     if (key !== drawn) listener.text(r);
     drawn = key;
     if (CHANGES.has(f.type)) listener.changed(f.type);

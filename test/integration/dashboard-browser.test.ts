@@ -33,6 +33,10 @@ let base: string;
 const consoleErrors: string[] = [];
 let releaseHeld: () => void = () => {};
 const held = new Promise<void>((resolve) => (releaseHeld = resolve));
+/** A model call that streams its first pieces, then waits for the test before it streams the rest. */
+const STREAMED = ['The printer ', 'is on fire; ', 'call the fire brigade.'] as const;
+let releaseStream: () => void = () => {};
+const streamGate = new Promise<void>((resolve) => (releaseStream = resolve));
 
 const closed: string[] = [];
 const tools = [
@@ -58,9 +62,16 @@ const tools = [
 ];
 
 /** The model's side of each run, chosen by the run's input and how far the conversation is. */
-const llm = new ScriptedLlm(async (req) => {
+const llm = new ScriptedLlm(async (req, options) => {
   const input = String(req.messages[0]!.content);
   const turn = req.messages.filter((m) => m.role === 'assistant').length;
+  if (input.startsWith('stream')) {
+    options?.onText?.(STREAMED[0], 1);
+    options?.onText?.(STREAMED[1], 1);
+    await streamGate;
+    options?.onText?.(STREAMED[2], 1);
+    return response([{ type: 'text', text: STREAMED.join('') }], 'end_turn', usage(300, 20));
+  }
   if (input.startsWith('hold')) {
     await held;
     return response([{ type: 'tool_use', id: `toolu_hold_${turn}`, name: 'lookup', input: {} }], 'tool_use', usage(500, 30));
@@ -133,6 +144,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   releaseHeld();
+  releaseStream();
   await chromium?.close();
   await runtime?.close();
   await db?.close();
@@ -226,6 +238,52 @@ describe('the dashboard in Chromium', () => {
     expect(await tool.locator('h2').textContent()).toContain('lookup');
     expect(await tool.locator('.step-pane').first().textContent()).toContain('fire');
     expect(await tool.locator('.step-pane').nth(1).textContent()).toContain('Printer on fire');
+  });
+
+  it('filters by agent: the list narrows to that agent\'s runs, and the status chips and paging keep the filter', async () => {
+    await db.pool.query(
+      `UPDATE durable_agent.run SET agent = 'triage' WHERE id IN (SELECT id FROM durable_agent.run WHERE status = 'SUCCEEDED' ORDER BY created_at DESC, id DESC LIMIT 7)`,
+    );
+    const triage = await sql<{ id: string }>(`SELECT id FROM durable_agent.run WHERE agent = 'triage' ORDER BY created_at DESC, id DESC`);
+    await page.goto(`${base}/`);
+    await page.waitForSelector('select[data-filter="agent"] option[value="triage"]', { state: 'attached' });
+    const agents = await page.$$eval('select[data-filter="agent"] option', (os) => os.map((o) => (o as HTMLOptionElement).value));
+    // The agents of the runs listed, each an agent the database knows, and "all".
+    const known = (await sql<{ agent: string }>('SELECT DISTINCT agent FROM durable_agent.run')).map((r) => r.agent);
+    expect(agents[0]).toBe('');
+    expect(agents).toContain('triage');
+    expect(agents.slice(1).every((a) => known.includes(a))).toBe(true);
+    await page.selectOption('select[data-filter="agent"]', 'triage');
+    await page.waitForURL(/\?agent=triage$/);
+    await page.waitForFunction((n) => document.querySelectorAll('table.runs tbody tr').length === n, triage.length);
+    expect((await visibleRuns(page)).map((r) => r.id)).toEqual(triage.map((r) => r.id));
+    expect(await page.$$eval('table.runs tbody .c-agent', (cells) => [...new Set(cells.map((c) => c.textContent))])).toEqual(['triage']);
+    // A status chip keeps the agent filter; a status with no run of this agent says so.
+    expect(await page.getAttribute('.chip[data-filter="FAILED"]', 'href')).toBe('/?status=FAILED&agent=triage');
+    await page.click('.chip[data-filter="FAILED"]');
+    await page.waitForURL(/\?status=FAILED&agent=triage$/);
+    await page.waitForSelector('.table-card .empty');
+    expect(await page.textContent('.table-card .empty p')).toBe('No failed runs of agent triage.');
+    expect(await page.inputValue('select[data-filter="agent"]')).toBe('triage');
+  });
+
+  it('shows the live text of the model call in flight before the run ends, and that text is the output at the end', async () => {
+    const id = await post({ input: 'stream the answer' });
+    await page.goto(`${base}/runs/${id}`);
+    await page.waitForFunction((want) => document.querySelector('.live-text .live-body')?.textContent === want, STREAMED[0] + STREAMED[1]);
+    expect(await page.isVisible('.live-text')).toBe(true);
+    // Seen while the model is still writing: the run has not finished, nor has its model step.
+    expect(await statusOf(id)).toBe('RUNNING');
+    expect(await page.textContent('.live-text h2')).toContain('Live text');
+    releaseStream();
+    await page.waitForSelector('.run-head .pill[data-status="SUCCEEDED"]');
+    const output = (await sql<{ output: string }>('SELECT output FROM durable_agent.run WHERE id = $1', [id]))[0]!.output;
+    expect(output).toBe(STREAMED.join(''));
+    await page.waitForFunction(() => document.querySelector('.live-text h2')?.textContent?.startsWith('Streamed text'));
+    expect(await page.textContent('.live-text .live-body')).toBe(output);
+    expect(await page.textContent('.io.output .prose')).toBe(output);
+    // The steps came with the events: the model step is in the waterfall without a reload.
+    await page.waitForFunction(() => document.querySelectorAll('.waterfall-box [data-seq]').length >= 1);
   });
 
   it('cancels a running run with a click, and shows it end CANCELLED', async () => {
