@@ -122,7 +122,6 @@ async function main(): Promise<void> {
     await page.emulateMedia({ colorScheme: 'dark' });
     await page.goto(`${base}/runs/${weekly}`);
     await page.waitForSelector('.wf-bar.in-flight');
-    await page.waitForSelector('.live-text:not([hidden])');
     await shot(page, 'dashboard-run-dark.png', { live: true });
 
     await page.setViewportSize({ width: 390, height: 844 });

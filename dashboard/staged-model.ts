@@ -89,23 +89,6 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
   });
 
-/** @unit milliseconds — the wait before a staged call's first text, like a real model's time to first token. */
-const FIRST_TEXT_MS = 700;
-const CHUNKS = 40;
-
-/** Spends `ms` like a streaming model: silent until the first text, then the answer's text in even pieces. */
-async function streamText(content: ContentBlock[], ms: number, options: LlmCallOptions): Promise<void> {
-  const all = content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('');
-  if (!all || !options.onText) return sleep(ms, options.signal);
-  const first = Math.min(FIRST_TEXT_MS, ms / 2);
-  await sleep(first, options.signal);
-  const size = Math.ceil(all.length / CHUNKS);
-  for (let at = 0; at < all.length; at += size) {
-    options.onText(all.slice(at, at + size), 1);
-    await sleep((ms - first) / CHUNKS, options.signal);
-  }
-}
-
 export function stagedModel(): LlmClient {
   return {
     provider: 'staged',
@@ -114,8 +97,8 @@ export function stagedModel(): LlmClient {
       const turn = req.messages.filter((m) => m.role === 'assistant').length;
       const scenario = SCENARIOS.find((s) => s.match.test(input));
       const latency = scenario ? scenario.latencyMs[Math.min(turn, scenario.latencyMs.length - 1)]! : 900;
+      await sleep(latency * (0.85 + Math.random() * 0.3), options.signal);
       const content = scenario?.turns[turn]?.(results(req.messages)) ?? [text('Nothing in the tickets answers that.')];
-      await streamText(content, latency * (0.85 + Math.random() * 0.3), options);
       const prefix = 1650 + turn * 420;
       return {
         id: `msg_${Math.random().toString(36).slice(2, 14)}`,
