@@ -1,7 +1,9 @@
 /**
  * Builds the dashboard into dist/dashboard/ (`npm run build`, after src/; skipped when nothing changed,
  * `--force` to build anyway): the browser modules compiled by tsc
- * (which also type-checks them against the DOM), the static files, the Inter font with its licence, and
+ * (which also type-checks them against the DOM) together with the modules of src/ they share with the
+ * server (tsconfig's rootDirs lets `./events/fold.ts` name src/events/fold.ts, so the browser folds run
+ * events with the server's own code, served from the same directory), the static files, the Inter font with its licence, and
  * index.html with a modulepreload link for every module, so the browser fetches them all at once
  * instead of discovering them import by import.
  */
@@ -14,6 +16,8 @@ import { fileURLToPath } from 'node:url';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const DASHBOARD_OUT = path.resolve(HERE, '../dist/dashboard');
 const require = createRequire(import.meta.url);
+/** The server's modules the dashboard imports (through tsconfig's rootDirs): a change to them rebuilds it. */
+const SHARED = path.resolve(HERE, '../src/events');
 
 function modules(dir: string, base = dir): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -32,7 +36,7 @@ export function dashboardStaleness(): string | null {
   const shell = path.join(DASHBOARD_OUT, 'index.html');
   if (!fs.existsSync(shell)) return `the dashboard is not built (${shell} is missing): run npm run build`;
   const built = fs.statSync(shell).mtimeMs;
-  const sources = Math.max(newest(path.join(HERE, 'src')), newest(path.join(HERE, 'static')), fs.statSync(fileURLToPath(import.meta.url)).mtimeMs);
+  const sources = Math.max(newest(path.join(HERE, 'src')), newest(path.join(HERE, 'static')), newest(SHARED), fs.statSync(fileURLToPath(import.meta.url)).mtimeMs);
   if (sources > built) {
     return 'the dashboard was built before its last change: run npm run build';
   }
@@ -42,10 +46,15 @@ export function dashboardStaleness(): string | null {
 export function buildDashboard(): string {
   // Built aside and moved into place, so a server starting meanwhile finds the old build or the new one.
   const out = `${DASHBOARD_OUT}.building-${process.pid}`;
+  const compiled = `${out}.tsc`;
   fs.rmSync(out, { recursive: true, force: true });
+  fs.rmSync(compiled, { recursive: true, force: true });
   try {
     const tsc = require.resolve('typescript/bin/tsc');
-    execFileSync(process.execPath, [tsc, '-p', path.join(HERE, 'tsconfig.json'), '--outDir', out], { stdio: 'inherit' });
+    execFileSync(process.execPath, [tsc, '-p', path.join(HERE, 'tsconfig.json'), '--outDir', compiled], { stdio: 'inherit' });
+    // tsc lays the output out like the repository; the browser sees dashboard/src and src/ as one directory.
+    fs.renameSync(path.join(compiled, 'dashboard', 'src'), out);
+    fs.cpSync(path.join(compiled, 'src'), out, { recursive: true, errorOnExist: true, force: false });
 
     for (const file of fs.readdirSync(path.join(HERE, 'static'))) {
       if (file !== 'index.html') fs.copyFileSync(path.join(HERE, 'static', file), path.join(out, file));
@@ -68,6 +77,7 @@ export function buildDashboard(): string {
     fs.renameSync(out, DASHBOARD_OUT);
   } finally {
     fs.rmSync(out, { recursive: true, force: true });
+    fs.rmSync(compiled, { recursive: true, force: true });
   }
   return DASHBOARD_OUT;
 }

@@ -95,8 +95,9 @@ async function main(): Promise<void> {
 
     fs.mkdirSync(DOCS, { recursive: true });
     const page = await chromium.context.newPage();
-    const shot = async (p: Page, name: string, opts: { fullPage?: boolean } = {}) => {
-      await p.waitForLoadState('networkidle');
+    const shot = async (p: Page, name: string, opts: { fullPage?: boolean; live?: boolean } = {}) => {
+      // A page following a run's events keeps its stream open: the network is never idle there.
+      if (!opts.live) await p.waitForLoadState('networkidle');
       await p.evaluate(async () => {
         await document.fonts.ready;
         // A full-page picture starts at the top, where the sticky header belongs.
@@ -121,7 +122,7 @@ async function main(): Promise<void> {
     await page.emulateMedia({ colorScheme: 'dark' });
     await page.goto(`${base}/runs/${weekly}`);
     await page.waitForSelector('.wf-bar.in-flight');
-    await shot(page, 'dashboard-run-dark.png');
+    await shot(page, 'dashboard-run-dark.png', { live: true });
 
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(base);

@@ -1,8 +1,7 @@
 /**
  * The API's JSON as the dashboard reads it (the server's zod schemas in src/api are the reference;
  * /openapi.json describes them). Fields that later versions of the API add are optional here, so the
- * page works against both: `agent` (which agent a run belongs to) and `waiting` (a WAITING run's
- * pending tool calls).
+ * page works against both: `waiting` (a WAITING run's pending tool calls).
  */
 export type RunStatus = 'QUEUED' | 'RUNNING' | 'WAITING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED' | 'TIMED_OUT';
 export type StepKind = 'MODEL' | 'TOOL';
@@ -27,7 +26,8 @@ export interface Run {
   status: RunStatus | string;
   input: string;
   model: string;
-  agent?: string | null;
+  /** The agent that drives the run, by name. */
+  agent: string;
   tokenBudget: number;
   tokensUsed: number;
   costUsd: number;

@@ -2,7 +2,8 @@
  * The dashboard in a real headless Chromium (Debian's `chromium`, driven by playwright-core) against
  * a real runtime: API and worker on a real PostgreSQL, a scripted model, real tools. What a person
  * would check: the list shows the database's runs, the filter and the paging work, a run's steps are
- * in the waterfall, a step opens to its request and response, Cancel stops a running run, the
+ * in the waterfall, a step opens to its request and response, the agent filter narrows the list, a
+ * run shows the live text of its model call while it streams, Cancel stops a running run, the
  * overview's figures are the database's, and the browser logs no error on the way.
  */
 import pg from 'pg';
@@ -33,6 +34,10 @@ let base: string;
 const consoleErrors: string[] = [];
 let releaseHeld: () => void = () => {};
 const held = new Promise<void>((resolve) => (releaseHeld = resolve));
+/** A model call that streams its first pieces, then waits for the test before it streams the rest. */
+const STREAMED = ['The printer ', 'is on fire; ', 'call the fire brigade.'] as const;
+let releaseStream: () => void = () => {};
+const streamGate = new Promise<void>((resolve) => (releaseStream = resolve));
 
 const closed: string[] = [];
 const tools = [
@@ -58,9 +63,16 @@ const tools = [
 ];
 
 /** The model's side of each run, chosen by the run's input and how far the conversation is. */
-const llm = new ScriptedLlm(async (req) => {
+const llm = new ScriptedLlm(async (req, options) => {
   const input = String(req.messages[0]!.content);
   const turn = req.messages.filter((m) => m.role === 'assistant').length;
+  if (input.startsWith('stream')) {
+    options?.onText?.(STREAMED[0], 1);
+    options?.onText?.(STREAMED[1], 1);
+    await streamGate;
+    options?.onText?.(STREAMED[2], 1);
+    return response([{ type: 'text', text: STREAMED.join('') }], 'end_turn', usage(300, 20));
+  }
   if (input.startsWith('hold')) {
     await held;
     return response([{ type: 'tool_use', id: `toolu_hold_${turn}`, name: 'lookup', input: {} }], 'tool_use', usage(500, 30));
@@ -133,6 +145,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   releaseHeld();
+  releaseStream();
   await chromium?.close();
   await runtime?.close();
   await db?.close();
@@ -226,6 +239,60 @@ describe('the dashboard in Chromium', () => {
     expect(await tool.locator('h2').textContent()).toContain('lookup');
     expect(await tool.locator('.step-pane').first().textContent()).toContain('fire');
     expect(await tool.locator('.step-pane').nth(1).textContent()).toContain('Printer on fire');
+  });
+
+  it('filters by agent: the list narrows to that agent\'s runs, and paging and the status chips keep the filter', async () => {
+    // More runs of one agent than a page holds, so the filter has to survive paging.
+    await db.pool.query(`UPDATE durable_agent.run SET agent = 'triage' WHERE id IN (SELECT id FROM durable_agent.run ORDER BY created_at DESC, id DESC OFFSET 2 LIMIT 55)`);
+    const triage = (await sql<{ id: string }>(`SELECT id FROM durable_agent.run WHERE agent = 'triage' ORDER BY created_at DESC, id DESC`)).map((r) => r.id);
+    expect(triage.length).toBe(55);
+    await page.goto(`${base}/`);
+    await page.waitForSelector('select[data-filter="agent"] option[value="triage"]', { state: 'attached' });
+    const agents = await page.$$eval('select[data-filter="agent"] option', (os) => os.map((o) => (o as HTMLOptionElement).value));
+    // "All", then the agents of the runs listed, each an agent the database knows.
+    const known = (await sql<{ agent: string }>('SELECT DISTINCT agent FROM durable_agent.run')).map((r) => r.agent);
+    expect(agents[0]).toBe('');
+    expect(agents).toContain('triage');
+    expect(agents.slice(1).every((a) => known.includes(a))).toBe(true);
+
+    await page.selectOption('select[data-filter="agent"]', 'triage');
+    await page.waitForURL(/\?agent=triage$/);
+    await page.waitForFunction((first) => document.querySelector('table.runs tbody tr')?.getAttribute('data-run-id') === first, triage[0]);
+    const seen = (await visibleRuns(page)).map((r) => r.id);
+    expect(seen.length).toBe(50);
+    expect(await page.$$eval('table.runs tbody .c-agent', (cells) => [...new Set(cells.map((c) => c.textContent))])).toEqual(['triage']);
+    await page.click('a[rel="next"]');
+    await page.waitForURL(/agent=triage&cursor=/);
+    await page.waitForFunction((first) => !document.querySelector(`tr[data-run-id="${first}"]`) && document.querySelectorAll('table.runs tbody tr').length > 0, seen[0]);
+    seen.push(...(await visibleRuns(page)).map((r) => r.id));
+    expect(seen).toEqual(triage);
+    expect(await page.inputValue('select[data-filter="agent"]')).toBe('triage');
+
+    // A status chip keeps the agent filter.
+    await page.click('.chip[data-filter="SUCCEEDED"]');
+    await page.waitForURL(/\?status=SUCCEEDED&agent=triage$/);
+    const succeeded = (await sql<{ id: string }>(`SELECT id FROM durable_agent.run WHERE agent = 'triage' AND status = 'SUCCEEDED' ORDER BY created_at DESC, id DESC LIMIT 50`)).map((r) => r.id);
+    await page.waitForFunction((n) => document.querySelectorAll('table.runs tbody tr').length === n && [...document.querySelectorAll('table.runs tbody tr')].every((r) => r.getAttribute('data-status') === 'SUCCEEDED'), succeeded.length);
+    expect((await visibleRuns(page)).map((r) => r.id)).toEqual(succeeded);
+  });
+
+  it('shows the live text of the model call in flight before the run ends, and that text is the output at the end', async () => {
+    const id = await post({ input: 'stream the answer' });
+    await page.goto(`${base}/runs/${id}`);
+    await page.waitForFunction((want) => document.querySelector('.live-text .live-body')?.textContent === want, STREAMED[0] + STREAMED[1]);
+    expect(await page.isVisible('.live-text')).toBe(true);
+    // Seen while the model is still writing: the run has not finished, nor has its model step.
+    expect(await statusOf(id)).toBe('RUNNING');
+    expect(await page.textContent('.live-text h2')).toContain('Live text');
+    releaseStream();
+    await page.waitForSelector('.run-head .pill[data-status="SUCCEEDED"]');
+    const output = (await sql<{ output: string }>('SELECT output FROM durable_agent.run WHERE id = $1', [id]))[0]!.output;
+    expect(output).toBe(STREAMED.join(''));
+    await page.waitForFunction(() => document.querySelector('.live-text h2')?.textContent?.startsWith('Streamed text'));
+    expect(await page.textContent('.live-text .live-body')).toBe(output);
+    expect(await page.textContent('.io.output .prose')).toBe(output);
+    // The steps came with the events: the model step is in the waterfall without a reload.
+    await page.waitForFunction(() => document.querySelectorAll('.waterfall-box [data-seq]').length >= 1);
   });
 
   it('cancels a running run with a click, and shows it end CANCELLED', async () => {

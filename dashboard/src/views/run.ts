@@ -1,9 +1,12 @@
 /**
  * One run: its status and budgets, input and output, the steps as a waterfall, and the step opened
- * from it. While the run is active the page refreshes itself (run and timeline), and stops once the
- * run has finished. Cancel sends POST /api/runs/{id}/cancel and says what the server answered.
+ * from it. While the run is active the page follows its events: the live text of the model call in
+ * flight, and the run and timeline read again when a step starts or finishes (polled instead while the
+ * stream is down, and now and then as a safety net); all of it stops once the run has finished. Cancel sends POST /api/runs/{id}/cancel and says what the server answered.
  */
 import { api, ApiError } from '../api.ts';
+import type { RunFold } from '../events/fold.ts';
+import { followRunEvents } from '../live-text.ts';
 import { css, fill, h } from '../dom.ts';
 import { formatAge, formatClock, formatCost, formatCount, formatDuration, formatPercent, formatTokens, shortId } from '../format.ts';
 import { poll, reportConnection } from '../live.ts';
@@ -16,6 +19,8 @@ import { renderWaterfall } from './waterfall.ts';
 
 /** How often an active run is read again. */
 const REFRESH_MS = 1500;
+/** @unit milliseconds — while the events stream is connected, the run is still read this often. */
+const STREAMING_REFRESH_MS = 15_000;
 
 function meter(label: string, value: string, of: string | null, fraction: number | null, note?: string): HTMLElement {
   const bar = h('span', { class: 'meter-fill' });
@@ -77,8 +82,22 @@ export const runView: View = (main, route: Route) => {
   const meterRow = h('section', { class: 'meters' });
   const outcomeSlot = h('div');
   const approvalsSlot = h('div');
-  // Where the live text of the model call in flight will show once the API streams run events.
-  const liveText = h('section', { class: 'card live-text', hidden: true, 'aria-live': 'polite' });
+  // The text of the model call in flight, as it streams (kept once the run ends: it is what was watched).
+  const liveTitle = h('h2');
+  const liveBody = h('div', { class: 'prose live-body' });
+  const liveText = h('section', { class: 'card live-text', hidden: true, 'aria-live': 'polite' }, liveTitle, liveBody);
+  const drawLive = (f: RunFold) => {
+    const step = f.steps.at(-1);
+    if (!step) return;
+    liveText.hidden = false;
+    liveText.dataset.seq = String(step.seq);
+    fill(liveTitle, f.finished ? 'Streamed text' : 'Live text', h('span', { class: 'muted small' }, ` · step ${step.seq}${step.attempt > 1 ? ` · attempt ${step.attempt}` : ''}`));
+    liveBody.textContent = f.text;
+  };
+  let streaming = false;
+  let stale = true;
+  let readAt = 0;
+  let unfollow: (() => void) | null = null;
   const waterfall = h('div', { class: 'waterfall-box' });
   const stepSlot = h('div', { class: 'step-slot' });
   const inputCard = h('section', { class: 'card io input' }, h('h2', null, 'Input'));
@@ -170,7 +189,7 @@ export const runView: View = (main, route: Route) => {
     }
     fill(
       sub,
-      h('span', { title: r.agent ? 'agent' : 'model' }, r.agent ?? r.model),
+      h('span', { title: `agent (model ${r.model})` }, r.agent),
       ` · created ${formatClock(new Date(created), new Date(now))} (${formatAge(now - created)})`,
       ` · ${r.finishedAt ? 'took' : 'running for'} ${formatDuration(took)}`,
       r.attempts > 1 ? ` · claimed ${r.attempts} times` : '',
@@ -203,6 +222,13 @@ export const runView: View = (main, route: Route) => {
 
   let first = true;
   const poller = poll(async () => {
+    // The events stream says when the run changes; between those the page only redraws (bars grow with the clock).
+    if (streaming && !stale && Date.now() - readAt < STREAMING_REFRESH_MS) {
+      draw();
+      return;
+    }
+    stale = false;
+    readAt = Date.now();
     try {
       const [r, t] = await Promise.all([api<Run>(`/api/runs/${encodeURIComponent(id)}`), api<TimelineStep[]>(`/api/runs/${encodeURIComponent(id)}/timeline`)]);
       reportConnection(true);
@@ -214,16 +240,30 @@ export const runView: View = (main, route: Route) => {
         first = false;
         if (selected !== null) select(selected);
       }
+      // A stream already open ends by itself at run.finished, with the last of the text.
       if (!isActive(r.status)) poller.stop();
+      else
+        unfollow ??= followRunEvents(id, {
+          text: drawLive,
+          changed: () => {
+            stale = true;
+            poller.refresh();
+          },
+          connected: (ok) => (streaming = ok),
+        });
     } catch (e) {
       if (e instanceof ApiError && (e.status === 404 || e.status === 400)) {
-        poller.stop();
+        stop();
         notFound(main, id, e.message);
         return;
       }
       reportConnection(false, (e as Error).message);
     }
   }, REFRESH_MS);
+  const stop = () => {
+    poller.stop();
+    unfollow?.();
+  };
 
-  return () => poller.stop();
+  return stop;
 };

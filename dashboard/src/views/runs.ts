@@ -2,8 +2,8 @@
  * The runs list, newest first: status, agent, age, duration, steps, tokens and cost. Filtered by
  * status (the counts come from the overview), paged with the API's cursor (?status= and ?cursor= are
  * in the address, so a page can be reloaded and shared), refreshed while the tab is visible. The
- * Agent column shows the model until runs record their agent; an agent filter joins the status chips
- * once the list API takes one.
+ * agent filter (?agent=) offers the agents of the runs seen so far (the API has no list of agents),
+ * and is kept across the status chips and paging.
  */
 import { api, ApiError } from '../api.ts';
 import { css, fill, h } from '../dom.ts';
@@ -22,9 +22,10 @@ const REFRESH_MS = 3000;
 /** The status counts read every run; they change slowly, so they are read less often than the page. */
 const COUNTS_EVERY = 5;
 
-function href(status: string | null, cursor: string | null): string {
+function href(status: string | null, cursor: string | null, agent: string | null): string {
   const q = new URLSearchParams();
   if (status) q.set('status', status);
+  if (agent) q.set('agent', agent);
   if (cursor) q.set('cursor', cursor);
   const s = q.toString();
   return s ? `/?${s}` : '/';
@@ -41,7 +42,7 @@ function row(r: RunListItem, now: number, fresh: boolean): HTMLTableRowElement {
     { class: fresh ? 'fresh' : null, 'data-run-id': r.id, 'data-status': r.status },
     h('td', { class: 'c-status' }, statusPill(r.status)),
     h('td', { class: 'c-run' }, link, h('span', { class: 'input-preview', title: r.input.slice(0, 500) }, r.input)),
-    h('td', { class: 'c-agent' }, r.agent ? h('span', null, r.agent) : h('span', { class: 'muted', title: 'model (runs do not record an agent yet)' }, r.model)),
+    h('td', { class: 'c-agent' }, h('span', { title: r.model }, r.agent)),
     h('td', { class: 'c-age', title: new Date(created).toLocaleString() }, formatAge(now - created)),
     h('td', { class: 'c-num c-duration' }, duration === null ? '–' : isActive(r.status) ? h('span', { class: 'live-num' }, formatDuration(duration)) : formatDuration(duration)),
     h('td', { class: 'c-num c-steps' }, String(r.stepCount)),
@@ -56,8 +57,11 @@ function row(r: RunListItem, now: number, fresh: boolean): HTMLTableRowElement {
   return tr;
 }
 
-function emptyState(status: string | null): HTMLElement {
-  if (status) return h('div', { class: 'empty' }, h('p', null, `No ${statusLabel(status).toLowerCase()} runs.`), h('a', { href: '/' }, 'Show all runs'));
+function emptyState(status: string | null, agent: string | null): HTMLElement {
+  if (status || agent) {
+    const what = `${status ? `${statusLabel(status).toLowerCase()} ` : ''}runs${agent ? ` of agent ${agent}` : ''}`;
+    return h('div', { class: 'empty' }, h('p', null, `No ${what}.`), h('a', { href: '/' }, 'Show all runs'));
+  }
   return h(
     'div',
     { class: 'empty' },
@@ -70,12 +74,24 @@ function emptyState(status: string | null): HTMLElement {
 export const runsView: View = (main, route) => {
   const status = route.query.get('status');
   const cursor = route.query.get('cursor');
+  const agent = route.query.get('agent');
   const seen = new Set<string>();
+  const agentsSeen = new Set<string>(agent ? [agent] : []);
   let firstLoad = true;
   let ticks = 0;
   let counts: Record<string, number> | null = null;
 
   const filters = h('nav', { class: 'filters', 'aria-label': 'Filter by status' });
+  const agentSelect = h('select', { class: 'agent-filter', 'data-filter': 'agent', 'aria-label': 'Filter by agent' });
+  agentSelect.addEventListener('change', () => navigate(href(status, null, agentSelect.value || null)));
+  let drawnAgents = '';
+  const drawAgents = () => {
+    const names = [...agentsSeen].sort();
+    if (names.join('\n') === drawnAgents) return;
+    drawnAgents = names.join('\n');
+    fill(agentSelect, h('option', { value: '' }, 'All agents'), names.map((n) => h('option', { value: n, selected: n === agent ? true : null }, n)));
+    agentSelect.value = agent ?? '';
+  };
   const tableSlot = h('div', { class: 'card table-card' });
   const pager = h('footer', { class: 'pager' });
   const updated = h('span', { class: 'muted small' });
@@ -97,13 +113,13 @@ export const runsView: View = (main, route) => {
     const chip = (value: string | null, label: string, n: number | null | undefined) =>
       h(
         'a',
-        { href: href(value, null), class: `chip${value === status ? ' on' : ''}`, 'data-filter': value ?? 'ALL', 'aria-current': value === status ? 'page' : null },
+        { href: href(value, null, agent), class: `chip${value === status ? ' on' : ''}`, 'data-filter': value ?? 'ALL', 'aria-current': value === status ? 'page' : null },
         value ? h('span', { class: `dot st-${value.toLowerCase().replace(/_/g, '-')}` }) : null,
         label,
         n === null || n === undefined ? null : h('span', { class: 'chip-count' }, formatCount(n)),
       );
     const shown = RUN_STATUS_ORDER.filter((s) => s !== 'WAITING' || (counts?.WAITING ?? 0) > 0 || status === 'WAITING');
-    fill(filters, chip(null, 'All', total), shown.map((s) => chip(s, statusLabel(s), counts ? counts[s] ?? 0 : null)));
+    fill(filters, chip(null, 'All', total), shown.map((s) => chip(s, statusLabel(s), counts ? counts[s] ?? 0 : null)), h('label', { class: 'agent-filter-box' }, agentSelect));
   };
 
   const drawPage = (page: RunPage) => {
@@ -112,10 +128,14 @@ export const runsView: View = (main, route) => {
     const selection = getSelection();
     if (selection && !selection.isCollapsed && tableSlot.contains(selection.anchorNode)) return;
     if (!page.runs.length) {
-      fill(tableSlot, emptyState(status));
+      fill(tableSlot, emptyState(status, agent));
     } else {
       const rows = page.runs.map((r) => row(r, now, !firstLoad && !seen.has(r.id)));
-      for (const r of page.runs) seen.add(r.id);
+      for (const r of page.runs) {
+        seen.add(r.id);
+        agentsSeen.add(r.agent);
+      }
+      drawAgents();
       fill(
         tableSlot,
         h(
@@ -133,17 +153,19 @@ export const runsView: View = (main, route) => {
     firstLoad = false;
     fill(
       pager,
-      cursor ? h('a', { href: href(status, null), class: 'btn ghost' }, '← Newest') : h('span'),
-      page.nextCursor ? h('a', { href: href(status, page.nextCursor), class: 'btn ghost', rel: 'next' }, 'Older →') : h('span', { class: 'muted small' }, page.runs.length ? 'End of the list' : ''),
+      cursor ? h('a', { href: href(status, null, agent), class: 'btn ghost' }, '← Newest') : h('span'),
+      page.nextCursor ? h('a', { href: href(status, page.nextCursor, agent), class: 'btn ghost', rel: 'next' }, 'Older →') : h('span', { class: 'muted small' }, page.runs.length ? 'End of the list' : ''),
     );
     updated.textContent = `updated ${formatClock(new Date(now), new Date(now))}`;
   };
 
+  drawAgents();
   drawFilters();
   const poller = poll(async () => {
     const q = new URLSearchParams({ limit: String(PAGE_SIZE) });
     if (status) q.set('status', status);
     if (cursor) q.set('cursor', cursor);
+    if (agent) q.set('agent', agent);
     try {
       const wantCounts = ticks++ % COUNTS_EVERY === 0;
       const [page, overview] = await Promise.all([
