@@ -27,6 +27,11 @@ export interface ChaosOptions {
   killEveryMs: number;
   /** @unit milliseconds — a random backend of the workers is terminated this often. */
   terminateEveryMs: number;
+  /**
+   * @unit milliseconds — only backends at least this old are terminated (default 15 s): sessions in use,
+   * not those of a worker still starting up, which gives up on a failed start.
+   */
+  terminateOlderThanMs?: number;
   /** @unit milliseconds — the server is restarted this often; null: never (always so on a server the suite does not own). */
   restartEveryMs: number | null;
   /** @unit milliseconds — the model's latency, at most. */
@@ -198,9 +203,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       const { rowCount } = await pool.query(
         `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
           WHERE datname = current_database() AND application_name LIKE 'durable-agent%' AND pid <> pg_backend_pid()
-            -- Sessions in use, not those of a worker starting up (which gives up on a failed start).
-            AND backend_start < now() - interval '15 seconds'
+            AND backend_start < now() - $1 * interval '1 millisecond'
           ORDER BY random() LIMIT 1 + (random() * 3)::int`,
+        [opts.terminateOlderThanMs ?? 15_000],
       );
       backendsTerminated += rowCount ?? 0;
     });

@@ -17,7 +17,10 @@ it('runs survive worker kills at every crash point, terminated backends and a se
     killEveryMs: 30_000,
     terminateEveryMs: 3_000,
     restartEveryMs: 90_000,
-    modelLatencyMs: 200,
+    // A short run finishes in well under 15 s on a fast machine: terminate backends from 3 s of age on,
+    // so some are terminated whatever the machine's speed.
+    terminateOlderThanMs: 3_000,
+    modelLatencyMs: 500,
     toolMs: 50,
     databaseUrl: null, // a PostgreSQL of its own, the only kind it may restart
     timeoutMs: 400_000,
