@@ -1,11 +1,11 @@
 import Anthropic from '@anthropic-ai/sdk';
-import type { Usage } from '../domain.ts';
 import { LlmError } from '../errors.ts';
 import { toLlmError } from './anthropic-errors.ts';
 import { StreamAssembler } from './anthropic-stream.ts';
 import { toLlmResponse, toMessageParams } from './anthropic-wire.ts';
 import { MAX_TIMER_MS } from './sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
+import { type Call, report } from './failure.ts';
 
 export { toLlmError } from './anthropic-errors.ts';
 
@@ -85,19 +85,3 @@ export class AnthropicClient implements LlmClient {
   }
 }
 
-/** What one call has learnt so far, for classifying its failure. */
-interface Call {
-  answered: boolean;
-  requestId: string | null;
-  usage: Usage | null;
-  callbackError: unknown;
-}
-
-function report(call: Call, callback: () => void): void {
-  try {
-    callback();
-  } catch (error) {
-    call.callbackError = error;
-    throw error;
-  }
-}

@@ -26,3 +26,21 @@ export function describeCause(cause: Error): string {
   }
   return cause.message;
 }
+
+/** What one call has learnt so far, for classifying its failure. */
+export interface Call {
+  answered: boolean;
+  requestId: string | null;
+  usage: Usage | null;
+  callbackError: unknown;
+}
+
+/** Runs a caller's callback (onText, onUsage); an error it throws is the caller's, remembered as such. */
+export function report(call: Call, callback: () => void): void {
+  try {
+    callback();
+  } catch (error) {
+    call.callbackError = error;
+    throw error;
+  }
+}

@@ -1,11 +1,11 @@
 import OpenAI from 'openai';
-import type { Usage } from '../domain.ts';
 import { LlmError } from '../errors.ts';
 import { toLlmError } from './openai-errors.ts';
 import { ChatStreamAssembler } from './openai-stream.ts';
 import { toChatParams, toLlmResponse } from './openai-wire.ts';
 import { MAX_TIMER_MS } from './sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
+import { type Call, report } from './failure.ts';
 
 export interface OpenAiClientOptions {
   /** Sent as `Authorization: Bearer`; a local server that checks none takes any non-empty value. */
@@ -93,19 +93,3 @@ export class OpenAiClient implements LlmClient {
   }
 }
 
-/** What one call has learnt so far, for classifying its failure. */
-interface Call {
-  answered: boolean;
-  requestId: string | null;
-  usage: Usage | null;
-  callbackError: unknown;
-}
-
-function report(call: Call, callback: () => void): void {
-  try {
-    callback();
-  } catch (error) {
-    call.callbackError = error;
-    throw error;
-  }
-}
