@@ -97,7 +97,9 @@ describe('an agent with a zod tool, end to end', () => {
       },
     ]);
 
-    // The host's own logger got the run's lines with their run context.
+    // The host's own logger got the run's lines with their run context. The run is visible as finished
+    // the moment its last step commits; the worker reports that step a moment later.
+    await vi.waitFor(() => expect(events.at(-1)?.type).toBe('runFinished'), { timeout: 5_000 });
     const stepLines = lines.filter((l) => l.event === 'model_step' || l.event === 'tool_step');
     expect(stepLines).toHaveLength(5);
     for (const l of stepLines) expect(l).toMatchObject({ run_id: run.id, step_seq: expect.any(Number), worker: expect.any(String) });
