@@ -81,15 +81,16 @@ it('a tool that blocks the event loop longer than the lease fails no innocent ru
 });
 
 it('a worker blocked for good gives its runs up: past the stall limit another worker takes them over', async () => {
-  // Lease 500 ms, so the keeper's stall limit is 1.5 s; the tool blocks A's loop for 20 s.
+  // Lease 500 ms, so the keeper's stall limit is 1.5 s; the tool blocks A's loop for 90 s, far longer
+  // than B takes to start even on a loaded machine (the test ends as soon as B finishes the run).
   const lines: Line[] = [];
-  const a = startWorker('stuck-A', lines, { LEASE_MS: '500', BLOCK_MS: '20000' });
+  const a = startWorker('stuck-A', lines, { LEASE_MS: '500', BLOCK_MS: '90000' });
   await waitFor('A to be ready', async () => lines.some((l) => l.event === 'ready'), 30_000);
   const run = await newRun(db.store, 'block forever');
   await waitFor('A to start the blocking tool', async () => lines.some((l) => l.event === 'tool' && l.runId === run.id), 30_000);
   const b = startWorker('rescuer-B', lines, { LEASE_MS: '500', BLOCKS: '0' });
   try {
-    await waitFor('B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 60_000);
+    await waitFor('B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 80_000);
     // Finished by B while A was still stuck in its tool.
     expect(lines.some((l) => l.event === 'unblocked')).toBe(false);
     const steps = await db.store.steps(run.id);

@@ -227,13 +227,13 @@ describe('model outages', () => {
 
   it('keeps trying through an outage that never ends until the deadline, then times out with the cause', async () => {
     const { LlmError } = await import('../../src/errors.ts');
-    const run = await newRun(db.store, 'never gets through', { timeoutSeconds: 1 });
+    const run = await newRun(db.store, 'never gets through', { timeoutSeconds: 3 });
     const llm = new ScriptedLlm(() => {
       throw new LlmError(503, 'Service Unavailable', { type: 'api_error' });
     });
-    const w = testWorker(db.store, llm, [], { name: 'A', requeueDelayMs: 100, maxRunAttempts: 2, pollIntervalMs: 20 });
+    const w = testWorker(db.store, llm, [], { name: 'A', requeueDelayMs: 50, maxRunAttempts: 2, pollIntervalMs: 20 });
     await w.start();
-    await waitFor('the run to time out', async () => (await db.store.state(run.id)).status === 'TIMED_OUT', 10_000);
+    await waitFor('the run to time out', async () => (await db.store.state(run.id)).status === 'TIMED_OUT', 20_000);
     await w.stop();
     const final = await db.store.state(run.id);
     expect(final.error).toMatch(/^deadline .* passed$/);
