@@ -41,8 +41,11 @@ function startWorker(name: string, lines: Line[], env: Record<string, string> = 
 
 it('a tool that blocks the event loop longer than the lease fails no innocent run and runs no tool twice', async () => {
   const lines: Line[] = [];
-  const a = startWorker('stall-A', lines);
-  const b = startWorker('stall-B', lines);
+  // Two blocking tools can run back to back on one worker (the second one's model reply is handled
+  // before the loop gets back to its timers), so the loop may look blocked for 5 s: the stall limit
+  // is set, as the runtime sets it from the tool timeout, well above that.
+  const a = startWorker('stall-A', lines, { STALL_LIMIT_MS: '30000' });
+  const b = startWorker('stall-B', lines, { STALL_LIMIT_MS: '30000' });
   await waitFor('both workers to be ready', async () => lines.filter((l) => l.event === 'ready').length === 2, 30_000);
   const blockers = new Set<string>();
   const ids: string[] = [];

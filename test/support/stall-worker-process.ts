@@ -7,6 +7,7 @@
  */
 import { createPool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { leaseKeeperThread } from '../../src/store/lease-keeper-thread.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testWorker } from './engine.ts';
@@ -47,6 +48,8 @@ const worker = testWorker(new RunStore(pool), llm, [work], {
   concurrency: Number(process.env.CONCURRENCY ?? 16),
   pollIntervalMs: 100,
   databaseUrl: url,
+  // STALL_LIMIT_MS: how long the loop may be blocked before the leases lapse (3 × the lease by default).
+  ...(process.env.STALL_LIMIT_MS ? { leaseKeeper: leaseKeeperThread(url, { stallLimitMs: Number(process.env.STALL_LIMIT_MS) }) } : {}),
   logger: createLogger({ level: 'warn' }),
 });
 await worker.start();
