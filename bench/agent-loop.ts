@@ -111,7 +111,7 @@ async function queueRuns(store: RunStore, n: number): Promise<void> {
   for (let i = 0; i < n; i += batch) {
     await Promise.all(
       Array.from({ length: Math.min(batch, n - i) }, (_, j) =>
-        store.create({ input: `bench run ${i + j}`, model: 'claude-sonnet-4-6', tokenBudget: 1_000_000, timeoutSeconds: 3600, maxSteps: 50 }),
+        store.create({ agent: 'bench', input: `bench run ${i + j}`, model: 'claude-sonnet-4-6', tokenBudget: 1_000_000, timeoutSeconds: 3600, maxSteps: 50 }),
       ),
     );
   }

@@ -14,7 +14,7 @@ const defaults = { agent: 'bench', model: 'bench', tokenBudget: 1_000_000, timeo
 
 /** A finished run of `steps` steps (turns of one tool call each), written straight into the tables. */
 async function sourceOf(pool: pg.Pool, store: RunStore, steps: number): Promise<RunId> {
-  const run = await store.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 1000 });
+  const run = await store.create({ agent: 'bench', input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 1000 });
   await pool.query(
     `INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, request, response, stop_reason)
      SELECT $1, g,
