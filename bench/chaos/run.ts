@@ -6,7 +6,9 @@
  * By default it starts a PostgreSQL of its own (the only kind it restarts). With CHAOS_DATABASE_URL
  * it works in a scratch database on that server instead, and never restarts it.
  * Sizes: CHAOS_RUNS (1000), CHAOS_WORKERS (4), CHAOS_CONCURRENCY (50), CHAOS_MINUTES (15, the limit).
- * Cadence (milliseconds, 0: never): CHAOS_KILL_MS (5000), CHAOS_TERMINATE_MS (2000), CHAOS_RESTART_MS (30000).
+ * Cadence (milliseconds, 0: never): CHAOS_KILL_MS (5000), CHAOS_TERMINATE_MS (2000), CHAOS_RESTART_MS (30000);
+ * CHAOS_TERMINATE_AGE_MS (3000): only backends at least that old are terminated (workers are killed and
+ * the server restarted often, so few backends would be older than the suite's 15 s default).
  */
 import { formatReport, runChaos } from './suite.ts';
 
@@ -19,6 +21,7 @@ const report = await runChaos({
   killEveryMs: num('CHAOS_KILL_MS', 5_000),
   terminateEveryMs: num('CHAOS_TERMINATE_MS', 2_000),
   restartEveryMs: num('CHAOS_RESTART_MS', 30_000),
+  terminateOlderThanMs: num('CHAOS_TERMINATE_AGE_MS', 3_000),
   modelLatencyMs: 200,
   toolMs: 50,
   databaseUrl: process.env.CHAOS_DATABASE_URL ?? null,

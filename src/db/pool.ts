@@ -58,6 +58,10 @@ export function createPool(url: string, max = 10, schema = DEFAULT_SCHEMA): pg.P
   const pool = new pg.Pool({ connectionString: url, max, application_name: APPLICATION_NAME, types: PG_TYPES, Client: clientForSchema(schema) });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+  // Nor must a checked-out one (a migration, a transaction) whose backend is terminated between two of
+  // its statements: the pool listens only to idle clients. The next statement on it fails with the
+  // cause, and the pool drops it when it is released.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 

@@ -293,8 +293,8 @@ class RunDriver {
     for (const w of warnings) d.events.stepWarning({ run, seq, ...w });
     const costUsd = storableCost(d.costOf(run.model, response.usage));
     const tokens = budgetTokens(response.usage);
-    // The step's text is all written before its checkpoint, so its deltas come before its step.finished.
-    await stream?.settle();
+    // The stream's last events go in with the checkpoint, ahead of its step.finished.
+    const streamed = (await stream?.rest()) ?? [];
     // Fold first: what comes next decides what the checkpoint can do in the same statement. If the
     // write fails, this attempt ends and its in-memory state is dropped with it.
     foldStep(c, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
@@ -321,6 +321,7 @@ class RunDriver {
       attempts: response.attempts,
       costUsd,
       latencyMs,
+      streamed,
     };
     let write: FencedWrite;
     try {

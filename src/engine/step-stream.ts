@@ -2,8 +2,9 @@
  * The live events of one model step while its model call streams: step.started, the text in small
  * batches (DELTA_BATCH: one text.delta row per batch, never one per token), and attempt.abandoned
  * when a try fails and the call goes on with another. Writes go out one at a time, in order, without
- * holding up the model call; `settle` waits for the last one before the step's checkpoint is written,
- * so a step's deltas always come before its step.finished.
+ * holding up the model call. step.started waits for the first batch (at most DELTA_BATCH.maxMs), and
+ * `rest` hands what is still unwritten to the step's checkpoint, which writes it ahead of step.finished
+ * in the same statement: a call that answers within one batch costs no commit of its own.
  *
  * A write that fails is not retried here: the step ends with that error at `settle` (its attempt ends,
  * the run is resumed from its last checkpoint, and the worker that claims it abandons what this
@@ -52,7 +53,7 @@ export class StepStream {
   start(): void {
     this.open = 1;
     this.queue(newEvent('step.started', { seq: this.seq, kind: 'MODEL', attempt: this.attemptNumber(1) }));
-    this.flush();
+    this.timer ??= setTimeout(() => this.flush(), this.batch.maxMs);
   }
 
   text(text: string, attempt: number): void {
@@ -80,11 +81,19 @@ export class StepStream {
     await this.writing.catch(() => {});
   }
 
-  /** Waits for every write; throws what made one fail. */
-  async settle(): Promise<void> {
-    this.flush();
+  /**
+   * Waits for every write in flight, throws what made one fail, and returns the events not written yet
+   * (in order): the checkpoint writes them before step.finished.
+   */
+  async rest(): Promise<NewEvent[]> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
     await this.writing;
     if (this.failure !== undefined) throw this.failure;
+    this.takePending();
+    const rest = this.queued;
+    this.queued = [];
+    return rest;
   }
 
   private takePending(): void {

@@ -6,10 +6,15 @@
  * terminated backend) has that long to take its key back before its runs are taken over.
  *
  * When the session drops, the worker claims nothing until it is back. It takes the same key back if
- * it can: its runs were not taken over, or those that were are fenced (the worker checks its leases at
- * once). If another session holds the key past the grace, or the database stays unreachable past the
- * limit, its runs are being (or will be) taken over: the worker is told to stop driving them, and a
- * new key is taken when the database answers.
+ * it can, however long the database was away: its runs were not taken over, or those that were are
+ * fenced (the worker checks its leases at once). Driving on meanwhile is safe, since every step begins
+ * with a fenced write. If another session holds the key past the grace, its runs are being taken
+ * over: the worker is told to stop driving them, and takes a new key.
+ *
+ * A session that comes back (the server restarted, the network blinked) takes nobody's runs over for
+ * `rejoinMs`: the other workers lost their sessions too and are coming back. Without that pause the
+ * first worker back would take over the runs of every slower one, fencing their work in flight, and
+ * each of those model calls would be paid for twice.
  *
  * Behind a pooler in transaction mode a session lock means nothing (statements land on any server
  * connection). The probe sees it (the lock is not held by the backend that answers) and the worker
@@ -29,8 +34,8 @@ export interface LivenessSessionOptions {
   confirmMs?: number;
   /** @unit milliseconds — how long the key may be held by another session before the worker gives it up. Default 2 × interval. */
   graceMs?: number;
-  /** @unit milliseconds — how long the database may stay unreachable before the worker stops driving its runs. Default 5000. */
-  unreachableMs?: number;
+  /** @unit milliseconds — after its session came back, how long the worker waits before taking over anyone's runs. Default 5000. */
+  rejoinMs?: number;
   /** Told what the session decided about itself (a fallback, a loss, a recovery). */
   log?: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
 }
@@ -46,6 +51,8 @@ class LivenessSession implements OwnerLiveness {
   private state: State = 'starting';
   /** When the session dropped (null while live). */
   private droppedAt: number | null = null;
+  /** Until when no orphan is reported: the session came back, and so may the others. */
+  private rejoiningUntil = 0;
   /** Keys missing at every probe since, by when they were first found missing. */
   private missing = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
@@ -57,14 +64,14 @@ class LivenessSession implements OwnerLiveness {
   private readonly intervalMs: number;
   private readonly graceMs: number;
   private readonly confirmMs: number;
-  private readonly unreachableMs: number;
+  private readonly rejoinMs: number;
 
   constructor(private readonly url: string, private readonly listener: OwnerLivenessListener, private readonly opts: LivenessSessionOptions) {
     this.Client = clientForSchema(opts.schema ?? DEFAULT_SCHEMA);
     this.intervalMs = opts.intervalMs ?? 500;
     this.graceMs = opts.graceMs ?? 2 * this.intervalMs;
     this.confirmMs = opts.confirmMs ?? 1_000;
-    this.unreachableMs = opts.unreachableMs ?? 5_000;
+    this.rejoinMs = opts.rejoinMs ?? 5_000;
     this.schedule(0);
   }
 
@@ -137,6 +144,7 @@ class LivenessSession implements OwnerLiveness {
   }
 
   private live(): void {
+    if (this.droppedAt !== null) this.rejoiningUntil = Date.now() + this.rejoinMs;
     this.state = 'live';
     this.droppedAt = null;
     this.markReady();
@@ -147,7 +155,7 @@ class LivenessSession implements OwnerLiveness {
     const { mine, orphaned } = rows[0]!;
     if (!mine) return await this.fallBack();
     const now = Date.now();
-    const confirmed = orphaned.filter((k) => now - (this.missing.get(k) ?? now) >= this.confirmMs);
+    const confirmed = now < this.rejoiningUntil ? [] : orphaned.filter((k) => now - (this.missing.get(k) ?? now) >= this.confirmMs);
     this.missing = new Map(orphaned.map((k) => [k, this.missing.get(k) ?? now]));
     if (confirmed.length) this.listener.orphaned(confirmed);
   }
@@ -165,8 +173,6 @@ class LivenessSession implements OwnerLiveness {
         this.state = 'reconnecting';
         this.opts.log?.('warn', 'liveness session lost; claiming nothing until it is back', { err_message: e.message, owner_lock: this.key });
       }
-    } else if (this.state === 'reconnecting' && Date.now() - this.droppedAt > this.unreachableMs) {
-      this.giveUp('the database stayed unreachable');
     }
   }
 

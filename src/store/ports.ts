@@ -129,6 +129,8 @@ export interface ModelCheckpoint {
   attempts: number;
   costUsd: number;
   latencyMs: number;
+  /** The step's live events not written while it streamed (step.started, the last text): written first. */
+  streamed?: readonly NewEvent[];
 }
 
 export interface ToolStart {

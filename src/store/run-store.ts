@@ -277,6 +277,7 @@ export class RunStore implements EngineStore {
     ];
     const { end, wait } = then;
     const events = eventParams([
+      ...(cp.streamed ?? []),
       newEvent('step.finished', {
         seq: cp.seq, kind: 'MODEL', status: 'DONE', stopReason: cp.stopReason, inputTokens: u.inputTokens, outputTokens: u.outputTokens,
         cacheReadInputTokens: u.cacheReadInputTokens, cacheCreationInputTokens: u.cacheCreationInputTokens, latencyMs: Math.round(cp.latencyMs),

@@ -4,9 +4,10 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { livenessSession } from '../../src/store/liveness-session.ts';
 import { PROBE, type ProbeRow, TAKE_NEW_KEY } from '../../src/store/liveness-sql.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
-import { newRun } from '../support/engine.ts';
+import { newRun, waitFor } from '../support/engine.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -60,4 +61,42 @@ it('runs claimed with no owner lock (the lease alone) are never reported orphane
   await db.store.claim({ worker: 'C', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: null, orphaned: [] });
   expect((await b.client.query<ProbeRow>(PROBE, [b.key])).rows[0]!.orphaned).toEqual([]);
   await b.client.end();
+});
+
+it('a session that comes back takes its own lock again and takes nobody\'s runs over until the others could come back too', async () => {
+  const events: { what: string; at: number; keys?: number[] }[] = [];
+  const factory = livenessSession(db.url, { intervalMs: 50, confirmMs: 200, rejoinMs: 1_500 });
+  const live = factory({
+    orphaned: (keys) => events.push({ what: 'orphaned', at: Date.now(), keys }),
+    lost: () => events.push({ what: 'lost', at: Date.now() }),
+    regained: () => events.push({ what: 'regained', at: Date.now() }),
+  });
+  try {
+    await live.ready;
+    const key = live.ownerLock() as number;
+    expect(key).toEqual(expect.any(Number));
+    // A dead worker's run: RUNNING under a lock nobody holds.
+    const dead = await session();
+    const run = await newRun(db.store, 'owned by a worker that dies with the server');
+    await db.store.claim({ worker: 'D', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: dead.key, orphaned: [] });
+
+    // The server "restarts" for both: the dead worker's session ends, and ours is terminated.
+    await dead.client.end();
+    const terminatedAt = Date.now();
+    await db.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'durable-agent-liveness' AND datname = current_database()`);
+    await waitFor('the session to take its lock back', async () => events.some((e) => e.what === 'regained'), 10_000);
+    const back = events.find((e) => e.what === 'regained')!.at;
+    expect(live.ownerLock()).toBe(key); // the same lock: nothing of its own was taken over
+
+    await waitFor('the dead worker\'s lock to be reported', async () => events.some((e) => e.what === 'orphaned'), 10_000);
+    const reported = events.find((e) => e.what === 'orphaned')!;
+    expect(reported.keys).toEqual([dead.key]);
+    // Not while the others could still be on their way back: rejoinMs after our own return.
+    expect(reported.at - back).toBeGreaterThanOrEqual(1_500);
+    expect(reported.at).toBeGreaterThan(terminatedAt);
+    expect(events.some((e) => e.what === 'lost')).toBe(false);
+    await db.store.cancel(run.id);
+  } finally {
+    await live.close();
+  }
 });

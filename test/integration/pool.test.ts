@@ -29,3 +29,20 @@ it('parses int8 and numeric as numbers on its own pools, while a host pool in th
     await Promise.all([ours.end(), host.end(), hostClient.end()]);
   }
 });
+
+it('survives the backend of a checked-out connection being terminated between two statements: the next one fails, the pool goes on', async () => {
+  const ours = createPool(db.url, 1);
+  try {
+    const client = await ours.connect();
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    await db.pool.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+    // The connection's end arrives while no statement runs on it: an 'error' nobody listened to
+    // would have ended the process here.
+    await new Promise((r) => setTimeout(r, 300));
+    await expect(client.query('SELECT 1')).rejects.toThrow();
+    client.release();
+    expect((await ours.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  } finally {
+    await ours.end();
+  }
+});
