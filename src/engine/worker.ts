@@ -285,6 +285,7 @@ export class Worker {
       const ownerLock = this.liveness?.ownerLock() ?? null;
       const free = ownerLock === 'lost' ? 0 : this.opts.concurrency - this.held.size;
       let claimed = 0;
+      const claimStarted = performance.now();
       if (free > 0) {
         try {
           const orphaned = this.orphaned;
@@ -308,7 +309,7 @@ export class Worker {
         }
       }
       if ((claimed > 0 && claimed === free) || this.woken) continue; // there may be more waiting
-      const waitMs = await this.untilNextDue(free > claimed);
+      const waitMs = await this.untilNextDue(free > claimed, performance.now() - claimStarted);
       if (this.woken) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, waitMs);
@@ -324,12 +325,14 @@ export class Worker {
   /**
    * How long to sleep before claiming again: the poll interval, or less when a run becomes due sooner
    * (a timer, a delayed start). One timer per worker, not one per run; every NOTIFY of a new timer or
-   * queued run wakes the loop, which asks again.
+   * queued run wakes the loop, which asks again. `sinceClaimMs`: a run that came due after the claim
+   * looked is due now, not at the next poll (measured: one timer in ~100 woke a poll interval late).
    */
-  private async untilNextDue(hasRoom: boolean): Promise<number> {
+  private async untilNextDue(hasRoom: boolean, sinceClaimMs: number): Promise<number> {
     if (!hasRoom || !this.deps.store.nextDueInMs) return this.opts.pollIntervalMs;
     try {
-      const due = await this.deps.store.nextDueInMs();
+      // A little more than the elapsed time: the claim's now() was taken a moment after claimStarted.
+      const due = await this.deps.store.nextDueInMs(Math.ceil(sinceClaimMs) + 5);
       return due === null ? this.opts.pollIntervalMs : Math.min(this.opts.pollIntervalMs, Math.ceil(due));
     } catch (e) {
       this.deps.logger.warn({ err_message: (e as Error).message }, 'could not read the next due time; polling');

@@ -295,6 +295,7 @@ export interface EngineStore {
   /**
    * @unit milliseconds — until the nearest run that is not claimable yet becomes due (a timer, a
    * delayed start, a requeue); null when there is none. An idle worker sets one timer for it.
+   * `lookbackMs`: how long ago its last claim looked; a run that came due since counts as due now (0).
    */
-  nextDueInMs?(): Promise<number | null>;
+  nextDueInMs?(lookbackMs?: number): Promise<number | null>;
 }

@@ -344,8 +344,8 @@ export class RunStore implements EngineStore {
     return consumeDecision(this.db, runId, owner, toolUseId);
   }
 
-  async nextDueInMs(): Promise<number | null> {
-    return nextDueInMs(this.db);
+  async nextDueInMs(lookbackMs = 0): Promise<number | null> {
+    return nextDueInMs(this.db, lookbackMs);
   }
 
   async startTool(runId: RunId, owner: Lease, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }> {

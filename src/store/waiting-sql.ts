@@ -88,15 +88,17 @@ export async function readDecisions(db: pg.Pool, runId: RunId): Promise<Decision
 }
 
 /**
- * The first entry of the claim index past now() (a range scan that stops at the first row): runs
- * waiting for a person sit at 'infinity' and are never the answer.
+ * The first entry of the claim index past now() less `lookbackMs` (a range scan that stops at the
+ * first row): runs waiting for a person sit at 'infinity' and are never the answer. The look-back
+ * covers the time since the caller's last claim: a run that came due after that claim looked, but
+ * before this statement, is due now (0), not forgotten until the poll interval.
  */
-export async function nextDueInMs(db: pg.Pool): Promise<number | null> {
+export async function nextDueInMs(db: pg.Pool, lookbackMs = 0): Promise<number | null> {
   const { rows } = await db.query<{ ms: number | null }>({
     name: 'durable_agent_next_due',
     text: `SELECT (extract(epoch FROM min(run_at) - now()) * 1000)::float8 AS ms FROM durable_agent.run
-           WHERE status IN ('QUEUED', 'RUNNING', 'WAITING') AND run_at > now() AND run_at < 'infinity'::timestamptz`,
-    values: [],
+           WHERE status IN ('QUEUED', 'RUNNING', 'WAITING') AND run_at > now() - $1 * interval '1 millisecond' AND run_at < 'infinity'::timestamptz`,
+    values: [lookbackMs],
   });
   const ms = rows[0]?.ms;
   return ms === null || ms === undefined ? null : Math.max(0, Number(ms));

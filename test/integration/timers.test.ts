@@ -70,4 +70,14 @@ describe('the sleep tool and delayed starts', () => {
     const r = await db.store.state(run.id);
     expect(r.deadlineAt.getTime() - startAt.getTime()).toBeGreaterThanOrEqual(299_000); // timeoutSeconds counts from startAt
   });
+
+  it('counts a run that came due since the last claim looked as due now, so an idle worker does not wait a poll interval for it', async () => {
+    const run = await newRun(db.store, 'due a moment ago', { startAt: new Date(Date.now() + 300) });
+    await new Promise((r) => setTimeout(r, 400)); // it came due after a claim 500 ms ago looked
+    expect(await db.store.nextDueInMs(500)).toBe(0);
+    // Looking back no further than now, it is no longer "next": the claim takes it, the timer needn't.
+    const ahead = await db.store.nextDueInMs(0);
+    expect(ahead === null || ahead > 0).toBe(true);
+    await db.store.cancel(run.id);
+  });
 });
