@@ -19,7 +19,8 @@ Commands:
     --no-worker      the API only (run workers as separate processes)
   worker           a worker only: claims runs and drives them
   migrate          apply database migrations, then exit
-  runs             list, show, tail, cancel and delete runs of a running server (runs --help)
+  runs             list, show, steps, tail, approve, deny, fork, cancel and delete the runs
+                   of a running server; purge old runs from the database (runs --help)
   keys             create, list and revoke API keys (keys --help)
   help             this text
 

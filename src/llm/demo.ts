@@ -266,7 +266,8 @@ function clip(s: string, max: number): string {
 function describeResult(block: ToolResultBlock): string {
   const raw: unknown = block.content;
   const body = typeof raw === 'string' ? raw : Array.isArray(raw) ? raw.map((b) => (b as { text?: string }).text ?? '').join('') : '';
-  if (block.is_error) return `The tool reported an error: ${clip(body, 200)}`;
+  // Error results begin "error: " already; said once.
+  if (block.is_error) return `The tool reported an error: ${clip(body.replace(/^error:\s*/, ''), 200)}`;
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);

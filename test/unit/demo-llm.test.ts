@@ -64,6 +64,9 @@ describe('DemoLlmClient', () => {
     expect(textOf(plain.content)).toContain('no tickets today');
     const failed = await demo.send(requestWith([...base, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'db down', is_error: true }] }]));
     expect(textOf(failed.content)).toMatch(/error: db down/);
+    // Results written as "error: …" (a denied call, a tool's own error) read "error:" once.
+    const denied = await demo.send(requestWith([...base, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'error: not run: the user denied this call (reason: no)', is_error: true }] }]));
+    expect(textOf(denied.content)).toContain('The tool reported an error: not run: the user denied this call (reason: no)');
   });
 
   it('says it is the demo model when no tool fits', async () => {
