@@ -10,7 +10,13 @@
  * query. Ids of a run increase in commit order (see migration 0007), so reading "after the last id
  * seen" never skips anything. Announcements lost while the LISTEN connection was down are made up
  * for after every reconnect, and by a slow poll of every followed run.
+ *
+ * Only runs some hub follows are announced at all (a NOTIFY serializes commits database-wide; see
+ * migration 0013): a feed registers its run before its first read, renews the registration while it
+ * lives and removes it when its last reader leaves. An event committed by a statement that ran just
+ * before the registration is read by the first reader's catch-up, or at worst by the poll.
  */
+import { randomUUID } from 'node:crypto';
 import { listen, RUN_EVENT_CHANNEL, type Subscription } from '../db/notifications.ts';
 import type { RunId } from '../domain.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -18,7 +24,14 @@ import type { StoredEvent } from '../store/run-events.ts';
 
 export interface EventPages {
   page(runId: RunId, after: number, limit: number): Promise<StoredEvent[]>;
+  /** Has these runs' new events announced to `watcher` for `ttlMs`; absent: every run is announced. */
+  watch?(runIds: readonly RunId[], watcher: string, ttlMs: number): Promise<void>;
+  /** Stops announcing `runId` (without it: every run) to `watcher`. */
+  unwatch?(watcher: string, runId?: RunId): Promise<void>;
 }
+
+/** @unit milliseconds — how long a registration lasts unless renewed; renewed every quarter of it. */
+const WATCH_TTL_MS = 120_000;
 
 export interface EventReader {
   /** Events in order, each once; after run.finished nothing more comes. */
@@ -59,6 +72,8 @@ class Feed {
   readonly readers = new Set<Reader>();
   reading = false;
   again = false;
+  /** Settles once the run is registered for announcements (or that failed: the poll still reads it). */
+  watched: Promise<void> = Promise.resolve();
   constructor(readonly runId: RunId) {}
 }
 
@@ -66,6 +81,11 @@ export class EventHub {
   private readonly feeds = new Map<RunId, Feed>();
   private subscription: Subscription | null = null;
   private poll: NodeJS.Timeout | undefined;
+  private renew: NodeJS.Timeout | undefined;
+  /** This hub's name in run_event_watch. */
+  private readonly watcher = randomUUID();
+  /** The last registration change per run, so a quick unwatch and watch of one run apply in order. */
+  private readonly watchChanges = new Map<RunId, Promise<void>>();
   private readonly pageSize: number;
   private readonly recentEvents: number;
 
@@ -83,7 +103,10 @@ export class EventHub {
   follow(runId: RunId, after: number, sink: EventReader): Following {
     this.start();
     let feed = this.feeds.get(runId);
-    if (!feed) this.feeds.set(runId, (feed = new Feed(runId)));
+    if (!feed) {
+      this.feeds.set(runId, (feed = new Feed(runId)));
+      feed.watched = this.changeWatch(runId, (pages) => pages.watch!([runId], this.watcher, WATCH_TTL_MS));
+    }
     const reader: Reader = { cursor: after, live: false, closed: false, sink };
     feed.readers.add(reader);
     void this.catchUp(feed, reader);
@@ -93,6 +116,9 @@ export class EventHub {
   async close(): Promise<void> {
     clearInterval(this.poll);
     this.poll = undefined;
+    clearInterval(this.renew);
+    this.renew = undefined;
+    const watched = this.feeds.size > 0;
     const readers = [...this.feeds.values()].flatMap((feed) => [...feed.readers]);
     this.feeds.clear();
     for (const r of readers) {
@@ -101,6 +127,20 @@ export class EventHub {
     }
     await this.subscription?.close();
     this.subscription = null;
+    if (watched) await this.pages.unwatch?.(this.watcher).catch(() => {});
+  }
+
+  /** Applies a registration change of `runId` after the ones before it; a failure is logged (the poll still reads). */
+  private changeWatch(runId: RunId, change: (pages: Required<EventPages>) => Promise<void>): Promise<void> {
+    if (!this.pages.watch || !this.pages.unwatch) return Promise.resolve();
+    const next = (this.watchChanges.get(runId) ?? Promise.resolve())
+      .then(() => change(this.pages as Required<EventPages>))
+      .catch((e: Error) => this.opts.logger?.warn({ err_message: e.message, run_id: runId }, 'could not register the run for event announcements; its readers are served by the poll'));
+    this.watchChanges.set(runId, next);
+    void next.then(() => {
+      if (this.watchChanges.get(runId) === next) this.watchChanges.delete(runId);
+    });
+    return next;
   }
 
   private start(): void {
@@ -109,6 +149,13 @@ export class EventHub {
       for (const feed of this.feeds.values()) void this.read(feed);
     }, this.opts.pollMs ?? 5000);
     this.poll.unref();
+    this.renew = setInterval(() => {
+      const runs = [...this.feeds.keys()];
+      if (runs.length && this.pages.watch) {
+        this.pages.watch(runs, this.watcher, WATCH_TTL_MS).catch((e: Error) => this.opts.logger?.warn({ err_message: e.message }, 'could not renew the runs registered for event announcements'));
+      }
+    }, WATCH_TTL_MS / 4);
+    this.renew.unref();
     const url = this.opts.databaseUrl;
     if (url === null) return;
     this.subscription = listen(
@@ -135,7 +182,10 @@ export class EventHub {
   private drop(feed: Feed, reader: Reader): void {
     reader.closed = true;
     feed.readers.delete(reader);
-    if (feed.readers.size === 0 && this.feeds.get(feed.runId) === feed) this.feeds.delete(feed.runId);
+    if (feed.readers.size === 0 && this.feeds.get(feed.runId) === feed) {
+      this.feeds.delete(feed.runId);
+      void this.changeWatch(feed.runId, (pages) => pages.unwatch(this.watcher, feed.runId));
+    }
   }
 
   private give(reader: Reader, events: readonly StoredEvent[]): void {
@@ -148,6 +198,8 @@ export class EventHub {
   /** The reader reads on its own until it has reached the feed, then joins it (synchronously, so nothing falls in between). */
   private async catchUp(feed: Feed, reader: Reader): Promise<void> {
     try {
+      // Registered first: whatever commits after this read is announced.
+      await feed.watched;
       for (;;) {
         if (reader.closed) return;
         if (feed.tail !== null && reader.cursor >= feed.recentFrom) {

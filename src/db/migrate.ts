@@ -88,7 +88,8 @@ export async function migrate(pool: pg.Pool, opts: MigrateOptions = {}): Promise
         await client.query(`INSERT INTO ${s}.schema_migration (version, name) VALUES ($1, $2)`, [m.version, m.name]);
         await client.query('COMMIT');
       } catch (e) {
-        await client.query('ROLLBACK');
+        // A connection that broke would fail the rollback too; the migration's own error is the one to tell.
+        await client.query('ROLLBACK').catch(() => {});
         throw new Error(`migration ${m.name} failed: ${(e as Error).message}`, { cause: e });
       }
       applied.push(m.name);
@@ -126,7 +127,7 @@ async function adoptPublicTables(client: pg.PoolClient, schema: string): Promise
     }
     await client.query('COMMIT');
   } catch (e) {
-    await client.query('ROLLBACK');
+    await client.query('ROLLBACK').catch(() => {});
     throw new Error(`moving the tables of an earlier release from public into ${schema} failed: ${(e as Error).message}`, { cause: e });
   }
 }

@@ -59,8 +59,8 @@ export function createPool(url: string, max = 10, schema = DEFAULT_SCHEMA): pg.P
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   // Nor must a checked-out one (a migration, a transaction) whose backend is terminated between two of
-  // its statements: the pool listens only to idle clients. The next statement on it fails with the
-  // cause, and the pool drops it when it is released.
+  // its statements: the pool listens only to idle clients. The next statement on it fails ("not
+  // queryable", a transient error to the retrying writes), and the pool drops it when it is released.
   pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }

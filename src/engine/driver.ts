@@ -54,10 +54,29 @@ export interface DriverDeps {
   /** True when the worker is shutting down: hand the run back at the next step boundary. */
   shouldYield: () => boolean;
   /**
+   * Null while the worker may drive; else settles when it may again. Its liveness session dropped: no
+   * step starts until the session is back under the same lock (or the run is stopped, its runs being
+   * taken over). A step in flight finishes; its writes are fenced as ever.
+   */
+  untilLive?: () => Promise<void> | null;
+  /**
    * A model call cut off by the signal (cancel, deadline, lost lease, hand-back) had already reported
    * usage: billed, and recorded in no step. The write that ends the attempt adds it to the run.
    */
   onUnrecorded?: (u: Unrecorded) => void;
+}
+
+/** Waits for `p`, or until `signal` aborts (then returns too: the caller checks the signal). */
+function untilSettledOrAborted(p: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    p.then(done, done);
+  });
 }
 
 /** The worker is shutting down; the run goes back to the queue with nothing lost. */
@@ -169,6 +188,12 @@ class RunDriver {
     const { run, c, d } = this;
     for (;;) {
       if (d.shouldYield()) throw new HandBackSignal();
+      const paused = d.untilLive?.();
+      if (paused) {
+        await untilSettledOrAborted(paused, d.signal);
+        d.signal.throwIfAborted();
+        continue; // looked at again: a stop, still paused
+      }
       d.signal.throwIfAborted();
       const preStarted = this.preStarted !== null ? c.pending.get(this.preStarted) : undefined;
       this.preStarted = null;
@@ -287,14 +312,15 @@ class RunDriver {
       if (e.retryable) throw new RequeueSignal(describeLlmFailure(e), e.retryAfterMs, unrecorded);
       return { end: { status: 'FAILED', error: describeLlmFailure(e), ...unrecorded }, written: false };
     }
-    crashPoint('after-model-response', run.id);
     const latencyMs = performance.now() - started;
+    // The stream's last events go in with the checkpoint, ahead of its step.finished. Taken first, so
+    // nothing of this step is written later if what follows throws.
+    const streamed = (await stream?.rest()) ?? [];
+    crashPoint('after-model-response', run.id);
     const { response, warnings } = acceptReply(reply);
     for (const w of warnings) d.events.stepWarning({ run, seq, ...w });
     const costUsd = storableCost(d.costOf(run.model, response.usage));
     const tokens = budgetTokens(response.usage);
-    // The stream's last events go in with the checkpoint, ahead of its step.finished.
-    const streamed = (await stream?.rest()) ?? [];
     // Fold first: what comes next decides what the checkpoint can do in the same statement. If the
     // write fails, this attempt ends and its in-memory state is dropped with it.
     foldStep(c, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });

@@ -6,7 +6,7 @@
  * `rest` hands what is still unwritten to the step's checkpoint, which writes it ahead of step.finished
  * in the same statement: a call that answers within one batch costs no commit of its own.
  *
- * A write that fails is not retried here: the step ends with that error at `settle` (its attempt ends,
+ * A write that fails is not retried here: the step ends with that error at `rest` (its attempt ends,
  * the run is resumed from its last checkpoint, and the worker that claims it abandons what this
  * attempt streamed). A lost lease fences these writes like any other.
  */

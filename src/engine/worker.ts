@@ -110,6 +110,8 @@ export class Worker {
   private woken = false;
   /** False after a claim found fewer runs than it had room for (see loop). */
   private queueMayHaveMore = true;
+  /** Settled when the liveness session is back (or lost for good): runs wait on it between steps meanwhile. */
+  private liveAgain: { promise: Promise<void>; resolve: () => void } | null = null;
   private subscription: { close(): Promise<void> } | null = null;
   private readonly loopWatch: EventLoopWatch;
   private liveness: OwnerLiveness | null = null;
@@ -221,8 +223,12 @@ export class Worker {
         this.orphaned = locks;
         this.wake();
       },
-      lost: () => this.livenessLost(),
-      regained: () => void this.checkLeases(),
+      lost: () => {
+        this.livenessLost();
+        this.resumeSteps();
+      },
+      // Runs taken over meanwhile are stopped before the others take their next step.
+      regained: () => void this.checkLeases().finally(() => this.resumeSteps()),
     }) ?? null;
     await this.liveness?.ready;
     this.subscription =
@@ -246,6 +252,7 @@ export class Worker {
   async stop(): Promise<void> {
     this.stopping = true;
     this.wake();
+    this.resumeSteps(); // runs paused for the liveness session hand themselves back
     await this.loopDone;
     if (!(await this.settledWithin(this.opts.shutdownGraceMs))) {
       for (const h of this.held.values()) h.stop(new HandBackSignal());
@@ -357,6 +364,22 @@ export class Worker {
     for (const h of this.held.values()) h.stop(new LeaseLostError(h.id, this.owner.worker));
   }
 
+  /** Null while the liveness lock is held (or not used); else what a run waits on before its next step. */
+  private untilLive(): Promise<void> | null {
+    if (this.liveness?.ownerLock() !== 'lost') return null;
+    if (!this.liveAgain) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.liveAgain = { promise, resolve };
+    }
+    return this.liveAgain.promise;
+  }
+
+  private resumeSteps(): void {
+    this.liveAgain?.resolve();
+    this.liveAgain = null;
+  }
+
   /** After its liveness session came back: the runs taken over meanwhile stop at once (not at the next renewal). */
   private async checkLeases(): Promise<void> {
     const held = [...this.held.values()].map((h) => ({ runId: h.id, token: h.run.lease.token }));
@@ -409,6 +432,7 @@ export class Worker {
         now: this.now,
         signal: h.signal,
         shouldYield: () => this.stopping,
+        untilLive: () => this.untilLive(),
         onUnrecorded: (u) => (h.unrecorded = u),
       });
     } catch (e) {

@@ -100,8 +100,8 @@ export const TOOL_OUTPUT_MAX_CHARS = 16_384;
 /**
  * How the worker batches streamed text: a batch is written when its first text is DELTA_BATCH.maxMs
  * old or it holds DELTA_BATCH.maxChars characters, whichever comes first; one text.delta row per
- * batch, never one per token. The checkpoint waits for the last batch, so the deltas of a step
- * always come before its step.finished.
+ * batch, never one per token. The checkpoint writes what is left ahead of its step.finished (after
+ * the batches in flight), so the deltas of a step always come before its step.finished.
  */
 export const DELTA_BATCH = { maxMs: 100, maxChars: 4096 } as const;
 

@@ -5,11 +5,11 @@
  * orphaned: a death is noticed within about a second, and a worker that merely lost its session (a
  * terminated backend) has that long to take its key back before its runs are taken over.
  *
- * When the session drops, the worker claims nothing until it is back. It takes the same key back if
- * it can, however long the database was away: its runs were not taken over, or those that were are
- * fenced (the worker checks its leases at once). Driving on meanwhile is safe, since every step begins
- * with a fenced write. If another session holds the key past the grace, its runs are being taken
- * over: the worker is told to stop driving them, and takes a new key.
+ * When the session drops, the worker claims nothing and starts no step until it is back (a step in
+ * flight finishes; its writes are fenced). It takes the same key back if it can, however long the
+ * database was away: its runs were not taken over, or those that were are fenced (the worker checks
+ * its leases at once, then its runs go on). If another session holds the key past the grace, its runs
+ * are being taken over: the worker is told to stop driving them, and takes a new key.
  *
  * A session that comes back (the server restarted, the network blinked) takes nobody's runs over for
  * `rejoinMs`: the other workers lost their sessions too and are coming back. Without that pause the
@@ -53,6 +53,8 @@ class LivenessSession implements OwnerLiveness {
   private droppedAt: number | null = null;
   /** Until when no orphan is reported: the session came back, and so may the others. */
   private rejoiningUntil = 0;
+  /** Since when the server has answered that another session holds the key (null: it has not). */
+  private heldElsewhereSince: number | null = null;
   /** Keys missing at every probe since, by when they were first found missing. */
   private missing = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
@@ -125,8 +127,10 @@ class LivenessSession implements OwnerLiveness {
         this.listener.regained();
         return;
       }
-      // Held by another session: the old one not gone yet (give it the grace), or the key was taken.
-      if (Date.now() - this.droppedAt! < this.graceMs) {
+      // Held by another session: the old one not gone yet (give it the grace, counted from the first
+      // answer that says so, not from the drop: an outage may have lasted longer), or the key was taken.
+      this.heldElsewhereSince ??= Date.now();
+      if (Date.now() - this.heldElsewhereSince < this.graceMs) {
         await this.hangUp();
         return;
       }
@@ -147,6 +151,7 @@ class LivenessSession implements OwnerLiveness {
     if (this.droppedAt !== null) this.rejoiningUntil = Date.now() + this.rejoinMs;
     this.state = 'live';
     this.droppedAt = null;
+    this.heldElsewhereSince = null;
     this.markReady();
   }
 
@@ -181,6 +186,7 @@ class LivenessSession implements OwnerLiveness {
     this.opts.log?.('warn', `liveness lock given up (${why}); the runs this worker drove are left to others`, { owner_lock: this.key });
     this.state = 'lost';
     this.key = null;
+    this.heldElsewhereSince = null;
     this.listener.lost();
   }
 

@@ -92,6 +92,31 @@ export class RunEvents {
     return new Map(rows.filter((r) => r.seq !== null).map((r) => [r.seq!, r.attempt ?? 0]));
   }
 
+  /**
+   * Has the new events of `runIds` announced (NOTIFY) to event hub `watcher` for `ttlMs` from now; a
+   * hub renews its runs before then (see migration 0013). Runs that no longer exist are left out.
+   */
+  async watch(runIds: readonly RunId[], watcher: string, ttlMs: number): Promise<void> {
+    if (runIds.length === 0) return;
+    await this.db.query({
+      name: 'durable_agent_event_watch',
+      text: `INSERT INTO durable_agent.run_event_watch (run_id, watcher, expires_at)
+             SELECT r.id, $2, now() + $3 * interval '1 millisecond' FROM durable_agent.run r WHERE r.id = ANY ($1::uuid[])
+             ON CONFLICT (run_id, watcher) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
+      values: [runIds, watcher, ttlMs],
+    });
+  }
+
+  /** `runId` (or, without it, every run) no longer announced to `watcher`; and what expired, dropped. */
+  async unwatch(watcher: string, runId?: RunId): Promise<void> {
+    await this.db.query({
+      name: 'durable_agent_event_unwatch',
+      text: `DELETE FROM durable_agent.run_event_watch
+             WHERE (watcher = $1 AND ($2::uuid IS NULL OR run_id = $2)) OR expires_at < now()`,
+      values: [watcher, runId ?? null],
+    });
+  }
+
   /** Up to `limit` events after id `after`, in order. */
   async page(runId: RunId, after: number, limit: number): Promise<StoredEvent[]> {
     const { rows } = await this.db.query<StoredEvent>({

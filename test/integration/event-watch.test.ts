@@ -1,0 +1,61 @@
+/**
+ * Live events are announced (NOTIFY) only for runs an event hub follows: a NOTIFY serializes commits
+ * database-wide, so checkpoints of runs nobody reads must not pay for one.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { EventHub } from '../../src/api/event-hub.ts';
+import { RUN_EVENT_CHANNEL } from '../../src/db/notifications.ts';
+import type { StoredEvent } from '../../src/store/run-events.ts';
+import { newEvent, RunEvents } from '../../src/store/run-events.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { newRun, waitFor } from '../support/engine.ts';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await testDatabase();
+});
+afterAll(async () => {
+  await db.close();
+});
+
+it('announces the events of a run only while a hub follows it, and delivers them to its reader at once', async () => {
+  const events = new RunEvents(db.pool);
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  const heard: string[] = [];
+  listener.on('notification', (n) => heard.push(n.payload!.split(' ')[0]!));
+  await listener.query(`LISTEN ${RUN_EVENT_CHANNEL}`);
+  // Poll once a minute: what the reader gets within the test comes from the announcement.
+  const hub = new EventHub(events, { databaseUrl: db.url, pollMs: 60_000 });
+  try {
+    const followed = await newRun(db.store, 'followed');
+    const unread = await newRun(db.store, 'nobody reads me');
+    const leases = await db.store.claim({ worker: 'W', leaseMs: 60_000 }, 2);
+    const lease = (id: string) => leases.find((c) => c.id === id)!.lease;
+    const text = (seq: number, t: string) => [newEvent('text.delta', { seq, attempt: 1, text: t })];
+
+    const got: StoredEvent[] = [];
+    const following = hub.follow(followed.id, 0, { deliver: (e) => got.push(...e), failed: (e) => { throw e; } });
+    await waitFor('the hub to register the run', async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1', [followed.id])).rowCount === 1, 5_000);
+    await waitFor('the hub\'s LISTEN connection', async () =>
+      (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN%'`)).rowCount === 1, 5_000);
+
+    await events.append(unread.id, lease(unread.id), text(1, 'unheard'));
+    await events.append(followed.id, lease(followed.id), text(1, 'heard'));
+    await waitFor('the followed run\'s text to reach its reader', async () => got.some((e) => e.data.includes('heard')), 5_000);
+    await waitFor('the announcement', async () => heard.includes(followed.id), 5_000);
+    expect(heard).not.toContain(unread.id);
+
+    // The last reader gone, the run is not announced any more.
+    following.close();
+    await waitFor('the hub to drop the registration', async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1', [followed.id])).rowCount === 0, 5_000);
+    const before = heard.length;
+    await events.append(followed.id, lease(followed.id), text(2, 'after the reader left'));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(heard.length).toBe(before);
+  } finally {
+    await hub.close();
+    await listener.end();
+  }
+});
