@@ -15,12 +15,12 @@ it('runs survive worker kills at every crash point, terminated backends and a se
     concurrency: 30,
     // Gentle enough for a loaded 2-core machine, where a worker process takes tens of seconds to start.
     killEveryMs: 30_000,
-    terminateEveryMs: 3_000,
+    terminateEveryMs: 2_000,
     restartEveryMs: 90_000,
-    // A short run finishes in well under 15 s on a fast machine: terminate backends from 3 s of age on,
-    // so some are terminated whatever the machine's speed.
-    terminateOlderThanMs: 3_000,
-    modelLatencyMs: 500,
+    // On an idle machine the short run is over in about 10 s, and workers take a few seconds to start:
+    // backends are terminated from 1 s of age, every 2 s, so some are whatever the machine's speed.
+    terminateOlderThanMs: 1_000,
+    modelLatencyMs: 1_000,
     toolMs: 50,
     databaseUrl: null, // a PostgreSQL of its own, the only kind it may restart
     timeoutMs: 400_000,
