@@ -12,6 +12,7 @@ import { ConflictError, InputError } from '../../src/errors.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
 import { RunDeletion } from '../../src/store/retention.ts';
 import { defineTool } from '../../src/tools/types.ts';
+import { killAll } from '../support/child-processes.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease, testWorker, waitFor } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
@@ -22,9 +23,7 @@ beforeAll(async () => {
   db = await testDatabase();
 });
 afterEach(async () => {
-  const exited = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : new Promise((r) => c.once('exit', r))));
-  for (const c of children.splice(0)) c.kill('SIGKILL');
-  await Promise.all(exited);
+  await killAll(children);
 });
 afterAll(async () => {
   await db.close();

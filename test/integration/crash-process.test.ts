@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { killAll } from '../support/child-processes.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, waitFor } from '../support/engine.ts';
 
@@ -9,11 +10,8 @@ const children: ChildProcess[] = [];
 beforeAll(async () => {
   db = await testDatabase();
 });
-// No test's worker may live on to claim the next test's run.
 afterEach(async () => {
-  const exited = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : new Promise((r) => c.once('exit', r))));
-  for (const c of children.splice(0)) c.kill('SIGKILL');
-  await Promise.all(exited);
+  await killAll(children);
 });
 afterAll(async () => {
   await db.close();

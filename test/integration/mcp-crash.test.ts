@@ -13,6 +13,7 @@ import { type AgentRuntime, createRuntime } from '../../src/create-runtime.ts';
 import type { RunId } from '../../src/domain.ts';
 import { silentLogger } from '../support/engine.ts';
 import { toolThenTextLlm } from '../support/scripted-llm.ts';
+import { killAll } from '../support/child-processes.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease, newRun, waitFor } from '../support/engine.ts';
 
@@ -26,9 +27,7 @@ beforeEach(async () => {
 });
 afterEach(async () => {
   await Promise.all(runtimes.splice(0).map((rt) => rt.close()));
-  const exited = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : new Promise((r) => c.once('exit', r))));
-  for (const c of children.splice(0)) c.kill('SIGKILL');
-  await Promise.all(exited);
+  await killAll(children);
   fs.rmSync(dir, { recursive: true, force: true });
   await db.close();
 });

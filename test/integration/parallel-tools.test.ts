@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Message, StepSummary } from '../../src/domain.ts';
 import { defineTool, type Tool } from '../../src/tools/types.ts';
+import { killAll } from '../support/child-processes.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
@@ -142,9 +143,7 @@ describe('tool calls of one turn', () => {
 describe('a worker killed mid-turn', () => {
   const children: ChildProcess[] = [];
   afterEach(async () => {
-    const exited = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : new Promise((r) => c.once('exit', r))));
-    for (const c of children.splice(0)) c.kill('SIGKILL');
-    await Promise.all(exited);
+    await killAll(children);
   });
 
   /** The tool keys each worker process ran, from its output. */

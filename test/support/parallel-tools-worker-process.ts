@@ -3,14 +3,13 @@
  * in one turn (one quick, two slow), then answers with the tool_use ids of the results it was sent,
  * in the order it got them. Each tool execution is printed, so the parent sees which calls ran where.
  */
-import { createPool } from '../../src/db/pool.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testWorker } from './engine.ts';
+import { workerProcess } from './worker-harness.ts';
 import { response, ScriptedLlm, usage } from './scripted-llm.ts';
 
-const url = process.env.DATABASE_URL!;
-const pool = createPool(url, 6);
+const { pool, options: fromEnv, serve } = workerProcess(6);
 const timed = defineTool<{ ms: number }>({
   name: 'timed',
   description: 'takes the given time',
@@ -35,11 +34,6 @@ const llm = new ScriptedLlm((req) => {
   return response([{ type: 'text', text: ids.join(',') }], 'end_turn', usage(150, 5));
 });
 const worker = testWorker(new RunStore(pool), llm, [timed], {
-  name: process.env.WORKER_NAME!,
-  leaseMs: Number(process.env.LEASE_MS ?? 1000),
-  pollIntervalMs: 100,
-  databaseUrl: url,
+  ...fromEnv,
 });
-await worker.start();
-console.log(JSON.stringify({ event: 'ready' }));
-process.on('SIGTERM', () => void worker.stop().then(() => pool.end()).then(() => process.exit(0)));
+await serve(worker);

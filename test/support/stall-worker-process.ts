@@ -5,17 +5,16 @@
  * tool start and one when a block ends; its own log lines
  * (warnings and up) go to stdout as JSON too. Configured by environment.
  */
-import { createPool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { leaseKeeperThread } from '../../src/store/lease-keeper-thread.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testWorker } from './engine.ts';
+import { workerProcess } from './worker-harness.ts';
 import { response, ScriptedLlm, usage } from './scripted-llm.ts';
 
-const url = process.env.DATABASE_URL!;
 const blockMs = Number(process.env.BLOCK_MS ?? 2000);
-const pool = createPool(url, 8);
+const { url, pool, options: fromEnv, serve } = workerProcess(8);
 const llm = new ScriptedLlm((req) => {
   const first = req.messages[0]!.content as string;
   const last = req.messages[req.messages.length - 1]!;
@@ -42,16 +41,11 @@ const work = defineTool({
   },
 });
 const worker = testWorker(new RunStore(pool), llm, [work], {
-  name: process.env.WORKER_NAME!,
-  leaseMs: Number(process.env.LEASE_MS ?? 1000),
+  ...fromEnv,
   maxRunAttempts: Number(process.env.MAX_RUN_ATTEMPTS ?? 5),
   concurrency: Number(process.env.CONCURRENCY ?? 16),
-  pollIntervalMs: 100,
-  databaseUrl: url,
   // STALL_LIMIT_MS: how long the loop may be blocked before the leases lapse (3 × the lease by default).
   ...(process.env.STALL_LIMIT_MS ? { leaseKeeper: leaseKeeperThread(url, { stallLimitMs: Number(process.env.STALL_LIMIT_MS) }) } : {}),
   logger: createLogger({ level: 'warn' }),
 });
-await worker.start();
-console.log(JSON.stringify({ event: 'ready' }));
-process.on('SIGTERM', () => void worker.stop().then(() => pool.end()).then(() => process.exit(0)));
+await serve(worker);

@@ -3,15 +3,14 @@
  * (`charge`, a slow tool that is not idempotent, or the built-in `sleep` for SLEEP_SECONDS), then
  * answers. Each model call and each execution of `charge` is printed as a JSON line.
  */
-import { createPool } from '../../src/db/pool.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { sleepTool } from '../../src/tools/sleep-tool.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testWorker } from './engine.ts';
+import { workerProcess } from './worker-harness.ts';
 import { toolThenTextLlm } from './scripted-llm.ts';
 
-const url = process.env.DATABASE_URL!;
-const pool = createPool(url, 4);
+const { pool, options: fromEnv, serve } = workerProcess(4);
 const charge = defineTool({
   name: 'charge',
   description: 'charges a card; cannot honour an idempotency key',
@@ -31,12 +30,8 @@ llm.send = async (req, options) => {
   return scripted(req, options);
 };
 const worker = testWorker(new RunStore(pool), llm, [charge, sleepTool()], {
-  name: process.env.WORKER_NAME!,
-  leaseMs: Number(process.env.LEASE_MS ?? 1000),
+  ...fromEnv,
   // A long poll: only the worker's timer for the nearest due run (and NOTIFY) can wake it in time.
   pollIntervalMs: 60_000,
-  databaseUrl: url,
 });
-await worker.start();
-console.log(JSON.stringify({ event: 'ready' }));
-process.on('SIGTERM', () => void worker.stop().then(() => pool.end()).then(() => process.exit(0)));
+await serve(worker);

@@ -2,14 +2,13 @@
  * A real worker process for crash tests: a scripted model (one slow tool call, then an answer) and a
  * tool that takes SLOW_TOOL_MS, so the parent can SIGKILL it mid-step. Configured by environment.
  */
-import { createPool } from '../../src/db/pool.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testWorker } from './engine.ts';
+import { workerProcess } from './worker-harness.ts';
 import { toolThenTextLlm } from './scripted-llm.ts';
 
-const url = process.env.DATABASE_URL!;
-const pool = createPool(url, 4);
+const { pool, options: fromEnv, serve } = workerProcess(4);
 const slow = defineTool({
   name: 'slow',
   description: 'takes a while',
@@ -25,11 +24,6 @@ const slow = defineTool({
   },
 });
 const worker = testWorker(new RunStore(pool), toolThenTextLlm('slow'), [slow], {
-  name: process.env.WORKER_NAME!,
-  leaseMs: Number(process.env.LEASE_MS ?? 1000),
-  pollIntervalMs: 100,
-  databaseUrl: url,
+  ...fromEnv,
 });
-await worker.start();
-console.log(JSON.stringify({ event: 'ready' }));
-process.on('SIGTERM', () => void worker.stop().then(() => pool.end()).then(() => process.exit(0)));
+await serve(worker);
