@@ -105,7 +105,7 @@ export class EventHub {
     let feed = this.feeds.get(runId);
     if (!feed) {
       this.feeds.set(runId, (feed = new Feed(runId)));
-      feed.watched = this.changeWatch(runId, (pages) => pages.watch!([runId], this.watcher, WATCH_TTL_MS));
+      feed.watched = this.changeWatch(runId, (pages) => pages.watch([runId], this.watcher, WATCH_TTL_MS));
     }
     const reader: Reader = { cursor: after, live: false, closed: false, sink };
     feed.readers.add(reader);

@@ -223,10 +223,7 @@ export class Worker {
         this.orphaned = locks;
         this.wake();
       },
-      lost: () => {
-        this.livenessLost();
-        this.resumeSteps();
-      },
+      lost: () => this.livenessLost(),
       // Runs taken over meanwhile are stopped before the others take their next step.
       regained: () => void this.checkLeases().finally(() => this.resumeSteps()),
     }) ?? null;
@@ -362,6 +359,7 @@ export class Worker {
   /** This worker's liveness lock is gone for good: others take its runs over, so it stops driving them. */
   private livenessLost(): void {
     for (const h of this.held.values()) h.stop(new LeaseLostError(h.id, this.owner.worker));
+    this.resumeSteps(); // the paused ones see their signal and stop
   }
 
   /** Null while the liveness lock is held (or not used); else what a run waits on before its next step. */
