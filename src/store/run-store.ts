@@ -387,7 +387,7 @@ export class RunStore implements EngineStore {
          RETURNING id, tokens_used, cancel_requested),
        done AS (
          UPDATE durable_agent.run_step s SET status = $5, response = $6, latency_ms = $7, worker = $2, finished_at = now()
-         FROM owner WHERE s.run_id = owner.id AND s.kind = 'TOOL' AND s.tool_use_id = $4 AND s.status = 'STARTED'
+         FROM owner WHERE s.run_id = $1 AND s.run_id = owner.id AND s.kind = 'TOOL' AND s.tool_use_id = $4 AND s.status = 'STARTED'
          RETURNING s.seq),
        ${START_NEXT(8)},
        ${EVENTS(12, 'done', true)}
