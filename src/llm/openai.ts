@@ -1,6 +1,5 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { LlmError } from '../errors.ts';
-import { toLlmError } from './openai-errors.ts';
 import { ChatStreamAssembler } from './openai-stream.ts';
 import { toChatParams, toLlmResponse } from './openai-wire.ts';
 import { MAX_TIMER_MS } from './sleep.ts';
@@ -31,15 +30,25 @@ export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
  */
 export class OpenAiClient implements LlmClient {
   readonly provider: string;
-  private readonly sdk: OpenAI;
+  private readonly options: OpenAiClientOptions;
   private readonly apiKey: string;
   private readonly streaming: boolean;
+  private loaded?: Promise<OpenAI>;
 
   constructor(options: OpenAiClientOptions) {
     this.provider = options.provider ?? 'openai';
+    this.options = options;
     this.apiKey = options.apiKey;
     this.streaming = options.streaming ?? true;
-    this.sdk = new OpenAI({
+  }
+
+  /**
+   * The SDK, loaded at the first call: it is a large module graph (~14 MB resident), and a runtime
+   * whose agents never call this API should not carry it.
+   */
+  private sdk(): Promise<OpenAI> {
+    const options = this.options;
+    return (this.loaded ??= import('openai').then(({ default: OpenAI }) => new OpenAI({
       apiKey: options.apiKey,
       // Every option the SDK would otherwise read from the environment is explicit, so it reads none
       // behind config's back; and it logs nothing itself (a chunk it cannot parse would be printed).
@@ -50,7 +59,7 @@ export class OpenAiClient implements LlmClient {
       logLevel: 'off',
       maxRetries: 0,
       timeout: Math.min(options.timeoutMs ?? 10 * 60 * 1000, MAX_TIMER_MS),
-    });
+    })));
   }
 
   async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
@@ -60,12 +69,13 @@ export class OpenAiClient implements LlmClient {
     } catch (error) {
       // The caller's own callback failed: not the provider's fault, so not classified as one.
       if (call.callbackError !== undefined && error === call.callbackError) throw error;
+      const { toLlmError } = await import('./openai-errors.ts');
       throw toLlmError(error, { apiKey: this.apiKey, ...call });
     }
   }
 
   private async create(request: LlmRequest, options: LlmCallOptions, call: Call): Promise<LlmResponse> {
-    const pending = this.sdk.chat.completions.create(toChatParams(request), { signal: options.signal });
+    const pending = (await this.sdk()).chat.completions.create(toChatParams(request), { signal: options.signal });
     const response = await pending.asResponse();
     call.answered = true;
     call.requestId = response.headers.get('x-request-id');
@@ -75,7 +85,7 @@ export class OpenAiClient implements LlmClient {
 
   private async stream(request: LlmRequest, options: LlmCallOptions, call: Call): Promise<LlmResponse> {
     const params = { ...toChatParams(request), stream: true as const, stream_options: { include_usage: true } };
-    const { data: chunks, request_id } = await this.sdk.chat.completions.create(params, { signal: options.signal }).withResponse();
+    const { data: chunks, request_id } = await (await this.sdk()).chat.completions.create(params, { signal: options.signal }).withResponse();
     call.answered = true;
     call.requestId = request_id ?? null;
     const assembler = new ChatStreamAssembler(request.model);
