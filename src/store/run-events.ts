@@ -7,6 +7,7 @@ import type pg from 'pg';
 import type { RunId } from '../domain.ts';
 import { LeaseLostError } from '../errors.ts';
 import { TOOL_OUTPUT_MAX_CHARS, type RunEventData, type RunEventType } from '../events/protocol.ts';
+import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
 import { FENCE } from './fenced-sql.ts';
 import type { Lease } from './ports.ts';
 import { storableValue } from './storable.ts';
@@ -26,16 +27,25 @@ export function eventParams(events: readonly NewEvent[]): [string[], string[], b
 }
 
 /**
- * A CTE that writes `eventParams` ($p, $p+1, $p+2) in order, one row per event of `source` (the
- * fence's `owner`, or the row the statement wrote). With `next`, events marked withNext are written
- * only when the `next` CTE wrote the STARTED row they describe.
+ * CTEs that write `eventParams` ($p, $p+1, $p+2) in order, one row per event of `source` (the fence's
+ * `owner`, or the row the statement wrote), and announce them (NOTIFY "<run id> <highest id>") when an
+ * event hub follows the run. With `next`, events marked withNext are written only when the `next` CTE
+ * wrote the STARTED row they describe. The statement must select ANNOUNCED: a plain CTE nobody reads
+ * is never run.
  */
 export const EVENTS = (p: number, source: string, next: boolean) => `events AS (
   INSERT INTO durable_agent.run_event (run_id, type, data)
   SELECT $1::uuid, e.type, e.data
   FROM (SELECT 1 FROM ${source} LIMIT 1) AS src, unnest($${p}::text[], $${p + 1}::json[], $${p + 2}::boolean[]) WITH ORDINALITY AS e (type, data, with_next, n)
   WHERE ${next ? 'NOT e.with_next OR EXISTS (SELECT 1 FROM next)' : 'NOT e.with_next'}
-  ORDER BY e.n)`;
+  ORDER BY e.n
+  RETURNING id),
+announced AS (
+  SELECT pg_notify('${RUN_EVENT_CHANNEL}', $1::uuid::text || ' ' || max(id)::text) FROM events
+  HAVING count(*) > 0 AND EXISTS (SELECT 1 FROM durable_agent.run_event_watch w WHERE w.run_id = $1::uuid AND w.expires_at > now()))`;
+
+/** The column that runs EVENTS' announcement (selected once, from a statement's one result row). */
+export const ANNOUNCED = '(SELECT count(*) FROM announced) AS announced';
 
 /** Every string in a tool's input passed through `redact` (a tool's input may quote a secret the user gave). */
 export function redactedInput(input: unknown, redact: (text: string) => string): unknown {
@@ -70,7 +80,7 @@ export class RunEvents {
       text: `WITH owner AS (
                UPDATE durable_agent.run SET updated_at = now() WHERE ${FENCE(3)} RETURNING id),
              ${EVENTS(4, 'owner', false)}
-             SELECT count(*)::int AS written FROM owner`,
+             SELECT count(*)::int AS written, ${ANNOUNCED} FROM owner`,
       values: [runId, owner.worker, owner.token, ...eventParams(events)],
     });
     if (rows[0]?.written !== 1) throw new LeaseLostError(runId, owner.worker);

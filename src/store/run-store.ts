@@ -23,7 +23,7 @@ import type { TurnRow } from '../engine/fork-points.ts';
 
 type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status']; tool_uses: number | null };
 const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
-import { EVENTS, eventParams, newEvent, type NewEvent, redactedInput, RunEvents, toolOutput } from './run-events.ts';
+import { ANNOUNCED, EVENTS, eventParams, newEvent, type NewEvent, redactedInput, RunEvents, toolOutput } from './run-events.ts';
 import { consumeDecision, DECISION_ROWS, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitParams } from './waiting-sql.ts';
 
 export interface NewRun {
@@ -295,7 +295,7 @@ export class RunStore implements EngineStore {
              RETURNING id, tokens_used, cancel_requested),
            ${MODEL_STEP},
            ${EVENTS(20, 'owner', false)}
-           SELECT tokens_used, cancel_requested, false AS next_started FROM owner`,
+           SELECT tokens_used, cancel_requested, false AS next_started, ${ANNOUNCED} FROM owner`,
           [runId, owner.worker, end.status, ...stepValues, ...endTexts(this.redactedEnd(end)), owner.token, ...events],
         )
       : await this.prepared<ProgressRow & { next_started: boolean }>(
@@ -304,7 +304,7 @@ export class RunStore implements EngineStore {
            ${MODEL_STEP},
            ${START_NEXT(16)},
            ${EVENTS(20, 'owner', true)}
-           SELECT tokens_used, cancel_requested, EXISTS (SELECT 1 FROM next) AS next_started FROM owner`,
+           SELECT tokens_used, cancel_requested, EXISTS (SELECT 1 FROM next) AS next_started, ${ANNOUNCED} FROM owner`,
           [runId, owner.worker, owner.leaseMs, ...stepValues, ...startParams(then.startNext), owner.token, ...events],
         );
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
@@ -325,7 +325,7 @@ export class RunStore implements EngineStore {
        ${MODEL_STEP},
        ${DECISION_ROWS(17)},
        ${EVENTS(19, 'owner', false)}
-       SELECT tokens_used, cancel_requested, status FROM owner`,
+       SELECT tokens_used, cancel_requested, status, ${ANNOUNCED} FROM owner`,
       [runId, owner.worker, waiting, ...stepValues, runAt, decisions, owner.token, ...events],
     );
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
@@ -358,7 +358,7 @@ export class RunStore implements EngineStore {
          RETURNING seq),
        ${EVENTS(8, 'ins', false)}
        SELECT tokens_used, cancel_requested, (SELECT seq FROM ins) AS inserted,
-              (SELECT seq FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing
+              (SELECT seq FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing, ${ANNOUNCED}
        FROM owner`,
       [runId, owner.worker, owner.leaseMs, start.seq, start.toolName, start.toolUseId, owner.token, ...eventParams(this.toolStartEvents(start, false))],
     );
@@ -394,7 +394,7 @@ export class RunStore implements EngineStore {
        SELECT o.tokens_used, o.cancel_requested, (SELECT count(*)::int FROM done) AS updated,
               EXISTS (SELECT 1 FROM next) AS next_started,
               EXISTS (SELECT 1 FROM durable_agent.run WHERE ${FENCE(11)}) AS owned,
-              (SELECT status FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4) AS step_status
+              (SELECT status FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4) AS step_status, ${ANNOUNCED}
        FROM (SELECT 1) AS one LEFT JOIN owner o ON true`,
       [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, stored, Math.round(f.latencyMs), ...startParams(startNext), owner.token, ...events],
     );

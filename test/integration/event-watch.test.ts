@@ -2,6 +2,7 @@
  * Live events are announced (NOTIFY) only for runs an event hub follows: a NOTIFY serializes commits
  * database-wide, so checkpoints of runs nobody reads must not pay for one.
  */
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { EventHub } from '../../src/api/event-hub.ts';
@@ -9,7 +10,9 @@ import { RUN_EVENT_CHANNEL } from '../../src/db/notifications.ts';
 import type { StoredEvent } from '../../src/store/run-events.ts';
 import { newEvent, RunEvents } from '../../src/store/run-events.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
-import { newRun, waitFor } from '../support/engine.ts';
+import { defineTool } from '../../src/tools/types.ts';
+import { newRun, testWorker, waitFor } from '../support/engine.ts';
+import { ScriptedLlm } from '../support/scripted-llm.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -58,4 +61,59 @@ it('announces the events of a run only while a hub follows it, and delivers them
     await hub.close();
     await listener.end();
   }
+});
+
+it('announces every write of a followed run with the highest id it wrote: claim, checkpoints, a wait, its end', async () => {
+  const events = new RunEvents(db.pool);
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  const announced = new Set<number>();
+  listener.on('notification', (n) => announced.add(Number(n.payload!.split(' ')[1])));
+  await listener.query(`LISTEN ${RUN_EVENT_CHANNEL}`);
+  try {
+    const executed: string[] = [];
+    const close = defineTool<{ ticketId: string }>({
+      name: 'close_ticket',
+      description: 'closes a ticket',
+      inputSchema: { type: 'object', properties: { ticketId: { type: 'string' } } },
+      needsApproval: true,
+      async execute(input) {
+        executed.push(input.ticketId);
+        return `closed ${input.ticketId}`;
+      },
+    });
+    const llm = new ScriptedLlm().thenToolUse('toolu_w', 'close_ticket', { ticketId: 'T-9' }).thenText('closed it');
+    const worker = testWorker(db.store, llm, [close], { name: 'announcer' });
+    const run = await newRun(db.store, 'close T-9');
+    await events.watch([run.id], randomUUID(), 60_000);
+
+    expect((await worker.runOnce())?.status).toBeNull(); // waits for the approval
+    await db.store.decide(run.id, 'toolu_w', { decision: 'approve' });
+    expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
+    expect(executed).toEqual(['T-9']);
+
+    // One announcement per writing statement, carrying the highest id it wrote: the highest id of
+    // each transaction was announced (the claim, the trigger that ends the run and the one that
+    // starts a wait write in the transaction of another statement, and announce their own).
+    const { rows } = await db.pool.query<{ type: string; id: string; last_of_xact: boolean }>(
+      `SELECT type, id, id = max(id) OVER (PARTITION BY xmin::text) AS last_of_xact FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id`,
+      [run.id],
+    );
+    expect(rows.map((r) => r.type)).toEqual(expect.arrayContaining(['run.started', 'run.waiting', 'run.resumed', 'tool.started', 'tool.finished', 'step.finished', 'run.finished']));
+    await waitFor('the announcements', async () => rows.filter((r) => r.last_of_xact).every((r) => announced.has(Number(r.id))), 5_000);
+    expect(Math.max(...announced)).toBe(Number(rows.at(-1)!.id));
+  } finally {
+    await listener.end();
+  }
+});
+
+it('deletes the events of a deleted run with it', async () => {
+  const run = await newRun(db.store, 'short-lived');
+  const [claimed] = await db.store.claim({ worker: 'D', leaseMs: 60_000 }, 1, [], undefined);
+  expect(claimed?.id).toBe(run.id);
+  await new RunEvents(db.pool).claimed(run.id, claimed!.lease, 1);
+  const count = async () => (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM durable_agent.run_event WHERE run_id = $1', [run.id])).rows[0]!.n;
+  expect(await count()).toBe(1);
+  await db.pool.query('DELETE FROM durable_agent.run WHERE id = $1', [run.id]);
+  expect(await count()).toBe(0);
 });
