@@ -32,7 +32,7 @@ export interface CreateRuntimeOptions {
   databaseUrl?: string;
   /** A model client instead of the configured provider (LLM_PROVIDER, ANTHROPIC_API_KEY). */
   llm?: LlmClient;
-  /** A pino logger instead of one on stdout; lines written while a run is driven get run_id and step_seq. */
+  /** A pino logger instead of one on stdout: the runtime's lines about a run carry run_id and worker (and step_seq), a tool's ctx.log writes to it. */
   logger?: Logger;
   /**
    * Called with every engine event, synchronously inside the run's context: keep it cheap. What it

@@ -19,7 +19,7 @@ import { Worker } from './engine/worker.ts';
 import { createLlmClient, loadPrices, retryReason } from './llm/index.ts';
 import type { LlmClient } from './llm/types.ts';
 import { logEvents } from './observability/log-events.ts';
-import { adoptLogger, createLogger, type Logger } from './observability/logger.ts';
+import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { noRedaction, redactor } from './observability/redact.ts';
 import { startRetention, type RetentionSweeper } from './retention-sweeper.ts';
@@ -128,7 +128,7 @@ function metricsServer(metrics: Metrics, auth: Authenticator, host: string, port
 
 export async function startRuntime(config: Readonly<Config>, opts: RuntimeOptions): Promise<Runtime> {
   const redact = config.redact ? redactor(config.redact) : noRedaction;
-  const logger = opts.logger ? adoptLogger(opts.logger) : createLogger({ level: config.logLevel, format: config.logFormat, redact });
+  const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat, redact });
   const database = await resolveDatabase(config);
   const pool = createPool(database.url, poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0), config.databaseSchema);
   let worker: Worker | null = null;
@@ -255,7 +255,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           agents: agents.map((a, i) => ({
             name: names[i]!,
             system: a.system === undefined ? DEFAULT_SYSTEM_PROMPT : a.system,
-            tools: new ToolExecutor(a.tools ?? demoTools(tickets!), config.toolTimeoutMs, config.toolResultMaxBytes, { concurrency: config.toolConcurrency }),
+            tools: new ToolExecutor(a.tools ?? demoTools(tickets!), config.toolTimeoutMs, config.toolResultMaxBytes, { concurrency: config.toolConcurrency, logger }),
             maxTokens: a.maxTokens ?? config.maxTokens,
             ...(a.llm ? { llm: a.llm } : {}),
             toolSources: mcpToolSources(a.mcpServers ?? [], { logger: logger.child({ agent: names[i]! }) }),

@@ -54,7 +54,7 @@ export class AttemptEnds {
     const cause = run.lastError?.message ?? run.error;
     const error = `abandoned: claimed ${run.attempts - 1} times without finishing (limit ${this.d.maxRunAttempts})${cause ? `; last error: ${cause}` : ''}`;
     await this.d.store.finish(run.id, run.lease, { status: 'FAILED', error });
-    this.d.events.runFinished({ run, status: 'FAILED', error, tokensUsed: run.tokensUsed });
+    this.d.events.runFinished({ run, worker: run.lease.worker, status: 'FAILED', error, tokensUsed: run.tokensUsed });
     return 'FAILED';
   }
 
@@ -113,7 +113,7 @@ export class AttemptEnds {
     }
     if (reported) this.d.events.attemptEnded({ runId: run.id, worker: this.d.owner.worker, reason: reported, error });
     if (released.status !== 'CANCELLED') return null;
-    this.d.events.runFinished({ run, status: 'CANCELLED', error: 'cancelled on request', tokensUsed: released.tokensUsed });
+    this.d.events.runFinished({ run, worker: run.lease.worker, status: 'CANCELLED', error: 'cancelled on request', tokensUsed: released.tokensUsed });
     return 'CANCELLED';
   }
 
@@ -127,7 +127,7 @@ export class AttemptEnds {
       await this.lostLease(h);
       return null;
     }
-    this.d.events.runFinished({ run, status: end.status, error: end.error ?? null, tokensUsed: h.tokensUsed, ...(end.budget ? { budget: end.budget } : {}) });
+    this.d.events.runFinished({ run, worker: run.lease.worker, status: end.status, error: end.error ?? null, tokensUsed: h.tokensUsed, ...(end.budget ? { budget: end.budget } : {}) });
     return end.status;
   }
 

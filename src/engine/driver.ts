@@ -11,7 +11,6 @@
 import { budgetTokens, type DecisionRecord, type Run, type RunProgress, type TerminalStatus, type ToolUseBlock, type Usage } from '../domain.ts';
 import { InconsistentLogError, LlmError, PermanentDatabaseError } from '../errors.ts';
 import type { LlmClient, LlmResponse, ToolDefinition } from '../llm/types.ts';
-import { withContext } from '../observability/context.ts';
 import type { EngineStore, FencedWrite, Lease, RunEnd, ToolStart, WaitStart } from '../store/ports.ts';
 import { retryingWrites } from '../store/retrying-writes.ts';
 import { storableCost, storableUsage } from '../store/storable.ts';
@@ -185,7 +184,7 @@ class RunDriver {
   }
 
   async loop(): Promise<TerminalStatus> {
-    const { run, c, d } = this;
+    const { c, d } = this;
     for (;;) {
       if (d.shouldYield()) throw new HandBackSignal();
       const paused = d.untilLive?.();
@@ -223,13 +222,12 @@ class RunDriver {
               };
       let outcome: StepOutcome;
       try {
-        outcome = await withContext({ run_id: run.id, worker: d.owner.worker, step_seq: seq }, step);
+        outcome = await step();
       } catch (e) {
         if (!(e instanceof PermanentDatabaseError)) throw e;
         return this.finish({ status: 'FAILED', error: e.message });
       }
       if (outcome === undefined) continue;
-      // Reported here, outside the step's log context: the run's end is not part of the step.
       return outcome.written ? this.finished(outcome.end) : this.finish(outcome.end);
     }
   }
@@ -250,7 +248,7 @@ class RunDriver {
 
   private finished(end: RunEnd): TerminalStatus {
     const budget = end.budget ? { budget: end.budget } : {};
-    this.d.events.runFinished({ run: this.run, status: end.status, error: end.error ?? null, tokensUsed: this.progress.tokensUsed, ...budget });
+    this.d.events.runFinished({ run: this.run, worker: this.d.owner.worker, status: end.status, error: end.error ?? null, tokensUsed: this.progress.tokensUsed, ...budget });
     return end.status;
   }
 
@@ -304,7 +302,7 @@ class RunDriver {
         if (cutOff) d.onUnrecorded?.(cutOff);
         throw d.signal.reason;
       }
-      d.events.modelFailed({ run, seq, error: e as Error, latencyMs: performance.now() - started });
+      d.events.modelFailed({ run, worker: d.owner.worker, seq, error: e as Error, latencyMs: performance.now() - started });
       if (!(e instanceof LlmError)) throw e;
       const unrecorded = this.unrecorded(e.usage);
       // Out of retries on a passing failure (rate limit, overload, outage): not the run's fault, so the
@@ -318,7 +316,7 @@ class RunDriver {
     const streamed = (await stream?.rest()) ?? [];
     crashPoint('after-model-response', run.id);
     const { response, warnings } = acceptReply(reply);
-    for (const w of warnings) d.events.stepWarning({ run, seq, ...w });
+    for (const w of warnings) d.events.stepWarning({ run, worker: d.owner.worker, seq, ...w });
     const costUsd = storableCost(d.costOf(run.model, response.usage));
     const tokens = budgetTokens(response.usage);
     // Fold first: what comes next decides what the checkpoint can do in the same statement. If the
@@ -328,7 +326,7 @@ class RunDriver {
     const u = response.usage;
     this.knownInput = { tokens: u.inputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens + u.outputTokens, messages: c.messages.length };
     if (toolUseUnderOtherStopReason(c)) {
-      d.events.stepWarning({ run, seq, warning: 'tool-use-under-stop-reason', detail: `the reply asks for tools under stop_reason "${response.stopReason}"; running them` });
+      d.events.stepWarning({ run, worker: d.owner.worker, seq, warning: 'tool-use-under-stop-reason', detail: `the reply asks for tools under stop_reason "${response.stopReason}"; running them` });
     }
     const next = decide(c);
     const end = next.type === 'finish' ? next.end : undefined;
@@ -361,7 +359,7 @@ class RunDriver {
     }
     crashPoint('after-checkpoint', run.id);
     this.foldStarted(write, startNext);
-    d.events.modelStep({ run, seq, response, latencyMs, costUsd });
+    d.events.modelStep({ run, worker: d.owner.worker, seq, response, latencyMs, costUsd });
     if (wait) return this.waited(wait, write.waited ?? 'WAITING');
     return end && { end, written: true };
   }
@@ -414,7 +412,7 @@ class RunDriver {
   /** The run went WAITING (the attempt ends), or CANCELLED when a cancel was pending. */
   private waited(wait: WaitStart, status: 'WAITING' | 'CANCELLED'): StepOutcome {
     if (status === 'CANCELLED') return { end: { status: 'CANCELLED', error: 'cancelled on request' }, written: true };
-    this.d.events.runWaiting({ run: this.run, waiting: wait.waiting });
+    this.d.events.runWaiting({ run: this.run, worker: this.d.owner.worker, waiting: wait.waiting });
     throw new WaitingSignal();
   }
 
@@ -462,7 +460,7 @@ class RunDriver {
     const write = await d.store.finishTool(run.id, d.owner, { toolUseId, status: outcome.status, result: outcome.result, latencyMs: 0 });
     this.progress = write;
     foldStep(c, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
-    d.events.toolStep({ run, seq, toolName, toolUseId, status: outcome.status, latencyMs: 0 });
+    d.events.toolStep({ run, worker: d.owner.worker, seq, toolName, toolUseId, status: outcome.status, latencyMs: 0 });
     return undefined;
   }
 
@@ -477,9 +475,9 @@ class RunDriver {
       seq = started.seq;
       foldStep(c, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
     }
-    d.events.toolStarted({ run, seq, toolName, toolUseId, resumed });
+    d.events.toolStarted({ run, worker: d.owner.worker, seq, toolName, toolUseId, resumed });
     const t0 = performance.now();
-    const outcome = await d.agent.tools.execute(p.use, { runId: run.id, signal: d.signal });
+    const outcome = await d.agent.tools.execute(p.use, { runId: run.id, signal: d.signal, worker: d.owner.worker, seq });
     crashPoint('after-tool-effect', run.id);
     const latencyMs = performance.now() - t0;
     const following = [...c.pending.values()].find((q) => q.use.id !== toolUseId);
@@ -488,7 +486,7 @@ class RunDriver {
     const write = await d.store.finishTool(run.id, d.owner, { toolUseId, seq, status: outcome.status, result: outcome.result, latencyMs }, start);
     foldStep(c, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
     this.foldStarted(write, start);
-    d.events.toolStep({ run, seq, toolName, toolUseId, status: outcome.status, latencyMs });
+    d.events.toolStep({ run, worker: d.owner.worker, seq, toolName, toolUseId, status: outcome.status, latencyMs });
     return undefined;
   }
 }
@@ -501,29 +499,27 @@ class RunDriver {
  */
 export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps): Promise<TerminalStatus> {
   const d: DriverDeps = { ...deps, store: retryingWrites(deps.store, deps.signal) };
-  return withContext({ run_id: run.id, worker: d.owner.worker }, async () => {
-    let conversation;
-    try {
-      // A fork with no steps of its own still has its source's: its log is read like any other. A run that
-      // continues others (previousRunId, its own or its fork source's) replays their conversations first.
-      const [steps, earlier] = await Promise.all([
-        run.hasSteps === false && !run.forkedFrom ? [] : d.store.steps(run.id),
-        run.previousRunId || run.forkedFrom ? d.store.conversationBefore(run.id) : [],
-      ]);
-      d.agent = await agentAsStarted(d.agent, steps, (digest) => d.store.blob(digest));
-      conversation = replayRun(run.input, steps, earlier);
-    } catch (e) {
-      // No attempt can do better with the same log: end the run now rather than crash on it again and again.
-      if (!(e instanceof InconsistentLogError)) throw e;
-      await d.store.finish(run.id, d.owner, { status: 'FAILED', error: `the run's log is inconsistent: ${e.message}` });
-      d.events.runFinished({ run, status: 'FAILED', error: e.message, tokensUsed: run.tokensUsed });
-      return 'FAILED';
-    }
-    // Decisions exist only for a run that has waited for one (or waits now).
-    const decisions = run.waiting ? await d.store.decisions(run.id) : [];
-    // run.started, and the text a previous owner left streaming marked abandoned, before anything else.
-    const attemptsBefore = await d.store.eventsClaimed?.(run.id, d.owner, run.attempts);
-    d.events.runClaimed({ run, worker: d.owner.worker, resumedAtSeq: conversation.lastSeq });
-    return new RunDriver(run, conversation, d, decisions, attemptsBefore).loop();
-  });
+  let conversation;
+  try {
+    // A fork with no steps of its own still has its source's: its log is read like any other. A run that
+    // continues others (previousRunId, its own or its fork source's) replays their conversations first.
+    const [steps, earlier] = await Promise.all([
+      run.hasSteps === false && !run.forkedFrom ? [] : d.store.steps(run.id),
+      run.previousRunId || run.forkedFrom ? d.store.conversationBefore(run.id) : [],
+    ]);
+    d.agent = await agentAsStarted(d.agent, steps, (digest) => d.store.blob(digest));
+    conversation = replayRun(run.input, steps, earlier);
+  } catch (e) {
+    // No attempt can do better with the same log: end the run now rather than crash on it again and again.
+    if (!(e instanceof InconsistentLogError)) throw e;
+    await d.store.finish(run.id, d.owner, { status: 'FAILED', error: `the run's log is inconsistent: ${e.message}` });
+    d.events.runFinished({ run, worker: d.owner.worker, status: 'FAILED', error: e.message, tokensUsed: run.tokensUsed });
+    return 'FAILED';
+  }
+  // Decisions exist only for a run that has waited for one (or waits now).
+  const decisions = run.waiting ? await d.store.decisions(run.id) : [];
+  // run.started, and the text a previous owner left streaming marked abandoned, before anything else.
+  const attemptsBefore = await d.store.eventsClaimed?.(run.id, d.owner, run.attempts);
+  d.events.runClaimed({ run, worker: d.owner.worker, resumedAtSeq: conversation.lastSeq });
+  return new RunDriver(run, conversation, d, decisions, attemptsBefore).loop();
 }

@@ -1,7 +1,8 @@
 /**
  * What the engine reports as it works. Logs, metrics and traces listen to these events instead of
- * being called from inside the loop. Listeners run synchronously inside the run's context, must be
- * cheap, and must not throw (a throwing listener is ignored).
+ * being called from inside the loop. Each names its run and the worker driving it (and the step, for
+ * step events): listeners run synchronously, must be cheap, and must not throw (a throwing listener
+ * is ignored).
  */
 import type { BudgetKind, Run, RunId, StepStatus, TerminalStatus, Waiting } from '../domain.ts';
 import type { LlmResponse } from '../llm/types.ts';
@@ -19,15 +20,15 @@ export type StepWarning = 'tool-use-under-stop-reason' | 'unstorable-text-replac
 
 export interface EngineEvents {
   runClaimed?(e: { run: Run; worker: string; resumedAtSeq: number }): void;
-  modelStep?(e: { run: Run; seq: number; response: LlmResponse; latencyMs: number; costUsd: number }): void;
-  modelFailed?(e: { run: Run; seq: number; error: Error; latencyMs: number }): void;
-  stepWarning?(e: { run: Run; seq: number; warning: StepWarning; detail: string }): void;
-  toolStarted?(e: { run: Run; seq: number; toolName: string; toolUseId: string; resumed: boolean }): void;
-  toolStep?(e: { run: Run; seq: number; toolName: string; toolUseId: string; status: StepStatus; latencyMs: number }): void;
+  modelStep?(e: { run: Run; worker: string; seq: number; response: LlmResponse; latencyMs: number; costUsd: number }): void;
+  modelFailed?(e: { run: Run; worker: string; seq: number; error: Error; latencyMs: number }): void;
+  stepWarning?(e: { run: Run; worker: string; seq: number; warning: StepWarning; detail: string }): void;
+  toolStarted?(e: { run: Run; worker: string; seq: number; toolName: string; toolUseId: string; resumed: boolean }): void;
+  toolStep?(e: { run: Run; worker: string; seq: number; toolName: string; toolUseId: string; status: StepStatus; latencyMs: number }): void;
   /** `budget`: the kind of limit that stopped the run, when one did. */
-  runFinished?(e: { run: Run; status: TerminalStatus; error: string | null; tokensUsed: number; budget?: BudgetKind }): void;
+  runFinished?(e: { run: Run; worker: string; status: TerminalStatus; error: string | null; tokensUsed: number; budget?: BudgetKind }): void;
   /** The run went WAITING (for approvals, a decision or a timer) and this attempt is over; `since` is the database's. */
-  runWaiting?(e: { run: Run; waiting: Omit<Waiting, 'since'> }): void;
+  runWaiting?(e: { run: Run; worker: string; waiting: Omit<Waiting, 'since'> }): void;
   leaseLost?(e: { runId: RunId; worker: string }): void;
   /** The attempt ended without finishing the run: a crash, a database failure, a hand-back, a requeue. */
   attemptEnded?(e: { runId: RunId; worker: string; reason: 'crash' | 'handed-back' | 'requeued' | 'database'; error?: unknown }): void;

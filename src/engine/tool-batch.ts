@@ -16,7 +16,6 @@
  * tool.finished/step.finished events, inside the same statement (run-store.ts), as on the single path.
  */
 import type { Run, RunProgress, ToolUseBlock } from '../domain.ts';
-import { withContext } from '../observability/context.ts';
 import { Semaphore } from '../tools/semaphore.ts';
 import { crashPoint } from './crash-points.ts';
 import type { DriverDeps } from './driver.ts';
@@ -87,16 +86,14 @@ async function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Pro
     foldStep(c, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
   }
   const at = seq;
-  await withContext({ run_id: run.id, worker: d.owner.worker, step_seq: at }, async () => {
-    d.events.toolStarted({ run, seq: at, toolName, toolUseId, resumed });
-    const t0 = performance.now();
-    const outcome = await d.agent.tools.execute(p.use, { runId: run.id, signal: d.signal });
-    crashPoint('after-tool-effect', run.id);
-    const latencyMs = performance.now() - t0;
-    crashPoint('before-tool-finish', run.id);
-    const write = await d.store.finishTool(run.id, d.owner, { toolUseId, seq: at, status: outcome.status, result: outcome.result, latencyMs });
-    foldStep(c, { seq: at, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
-    s.progress(write);
-    d.events.toolStep({ run, seq: at, toolName, toolUseId, status: outcome.status, latencyMs });
-  });
+  d.events.toolStarted({ run, worker: d.owner.worker, seq: at, toolName, toolUseId, resumed });
+  const t0 = performance.now();
+  const outcome = await d.agent.tools.execute(p.use, { runId: run.id, signal: d.signal, worker: d.owner.worker, seq: at });
+  crashPoint('after-tool-effect', run.id);
+  const latencyMs = performance.now() - t0;
+  crashPoint('before-tool-finish', run.id);
+  const write = await d.store.finishTool(run.id, d.owner, { toolUseId, seq: at, status: outcome.status, result: outcome.result, latencyMs });
+  foldStep(c, { seq: at, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
+  s.progress(write);
+  d.events.toolStep({ run, worker: d.owner.worker, seq: at, toolName, toolUseId, status: outcome.status, latencyMs });
 }

@@ -1,11 +1,9 @@
 /**
  * One log line per thing that happened to a run, from engine events. Lines carry counts, timings and
  * ids, never message text, tool inputs or results: logs are for operating the system, the run's steps
- * (GET /api/runs/{id}/steps/{seq}) are for reading what was said.
- *
- * The engine emits step and run events inside its run context, so run_id, worker and step_seq come
- * from the logger's mixin. Lease loss and attempt ends are emitted by the worker outside that context,
- * so those lines (and run_finished, which an abandoned run emits outside it too) name the run themselves.
+ * (GET /api/runs/{id}/steps/{seq}) are for reading what was said. Every line names its run and worker,
+ * and a step's lines its step_seq, taken from the event (an AsyncLocalStorage context would cost every
+ * promise of the process a hook on Node 20: ~10% of a busy worker's CPU).
  *
  * Each line has an `event` field; the pretty formatter (pretty.ts) renders each event as one short line.
  */
@@ -18,17 +16,20 @@ const usd = (n: number) => Math.round(n * 1e8) / 1e8;
 
 export function logEvents(logger: Logger): EngineEvents {
   return {
-    runClaimed({ run, resumedAtSeq }) {
+    runClaimed({ run, worker, resumedAtSeq }) {
       logger.info(
-        { event: 'run_claimed', resumed_at_seq: resumedAtSeq, attempt: run.attempts, model: run.model },
+        { run_id: run.id, worker, event: 'run_claimed', resumed_at_seq: resumedAtSeq, attempt: run.attempts, model: run.model },
         resumedAtSeq > 0 ? 'run resumed' : 'run claimed',
       );
     },
 
-    modelStep({ run, response, latencyMs, costUsd }) {
+    modelStep({ run, worker, seq, response, latencyMs, costUsd }) {
       const u = response.usage;
       logger.info(
         {
+          run_id: run.id,
+          worker,
+          step_seq: seq,
           event: 'model_step',
           kind: 'MODEL',
           status: 'DONE',
@@ -51,10 +52,13 @@ export function logEvents(logger: Logger): EngineEvents {
       );
     },
 
-    modelFailed({ error, latencyMs }) {
+    modelFailed({ run, worker, seq, error, latencyMs }) {
       const llm = error instanceof LlmError ? error : null;
       logger.warn(
         {
+          run_id: run.id,
+          worker,
+          step_seq: seq,
           event: 'model_failed',
           kind: 'MODEL',
           status: 'ERROR',
@@ -68,21 +72,24 @@ export function logEvents(logger: Logger): EngineEvents {
       );
     },
 
-    stepWarning({ warning, detail }) {
-      logger.warn({ event: 'step_warning', warning, detail }, `step warning: ${detail}`);
+    stepWarning({ run, worker, seq, warning, detail }) {
+      logger.warn({ run_id: run.id, worker, step_seq: seq, event: 'step_warning', warning, detail }, `step warning: ${detail}`);
     },
 
-    toolStarted({ toolName, toolUseId, resumed }) {
+    toolStarted({ run, worker, seq, toolName, toolUseId, resumed }) {
       logger.info(
-        { event: 'tool_started', kind: 'TOOL', tool_name: toolName, tool_use_id: toolUseId, resumed },
+        { run_id: run.id, worker, step_seq: seq, event: 'tool_started', kind: 'TOOL', tool_name: toolName, tool_use_id: toolUseId, resumed },
         // A resumed tool runs again with the same idempotency key: worth seeing when effects look doubled.
         resumed ? 'tool re-run after resume' : 'tool started',
       );
     },
 
-    toolStep({ toolName, toolUseId, status, latencyMs }) {
+    toolStep({ run, worker, seq, toolName, toolUseId, status, latencyMs }) {
       logger.info(
         {
+          run_id: run.id,
+          worker,
+          step_seq: seq,
           event: 'tool_step',
           kind: 'TOOL',
           status,
@@ -95,18 +102,18 @@ export function logEvents(logger: Logger): EngineEvents {
       );
     },
 
-    runFinished({ run, status, error, tokensUsed }) {
+    runFinished({ run, worker, status, error, tokensUsed }) {
       const failed = status === 'FAILED' || status === 'TIMED_OUT';
       logger[failed ? 'warn' : 'info'](
-        { event: 'run_finished', run_id: run.id, status, tokens_used: tokensUsed, error: error ?? undefined },
+        { run_id: run.id, worker, event: 'run_finished', status, tokens_used: tokensUsed, error: error ?? undefined },
         'run finished',
       );
     },
 
-    runWaiting({ run, waiting }) {
+    runWaiting({ run, worker, waiting }) {
       logger.info(
         {
-          event: 'run_waiting', run_id: run.id, kind: waiting.kind,
+          run_id: run.id, worker, event: 'run_waiting', kind: waiting.kind,
           tool_calls: waiting.toolCalls.map((c) => `${c.toolName}:${c.toolUseId}`), wake_at: waiting.wakeAt?.toISOString(),
         },
         `run waiting (${waiting.kind}); it holds no lease until it is woken`,
@@ -115,13 +122,13 @@ export function logEvents(logger: Logger): EngineEvents {
 
     leaseLost({ runId, worker }) {
       logger.warn(
-        { event: 'lease_lost', run_id: runId, worker },
+        { run_id: runId, worker, event: 'lease_lost' },
         'lease lost: another worker took the run over; this attempt stops',
       );
     },
 
     attemptEnded({ runId, worker, reason, error }) {
-      const fields = { event: 'attempt_ended', run_id: runId, worker, reason, err: error };
+      const fields = { run_id: runId, worker, event: 'attempt_ended', reason, err: error };
       const msg = `attempt ended (${reason}); the run resumes from its last checkpoint`;
       // Handing back at shutdown is routine; a requeue after a model outage and a database failure are
       // usually transient; a crash is a bug.

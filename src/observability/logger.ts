@@ -1,5 +1,4 @@
 import pino from 'pino';
-import { currentContext } from './context.ts';
 import { prettyStream } from './pretty.ts';
 
 export type Logger = pino.Logger;
@@ -82,27 +81,9 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     redact: { paths: REDACT, censor: '[redacted]' },
     serializers: { err: serializeError },
     hooks: { streamWrite: opts.redact ? (line) => opts.redact!(scrub(line)) : scrub },
-    // Every line written inside a run carries its run_id, step_seq and worker. Fields the caller passes
-    // win over the context (pino merges the caller's object last).
-    mixin: () => ({ ...currentContext() }),
     formatters: { log: (object) => censorKeys(object, 0) as Record<string, unknown> },
   };
   if (opts.destination) return pino(options, opts.destination);
   return opts.format === 'pretty' ? pino(options, prettyStream()) : pino(options);
 }
 
-type LogFormatter = (object: object) => object;
-
-/**
- * A logger the host program passes in, as a child that adds the run context (run_id, step_seq,
- * worker) to every line, as our own logger's mixin does. The host's level, destination, redaction
- * and its own log formatter stay as they are.
- */
-export function adoptLogger(logger: Logger): Logger {
-  const own = (logger as unknown as Record<symbol, { log?: LogFormatter } | undefined>)[pino.symbols.formattersSym]?.log;
-  const withContext: LogFormatter = (object) => {
-    const merged = { ...currentContext(), ...object };
-    return own ? own(merged) : merged;
-  };
-  return logger.child({}, { formatters: { log: withContext } });
-}

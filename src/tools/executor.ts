@@ -9,10 +9,11 @@
 import type { RunId, ToolUseBlock } from '../domain.ts';
 import { ConfigError, DatabaseUnavailableError, FatalError } from '../errors.ts';
 import type { ToolDefinition } from '../llm/types.ts';
+import { createLogger, type Logger } from '../observability/logger.ts';
 import { storableText } from '../store/storable.ts';
 import { Semaphore } from './semaphore.ts';
 import { isTimerTool, sleepSeconds } from './sleep-tool.ts';
-import type { Tool } from './types.ts';
+import type { Tool, ToolContext } from './types.ts';
 
 export const DEFAULT_TOOL_RESULT_MAX_BYTES = 1024 * 1024;
 
@@ -48,7 +49,19 @@ export function capResult(text: string, maxBytes: number): string {
 export interface ToolExecutorOptions {
   /** Idempotent calls of one model turn run at once, at most this many (TOOL_CONCURRENCY). Default 4. */
   concurrency?: number;
+  /** What a tool's `ctx.log` writes to (with the call's run_id, worker, step_seq and tool_use_id); silent when absent. */
+  logger?: Logger;
 }
+
+/** Where a call runs: its run, the signal that stops it, and for its log lines the worker and step. */
+export interface CallScope {
+  runId: RunId;
+  signal: AbortSignal;
+  worker?: string;
+  seq?: number;
+}
+
+const silent = createLogger({ level: 'silent' });
 
 export const DEFAULT_TOOL_CONCURRENCY = 4;
 
@@ -63,7 +76,7 @@ export class ToolExecutor {
     tools: readonly Tool[],
     private readonly timeoutMs: number,
     private readonly maxResultBytes = DEFAULT_TOOL_RESULT_MAX_BYTES,
-    options: ToolExecutorOptions = {},
+    private readonly options: ToolExecutorOptions = {},
   ) {
     this.byName = new Map(tools.map((t) => [t.name, t]));
     if (this.byName.size !== tools.length) throw new Error('two tools share a name');
@@ -87,7 +100,7 @@ export class ToolExecutor {
 
   /** This executor's tools and `extra` (whose names must differ from them), with the same limits. */
   withTools(extra: readonly Tool[]): ToolExecutor {
-    return new ToolExecutor([...this.byName.values(), ...extra], this.timeoutMs, this.maxResultBytes);
+    return new ToolExecutor([...this.byName.values(), ...extra], this.timeoutMs, this.maxResultBytes, this.options);
   }
 
   definitions(): ToolDefinition[] {
@@ -121,12 +134,12 @@ export class ToolExecutor {
     return isTimerTool(this.byName.get(use.name)) ? sleepSeconds(use.input) : null;
   }
 
-  async execute(use: ToolUseBlock, ctx: { runId: RunId; signal: AbortSignal }): Promise<ToolOutcome> {
+  async execute(use: ToolUseBlock, ctx: CallScope): Promise<ToolOutcome> {
     const { status, result } = await this.run(use, ctx);
     return { status, result: capResult(storableText(result), this.maxResultBytes) };
   }
 
-  private async run(use: ToolUseBlock, ctx: { runId: RunId; signal: AbortSignal }): Promise<ToolOutcome> {
+  private async run(use: ToolUseBlock, ctx: CallScope): Promise<ToolOutcome> {
     const tool = this.byName.get(use.name);
     // A name the model was never told of, or a tool a deploy removed while the run was under way (it
     // keeps the definitions it started with): the model hears it, and can do without.
@@ -156,7 +169,7 @@ export class ToolExecutor {
     });
     try {
       const value = await Promise.race([
-        tool.execute(use.input, { idempotencyKey: use.id, runId: ctx.runId, signal: controller.signal }),
+        tool.execute(use.input, this.toolContext(use, ctx, controller.signal)),
         timeout,
       ]);
       return { status: 'DONE', result: render(value) };
@@ -170,5 +183,18 @@ export class ToolExecutor {
       clearTimeout(timer);
       ctx.signal.removeEventListener('abort', onOuterAbort);
     }
+  }
+  /** What the tool gets; its logger is made only when the tool asks for it (most never do). */
+  private toolContext(use: ToolUseBlock, ctx: CallScope, signal: AbortSignal): ToolContext {
+    const logger = this.options.logger ?? silent;
+    let log: Logger | undefined;
+    return {
+      idempotencyKey: use.id,
+      runId: ctx.runId,
+      signal,
+      get log() {
+        return (log ??= logger.child({ run_id: ctx.runId, worker: ctx.worker, step_seq: ctx.seq, tool_use_id: use.id }));
+      },
+    };
   }
 }

@@ -1,4 +1,5 @@
 import type { RunId } from '../domain.ts';
+import type { Logger } from '../observability/logger.ts';
 
 export interface ToolContext {
   /** Stable across re-executions of the same tool call (the model's tool_use id): pass it downstream. */
@@ -6,6 +7,11 @@ export interface ToolContext {
   runId: RunId;
   /** Aborted when the tool's time is up or the worker gives the run up. */
   signal: AbortSignal;
+  /**
+   * The runtime's logger, its lines carrying this call's run_id, worker, step_seq and tool_use_id.
+   * Always set when the runtime calls the tool; optional so a test can call a tool without one.
+   */
+  readonly log?: Logger;
 }
 
 /** Approval needed always (`true`), never (`false`), or as a function of the call's input decides. */

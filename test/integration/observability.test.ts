@@ -74,16 +74,16 @@ describe('observability of a run', () => {
       name: 'list_tickets',
       description: 'lists tickets',
       inputSchema: { type: 'object' },
-      async execute() {
+      async execute(_input, ctx) {
         // A careless tool: logs its credentials in every shape they come in.
-        o.logger.info({ apiKey: FAKE_KEY, headers: { authorization: `Bearer ${FAKE_KEY}`, 'x-api-key': FAKE_KEY }, client: { api_key: FAKE_KEY } }, 'calling the ticket API');
-        o.logger.warn(`ticket API refused key ${FAKE_KEY}`);
+        ctx.log!.info({ apiKey: FAKE_KEY, headers: { authorization: `Bearer ${FAKE_KEY}`, 'x-api-key': FAKE_KEY }, client: { api_key: FAKE_KEY } }, 'calling the ticket API');
+        ctx.log!.warn(`ticket API refused key ${FAKE_KEY}`);
         return 'TOOL-RESULT-TEXT';
       },
     });
     const run = await newRun(db.store, 'USER-INPUT-TEXT');
 
-    const result = await testWorker(db.store, llm, [listTickets], { name: 'worker-A', events: o.events, costOf }).runOnce();
+    const result = await testWorker(db.store, llm, [listTickets], { name: 'worker-A', events: o.events, costOf, logger: o.logger }).runOnce();
     expect(result).toEqual({ runId: run.id, status: 'SUCCEEDED' });
 
     // Metrics: tokens per direction and cost under the run's model; runs by status from the database.
@@ -109,12 +109,13 @@ describe('observability of a run', () => {
     expect(body).toContain('process_cpu_user_seconds_total'); // default metrics, on this registry
     expect(body).not.toContain(run.id); // no unbounded labels
 
-    // Logs: the tool's own line carries the run context from AsyncLocalStorage, not from parameters.
+    // Logs: the tool's own lines, written through its ctx.log, carry the run context.
     const lines = o.lines();
     expect(lines.find((l) => l.msg === 'calling the ticket API')).toMatchObject({
       run_id: run.id,
       step_seq: 2,
       worker: 'worker-A',
+      tool_use_id: 'toolu_01Ab',
       apiKey: '[redacted]',
       headers: { authorization: '[redacted]', 'x-api-key': '[redacted]' },
       client: { api_key: '[redacted]' },

@@ -55,7 +55,10 @@ export function testWorker(
       agent: {
         ...(opts.agent ? { name: opts.agent } : {}),
         system: opts.system ?? 'You are a test agent.',
-        tools: new ToolExecutor(tools, opts.toolTimeoutMs ?? 10_000, undefined, opts.toolConcurrency ? { concurrency: opts.toolConcurrency } : {}),
+        tools: new ToolExecutor(tools, opts.toolTimeoutMs ?? 10_000, undefined, {
+          ...(opts.toolConcurrency ? { concurrency: opts.toolConcurrency } : {}),
+          ...(opts.logger ? { logger: opts.logger } : {}),
+        }),
         maxTokens: 1024,
       },
       costOf: opts.costOf ?? (() => 0),

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Run, RunId } from '../../src/domain.ts';
 import type { LlmResponse } from '../../src/llm/types.ts';
-import { type RunContext, withContext } from '../../src/observability/context.ts';
 import { logEvents } from '../../src/observability/log-events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { formatPretty } from '../../src/observability/pretty.ts';
@@ -14,25 +13,23 @@ function model(stopReason: string, inputTokens: number, outputTokens: number, ex
   return { id: 'msg_01', model: 'claude-sonnet-4-6', content: [], stopReason, usage, requestId: 'req_01', attempts: 1, ...extra };
 }
 
-/** The JSON lines logEvents writes, as the engine would emit them inside its run context. */
-function lines(emit: (events: ReturnType<typeof logEvents>, at: (ctx: Omit<RunContext, 'run_id'>, fn: () => void) => void) => void) {
+/** The JSON lines logEvents writes for the events `emit` sends it. */
+function lines(emit: (events: ReturnType<typeof logEvents>) => void) {
   const out: Record<string, unknown>[] = [];
   const logger = createLogger({ destination: { write: (s: string) => void out.push(JSON.parse(s) as Record<string, unknown>) } });
-  emit(logEvents(logger), (ctx, fn) => withContext({ run_id: RUN_ID, ...ctx }, fn));
+  emit(logEvents(logger));
   return out;
 }
 
 describe('pretty log lines', () => {
   it("prints the README's lines for the engine's events", () => {
-    const json = lines((ev, at) => {
-      at({ worker: 'worker-A', step_seq: 1 }, () => ev.modelStep!({ run, seq: 1, response: model('tool_use', 812, 64), latencyMs: 1830.4, costUsd: 0.003 }));
-      at({ worker: 'worker-A', step_seq: 2 }, () => ev.toolStarted!({ run, seq: 2, toolName: 'list_tickets', toolUseId: 'toolu_01Ab', resumed: false }));
-      at({ worker: 'worker-B' }, () => ev.runClaimed!({ run, worker: 'worker-B', resumedAtSeq: 2 }));
-      at({ worker: 'worker-B', step_seq: 2 }, () =>
-        ev.toolStep!({ run, seq: 2, toolName: 'list_tickets', toolUseId: 'toolu_01Ab', status: 'DONE', latencyMs: 41.3 }),
-      );
-      at({ worker: 'worker-B', step_seq: 3 }, () => ev.modelStep!({ run, seq: 3, response: model('end_turn', 1210, 140), latencyMs: 2210, costUsd: 0.0057 }));
-      at({ worker: 'worker-B' }, () => ev.runFinished!({ run, status: 'SUCCEEDED', error: null, tokensUsed: 2226 }));
+    const json = lines((ev) => {
+      ev.modelStep!({ run, worker: 'worker-A', seq: 1, response: model('tool_use', 812, 64), latencyMs: 1830.4, costUsd: 0.003 });
+      ev.toolStarted!({ run, worker: 'worker-A', seq: 2, toolName: 'list_tickets', toolUseId: 'toolu_01Ab', resumed: false });
+      ev.runClaimed!({ run, worker: 'worker-B', resumedAtSeq: 2 });
+      ev.toolStep!({ run, worker: 'worker-B', seq: 2, toolName: 'list_tickets', toolUseId: 'toolu_01Ab', status: 'DONE', latencyMs: 41.3 });
+      ev.modelStep!({ run, worker: 'worker-B', seq: 3, response: model('end_turn', 1210, 140), latencyMs: 2210, costUsd: 0.0057 });
+      ev.runFinished!({ run, worker: 'worker-B', status: 'SUCCEEDED', error: null, tokensUsed: 2226 });
     });
 
     expect(json.map(formatPretty)).toEqual([
@@ -64,13 +61,13 @@ describe('pretty log lines', () => {
   });
 
   it('shows cache tokens, retries, re-runs, errors and failures only when they happened', () => {
-    const json = lines((ev, at) => {
+    const json = lines((ev) => {
       const cached = model('end_turn', 20, 5, { usage: { inputTokens: 20, outputTokens: 5, cacheReadInputTokens: 4000, cacheCreationInputTokens: 300 }, attempts: 3 });
-      at({ worker: 'w', step_seq: 5 }, () => ev.modelStep!({ run, seq: 5, response: cached, latencyMs: 900, costUsd: 0 }));
-      at({ worker: 'w', step_seq: 2 }, () => ev.toolStarted!({ run, seq: 2, toolName: 'charge', toolUseId: 'toolu_9', resumed: true }));
-      at({ worker: 'w', step_seq: 2 }, () => ev.toolStep!({ run, seq: 2, toolName: 'charge', toolUseId: 'toolu_9', status: 'ERROR', latencyMs: 7 }));
-      at({ worker: 'w' }, () => ev.runClaimed!({ run, worker: 'w', resumedAtSeq: 0 }));
-      at({ worker: 'w' }, () => ev.runFinished!({ run, status: 'FAILED', error: 'model call failed (HTTP 400)', tokensUsed: 12 }));
+      ev.modelStep!({ run, worker: 'w', seq: 5, response: cached, latencyMs: 900, costUsd: 0 });
+      ev.toolStarted!({ run, worker: 'w', seq: 2, toolName: 'charge', toolUseId: 'toolu_9', resumed: true });
+      ev.toolStep!({ run, worker: 'w', seq: 2, toolName: 'charge', toolUseId: 'toolu_9', status: 'ERROR', latencyMs: 7 });
+      ev.runClaimed!({ run, worker: 'w', resumedAtSeq: 0 });
+      ev.runFinished!({ run, worker: 'w', status: 'FAILED', error: 'model call failed (HTTP 400)', tokensUsed: 12 });
       ev.leaseLost!({ runId: RUN_ID, worker: 'w' });
       ev.attemptEnded!({ runId: RUN_ID, worker: 'w', reason: 'crash', error: new Error('boom') });
     });
