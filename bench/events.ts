@@ -1,7 +1,7 @@
 /**
  * The figures of live events for `npm run bench`:
  * - steps per second with the model streamed vs answered whole, both through the Messages API
- *   stand-in (bench/messages-standin.ts) in a separate process, through the SDK;
+ *   stand-in (bench/messages-standin.ts) in a separate process, through AnthropicClient;
  * - delivery latency from a delta's commit to 1,000 readers connected to one API process;
  * - what a streamed answer's events cost in storage per 1,000 output tokens.
  */
@@ -172,7 +172,7 @@ export async function benchEvents(ctx: Ctx): Promise<{ results: Record<string, n
     eventBytesOf1000TokenAnswerRun: stored.bytesAllEvents,
   };
   const rows: [string, string, string][] = [
-    ['steps/s, model whole / streamed', `${whole} / ${streamed}`, `streaming costs ${round((1 - streamed / whole) * 100, 1)}% (target ≤ 25%); SDK → stand-in process`],
+    ['steps/s, model whole / streamed', `${whole} / ${streamed}`, `streaming costs ${round((1 - streamed / whole) * 100, 1)}% (target ≤ 25%); client → stand-in process`],
     ['event delivery p50 / p99', `${latency.p50} / ${latency.p99} ms`, `commit → 1,000 SSE readers of one API process (target p50 ≤ 50 ms)`],
     ['event storage per 1k out tokens', `${stored.bytesPer1000Tokens} B`, `${stored.deltaRows} text.delta rows at ~100 tokens/s; all events of the run ${stored.bytesAllEvents} B`],
   ];

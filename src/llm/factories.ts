@@ -14,8 +14,9 @@ import { TimeLimitedLlmClient } from './time-limited.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
 
 /**
- * The SDK's own HTTP timeout sits this far above the step timeout, so that our abort, which yields a
- * clean "step timeout", always fires first and the SDK's limit only catches what slips through.
+ * A provider client's own HTTP timeout (the OpenAI SDK's, AnthropicClient's transport's) sits this
+ * far above the step timeout, so that our abort, which yields a clean "step timeout", always fires
+ * first and the client's limit only catches what slips through.
  */
 export const SDK_TIMEOUT_MARGIN_MS = 5_000;
 

@@ -1,5 +1,5 @@
 /**
- * The Anthropic provider and the client stack through the official SDK, against a local server
+ * The Anthropic provider and the client stack over HTTP, against a local server
  * speaking the Messages API's wire format, streamed (`stream: true`, the default) and not.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -45,7 +45,7 @@ async function failure(promise: Promise<unknown>): Promise<LlmError> {
 describe.each([
   ['streamed', true],
   ['not streamed', false],
-])('AnthropicClient through the real SDK, %s', (_mode, streamed) => {
+])('AnthropicClient over HTTP, %s', (_mode, streamed) => {
   beforeEach(() => {
     streaming = streamed;
   });

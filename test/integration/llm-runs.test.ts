@@ -1,6 +1,6 @@
 /**
  * Whole runs through the engine with the real model client stack — Retrying(TimeLimited(AnthropicClient))
- * and the official SDK — against a local server speaking the Messages API's wire format (streamed,
+ * over HTTP — against a local server speaking the Messages API's wire format (streamed,
  * the default), on a real database. What is asserted is what a user sees through the store: run status, error, output, cost,
  * and the step rows (one per model step, however many HTTP attempts it took).
  */
@@ -77,7 +77,7 @@ async function drive(
 const statuses = () => server.requests.map((r) => r.status);
 const withoutCache = (blocks: any[]) => blocks.map(({ cache_control: _, ...b }) => b);
 
-describe('runs through the real SDK against a Messages API server', () => {
+describe('runs through the real client stack against a Messages API server', () => {
   it('survives two 429s: one step, checkpointed once with the final usage and attempts = 3', async () => {
     const limited = () => fake.error(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', { retryAfter: 7 });
     server.enqueue(limited(), limited()).text('done', { input_tokens: 120, output_tokens: 30 });

@@ -1,5 +1,5 @@
 /**
- * Streamed model calls through the official SDK against the fake Messages API's event streams: text
+ * Streamed model calls through AnthropicClient against the fake Messages API's event streams: text
  * reported as it arrives and numbered by attempt, an attempt that fails mid-stream voided before the
  * next one streams, what the failed attempts were billed for counted, and the final message the same
  * as the non-streaming answer.

@@ -1,5 +1,5 @@
 /**
- * A run's live events end to end: a worker streaming through the SDK from the fake Messages API, an
+ * A run's live events end to end: a worker streaming through AnthropicClient from the fake Messages API, an
  * API process serving the stream from PostgreSQL. Reconnects miss nothing and repeat nothing, a
  * retried stream is marked abandoned and folds to the output, hundreds of readers share one LISTEN
  * connection and the pool, the JSON form agrees with SSE, and a real EventSource follows the run.

@@ -11,7 +11,7 @@ export interface Refusal {
 const refuse = (status: number, type: string, message: string): Refusal => ({ status, body: { type: 'error', error: { type, message } } });
 const invalid = (message: string): Refusal => refuse(400, 'invalid_request_error', message);
 
-/** The API key a request carries: SDK 1.x sends it as `Authorization: Bearer`, older clients as x-api-key. */
+/** The API key a request carries: AnthropicClient (as SDK 1.x) sends it as `Authorization: Bearer`, older clients as x-api-key. */
 export function credentialOf(headers: IncomingHttpHeaders): string | null {
   const bearer = /^Bearer (.+)$/.exec(headers.authorization ?? '')?.[1];
   const header = headers['x-api-key'];

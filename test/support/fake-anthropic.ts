@@ -11,7 +11,7 @@ export type { StreamScript } from './fake-anthropic-sse.ts';
 
 /**
  * A local stand-in for the Anthropic Messages API (POST /v1/messages), speaking its wire format, so
- * the real SDK and real worker processes can be tested offline. Replies are scripted in a queue;
+ * the real client and real worker processes can be tested offline. Replies are scripted in a queue;
  * every request is recorded; requests the real API would reject get the real API's kind of 400. A
  * request with `stream: true` gets every scripted message as the API's Server-Sent Events.
  */
@@ -40,7 +40,7 @@ export interface RecordedRequest {
 export type Responder = (request: RecordedRequest) => FakeResponse;
 
 export interface FakeAnthropic {
-  /** The base URL to give the SDK (ANTHROPIC_BASE_URL). */
+  /** The base URL to give the client (ANTHROPIC_BASE_URL). */
   url: string;
   requests: RecordedRequest[];
   /** Queues answers, used in order, one per valid request. */

@@ -1,0 +1,132 @@
+/**
+ * How every failure of a Messages API call becomes one LlmError, without the SDK: the client's own
+ * transport raises these, and `toLlmError` (anthropic-errors.ts) maps the SDK's error objects onto
+ * the same functions, so both classify alike.
+ *
+ * The status is the HTTP status, or the one an error event's type stands for; -1 means no usable
+ * answer (connection refused or reset, a reply cut off or not the API's, the client's own time
+ * limit, an abort) and is retryable; 0 means the request was refused before it was sent, which no
+ * retry can fix. The message is the API's own; headers and bodies are left out so no credential can
+ * leak into logs or stored steps.
+ */
+import { LlmError } from '../errors.ts';
+import { describeCause, type FailureContext, redactor } from './failure.ts';
+import { parseRetryAfterMs } from './retrying.ts';
+
+/** The answer's headers, as fetch's Headers (or anything with its `get`) gives them. */
+export interface HeaderSource {
+  get(name: string): string | null | undefined;
+}
+
+/**
+ * The HTTP status each of the API's error types is sent with. An `error` event in the middle of a
+ * stream carries only the type (the stream itself began with a 200), so this is how it is classified:
+ * overloaded mid-answer is retried as a 529 would be. An unknown type counts as the server's trouble.
+ */
+const STATUS_OF_ERROR_TYPE: Readonly<Record<string, number>> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  billing_error: 402,
+  permission_error: 403,
+  not_found_error: 404,
+  conflict_error: 409,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  timeout_error: 504,
+  overloaded_error: 529,
+};
+
+export function statusOfErrorType(type: string | null | undefined): number {
+  return (type && STATUS_OF_ERROR_TYPE[type]) || 500;
+}
+
+/** What an error answer says: its HTTP status (none for an error event), the API's type and message. */
+export interface ErrorAnswer {
+  status: number | undefined;
+  type: string | null;
+  message: string | null;
+  headers: HeaderSource | null | undefined;
+}
+
+/**
+ * The type and message of the API's error body (`{type: "error", error: {type, message}}`), as far
+ * as `body` is one: anything else (an HTML page, a proxy's text, no body) has neither.
+ */
+export function errorBodyFields(body: unknown): { type: string | null; message: string | null } {
+  const error = body !== null && typeof body === 'object' ? (body as { error?: unknown }).error : undefined;
+  if (error === null || typeof error !== 'object') return { type: null, message: null };
+  const { type, message } = error as { type?: unknown; message?: unknown };
+  return { type: typeof type === 'string' ? type : null, message: typeof message === 'string' ? message : null };
+}
+
+/** An HTTP error answer, or (without a status) an `error` event in the middle of a stream. */
+export function fromErrorAnswer(answer: ErrorAnswer, context: FailureContext = {}): LlmError {
+  const status = typeof answer.status === 'number' ? answer.status : statusOfErrorType(answer.type);
+  const shouldRetry = answer.headers?.get('x-should-retry');
+  return new LlmError(status, redactor(context.apiKey)(answer.message ?? `HTTP ${status}`), {
+    type: answer.type,
+    requestId: answer.headers?.get('request-id') ?? context.requestId ?? null,
+    retryAfterMs: parseRetryAfterMs(answer.headers),
+    shouldRetry: shouldRetry === 'true' ? true : shouldRetry === 'false' ? false : null,
+    usage: context.usage ?? null,
+  });
+}
+
+export function aborted(context: FailureContext = {}): LlmError {
+  return new LlmError(-1, 'request aborted', { type: 'aborted', usage: context.usage ?? null });
+}
+
+/** The client's own limit on the wait for an answer ran out (the decorators' step timeout is another). */
+export function timedOut(context: FailureContext = {}): LlmError {
+  return new LlmError(-1, 'request timed out', { type: 'timeout', usage: context.usage ?? null });
+}
+
+/** No answer at all: the connection was refused, reset or hung up before the answer's headers. */
+export function connectionFailed(cause: unknown, context: FailureContext = {}): LlmError {
+  // The useful part is the cause (ECONNREFUSED, socket hang up …).
+  const detail = cause instanceof Error ? `: ${describeCause(cause)}` : '';
+  return new LlmError(-1, redactor(context.apiKey)(`connection error${detail}`), { type: 'connection_error', cause, usage: context.usage ?? null });
+}
+
+/**
+ * Whether a failed fetch (no answer's headers) was a time limit running out: an abort nobody asked
+ * for (the caller's own abort is checked first), or a connect timeout of the HTTP stack.
+ */
+export function isTimeout(error: unknown): boolean {
+  if (isAbortError(error)) return true;
+  const cause = error !== null && typeof error === 'object' && 'cause' in error ? String(error.cause) : '';
+  return /timed? ?out/i.test(String(error) + cause);
+}
+
+/** An AbortError, as fetch and its body's reader throw once their signal is aborted. */
+export function isAbortError(error: unknown): boolean {
+  return error !== null && typeof error === 'object' && (error as { name?: unknown }).name === 'AbortError';
+}
+
+/**
+ * Any other failure: ours (an LlmError raised while reading the answer), or one of the HTTP stack or
+ * JSON. After the answer's headers it broke the answer (retryable); before, the request was never
+ * sent (a bad option, a bad URL), which no retry can fix.
+ */
+export function classifyFailure(error: unknown, context: FailureContext = {}): LlmError {
+  const redact = redactor(context.apiKey);
+  const usage = context.usage ?? null;
+  if (error instanceof LlmError) {
+    error.message = redact(error.message);
+    if (error.usage === null) error.usage = usage;
+    return error;
+  }
+  const detail = error instanceof Error ? describeCause(error) : String(error);
+  if (context.answered) {
+    // undici's "terminated" (the socket closed mid-body), a body that is not JSON: the request was
+    // sent and the answer broke, which the next attempt may well not repeat.
+    return new LlmError(-1, redact(`the answer was cut off or unreadable: ${detail}`), {
+      type: 'incomplete_response',
+      requestId: context.requestId ?? null,
+      cause: error,
+      usage,
+    });
+  }
+  return new LlmError(0, redact(`request not sent: ${detail}`), { type: 'client_error', cause: error });
+}
