@@ -1,7 +1,6 @@
 /**
- * How every failure of a Messages API call becomes one LlmError, without the SDK: the client's own
- * transport raises these, and `toLlmError` (anthropic-errors.ts) maps the SDK's error objects onto
- * the same functions, so both classify alike.
+ * How every failure of a Messages API call becomes one LlmError, raised by the client's own transport
+ * (anthropic-http.ts).
  *
  * The status is the HTTP status, or the one an error event's type stands for; -1 means no usable
  * answer (connection refused or reset, a reply cut off or not the API's, the client's own time

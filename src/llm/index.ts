@@ -9,7 +9,6 @@ import type { LlmClient } from './types.ts';
 
 export type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ToolDefinition } from './types.ts';
 export { AnthropicClient } from './anthropic.ts';
-export { statusOfErrorType, toLlmError } from './anthropic-errors.ts';
 export { StreamAssembler } from './anthropic-stream.ts';
 export { DemoLlmClient, DEMO_LABEL } from './demo.ts';
 export { OpenAiClient, DEFAULT_OPENAI_BASE_URL, type OpenAiClientOptions } from './openai.ts';

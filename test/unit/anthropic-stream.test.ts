@@ -1,7 +1,5 @@
-import { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
 import { LlmError } from '../../src/errors.ts';
-import { statusOfErrorType, toLlmError } from '../../src/llm/anthropic-errors.ts';
 import { StreamAssembler } from '../../src/llm/anthropic-stream.ts';
 import { toLlmResponse } from '../../src/llm/anthropic-wire.ts';
 import { messageEvents } from '../support/fake-anthropic-sse.ts';
@@ -111,60 +109,5 @@ describe('StreamAssembler', () => {
     expect(response.content).toEqual([]);
     expect(response.usage).toMatchObject({ inputTokens: 0, outputTokens: 2 ** 31 - 1 });
     expect(response.warnings).toHaveLength(2);
-  });
-});
-
-describe('toLlmError', () => {
-  const KEY = 'sk-ant-unit-SECRET';
-  const headers = (h: Record<string, string> = {}) => new Headers({ 'request-id': 'req_h', ...h });
-  const errorEvent = (type: string, message: string) => new APIError(undefined, { type: 'error', error: { type, message } }, undefined, headers(), type as never);
-
-  it.each([
-    ['overloaded_error', 529, true],
-    ['api_error', 500, true],
-    ['rate_limit_error', 429, true],
-    ['timeout_error', 504, true],
-    ['invalid_request_error', 400, false],
-    ['authentication_error', 401, false],
-    ['something_new_error', 500, true],
-  ])('classifies an error event %s in the middle of a stream as HTTP %i', (type, status, retryable) => {
-    const error = toLlmError(errorEvent(type, 'mid-stream'), { answered: true, usage: { inputTokens: 9, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 } });
-    expect(error).toMatchObject({ status, retryable, type, message: 'mid-stream', requestId: 'req_h' });
-    expect(error.usage).toMatchObject({ inputTokens: 9 });
-    expect(statusOfErrorType(type)).toBe(status);
-  });
-
-  it('reads x-should-retry from the answer', () => {
-    const answer = (value: string, status: number) => new APIError(status, { type: 'error', error: { type: 'x', message: 'm' } }, undefined, headers({ 'x-should-retry': value }));
-    expect(toLlmError(answer('false', 529))).toMatchObject({ status: 529, retryable: false });
-    expect(toLlmError(answer('true', 400))).toMatchObject({ status: 400, retryable: true });
-    expect(toLlmError(answer('maybe', 400))).toMatchObject({ status: 400, retryable: false });
-  });
-
-  it('tells a failure after the answer began (-1, retryable) from one before anything was sent (0)', () => {
-    const terminated = new TypeError('terminated', { cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }) });
-    expect(toLlmError(terminated, { answered: true })).toMatchObject({
-      status: -1, retryable: true, type: 'incomplete_response', message: 'the answer was cut off or unreadable: terminated (UND_ERR_SOCKET)',
-    });
-    expect(toLlmError(new SyntaxError('Unexpected end of JSON input'), { answered: true })).toMatchObject({ status: -1, retryable: true });
-    expect(toLlmError(new Error('bad option'), { answered: false })).toMatchObject({ status: 0, retryable: false, type: 'client_error' });
-    expect(toLlmError(new APIUserAbortError())).toMatchObject({ status: -1, type: 'aborted' });
-    expect(toLlmError(new APIConnectionError({ cause: new Error('fetch failed') }))).toMatchObject({ status: -1, type: 'connection_error' });
-  });
-
-  it('cuts the API key out of every message it builds', () => {
-    const echoed = [
-      new APIError(401, { type: 'error', error: { type: 'authentication_error', message: `invalid x-api-key ${KEY}` } }, undefined, headers()),
-      errorEvent('overloaded_error', `Overloaded (${KEY})`),
-      new TypeError(`terminated ${KEY}`),
-      new LlmError(500, `error body ${KEY}`),
-    ];
-    for (const e of echoed) {
-      for (const answered of [true, false]) {
-        const error = toLlmError(e, { apiKey: KEY, answered });
-        expect(error.message).toContain('[redacted]');
-        expect(`${String(error)} ${JSON.stringify(error)}`).not.toContain(KEY);
-      }
-    }
   });
 });
