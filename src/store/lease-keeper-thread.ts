@@ -16,7 +16,8 @@ import { DEFAULT_SCHEMA, inSchema } from '../db/schema.ts';
 import { RENEW_LEASES, RENEW_LEASES_NAME } from './lease-renewal.ts';
 import type { LeaseKeeper, LeaseKeeperFactory, LeaseKeeperListener, LeaseOwner } from './ports.ts';
 
-type ToThread = { type: 'hold'; runId: string; token: string } | { type: 'drop'; runId: string } | { type: 'alive' } | { type: 'close' };
+/** `changes`: runs now held (id, token) and runs let go since the last message. */
+type ToThread = { type: 'changes'; hold: [string, string][]; drop: string[] } | { type: 'alive' } | { type: 'close' };
 type FromThread =
   | { type: 'ready' }
   | { type: 'lost'; runId: string; token: string }
@@ -98,10 +99,15 @@ async function round() {
 
 parentPort.on('message', (m) => {
   if (m.type === 'alive') lastAlive = Date.now();
-  else if (m.type === 'hold') held.set(m.runId, m.token);
-  else if (m.type === 'drop') {
-    held.delete(m.runId);
-    cancelReported.delete(m.runId);
+  else if (m.type === 'changes') {
+    for (const runId of m.drop) {
+      held.delete(runId);
+      cancelReported.delete(runId);
+    }
+    for (const [runId, token] of m.hold) {
+      if (held.get(runId) !== token) cancelReported.delete(runId); // claimed again: a new claim's cancel is news
+      held.set(runId, token);
+    }
   } else if (m.type === 'close') {
     closing = true;
     if (timer) clearTimeout(timer);
@@ -124,9 +130,21 @@ const pgPath = createRequire(import.meta.url).resolve('pg');
 /** How long close() waits for the thread to hang up its connection before terminating it. */
 const CLOSE_TIMEOUT_MS = 2_000;
 
+/**
+ * @unit milliseconds — how long runs let go of gather before the thread hears of them in one message:
+ * a message per finished run cost ~60 µs (the other thread's wake-up). Renewing a run this worker let
+ * go of a little longer is harmless, its fence (status and token) refuses it. A run claimed is sent at
+ * once (with what gathered): the main thread may block right after the claim, and the thread must
+ * keep that lease alive.
+ */
+const DROPS_DELAY_MS = 100;
+
 class ThreadLeaseKeeper implements LeaseKeeper {
   /** What the thread should hold: replayed into a new thread if the old one died. */
   private readonly held = new Map<string, string>();
+  /** Changes the thread has not been told of yet: run id → its token, or null when let go. */
+  private readonly changes = new Map<string, string | null>();
+  private flushing: NodeJS.Timeout | undefined;
   private thread: Thread | null = null;
   private restart: NodeJS.Timeout | undefined;
   private readonly alive: NodeJS.Timeout;
@@ -150,6 +168,8 @@ class ThreadLeaseKeeper implements LeaseKeeper {
   }
 
   private spawn(): void {
+    // A new thread starts from `held`: what it was not told yet is in there already.
+    this.changes.clear();
     const data: ThreadData = {
       pgPath,
       url: this.url,
@@ -201,16 +221,35 @@ class ThreadLeaseKeeper implements LeaseKeeper {
 
   hold(lease: { runId: RunId; token: string }): void {
     this.held.set(lease.runId, lease.token);
-    this.send({ type: 'hold', runId: lease.runId, token: lease.token });
+    this.changes.set(lease.runId, lease.token);
+    this.flush();
   }
 
   drop(runId: RunId): void {
     this.held.delete(runId);
-    this.send({ type: 'drop', runId });
+    this.changes.set(runId, null);
+    if (this.flushing) return;
+    this.flushing = setTimeout(() => this.flush(), DROPS_DELAY_MS);
+    this.flushing.unref();
+  }
+
+  private flush(): void {
+    clearTimeout(this.flushing);
+    this.flushing = undefined;
+    if (this.changes.size === 0) return;
+    const hold: [string, string][] = [];
+    const drop: string[] = [];
+    for (const [runId, token] of this.changes) {
+      if (token === null) drop.push(runId);
+      else hold.push([runId, token]);
+    }
+    this.changes.clear();
+    this.send({ type: 'changes', hold, drop });
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.flushing);
     clearTimeout(this.restart);
     clearInterval(this.alive);
     const thread = this.thread;
