@@ -9,6 +9,8 @@ export const RUN_FINISHED_CHANNEL = 'durable_agent_run_finished';
 export const RUN_CANCEL_CHANNEL = 'durable_agent_run_cancel';
 /** New events of a run were committed; the payload is "<run id> <highest event id>" (see migration 0007). */
 export const RUN_EVENT_CHANNEL = 'durable_agent_run_event';
+/** An event hub began to follow a run's live events; the payload is its id (see migration 0015). */
+export const RUN_FOLLOWED_CHANNEL = 'durable_agent_run_followed';
 /** A shared text of content_blob was deleted; the payload is its digest (see migration 0008). */
 export const BLOB_DELETED_CHANNEL = 'durable_agent_blob_deleted';
 
@@ -95,7 +97,7 @@ export function listen(url: string, handlers: Readonly<Record<string, (payload: 
  */
 export function listenForWorker(
   url: string,
-  on: { runQueued(): void; cancelRequested(runId: string): void; blobDeleted?(digest: string | null): void },
+  on: { runQueued(): void; cancelRequested(runId: string): void; runFollowed?(runId: string): void; blobDeleted?(digest: string | null): void },
   onError: ListenOptions['onError'],
 ): Subscription {
   return listen(
@@ -103,6 +105,7 @@ export function listenForWorker(
     {
       [RUN_QUEUED_CHANNEL]: () => on.runQueued(),
       [BLOB_DELETED_CHANNEL]: (digest) => on.blobDeleted?.(digest),
+      [RUN_FOLLOWED_CHANNEL]: (runId) => on.runFollowed?.(runId),
       // Last: a LISTEN on it as the connection's latest statement says the connection is ready (tests wait for that).
       [RUN_CANCEL_CHANNEL]: (runId) => on.cancelRequested(runId),
     },

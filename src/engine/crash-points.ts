@@ -9,7 +9,8 @@
  *   before-tool-start     a tool call is next; its STARTED row is not written yet
  *   after-tool-effect     the tool ran (its effect happened); its result is not recorded
  *   before-tool-finish    the tool's result is about to be recorded
- *   mid-stream            a streamed model reply is partly received (a batch of its text is committed)
+ *   mid-stream            a streamed model reply is partly received (with a follower, a batch of its
+ *                         text is committed; without, some of it has arrived)
  *
  * Inert unless armed: an unarmed point costs one comparison. Armed programmatically (tests), the n-th
  * hit throws CrashPointError, a FatalError: the attempt ends with nothing recorded, as a crash would.

@@ -6,6 +6,10 @@
  * `rest` hands what is still unwritten to the step's checkpoint, which writes it ahead of step.finished
  * in the same statement: a call that answers within one batch costs no commit of its own.
  *
+ * The events are written as they come only while somebody follows the run (see Following): a run
+ * nobody watches writes its step's events with the checkpoint, the same events in the same order,
+ * and pays no statement of its own for them. Once a follower appears, what gathered is written at once.
+ *
  * A write that fails is not retried here: the step ends with that error at `rest` (its attempt ends,
  * the run is resumed from its last checkpoint, and the worker that claims it abandons what this
  * attempt streamed). A lost lease fences these writes like any other.
@@ -26,6 +30,31 @@ export function describeAttemptError(e: LlmError): string {
   return e.status > 0 ? `${what} (${e.status})` : what;
 }
 
+/**
+ * Whether anybody follows a run's live events: told at the claim (an event hub has the run
+ * registered) and, from then on, when a hub registers it (a notification). Never goes back: a reader
+ * that left may come back, and writing as it streams is only what every followed run does.
+ */
+export class Following {
+  private on = false;
+  private stream: StepStream | null = null;
+
+  get followed(): boolean {
+    return this.on;
+  }
+
+  follow(): void {
+    if (this.on) return;
+    this.on = true;
+    this.stream?.goLive();
+  }
+
+  /** The step streaming now, told when a follower appears; null between model steps. */
+  attach(stream: StepStream | null): void {
+    this.stream = stream;
+  }
+}
+
 export class StepStream {
   private pending: { attempt: number; text: string } | null = null;
   private queued: NewEvent[] = [];
@@ -42,8 +71,14 @@ export class StepStream {
     private readonly seq: number,
     /** Attempts this step used before this claim (previous owners, earlier requeues): numbering goes on from there. */
     private readonly base: number,
+    private readonly following: Following,
     private readonly batch: { maxMs: number; maxChars: number } = DELTA_BATCH,
   ) {}
+
+  /** A follower appeared: what gathered is written now, and the rest as it comes. */
+  goLive(): void {
+    this.flush();
+  }
 
   /** The step's attempt number as events carry it, for the model client's attempt `n`. */
   attemptNumber(n: number): number {
@@ -53,7 +88,7 @@ export class StepStream {
   start(): void {
     this.open = 1;
     this.queue(newEvent('step.started', { seq: this.seq, kind: 'MODEL', attempt: this.attemptNumber(1) }));
-    this.timer ??= setTimeout(() => this.flush(), this.batch.maxMs);
+    if (this.following.followed) this.timer ??= setTimeout(() => this.flush(), this.batch.maxMs);
   }
 
   text(text: string, attempt: number): void {
@@ -63,7 +98,8 @@ export class StepStream {
     if (this.pending) this.pending.text += text;
     else this.pending = { attempt, text };
     if (this.pending.text.length >= this.batch.maxChars) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), this.batch.maxMs);
+    else if (this.following.followed) this.timer ??= setTimeout(() => this.flush(), this.batch.maxMs);
+    else crashPoint('mid-stream', this.runId);
   }
 
   /** Try `attempt` failed: everything it streamed is void. */
@@ -74,10 +110,15 @@ export class StepStream {
     this.flush();
   }
 
-  /** The call failed for good, or was stopped: the attempt in flight is abandoned (best effort: a takeover would say so too). */
+  /**
+   * The call failed for good, or was stopped: the attempt in flight is abandoned (best effort: a
+   * takeover would say so too). Written even when nobody follows the run: no checkpoint will carry it,
+   * and a later reader should see why the step's attempts ended.
+   */
   async fail(error?: string): Promise<void> {
     if (this.open !== null) this.abandon(this.open, 'failed', error);
     this.open = null;
+    this.flush(true);
     await this.writing.catch(() => {});
   }
 
@@ -107,11 +148,13 @@ export class StepStream {
     this.queued.push(e);
   }
 
-  private flush(): void {
+  /** Writes what gathered, if somebody follows the run (or `always`); else it waits for the checkpoint. */
+  private flush(always = false): void {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.takePending();
     if (this.queued.length === 0 || this.failure !== undefined) return;
+    if (!always && !this.following.followed) return;
     const events = this.queued;
     this.queued = [];
     this.writing = this.writing.then(async () => {

@@ -58,6 +58,8 @@ export interface WorkerNotifications {
   runQueued(): void;
   /** A cancel was requested for this RUNNING run. */
   cancelRequested(runId: string): void;
+  /** An event hub began to follow this run: its streamed text is written as it comes from now on. */
+  runFollowed?(runId: string): void;
   /**
    * A shared text was deleted with the last step that referred to it (its digest), or, with null,
    * any may have been (a reconnect). The worker stores its own again: its steps keep referring to them.
@@ -235,6 +237,7 @@ export class Worker {
           this.wake();
         },
         cancelRequested: (runId) => this.deliverCancel(runId, 'notification'),
+        runFollowed: (runId) => this.held.get(runId as RunId)?.following.follow(),
         blobDeleted: (digest) => this.restoreTexts(digest),
       }) ?? null;
     this.loopWatch.start();
@@ -431,6 +434,7 @@ export class Worker {
         signal: h.signal,
         shouldYield: () => this.stopping,
         untilLive: () => this.untilLive(),
+        following: h.following,
         onUnrecorded: (u) => (h.unrecorded = u),
       });
     } catch (e) {

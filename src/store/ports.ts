@@ -284,8 +284,11 @@ export interface EngineStore {
   conversationBefore(runId: RunId): Promise<EarlierRun[]>;
   /** Live events of a run this lease holds (streamed text and the like); fenced like every write. */
   appendEvents?(runId: RunId, owner: Lease, events: readonly NewEvent[]): Promise<void>;
-  /** The claim's run.started (see RunEvents.claimed): the highest attempt each model step has used so far. */
-  eventsClaimed?(runId: RunId, owner: Lease, attempt: number): Promise<Map<number, number>>;
+  /**
+   * The claim's run.started (see RunEvents.claimed): the highest attempt each model step has used so
+   * far, and whether an event hub follows the run now.
+   */
+  eventsClaimed?(runId: RunId, owner: Lease, attempt: number): Promise<EventsClaimed>;
   /** The decisions recorded for the run's tool calls, pending ones included. */
   decisions(runId: RunId): Promise<DecisionRecord[]>;
   /** Makes the run WAITING (see WaitStart); fenced like every engine write. */
@@ -298,4 +301,12 @@ export interface EngineStore {
    * `lookbackMs`: how long ago its last claim looked; a run that came due since counts as due now (0).
    */
   nextDueInMs?(lookbackMs?: number): Promise<number | null>;
+}
+
+/** What a claim's first write tells (see EngineStore.eventsClaimed). */
+export interface EventsClaimed {
+  /** Model step seq → the highest attempt number it has used so far. */
+  attempts: Map<number, number>;
+  /** An event hub follows the run's live events. */
+  followed: boolean;
 }

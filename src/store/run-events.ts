@@ -9,7 +9,7 @@ import { LeaseLostError } from '../errors.ts';
 import { TOOL_OUTPUT_MAX_CHARS, type RunEventData, type RunEventType } from '../events/protocol.ts';
 import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
 import { FENCE } from './fenced-sql.ts';
-import type { Lease } from './ports.ts';
+import type { EventsClaimed, Lease } from './ports.ts';
 import { storableValue } from './storable.ts';
 
 /** An event to write; `withNext` ones are written only when the statement also wrote the next tool's STARTED row. */
@@ -88,18 +88,24 @@ export class RunEvents {
 
   /**
    * A claim's first write: run.started, and attempt.abandoned for whatever a previous owner left
-   * streaming. Returns the highest attempt each model step has used so far.
+   * streaming. Returns the highest attempt each model step has used so far, and whether an event hub
+   * follows the run (its text is then written as it streams).
    */
-  async claimed(runId: RunId, owner: Lease, attempt: number): Promise<Map<number, number>> {
-    const { rows } = await this.db.query<{ owned: boolean; seq: number | null; attempt: number | null }>({
+  async claimed(runId: RunId, owner: Lease, attempt: number): Promise<EventsClaimed> {
+    const { rows } = await this.db.query<{ followed: boolean; seq: number | null; attempt: number | null }>({
       name: 'durable_agent_events_claimed',
       text: `WITH owner AS (
                UPDATE durable_agent.run SET updated_at = now() WHERE ${FENCE(3)} RETURNING id)
-             SELECT true AS owned, c.seq, c.attempt FROM owner LEFT JOIN LATERAL durable_agent.run_event_claimed(owner.id, $2, $4) c ON true`,
+             SELECT EXISTS (SELECT 1 FROM durable_agent.run_event_watch w WHERE w.run_id = owner.id AND w.expires_at > now()) AS followed,
+                    c.seq, c.attempt
+             FROM owner LEFT JOIN LATERAL durable_agent.run_event_claimed(owner.id, $2, $4) c ON true`,
       values: [runId, owner.worker, owner.token, attempt],
     });
     if (rows.length === 0) throw new LeaseLostError(runId, owner.worker);
-    return new Map(rows.filter((r) => r.seq !== null).map((r) => [r.seq!, r.attempt ?? 0]));
+    return {
+      attempts: new Map(rows.filter((r) => r.seq !== null).map((r) => [r.seq!, r.attempt ?? 0])),
+      followed: rows[0]!.followed,
+    };
   }
 
   /**

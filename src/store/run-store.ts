@@ -12,7 +12,7 @@ import { CLAIM_SQL, claimParams } from './claim-sql.ts';
 import { type Decided, recordDecision } from './decisions.ts';
 import { renewLeases } from './lease-renewal.ts';
 import type {
-  AfterCheckpoint, ClaimedRun, ClaimLiveness, EngineStore, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
+  AfterCheckpoint, ClaimedRun, ClaimLiveness, EngineStore, EventsClaimed, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
   RenewedLease, RunEnd, ToolFinish, ToolStart, WaitStart, Waited, WriteProbe,
 } from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
@@ -93,7 +93,7 @@ export class RunStore implements EngineStore {
     return this.events.append(runId, owner, events);
   }
 
-  eventsClaimed(runId: RunId, owner: Lease, attempt: number): Promise<Map<number, number>> {
+  eventsClaimed(runId: RunId, owner: Lease, attempt: number): Promise<EventsClaimed> {
     return this.events.claimed(runId, owner, attempt);
   }
 

@@ -4,12 +4,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventHub } from '../../src/api/event-hub.ts';
 import { RUN_EVENT_CHANNEL } from '../../src/db/notifications.ts';
 import type { StoredEvent } from '../../src/store/run-events.ts';
 import { newEvent, RunEvents } from '../../src/store/run-events.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
+import type { LlmClient } from '../../src/llm/types.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
@@ -116,4 +117,68 @@ it('deletes the events of a deleted run with it', async () => {
   expect(await count()).toBe(1);
   await db.pool.query('DELETE FROM durable_agent.run WHERE id = $1', [run.id]);
   expect(await count()).toBe(0);
+});
+
+/** A model that streams "part one ", then waits for `release`, then streams "part two" and answers. */
+function gatedModel() {
+  let reached!: () => void;
+  let release!: () => void;
+  const atGate = new Promise<void>((r) => (reached = r));
+  const gate = new Promise<void>((r) => (release = r));
+  const llm: LlmClient = {
+    provider: 'test',
+    async send(request, options = {}) {
+      options.onText?.('part one ', 1);
+      reached();
+      await gate;
+      options.onText?.('part two', 1);
+      const usage = { inputTokens: 10, outputTokens: 4, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 };
+      return { id: 'msg_gated', model: request.model, content: [{ type: 'text', text: 'part one part two' }], stopReason: 'end_turn', usage, requestId: null, attempts: 1 };
+    },
+  };
+  return { llm, atGate, release };
+}
+
+describe('a model step of a run nobody follows', () => {
+  const types = async (runId: string) =>
+    (await db.pool.query<{ type: string; data: { text?: string } }>('SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id', [runId])).rows;
+  const listening = () =>
+    waitFor('the worker\'s LISTEN connection', async () =>
+      (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN %run_cancel%'`)).rowCount! > 0, 5_000);
+
+  it('writes its streamed text with the checkpoint, the same events in the same order', async () => {
+    const model = gatedModel();
+    const worker = testWorker(db.store, model.llm, [], { name: 'quiet', subscribeUrl: db.url });
+    const run = await newRun(db.store, 'say two parts');
+    const driving = worker.runOnce();
+    await model.atGate;
+    await new Promise((r) => setTimeout(r, 300)); // past the 100 ms a followed run's first batch waits
+    expect((await types(run.id)).map((e) => e.type)).toEqual(['run.started']);
+    model.release();
+    expect((await driving)?.status).toBe('SUCCEEDED');
+    const events = await types(run.id);
+    expect(events.map((e) => e.type)).toEqual(['run.started', 'step.started', 'text.delta', 'step.finished', 'run.finished']);
+    expect(events[2]!.data.text).toBe('part one part two');
+    await worker.stop();
+  });
+
+  it('writes what it gathered as soon as a reader starts following, and the rest as it streams', async () => {
+    const model = gatedModel();
+    const worker = testWorker(db.store, model.llm, [], { name: 'joined', subscribeUrl: db.url });
+    await worker.start();
+    await listening();
+    const run = await newRun(db.store, 'say two parts');
+    await model.atGate;
+    expect((await types(run.id)).map((e) => e.type)).toEqual(['run.started']);
+    await new RunEvents(db.pool).watch([run.id], randomUUID(), 60_000);
+    // The model call has not returned: what is written now was written because of the follower.
+    await waitFor('the gathered text', async () => (await types(run.id)).some((e) => e.type === 'text.delta'), 5_000);
+    expect((await types(run.id)).map((e) => e.type)).toEqual(['run.started', 'step.started', 'text.delta']);
+    model.release();
+    await waitFor('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 5_000);
+    const events = await types(run.id);
+    expect(events.map((e) => e.type)).toEqual(['run.started', 'step.started', 'text.delta', 'text.delta', 'step.finished', 'run.finished']);
+    expect(events.filter((e) => e.type === 'text.delta').map((e) => e.data.text).join('')).toBe('part one part two');
+    await worker.stop();
+  });
 });
