@@ -12,7 +12,7 @@ import { LlmError } from '../errors.ts';
 import { describeCause, type FailureContext, redactor } from './failure.ts';
 import { parseRetryAfterMs } from './retrying.ts';
 
-/** The answer's headers, as fetch's Headers (or anything with its `get`) gives them. */
+/** The answer's headers, looked up by lower-case name (see http-answer.ts's `headerSource`; fetch's Headers fit too). */
 export interface HeaderSource {
   get(name: string): string | null | undefined;
 }
@@ -89,8 +89,9 @@ export function connectionFailed(cause: unknown, context: FailureContext = {}): 
 }
 
 /**
- * Whether a failed fetch (no answer's headers) was a time limit running out: an abort nobody asked
- * for (the caller's own abort is checked first), or a connect timeout of the HTTP stack.
+ * Whether a request that got no answer's headers failed on a time limit: an abort nobody asked for
+ * (the caller's own abort is checked first), or a connect timeout of the HTTP stack (the connection
+ * pool's, or the system's ETIMEDOUT).
  */
 export function isTimeout(error: unknown): boolean {
   if (isAbortError(error)) return true;
@@ -98,7 +99,7 @@ export function isTimeout(error: unknown): boolean {
   return /timed? ?out/i.test(String(error) + cause);
 }
 
-/** An AbortError, as fetch and its body's reader throw once their signal is aborted. */
+/** An AbortError: what an aborted call's request and answer are destroyed with (as fetch's are). */
 export function isAbortError(error: unknown): boolean {
   return error !== null && typeof error === 'object' && (error as { name?: unknown }).name === 'AbortError';
 }
@@ -118,8 +119,8 @@ export function classifyFailure(error: unknown, context: FailureContext = {}): L
   }
   const detail = error instanceof Error ? describeCause(error) : String(error);
   if (context.answered) {
-    // undici's "terminated" (the socket closed mid-body), a body that is not JSON: the request was
-    // sent and the answer broke, which the next attempt may well not repeat.
+    // "terminated" (the connection closed mid-body, see http-answer.ts), a body that is not JSON:
+    // the request was sent and the answer broke, which the next attempt may well not repeat.
     return new LlmError(-1, redact(`the answer was cut off or unreadable: ${detail}`), {
       type: 'incomplete_response',
       requestId: context.requestId ?? null,

@@ -1,15 +1,20 @@
 /**
- * The Messages API over the global fetch (Node's undici): one POST /v1/messages, its answer read as
- * JSON or as the API's event stream. It sends what the official SDK sent for our calls (which stays
- * a dependency for its types and for `toLlmError`) and fails the way the SDK's errors were
- * classified, but costs less per call: no retry and middleware layers, no async iterator per event,
- * each event's JSON parsed once.
+ * The Messages API over `node:http` / `node:https`: one POST /v1/messages on a kept-alive connection
+ * (http-pool.ts), its answer read as JSON or as the API's event stream. It sends what the official
+ * SDK sent for our calls (which stays a dependency for its types) and fails the way the SDK's errors
+ * were classified, but costs less per call: no retry and middleware layers, no web streams, no
+ * AbortController, each event's JSON parsed once.
  *
  * Every failure is an LlmError (see anthropic-failures.ts) or an error of the HTTP stack or JSON,
  * which the client classifies knowing whether the answer had begun.
  */
+import http, { type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import https from 'node:https';
+import { urlToHttpOptions } from 'node:url';
 import type { LlmError } from '../errors.ts';
-import { aborted, connectionFailed, errorBodyFields, fromErrorAnswer, isAbortError, isTimeout, timedOut } from './anthropic-failures.ts';
+import { aborted, connectionFailed, errorBodyFields, fromErrorAnswer, isTimeout, timedOut } from './anthropic-failures.ts';
+import { discard, forEachChunk, headerSource, readText } from './http-answer.ts';
+import { isStaleConnection, keepAliveAgent } from './http-pool.ts';
 import { SseReader } from './sse.ts';
 
 /**
@@ -28,34 +33,62 @@ export interface MessagesEndpointOptions {
   timeoutMs: number;
 }
 
-/** Where and how to send: the URL, the headers and the time limit, worked out once per client. */
+/**
+ * Where and how to send: the request's options (URL parts, headers, connection pool) and the time
+ * limit, worked out once per client and shared by its calls.
+ */
 export class MessagesEndpoint {
   /** The base URL with the path appended (one slash between), as given. */
   private readonly rawUrl: string;
-  /** The URL parsed; null when it is none, and then every call fails as not sent, as with the SDK. */
-  private readonly url: string | null;
-  readonly headers: Readonly<Record<string, string>>;
+  /** Null when the URL is none or not http(s): then every call fails as not sent. */
+  private readonly options: RequestOptions | null;
+  private readonly send: typeof http.request;
   readonly timeoutMs: number;
 
   constructor(options: MessagesEndpointOptions) {
     const base = options.baseUrl || DEFAULT_BASE_URL;
     this.rawUrl = base + (base.endsWith('/') ? 'v1/messages' : '/v1/messages');
-    this.url = URL.canParse(this.rawUrl) ? new URL(this.rawUrl).href : null;
-    // What the API reads. The SDK's others (user agent, x-stainless-* platform and retry
-    // telemetry) say nothing the API needs. The key only ever goes here: errors never show headers.
-    this.headers = Object.freeze({
-      accept: 'application/json',
-      'content-type': 'application/json',
-      authorization: `Bearer ${options.apiKey}`,
-      'anthropic-version': ANTHROPIC_VERSION,
-    });
+    const url = URL.canParse(this.rawUrl) ? new URL(this.rawUrl) : null;
+    const agent = url && keepAliveAgent(url.protocol);
+    this.send = url?.protocol === 'https:' ? https.request : http.request;
     this.timeoutMs = options.timeoutMs;
+    if (!url || !agent) {
+      this.options = null;
+      return;
+    }
+    // urlToHttpOptions takes an IPv6 host out of its brackets; the fragment is not sent.
+    const { protocol, hostname, port, path } = urlToHttpOptions(url);
+    this.options = {
+      protocol, hostname, port, path, agent, method: 'POST',
+      // What the API reads. The SDK's others (user agent, x-stainless-* platform and retry
+      // telemetry) say nothing the API needs. The key only ever goes here: errors never show headers.
+      // No accept-encoding: the answers are small, and inflating them would cost CPU on every call.
+      headers: Object.freeze({
+        accept: 'application/json',
+        'content-type': 'application/json',
+        authorization: `Bearer ${options.apiKey}`,
+        'anthropic-version': ANTHROPIC_VERSION,
+      }),
+    };
   }
 
-  /** The URL to POST to; throws the URL parser's own error when the base URL is none. */
-  messagesUrl(): string {
-    return this.url ?? new URL(this.rawUrl).href;
+  /** Throws when the base URL is unusable (the URL parser's own error, or the protocol's): no request can be sent. */
+  check(): void {
+    if (this.options) return;
+    const url = new URL(this.rawUrl);
+    throw new TypeError(`unsupported protocol ${url.protocol} (only http: and https:)`);
   }
+
+  /** Opens a request on a pooled connection; nothing is sent before its `end`. */
+  open(): ClientRequest {
+    this.check();
+    return this.send(this.options!);
+  }
+}
+
+/** The error a call's request or answer is destroyed with when it is aborted: an AbortError, as fetch's. */
+function abortError(): DOMException {
+  return new DOMException('This operation was aborted', 'AbortError');
 }
 
 /**
@@ -63,16 +96,33 @@ export class MessagesEndpoint {
  * endpoint's time limit only until the answer's headers arrive (a long stream is the decorators'
  * business, not a transport's). `abort` closes an answer the client gives up on, `release` lets go
  * of the caller's signal: a long-lived signal must not collect one listener per call.
+ *
+ * The exchange is itself the signal's listener (`handleEvent`), so a call allocates no closure for it.
  */
 export class MessagesExchange {
-  private readonly controller = new AbortController();
-  private readonly abortListener = (): void => this.controller.abort();
+  /** The request being sent (after a retry on a stale connection, the latest). */
+  private request: ClientRequest | null = null;
+  /** The answer, once its headers arrived. */
+  private response: IncomingMessage | null = null;
+  /** Set by the time limit; read when the request fails. */
+  private expired = false;
+
+  /** The endpoint's time limit ran out while the request waited for its answer's headers. A function, not a closure per call. */
+  private static expire(exchange: MessagesExchange): void {
+    exchange.expired = true;
+    exchange.request?.destroy();
+  }
 
   constructor(
     private readonly endpoint: MessagesEndpoint,
     private readonly signal: AbortSignal | undefined,
   ) {
-    signal?.addEventListener('abort', this.abortListener, { once: true });
+    signal?.addEventListener('abort', this, { once: true });
+  }
+
+  /** The caller's signal was aborted. */
+  handleEvent(): void {
+    this.abort();
   }
 
   /**
@@ -80,38 +130,64 @@ export class MessagesExchange {
    * unread; an error answer is read and thrown as an LlmError with the API's status and message, as
    * is a request that got no answer (refused, reset, timed out, aborted).
    */
-  async post(body: string): Promise<Response> {
-    const url = this.endpoint.messagesUrl();
+  async post(body: string): Promise<IncomingMessage> {
+    this.endpoint.check();
     if (this.signal?.aborted) throw aborted();
-    const timer = setTimeout(this.abortListener, this.endpoint.timeoutMs);
-    let response: Response;
+    const timer = setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this);
+    let response: IncomingMessage;
     try {
-      response = await fetch(url, { method: 'POST', headers: this.endpoint.headers, body, signal: this.controller.signal });
-    } catch (error) {
-      if (this.signal?.aborted) throw aborted();
-      // An abort that is not the caller's is the time limit's.
-      throw isTimeout(error) ? timedOut() : connectionFailed(error);
+      response = await this.answerOf(body, Buffer.byteLength(body));
     } finally {
       clearTimeout(timer);
     }
-    if (!response.ok) throw await errorAnswer(response);
+    this.response = response;
+    const status = response.statusCode ?? 0;
+    if (status < 200 || status > 299) throw await errorAnswer(response);
     return response;
   }
 
-  /** Closes the answer, if it is still being sent: the client gave up on it. */
+  /**
+   * Sends the request and waits for its answer's headers; when the request met a kept-alive
+   * connection the server had just closed, sends it again on another (each stale socket is gone once
+   * it failed, so this ends; the time limit and the caller's abort still apply).
+   */
+  private async answerOf(body: string, length: number): Promise<IncomingMessage> {
+    for (;;) {
+      const request = this.endpoint.open();
+      this.request = request;
+      try {
+        return await new Promise<IncomingMessage>((resolve, reject) => {
+          // Stays for the request's life: a socket error after the headers comes here too (and to
+          // the answer, where it is read), and an 'error' nobody listens to would crash the process.
+          request.on('error', reject);
+          request.once('response', resolve);
+          request.setHeader('content-length', length);
+          request.end(body);
+        });
+      } catch (error) {
+        if (this.signal?.aborted) throw aborted();
+        // The endpoint's time limit, or the pool's limit on opening a connection.
+        if (this.expired || isTimeout(error)) throw timedOut();
+        if (!isStaleConnection(request, error)) throw connectionFailed(error);
+      }
+    }
+  }
+
+  /** Closes the request, or the answer if it is still being sent: the call was aborted or the client gave up on it. */
   abort(): void {
-    this.controller.abort();
+    if (this.response) this.response.destroy(abortError());
+    else this.request?.destroy(abortError());
   }
 
   release(): void {
-    this.signal?.removeEventListener('abort', this.abortListener);
+    this.signal?.removeEventListener('abort', this);
   }
 }
 
 /** An error answer as an LlmError. A body that is not the API's JSON (or that broke) leaves "HTTP <status>". */
-async function errorAnswer(response: Response): Promise<LlmError> {
-  const text = await response.text().catch((error: unknown) => (error instanceof Error ? error.message : String(error)));
-  return fromErrorAnswer({ status: response.status, ...errorBodyFields(parseJson(text)), headers: response.headers });
+async function errorAnswer(response: IncomingMessage): Promise<LlmError> {
+  const text = await readText(response).catch((error: unknown) => (error instanceof Error ? error.message : String(error)));
+  return fromErrorAnswer({ status: response.statusCode, ...errorBodyFields(parseJson(text)), headers: headerSource(response.headers) });
 }
 
 function parseJson(text: string): unknown {
@@ -126,44 +202,39 @@ function parseJson(text: string): unknown {
  * The body of a non-streamed 2xx answer: parsed when it says it is JSON (an empty one is undefined),
  * else the text, for the wire code to reject as not a message. JSON that does not parse throws.
  */
-export async function readBody(response: Response): Promise<unknown> {
-  if (response.status === 204) return null; // fetch has no body to read for a 204
-  const mediaType = response.headers.get('content-type')?.split(';')[0]?.trim();
-  if (mediaType?.includes('application/json') || mediaType?.endsWith('+json')) {
-    if (response.headers.get('content-length') === '0') return undefined;
-    return response.json();
+export async function readBody(response: IncomingMessage): Promise<unknown> {
+  if (response.statusCode === 204) {
+    discard(response);
+    return null; // no body, by definition
   }
-  return response.text();
+  const mediaType = response.headers['content-type']?.split(';')[0]?.trim();
+  if (mediaType?.includes('application/json') || mediaType?.endsWith('+json')) {
+    if (response.headers['content-length'] === '0') {
+      discard(response);
+      return undefined;
+    }
+    return JSON.parse(await readText(response));
+  }
+  return readText(response);
 }
 
 /**
  * Reads a streamed 2xx answer to its end and passes each of its events, parsed, to `onEvent`, in
- * order and as they arrive; what `onEvent` throws stops the reading and comes out of here. `ping`
- * and events without a name are skipped; an `error` event throws as the error its type stands for.
- * Data that is not JSON throws JSON's SyntaxError. When the call is aborted it returns quietly,
- * whatever was left unread: the client tells an aborted answer by its signal.
+ * order and as they arrive; what `onEvent` throws stops the reading (the answer is closed) and comes
+ * out of here. `ping` and events without a name are skipped; an `error` event throws as the error its
+ * type stands for. Data that is not JSON throws JSON's SyntaxError. When the call is aborted it
+ * returns quietly, whatever was left unread: the client tells an aborted answer by its signal.
  */
-export async function readEvents(response: Response, onEvent: (event: unknown) => void): Promise<void> {
-  const body = response.body;
-  if (!body) throw new Error('Attempted to iterate over a response with no body');
+export async function readEvents(response: IncomingMessage, onEvent: (event: unknown) => void): Promise<void> {
+  // The statuses that have no body (as fetch treats them, whatever was sent).
+  if (response.statusCode === 204 || response.statusCode === 205) throw new Error('Attempted to iterate over a response with no body');
   const headers = response.headers;
   const sse = new SseReader((event, data) => {
     if (event === null || event === 'ping') return;
-    if (event === 'error') throw fromErrorAnswer({ status: undefined, ...errorBodyFields(parseJson(data)), headers });
+    if (event === 'error') throw fromErrorAnswer({ status: undefined, ...errorBodyFields(parseJson(data)), headers: headerSource(headers) });
     if (data === '') return;
     onEvent(JSON.parse(data));
   });
-  const reader = body.getReader();
-  for (;;) {
-    let chunk: ReadableStreamReadResult<Uint8Array>;
-    try {
-      chunk = await reader.read();
-    } catch (error) {
-      if (isAbortError(error)) return;
-      throw error;
-    }
-    if (chunk.done) break;
-    sse.push(chunk.value);
-  }
-  sse.end();
+  // Buffers are Uint8Arrays: the reader decodes them as one UTF-8 stream, whatever their boundaries.
+  if (await forEachChunk(response, (chunk) => sse.push(chunk))) sse.end();
 }

@@ -1,6 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { aborted, classifyFailure } from './anthropic-failures.ts';
 import { MessagesEndpoint, MessagesExchange, readBody, readEvents } from './anthropic-http.ts';
+import { header } from './http-answer.ts';
 import { StreamAssembler } from './anthropic-stream.ts';
 import { toLlmResponse, toMessageParams } from './anthropic-wire.ts';
 import { MAX_TIMER_MS } from './sleep.ts';
@@ -21,9 +22,9 @@ export interface AnthropicClientOptions {
 }
 
 /**
- * The Anthropic Messages API, over fetch (anthropic-http.ts) rather than the official SDK, whose
- * per-call CPU was the largest single cost of a step outside the database. One call, no retries:
- * those are the decorator's.
+ * The Anthropic Messages API, over node:http with kept-alive connections (anthropic-http.ts) rather
+ * than the official SDK or fetch, whose per-call CPU was the largest single cost of a step outside
+ * the database. One call, no retries: those are the decorator's.
  */
 export class AnthropicClient implements LlmClient {
   readonly provider = 'anthropic';
@@ -60,7 +61,7 @@ export class AnthropicClient implements LlmClient {
   private async create(request: LlmRequest, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
     const response = await exchange.post(JSON.stringify(toMessageParams(request)));
     call.answered = true;
-    call.requestId = response.headers.get('request-id');
+    call.requestId = header(response.headers, 'request-id');
     // An HTML page or an empty body comes back as a string or undefined, not a message.
     return toLlmResponse(await readBody(response), call.requestId, request.model);
   }
@@ -71,7 +72,7 @@ export class AnthropicClient implements LlmClient {
     params.stream = true;
     const response = await exchange.post(JSON.stringify(params));
     call.answered = true;
-    call.requestId = response.headers.get('request-id');
+    call.requestId = header(response.headers, 'request-id');
     const assembler = new StreamAssembler(request.model);
     const { onText, onUsage } = options;
     await readEvents(response, (data) => {

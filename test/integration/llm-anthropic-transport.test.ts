@@ -1,5 +1,5 @@
 /**
- * What AnthropicClient's own HTTP transport (fetch, no SDK) is answerable for, against the fake
+ * What AnthropicClient's own HTTP transport (node:http, no SDK) is answerable for, against the fake
  * Messages API: the request it sends, its time limit on the wait for an answer, the caller's abort
  * before and during an answer, error answers that are not the API's JSON, and a long-lived signal
  * left as it was found.

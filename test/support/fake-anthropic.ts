@@ -57,7 +57,11 @@ export interface FakeAnthropic {
   fallback(responder: Responder | FakeResponse | null): FakeAnthropic;
   /** Scripted answers not used yet. */
   pending(): number;
-  /** Forgets the queue, the recorded requests and the fallback: a clean server for the next test. */
+  /** TCP connections accepted since the start or the last reset (a kept-alive one serves many requests). */
+  connections(): number;
+  /** Closes every connection that is between requests, as a server's keep-alive timeout does. */
+  closeIdleConnections(): void;
+  /** Forgets the queue, the recorded requests, the connection count and the fallback: a clean server for the next test. */
   reset(): FakeAnthropic;
   close(): Promise<void>;
 }
@@ -79,6 +83,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   const timers = new Set<NodeJS.Timeout>();
   let nextDelay = 0;
   let fallback: Responder | null = null;
+  let connections = 0;
 
   /** Waits `ms` unless the server closes first (then never resolves: the answer is abandoned). */
   const pause = (ms: number) =>
@@ -150,6 +155,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       void (answer.delayMs ? pause(answer.delayMs) : Promise.resolve()).then(send);
     });
   });
+  server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
 
@@ -179,9 +185,12 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       return self;
     },
     pending: () => queue.length,
+    connections: () => connections,
+    closeIdleConnections: () => server.closeIdleConnections(),
     reset() {
       queue.length = 0;
       requests.length = 0;
+      connections = 0;
       nextDelay = 0;
       fallback = null;
       if (options.fallback) self.fallback(options.fallback);

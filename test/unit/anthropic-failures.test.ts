@@ -31,3 +31,14 @@ describe('isTimeout', () => {
     expect(connectionFailed(new TypeError('fetch failed', { cause: refused }))).toMatchObject({ status: -1, type: 'connection_error', message: 'connection error: fetch failed (ECONNREFUSED)' });
   });
 });
+
+describe('isTimeout, node:http', () => {
+  it("takes the connection pool's connect limit and the system's ETIMEDOUT as a timeout, a hang-up or a reset not", () => {
+    expect(isTimeout(new Error('connect timed out after 10000 ms'))).toBe(true);
+    expect(isTimeout(Object.assign(new Error('connect ETIMEDOUT 10.0.0.1:443'), { code: 'ETIMEDOUT' }))).toBe(true);
+    expect(isTimeout(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }))).toBe(false);
+    expect(isTimeout(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))).toBe(false);
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
+    expect(connectionFailed(refused)).toMatchObject({ status: -1, type: 'connection_error', message: 'connection error: connect ECONNREFUSED 127.0.0.1:9' });
+  });
+});

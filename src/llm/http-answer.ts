@@ -1,0 +1,78 @@
+/**
+ * Reading an answer of `node:http` (an IncomingMessage): a header's value, and the body, chunk by
+ * chunk or whole, with "read to its end", "closed by our abort" and "cut off" told apart.
+ *
+ * A body must be read to its end or destroyed: only then does its kept-alive socket go back to the
+ * pool (or away).
+ */
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { isAbortError, type HeaderSource } from './anthropic-failures.ts';
+
+/**
+ * A header's value, by lower-case name. Node has already joined a repeated header with ", " (as
+ * fetch's Headers do), except one that may not repeat (content-type, retry-after …), of which it kept
+ * the first; a list (set-cookie) is joined here.
+ */
+export function header(headers: IncomingHttpHeaders, name: string): string | null {
+  const value = headers[name];
+  return value === undefined ? null : typeof value === 'string' ? value : value.join(', ');
+}
+
+/** The headers as the failure classification reads them. */
+export function headerSource(headers: IncomingHttpHeaders): HeaderSource {
+  return { get: (name) => header(headers, name) };
+}
+
+/**
+ * Passes each chunk of `message`'s body to `onChunk` as it arrives. Resolves with true at the body's
+ * end, with false when the body was destroyed with an AbortError (the call's abort, see
+ * MessagesExchange). Rejects with what `onChunk` throws (the body is then destroyed: nothing more is
+ * wanted of it) or, when the connection closed before the end, with an Error "terminated" whose cause
+ * is the HTTP stack's (usually "aborted", ECONNRESET).
+ */
+export function forEachChunk(message: IncomingMessage, onChunk: (chunk: Buffer) => void): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const closed = (): void => {
+      if (settled || message.readableEnded) return;
+      settled = true;
+      const error = message.errored;
+      if (isAbortError(error)) resolve(false);
+      else reject(new Error('terminated', { cause: error ?? undefined }));
+    };
+    // Destroyed while nobody listened (between the headers and this read): no event will say so.
+    if (message.destroyed) {
+      closed();
+      return;
+    }
+    message.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      try {
+        onChunk(chunk);
+      } catch (error) {
+        settled = true;
+        reject(error);
+        message.destroy();
+      }
+    });
+    message.on('end', () => {
+      settled = true;
+      resolve(true);
+    });
+    message.on('error', closed);
+    message.on('close', closed);
+  });
+}
+
+/** Reads the rest of the body, without looking at it: its socket can then serve the next call. */
+export function discard(message: IncomingMessage): void {
+  message.resume();
+}
+
+/** The body as UTF-8 text (a leading byte-order mark dropped, as fetch's `text()`); rejects as `forEachChunk`, and with the AbortError when aborted. */
+export async function readText(message: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  if (!(await forEachChunk(message, (chunk) => chunks.push(chunk)))) throw message.errored;
+  const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
