@@ -21,13 +21,17 @@ export interface NewEvent {
 
 export const newEvent = <T extends RunEventType>(type: T, data: RunEventData[T], withNext = false): NewEvent => ({ type, data, withNext });
 
-/** The three array parameters of EVENTS: types, JSON texts, and whether each hangs on the next tool's STARTED row. */
-export function eventParams(events: readonly NewEvent[]): [string[], string[], boolean[]] {
-  return [events.map((e) => e.type), events.map((e) => JSON.stringify(storableValue(e.data))), events.map((e) => e.withNext === true)];
+/**
+ * The parameter of EVENTS: the events as one JSON array of {type, data, with_next}. One JSON text
+ * costs less to build and to read than three arrays of text (each element quoted and escaped by the
+ * driver, then parsed as an array literal and each JSON element again by the server).
+ */
+export function eventParams(events: readonly NewEvent[]): [string] {
+  return [JSON.stringify(events.map((e) => ({ type: e.type, data: storableValue(e.data), with_next: e.withNext === true })))];
 }
 
 /**
- * CTEs that write `eventParams` ($p, $p+1, $p+2) in order, one row per event of `source` (the fence's
+ * CTEs that write `eventParams` ($p) in order, one row per event of `source` (the fence's
  * `owner`, or the row the statement wrote), and announce them (NOTIFY "<run id> <highest id>") when an
  * event hub follows the run. With `next`, events marked withNext are written only when the `next` CTE
  * wrote the STARTED row they describe. The statement must select ANNOUNCED: a plain CTE nobody reads
@@ -36,7 +40,8 @@ export function eventParams(events: readonly NewEvent[]): [string[], string[], b
 export const EVENTS = (p: number, source: string, next: boolean) => `events AS (
   INSERT INTO durable_agent.run_event (run_id, type, data)
   SELECT $1::uuid, e.type, e.data
-  FROM (SELECT 1 FROM ${source} LIMIT 1) AS src, unnest($${p}::text[], $${p + 1}::json[], $${p + 2}::boolean[]) WITH ORDINALITY AS e (type, data, with_next, n)
+  FROM (SELECT 1 FROM ${source} LIMIT 1) AS src,
+       ROWS FROM (json_to_recordset($${p}::json) AS (type text, data json, with_next boolean)) WITH ORDINALITY AS e (type, data, with_next, n)
   WHERE ${next ? 'NOT e.with_next OR EXISTS (SELECT 1 FROM next)' : 'NOT e.with_next'}
   ORDER BY e.n
   RETURNING id),
