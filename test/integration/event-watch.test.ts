@@ -11,6 +11,8 @@ import type { StoredEvent } from '../../src/store/run-events.ts';
 import { newEvent, RunEvents } from '../../src/store/run-events.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import type { LlmClient } from '../../src/llm/types.ts';
+import type { Lease } from '../../src/store/ports.ts';
+import type { RunId } from '../../src/domain.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
@@ -180,5 +182,44 @@ describe('a model step of a run nobody follows', () => {
     expect(events.map((e) => e.type)).toEqual(['run.started', 'step.started', 'text.delta', 'text.delta', 'step.finished', 'run.finished']);
     expect(events.filter((e) => e.type === 'text.delta').map((e) => e.data.text).join('')).toBe('part one part two');
     await worker.stop();
+  });
+});
+
+describe("a run's end", () => {
+  const ended = async (runId: string) => {
+    await db.pool.query(`UPDATE durable_agent.run SET status = 'FAILED', error = 'stopped', finished_at = now(), locked_by = NULL WHERE id = $1`, [runId]);
+    return (await db.pool.query<{ type: string; data: Record<string, unknown> }>('SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id', [runId])).rows;
+  };
+  const streaming = async (steps: (lease: Lease, events: RunEvents, runId: RunId) => Promise<void>) => {
+    const run = await newRun(db.store, 'stream and stop');
+    const [claimed] = await db.store.claim({ worker: 'E', leaseMs: 60_000 }, 1, [], undefined);
+    const events = new RunEvents(db.pool);
+    await events.claimed(run.id, claimed!.lease, 1);
+    await steps(claimed!.lease, events, run.id);
+    return run.id;
+  };
+
+  it('abandons the attempt its latest step left streaming, before run.finished', async () => {
+    const runId = await streaming(async (lease, events, id) => {
+      // Step 1 streamed and finished; step 3 streams on a second attempt when the run ends.
+      await events.append(id, lease, [newEvent('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }), newEvent('text.delta', { seq: 1, attempt: 1, text: 'one' })]);
+      await events.append(id, lease, [newEvent('step.finished', { seq: 1, kind: 'MODEL', status: 'DONE', latencyMs: 5 })]);
+      await events.append(id, lease, [newEvent('step.started', { seq: 3, kind: 'MODEL', attempt: 1 }), newEvent('text.delta', { seq: 3, attempt: 1, text: 'th' })]);
+      await events.append(id, lease, [newEvent('attempt.abandoned', { seq: 3, attempt: 1, reason: 'retry' }), newEvent('text.delta', { seq: 3, attempt: 2, text: 'three' })]);
+    });
+    const rows = await ended(runId);
+    expect(rows.slice(-2)).toEqual([
+      { type: 'attempt.abandoned', data: { seq: 3, attempt: 2, reason: 'run-ended' } },
+      { type: 'run.finished', data: expect.objectContaining({ status: 'FAILED' }) },
+    ]);
+    expect(rows.filter((r) => r.type === 'attempt.abandoned')).toHaveLength(2);
+  });
+
+  it('abandons nothing when its latest step finished', async () => {
+    const runId = await streaming(async (lease, events, id) => {
+      await events.append(id, lease, [newEvent('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }), newEvent('text.delta', { seq: 1, attempt: 1, text: 'one' })]);
+      await events.append(id, lease, [newEvent('step.finished', { seq: 1, kind: 'MODEL', status: 'DONE', latencyMs: 5 })]);
+    });
+    expect((await ended(runId)).map((r) => r.type)).toEqual(['run.started', 'step.started', 'text.delta', 'step.finished', 'run.finished']);
   });
 });
