@@ -35,8 +35,8 @@ export interface CreateRuntimeOptions {
   /** A pino logger instead of one on stdout: the runtime's lines about a run carry run_id and worker (and step_seq), a tool's ctx.log writes to it. */
   logger?: Logger;
   /**
-   * Called with every engine event, synchronously inside the run's context: keep it cheap. What it
-   * throws is ignored, so an observer can never break the run it observes.
+   * Called with every engine event (each names its run and worker), synchronously: keep it cheap.
+   * What it throws is ignored, so an observer can never break the run it observes.
    */
   onEvent?: (event: RuntimeEvent) => void;
   /**

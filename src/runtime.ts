@@ -195,9 +195,9 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     const llm: LlmClient = !needsConfigured
       ? (opts.llm ?? agents[0]!.llm!)
       : createLlmClient(config, {
-        onRetry: (error, attempt, waitMs) => {
+        onRetry: (error, attempt, waitMs, call) => {
           metrics.onLlmRetry(retryReason(error));
-          logger.warn({ attempt, wait_ms: waitMs, status: error.status, request_id: error.requestId, err_message: error.message }, 'model call retried');
+          logger.warn({ ...call.logFields, attempt, wait_ms: waitMs, status: error.status, request_id: error.requestId, err_message: error.message }, 'model call retried');
         },
       });
 

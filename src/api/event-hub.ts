@@ -4,7 +4,7 @@
  *
  * A reader starts from its cursor: it reads the stored events itself (through the pool, a page at a
  * time) until it reaches the run's feed, then joins it. A feed is the live tail of one run: on each
- * announcement (the run_event trigger's NOTIFY "<run> <highest id>") it reads what is new once and
+ * announcement (the NOTIFY "<run> <highest id>" of the statement that wrote them, see migration 0014) it reads what is new once and
  * hands it to every reader that has not seen it. It keeps the most recent events in memory, so a
  * reader that joins a followed run (a reconnect, a second device) is served from there without a
  * query. Ids of a run increase in commit order (see migration 0007), so reading "after the last id

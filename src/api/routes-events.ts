@@ -5,6 +5,7 @@
  * end after run.finished; a client that drops reconnects with Last-Event-ID (or ?after) and misses
  * nothing.
  */
+import { randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { isFinished, KEEP_ALIVE_MS, sseFrame } from '../events/protocol.ts';
 import { UI_MESSAGE_STREAM_HEADER, UI_STREAM_DONE, uiFrame, UiStreamMapper } from '../events/ui-stream.ts';
@@ -16,7 +17,7 @@ import { EventsQuery, lastEventId, RunEventPage } from './schemas-events.ts';
 import { z } from 'zod';
 
 export interface EventsDeps {
-  events: Pick<RunEvents, 'page'>;
+  events: Pick<RunEvents, 'page'> & Partial<Pick<RunEvents, 'watch'>>;
   hub: EventHub;
   /** @unit milliseconds — how often an idle stream gets a comment line; default KEEP_ALIVE_MS (15 s). */
   keepAliveMs?: number | undefined;
@@ -77,6 +78,11 @@ function streamResult(body: PassThrough, headers: Record<string, string> = {}): 
 
 const wantsEventStream = (accept: string | undefined) => accept !== undefined && /\btext\/event-stream\b/i.test(accept);
 
+/** The watcher the JSON page readers of this process register runs under (an event hub has its own). */
+const JSON_READERS = randomUUID();
+/** @unit milliseconds — how long a JSON page read keeps its run followed: a poller reads far more often. */
+const JSON_FOLLOW_MS = 60_000;
+
 export function eventRoutes(deps: EventsDeps): ApiRoute[] {
   const { events } = deps;
   return [
@@ -98,6 +104,9 @@ export function eventRoutes(deps: EventsDeps): ApiRoute[] {
         }
         const page = await events.page(run.id, after, query.limit);
         const finished = page.length > 0 && isFinished(page[page.length - 1]!);
+        // A reader polling the pages follows the run as a stream's reader does: its text is written
+        // as it streams while the polls keep coming (see JSON_FOLLOW_MS).
+        if (!finished) await events.watch?.([run.id], JSON_READERS, JSON_FOLLOW_MS).catch(() => {});
         // Assembled as text: the data are stored as JSON text already.
         const items = page.map((e) => `{"id":${e.id},"type":${JSON.stringify(e.type)},"data":${e.data}}`).join(',');
         return { body: `{"events":[${items}],"finished":${finished}}`, contentType: 'application/json; charset=utf-8' };

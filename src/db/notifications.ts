@@ -7,7 +7,7 @@ export const RUN_QUEUED_CHANNEL = 'durable_agent_run_queued';
 export const RUN_FINISHED_CHANNEL = 'durable_agent_run_finished';
 /** A cancel was requested for a RUNNING run; the payload is its id (see migration 0004). */
 export const RUN_CANCEL_CHANNEL = 'durable_agent_run_cancel';
-/** New events of a run were committed; the payload is "<run id> <highest event id>" (see migration 0007). */
+/** New events of a followed run were committed; the payload is "<run id> <highest event id>" (see migration 0014). */
 export const RUN_EVENT_CHANNEL = 'durable_agent_run_event';
 /** An event hub began to follow a run's live events; the payload is its id (see migration 0015). */
 export const RUN_FOLLOWED_CHANNEL = 'durable_agent_run_followed';
@@ -92,8 +92,10 @@ export function listen(url: string, handlers: Readonly<Record<string, (payload: 
 }
 
 /**
- * What a worker hears, on one connection: runs queued, cancels of RUNNING runs, and shared texts
- * deleted. After every (re)connect, anything may have happened: "queued" and "deleted" are announced.
+ * What a worker hears, on one connection: runs queued, cancels of RUNNING runs, runs an event hub
+ * began to follow, and shared texts deleted. After every (re)connect, anything may have happened:
+ * "queued" and "deleted" are announced; missed cancels and follows reach the worker with its next
+ * lease renewal.
  */
 export function listenForWorker(
   url: string,

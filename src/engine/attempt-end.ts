@@ -140,10 +140,10 @@ export class AttemptEnds {
     this.d.events.leaseLost({ runId: run.id, worker: this.d.owner.worker });
     try {
       if (await this.d.store.forgiveLapsedAttempt(run.id, run.lease)) {
-        this.d.logger.info({ run_id: run.id }, 'the attempt lost with the lease is not counted against the run');
+        this.d.logger.info({ run_id: run.id, worker: this.d.owner.worker }, 'the attempt lost with the lease is not counted against the run');
       }
     } catch (e) {
-      this.d.logger.warn({ err: e, run_id: run.id }, 'could not give back the attempt lost with the lease');
+      this.d.logger.warn({ err: e, run_id: run.id, worker: this.d.owner.worker }, 'could not give back the attempt lost with the lease');
     }
   }
 
@@ -159,12 +159,12 @@ export class AttemptEnds {
       } catch (e) {
         if (e instanceof LeaseLostError) throw e;
         if (classifyDatabaseError(e) === 'permanent') {
-          this.d.logger.error({ err: e, run_id: h.id, tries }, `${what} refused by the database`);
+          this.d.logger.error({ err: e, run_id: h.id, worker: this.d.owner.worker, tries }, `${what} refused by the database`);
           return PERMANENT;
         }
         const last = tries >= WRITE_TRIES;
         this.d.logger.error(
-          { err: e, run_id: h.id, tries },
+          { err: e, run_id: h.id, worker: this.d.owner.worker, tries },
           last ? `${what} failed; the run is taken over when its lease lapses` : `${what} failed; trying again`,
         );
         if (last) return undefined;

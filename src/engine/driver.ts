@@ -292,6 +292,7 @@ class RunDriver {
         {
           signal: d.signal,
           deadlineAt: run.deadlineAt,
+          logFields: { run_id: run.id, worker: d.owner.worker, step_seq: seq },
           ...(stream && {
             onText: (text: string, attempt: number) => stream.text(text, attempt),
             onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)),

@@ -29,6 +29,7 @@ export function inProcessLeaseKeeper(renew: (owner: LeaseOwner, held: readonly H
           listener.lost(l);
         }
         for (const r of renewed) {
+          if (r.followed && held.has(r.runId)) listener.followed?.(r.runId);
           if (!r.cancelRequested || cancelReported.has(r.runId) || !held.has(r.runId)) continue;
           cancelReported.add(r.runId);
           listener.cancelRequested(r.runId);

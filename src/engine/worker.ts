@@ -355,6 +355,7 @@ export class Worker {
         if (h?.run.lease.token === token) h.stop(new LeaseLostError(runId, this.owner.worker));
       },
       cancelRequested: (runId) => this.deliverCancel(runId, 'lease renewal'),
+      followed: (runId) => this.held.get(runId)?.following.follow(),
       failed: (e) => this.deps.logger.warn({ err_message: e.message }, 'lease renewal failed; retrying at the next interval'),
     }));
   }
@@ -411,7 +412,7 @@ export class Worker {
 
   private deliverCancel(runId: string, via: string): void {
     if (this.held.get(runId as RunId)?.stop(new CancelSignal())) {
-      this.deps.logger.info({ event: 'cancel_delivered', run_id: runId, via }, 'cancel delivered to the step in flight');
+      this.deps.logger.info({ run_id: runId, worker: this.owner.worker, event: 'cancel_delivered', via }, 'cancel delivered to the step in flight');
     }
   }
 
@@ -472,7 +473,7 @@ export class Worker {
       h.cut = true;
       this.forget(h);
       this.deps.logger.warn(
-        { run_id: h.id, step_seq: h.tool?.seq, tool_name: h.tool?.tool },
+        { run_id: h.id, worker: this.owner.worker, step_seq: h.tool?.seq, tool_name: h.tool?.tool },
         'a step ignored its stop signal past the shutdown force limit; its run is handed back without it',
       );
       waits.push(this.ends.handBack(h));

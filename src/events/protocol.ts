@@ -5,7 +5,8 @@
  * the run; they are written by the worker in the transaction of the checkpoint they describe
  * (step.finished, tool.finished, tool.started of a STARTED row), by a trigger in the transaction that
  * ends the run (run.finished), or in small batches while a model streams (text.delta: see
- * DELTA_BATCH). Any API process serves them from a cursor and then follows the run live; the worker and
+ * DELTA_BATCH; in a run nobody follows, the step's stream goes in with its checkpoint, see
+ * src/engine/step-stream.ts). Any API process serves them from a cursor and then follows the run live; the worker and
  * the API never talk to each other.
  *
  * Honest text. The tries of one model step are numbered (`attempt`: 1, 2, … across retries and across

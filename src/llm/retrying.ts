@@ -26,7 +26,8 @@ export type RandomSource = () => number;
  * Told before each wait: the error that failed attempt number `attempt` (1-based) and how long the
  * decorator will wait before the next one. `retryReason(error)` gives a low-cardinality metric label.
  */
-export type RetryListener = (error: LlmError, attempt: number, waitMs: number) => void;
+/** Told of each retry; `call` is the call's options (its `logFields` name the run and step it is for). */
+export type RetryListener = (error: LlmError, attempt: number, waitMs: number, call: LlmCallOptions) => void;
 
 export interface RetryingOptions {
   sleeper?: Sleeper;
@@ -169,7 +170,7 @@ export class RetryingLlmClient implements LlmClient {
           throw error;
         }
         options.onAttemptFailed?.(attempt, error);
-        this.onRetry?.(error, attempt, waitMs);
+        this.onRetry?.(error, attempt, waitMs, options);
         await this.sleeper.sleep(waitMs, options.signal);
       }
     }

@@ -50,6 +50,8 @@ export interface LlmCallOptions {
    * start, output tokens as it goes), so a decorator that abandons the attempt can still count it.
    */
   onUsage?: (usage: Usage) => void;
+  /** Fields for the lines logged about this call (the run, worker and step it is for). */
+  logFields?: Readonly<Record<string, unknown>>;
 }
 
 /**

@@ -22,6 +22,7 @@ type FromThread =
   | { type: 'ready' }
   | { type: 'lost'; runId: string; token: string }
   | { type: 'cancel'; runId: string }
+  | { type: 'followed'; runId: string }
   | { type: 'failed'; message: string };
 
 interface ThreadData {
@@ -46,6 +47,7 @@ const { url, statement, owner, intervalMs, stallLimitMs } = workerData;
 let lastAlive = Date.now();
 const held = new Map(workerData.held); // run id -> lease token
 const cancelReported = new Set();
+const followReported = new Set();
 let client = null;
 let timer = null;
 let closing = false;
@@ -84,6 +86,10 @@ async function round() {
         parentPort.postMessage({ type: 'lost', runId, token });
       });
       for (const r of rows) {
+        if (r.followed && !followReported.has(r.id)) {
+          followReported.add(r.id);
+          parentPort.postMessage({ type: 'followed', runId: r.id });
+        }
         if (r.cancel_requested && !cancelReported.has(r.id)) {
           cancelReported.add(r.id);
           parentPort.postMessage({ type: 'cancel', runId: r.id });
@@ -103,9 +109,14 @@ parentPort.on('message', (m) => {
     for (const runId of m.drop) {
       held.delete(runId);
       cancelReported.delete(runId);
+      followReported.delete(runId);
     }
     for (const [runId, token] of m.hold) {
-      if (held.get(runId) !== token) cancelReported.delete(runId); // claimed again: a new claim's cancel is news
+      if (held.get(runId) !== token) {
+        // Claimed again: a new claim's cancel and followers are news to its driver.
+        cancelReported.delete(runId);
+        followReported.delete(runId);
+      }
       held.set(runId, token);
     }
   } else if (m.type === 'close') {
@@ -207,6 +218,9 @@ class ThreadLeaseKeeper implements LeaseKeeper {
         break;
       case 'cancel':
         if (this.held.has(m.runId)) this.listener.cancelRequested(m.runId as RunId);
+        break;
+      case 'followed':
+        if (this.held.has(m.runId)) this.listener.followed?.(m.runId as RunId);
         break;
       case 'failed':
         this.markReady();

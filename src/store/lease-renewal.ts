@@ -15,7 +15,8 @@ import type { HeldLease, LeaseOwner, RenewedLease } from './ports.ts';
 export const RENEW_LEASES = `UPDATE durable_agent.run SET locked_until = now() + $2::float8 * interval '1 millisecond', updated_at = now()
   FROM unnest($3::uuid[], $4::uuid[]) AS held (id, token)
   WHERE run.id = held.id AND run.locked_by = $1 AND run.lease_token = held.token AND run.status = 'RUNNING'
-  RETURNING run.id, run.lease_token, run.cancel_requested`;
+  RETURNING run.id, run.lease_token, run.cancel_requested,
+            EXISTS (SELECT 1 FROM durable_agent.run_event_watch w WHERE w.run_id = run.id AND w.expires_at > now()) AS followed`;
 
 export const RENEW_LEASES_NAME = 'durable_agent_renew_leases';
 
@@ -23,6 +24,8 @@ export interface RenewedRow {
   id: string;
   lease_token: string;
   cancel_requested: boolean;
+  /** An event hub follows the run: its streamed text is to be written as it comes. */
+  followed: boolean;
 }
 
 export function renewParams(owner: LeaseOwner, held: readonly HeldLease[]): unknown[] {
@@ -32,5 +35,5 @@ export function renewParams(owner: LeaseOwner, held: readonly HeldLease[]): unkn
 export async function renewLeases(db: Pick<pg.Pool, 'query'>, owner: LeaseOwner, held: readonly HeldLease[]): Promise<RenewedLease[]> {
   if (held.length === 0) return [];
   const { rows } = await db.query<RenewedRow>({ name: RENEW_LEASES_NAME, text: RENEW_LEASES, values: renewParams(owner, held) });
-  return rows.map((r) => ({ runId: r.id as RunId, token: r.lease_token, cancelRequested: r.cancel_requested }));
+  return rows.map((r) => ({ runId: r.id as RunId, token: r.lease_token, cancelRequested: r.cancel_requested, followed: r.followed }));
 }

@@ -56,6 +56,8 @@ export interface HeldLease {
 /** What one renewal found of a held run whose lease it extended. */
 export interface RenewedLease extends HeldLease {
   cancelRequested: boolean;
+  /** An event hub follows the run (see step-stream.ts). */
+  followed: boolean;
 }
 
 /** Told by a lease keeper after each renewal that found something to act on. */
@@ -64,6 +66,8 @@ export interface LeaseKeeperListener {
   lost(lease: HeldLease): void;
   /** A cancel was requested for the run (the fallback when the NOTIFY was missed). */
   cancelRequested(runId: RunId): void;
+  /** An event hub follows the run (the fallback when the NOTIFY was missed). */
+  followed?(runId: RunId): void;
   /** A renewal failed; the keeper tries again at the next interval. */
   failed(error: Error): void;
 }

@@ -156,7 +156,8 @@ export class McpConnection {
   async callTool(
     name: string,
     input: Record<string, unknown>,
-    call: { idempotencyKey: string; signal: AbortSignal; idempotent: boolean },
+    /** `log`: the calling tool's logger (its lines name the run and step), instead of the connection's. */
+    call: { idempotencyKey: string; signal: AbortSignal; idempotent: boolean; log?: Logger },
   ): Promise<CallToolResult> {
     const send = async (client: Client) =>
       (await client.callTool({ name, arguments: input, _meta: { [IDEMPOTENCY_KEY_META]: call.idempotencyKey } }, undefined, {
@@ -170,7 +171,7 @@ export class McpConnection {
       if (call.signal.aborted || serverAnswered(e)) throw e;
       this.drop(client);
       const again = notDelivered(e) || call.idempotent;
-      this.opts.logger.warn(
+      (call.log ?? this.opts.logger).warn(
         { mcp_server: this.server.name, tool_name: name, err_message: message(e), retried: again },
         'MCP call failed on its connection; the connection is dropped',
       );

@@ -15,6 +15,7 @@ import type { Lease } from '../../src/store/ports.ts';
 import type { RunId } from '../../src/domain.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';
+import { startEventsApi } from '../support/events-api.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
 
 let db: TestDatabase;
@@ -221,5 +222,59 @@ describe("a run's end", () => {
       await events.append(id, lease, [newEvent('step.finished', { seq: 1, kind: 'MODEL', status: 'DONE', latencyMs: 5 })]);
     });
     expect((await ended(runId)).map((r) => r.type)).toEqual(['run.started', 'step.started', 'text.delta', 'step.finished', 'run.finished']);
+  });
+});
+
+describe('a follower the worker did not hear of at once', () => {
+  const deltas = async (runId: string) =>
+    (await db.pool.query('SELECT 1 FROM durable_agent.run_event WHERE run_id = $1 AND type = $2', [runId, 'text.delta'])).rowCount ?? 0;
+
+  it('is told by the lease renewal when the notification was missed (a worker that does not LISTEN)', async () => {
+    const model = gatedModel();
+    // No LISTEN connection: the follow's notification cannot reach it. Renewals every 300 ms.
+    const worker = testWorker(db.store, model.llm, [], { name: 'deaf', leaseMs: 900 });
+    await worker.start();
+    const run = await newRun(db.store, 'say two parts');
+    await model.atGate;
+    await new RunEvents(db.pool).watch([run.id], randomUUID(), 60_000);
+    await waitFor('the gathered text, after a renewal said the run is followed', async () => (await deltas(run.id)) > 0, 5_000);
+    model.release();
+    await waitFor('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 5_000);
+    await worker.stop();
+  });
+
+  it('is announced again when a registration that had expired is renewed, and not when a live one is', async () => {
+    const listener = new pg.Client({ connectionString: db.url });
+    await listener.connect();
+    const heard: string[] = [];
+    listener.on('notification', (n) => heard.push(n.payload!));
+    await listener.query('LISTEN durable_agent_run_followed');
+    try {
+      const run = await newRun(db.store, 'followed, lapsed, followed');
+      const events = new RunEvents(db.pool);
+      const hub = randomUUID();
+      await events.watch([run.id], hub, -1_000); // registered, already expired
+      await events.watch([run.id], hub, 60_000); // renewed after expiry: news to the worker
+      await events.watch([run.id], hub, 60_000); // renewed while live: nothing new
+      await new Promise((r) => setTimeout(r, 300));
+      expect(heard).toEqual([run.id, run.id]);
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it('counts a reader of the JSON pages of an unfinished run as a follower', async () => {
+    const api = await startEventsApi(db.url);
+    try {
+      const run = await newRun(db.store, 'polled');
+      const watched = async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1 AND expires_at > now()', [run.id])).rowCount;
+      expect(await watched()).toBe(0);
+      const res = await fetch(`${api.url}/api/runs/${run.id}/events`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ events: [], finished: false });
+      expect(await watched()).toBe(1);
+    } finally {
+      await api.close();
+    }
   });
 });

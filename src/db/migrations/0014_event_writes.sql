@@ -35,7 +35,9 @@ BEGIN
     END IF;
 END $$;
 
-CREATE OR REPLACE FUNCTION run_event_abandon_open(p_run uuid, p_reason text) RETURNS void
+-- Returns the highest id it wrote (null: none), for its caller to announce with its own events.
+DROP FUNCTION run_event_abandon_open(uuid, text);
+CREATE FUNCTION run_event_abandon_open(p_run uuid, p_reason text) RETURNS bigint
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
     v_from bigint;
@@ -52,7 +54,7 @@ BEGIN
     IF v_seq IS NULL
        OR EXISTS (SELECT 1 FROM run_event f
                   WHERE f.run_id = p_run AND f.id > v_from AND f.type = 'step.finished' AND (f.data ->> 'seq')::int = v_seq) THEN
-        RETURN;
+        RETURN NULL;
     END IF;
     WITH added AS (
         INSERT INTO run_event (run_id, type, data)
@@ -66,7 +68,7 @@ BEGIN
         ORDER BY a.seq, a.attempt
         RETURNING id)
     SELECT max(id) INTO v_last FROM added;
-    PERFORM run_event_announce(p_run, v_last);
+    RETURN v_last;
 END $$;
 
 DROP FUNCTION run_event_open_attempts(uuid);
@@ -78,8 +80,7 @@ DECLARE
 BEGIN
     INSERT INTO run_event (run_id, type, data) VALUES (p_run, 'run.started', json_build_object('worker', p_worker, 'attempt', p_attempt))
     RETURNING id INTO v_last;
-    PERFORM run_event_announce(p_run, v_last);
-    PERFORM run_event_abandon_open(p_run, 'takeover');
+    PERFORM run_event_announce(p_run, coalesce(run_event_abandon_open(p_run, 'takeover'), v_last));
     RETURN QUERY
         SELECT (e.data ->> 'seq')::int, max((e.data ->> 'attempt')::int)
         FROM run_event e
@@ -91,7 +92,7 @@ CREATE OR REPLACE FUNCTION run_event_finished() RETURNS trigger LANGUAGE plpgsql
 DECLARE
     v_last bigint;
 BEGIN
-    PERFORM run_event_abandon_open(NEW.id, 'run-ended');
+    PERFORM run_event_abandon_open(NEW.id, 'run-ended'); -- announced with run.finished, which comes after
     INSERT INTO run_event (run_id, type, data)
     VALUES (NEW.id, 'run.finished', json_build_object('status', NEW.status, 'output', NEW.output, 'error', NEW.error, 'stopReason', NEW.stop_reason))
     RETURNING id INTO v_last;
