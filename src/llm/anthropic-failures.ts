@@ -9,7 +9,7 @@
  * leak into logs or stored steps.
  */
 import { LlmError } from '../errors.ts';
-import { describeCause, type FailureContext, redactor } from './failure.ts';
+import { brokenOrUnsent, describeCause, type FailureContext, redactor } from './failure.ts';
 import { parseRetryAfterMs } from './retrying.ts';
 
 /** The answer's headers, looked up by lower-case name (see http-answer.ts's `headerSource`; fetch's Headers fit too). */
@@ -117,16 +117,5 @@ export function classifyFailure(error: unknown, context: FailureContext = {}): L
     if (error.usage === null) error.usage = usage;
     return error;
   }
-  const detail = error instanceof Error ? describeCause(error) : String(error);
-  if (context.answered) {
-    // "terminated" (the connection closed mid-body, see http-answer.ts), a body that is not JSON:
-    // the request was sent and the answer broke, which the next attempt may well not repeat.
-    return new LlmError(-1, redact(`the answer was cut off or unreadable: ${detail}`), {
-      type: 'incomplete_response',
-      requestId: context.requestId ?? null,
-      cause: error,
-      usage,
-    });
-  }
-  return new LlmError(0, redact(`request not sent: ${detail}`), { type: 'client_error', cause: error });
+  return brokenOrUnsent(error, context); // "terminated": the connection closed mid-body (http-answer.ts)
 }

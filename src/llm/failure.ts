@@ -1,5 +1,6 @@
 /** What every provider's error classification shares: the call's context and how a cause is told. */
 import type { Usage } from '../domain.ts';
+import { LlmError } from '../errors.ts';
 
 /** What is known about the call when it failed. */
 export interface FailureContext {
@@ -25,6 +26,26 @@ export function describeCause(cause: Error): string {
     return typeof code === 'string' ? `${cause.message} (${code})` : `${cause.message} (${inner.message})`;
   }
   return cause.message;
+}
+
+/**
+ * A failure that is neither an answer of the API nor the caller's: after the answer's headers, the
+ * request was sent and the answer broke (the connection closed mid-body, a body that is not JSON),
+ * which the next attempt may well not repeat; before, it was never sent (a bad option, a bad URL),
+ * which no retry can fix.
+ */
+export function brokenOrUnsent(error: unknown, context: FailureContext): LlmError {
+  const redact = redactor(context.apiKey);
+  const detail = error instanceof Error ? describeCause(error) : String(error);
+  if (context.answered) {
+    return new LlmError(-1, redact(`the answer was cut off or unreadable: ${detail}`), {
+      type: 'incomplete_response',
+      requestId: context.requestId ?? null,
+      cause: error,
+      usage: context.usage ?? null,
+    });
+  }
+  return new LlmError(0, redact(`request not sent: ${detail}`), { type: 'client_error', cause: error });
 }
 
 /** What one call has learnt so far, for classifying its failure. */

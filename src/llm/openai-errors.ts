@@ -1,6 +1,6 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { LlmError } from '../errors.ts';
-import { describeCause, type FailureContext, redactor } from './failure.ts';
+import { brokenOrUnsent, describeCause, type FailureContext, redactor } from './failure.ts';
 import { parseRetryAfterMs } from './retrying.ts';
 
 /**
@@ -96,17 +96,7 @@ export function toLlmError(error: unknown, context: FailureContext = {}): LlmErr
       usage,
     });
   }
-  const detail = error instanceof Error ? describeCause(error) : String(error);
-  if (context.answered) {
-    // The socket closed mid-body, a body that is not JSON: sent, and the answer broke.
-    return new LlmError(-1, redact(`the answer was cut off or unreadable: ${detail}`), {
-      type: 'incomplete_response',
-      requestId: context.requestId ?? null,
-      cause: error,
-      usage,
-    });
-  }
-  return new LlmError(0, redact(`request not sent: ${detail}`), { type: 'client_error', cause: error });
+  return brokenOrUnsent(error, context);
 }
 
 /** An error object sent in a 200's body, as the error it stands for. */

@@ -4,25 +4,14 @@
  * connection the server closed while idle fails no call, and a connection whose answer was abandoned
  * (aborted, timed out, refused by the caller's callback) is closed rather than reused.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LlmError } from '../../src/errors.ts';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
-import { fake, startFakeAnthropic, warmUp, type FakeAnthropic } from '../support/fake-anthropic.ts';
+import { fake, useFakeAnthropic } from '../support/fake-anthropic.ts';
 
 const API_KEY = 'sk-ant-test-connections-0123456789';
-let server: FakeAnthropic;
-
-beforeAll(async () => {
-  server = await startFakeAnthropic({ apiKey: API_KEY });
-  await warmUp(server, API_KEY);
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useFakeAnthropic(API_KEY);
 
 const ask: LlmRequest = { model: 'claude-sonnet-4-6', maxTokens: 256, system: 'Be brief.', messages: [{ role: 'user', content: 'hi' }], tools: [] };
 const client = (streaming: boolean, timeoutMs?: number) => new AnthropicClient({ apiKey: API_KEY, baseUrl: server.url, streaming, timeoutMs });

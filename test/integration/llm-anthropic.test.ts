@@ -2,27 +2,16 @@
  * The Anthropic provider and the client stack over HTTP, against a local server
  * speaking the Messages API's wire format, streamed (`stream: true`, the default) and not.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Message } from '../../src/domain.ts';
 import { LlmError } from '../../src/errors.ts';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { createLlmClient, retryReason, TimeLimitedLlmClient, type LlmConfig } from '../../src/llm/index.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
-import { credentialOf, fake, startFakeAnthropic, warmUp, type FakeAnthropic, type FakeResponse } from '../support/fake-anthropic.ts';
+import { credentialOf, fake, startFakeAnthropic, useFakeAnthropic, type FakeResponse } from '../support/fake-anthropic.ts';
 
 const API_KEY = 'sk-ant-test-0123456789-SECRET';
-let server: FakeAnthropic;
-
-beforeAll(async () => {
-  server = await startFakeAnthropic({ apiKey: API_KEY });
-  await warmUp(server, API_KEY);
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useFakeAnthropic(API_KEY);
 
 const ask = (text: string): LlmRequest => ({
   model: 'claude-sonnet-4-6', maxTokens: 512, system: 'You are terse.', messages: [{ role: 'user', content: text }], tools: [],

@@ -4,27 +4,16 @@
  * next one streams, what the failed attempts were billed for counted, and the final message the same
  * as the non-streaming answer.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LlmError } from '../../src/errors.ts';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { createLlmClient, type LlmConfig } from '../../src/llm/index.ts';
 import type { LlmCallOptions, LlmRequest } from '../../src/llm/types.ts';
-import { fake, startFakeAnthropic, warmUp, type FakeAnthropic } from '../support/fake-anthropic.ts';
+import { fake, useFakeAnthropic } from '../support/fake-anthropic.ts';
 import { textChunks } from '../support/fake-anthropic-sse.ts';
 
 const API_KEY = 'sk-ant-test-streaming-0123456789';
-let server: FakeAnthropic;
-
-beforeAll(async () => {
-  server = await startFakeAnthropic({ apiKey: API_KEY });
-  await warmUp(server, API_KEY);
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useFakeAnthropic(API_KEY);
 
 const ask: LlmRequest = { model: 'claude-sonnet-4-6', maxTokens: 512, system: 'Be brief.', messages: [{ role: 'user', content: 'hi' }], tools: [] };
 const noWait = { sleep: async () => {} };

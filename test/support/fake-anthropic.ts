@@ -1,4 +1,5 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { check, credentialOf } from './fake-anthropic-checks.ts';
@@ -279,4 +280,30 @@ async function streamMessage(
     await write(res, encode(event));
   }
   res.end();
+}
+
+/**
+ * The fake server of a test file: started and warmed up before its tests, its script and recorded
+ * requests cleared before each, closed after them. What it returns stands for the started server.
+ */
+export function useFakeAnthropic(apiKey: string): FakeAnthropic {
+  let started: FakeAnthropic | undefined;
+  const current = (): FakeAnthropic => {
+    if (!started) throw new Error('the fake Messages API is used before its beforeAll started it');
+    return started;
+  };
+  beforeAll(async () => {
+    started = await startFakeAnthropic({ apiKey });
+    await warmUp(started, apiKey);
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  beforeEach(() => current().reset());
+  return new Proxy({} as FakeAnthropic, {
+    get(_, key) {
+      const value = Reflect.get(current(), key) as unknown;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(current()) : value;
+    },
+  });
 }
