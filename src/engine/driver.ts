@@ -24,7 +24,7 @@ import { guard } from './guard.ts';
 import { idempotentBatch, runToolBatch } from './tool-batch.ts';
 import { clampToCost, estimateInputTokens, type KnownInput, ratesOf } from './cost-clamp.ts';
 import { replayRun } from './chain-replay.ts';
-import { describeAttemptError, Following, StepStream } from './step-stream.ts';
+import { describeAttemptError, Followers, StepStream } from './step-stream.ts';
 import { type Conversation, foldStep, type PendingTool } from './replay.ts';
 import { agentAsStarted } from './started-with.ts';
 
@@ -64,7 +64,7 @@ export interface DriverDeps {
    */
   onUnrecorded?: (u: Unrecorded) => void;
   /** Whether somebody follows the run's live events (see step-stream.ts); nobody, when absent. */
-  following?: Following;
+  followers?: Followers;
 }
 
 /** Waits for `p`, or until `signal` aborts (then returns too: the caller checks the signal). */
@@ -172,7 +172,7 @@ class RunDriver {
   /** The live events of model step `seq`, when the store keeps events. */
   private stepStream(seq: number): StepStream | null {
     const append = this.d.store.appendEvents?.bind(this.d.store);
-    return append ? new StepStream(append, this.run.id, this.d.owner, seq, this.attemptsBefore.get(seq) ?? 0, this.d.following ?? new Following()) : null;
+    return append ? new StepStream(append, this.run.id, this.d.owner, seq, this.attemptsBefore.get(seq) ?? 0, this.d.followers ?? new Followers()) : null;
   }
 
   /** `lastSeq`: of the log; a fork's step cap counts its own steps, not those it continues from. */
@@ -284,7 +284,6 @@ class RunDriver {
     const started = performance.now();
     const stream = this.stepStream(seq);
     stream?.start();
-    d.following?.attach(stream);
     let reply: LlmResponse;
     try {
       reply = await d.llm.send(
@@ -300,7 +299,6 @@ class RunDriver {
         },
       );
     } catch (e) {
-      d.following?.attach(null);
       await stream?.fail(e instanceof LlmError ? describeAttemptError(e) : undefined);
       if (d.signal.aborted) {
         const cutOff = e instanceof LlmError ? this.unrecorded(e.usage) : null;
@@ -318,7 +316,6 @@ class RunDriver {
     const latencyMs = performance.now() - started;
     // The stream's last events go in with the checkpoint, ahead of its step.finished. Taken first, so
     // nothing of this step is written later if what follows throws.
-    d.following?.attach(null);
     const streamed = (await stream?.rest()) ?? [];
     crashPoint('after-model-response', run.id);
     const { response, warnings } = acceptReply(reply);
@@ -526,7 +523,7 @@ export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps)
   const decisions = run.waiting ? await d.store.decisions(run.id) : [];
   // run.started, and the text a previous owner left streaming marked abandoned, before anything else.
   const claimed = await d.store.eventsClaimed?.(run.id, d.owner, run.attempts);
-  if (claimed?.followed) d.following?.follow();
+  if (claimed?.followed) d.followers?.follow();
   d.events.runClaimed({ run, worker: d.owner.worker, resumedAtSeq: conversation.lastSeq });
   return new RunDriver(run, conversation, d, decisions, claimed?.attempts).loop();
 }

@@ -10,7 +10,7 @@ import { budgetTokens, type RunId } from '../domain.ts';
 import type { ClaimedRun } from '../store/ports.ts';
 import type { EngineEvents } from './events.ts';
 import type { Unrecorded } from './driver.ts';
-import { Following } from './step-stream.ts';
+import { Followers } from './step-stream.ts';
 
 /** A cancel was requested while the run was being driven: it ends CANCELLED now, not at its next guard. */
 export class CancelSignal extends Error {
@@ -51,7 +51,7 @@ export class HeldRun {
   /** Usage of a model call its stop cut off (see DriverDeps.onUnrecorded); added by the write that ends the attempt. */
   unrecorded: Unrecorded | null = null;
   /** Whether an event hub follows the run (see step-stream.ts). */
-  readonly following = new Following();
+  readonly followers = new Followers();
 
   constructor(readonly run: ClaimedRun, now: () => Date) {
     this.tokensUsed = run.tokensUsed;

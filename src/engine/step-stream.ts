@@ -6,9 +6,9 @@
  * `rest` hands what is still unwritten to the step's checkpoint, which writes it ahead of step.finished
  * in the same statement: a call that answers within one batch costs no commit of its own.
  *
- * The events are written as they come only while somebody follows the run (see Following): a run
- * nobody watches writes its step's events with the checkpoint, the same events in the same order,
- * and pays no statement of its own for them. Once a follower appears, what gathered is written at once.
+ * The events are written as they come only while somebody follows the run (see Followers): a run
+ * nobody watches writes its step's events with the checkpoint, the same kinds in the same order (its
+ * text in batches cut by size only), and pays no statement of its own for them. Once a follower appears, what gathered is written at once.
  *
  * A write that fails is not retried here: the step ends with that error at `rest` (its attempt ends,
  * the run is resumed from its last checkpoint, and the worker that claims it abandons what this
@@ -35,7 +35,7 @@ export function describeAttemptError(e: LlmError): string {
  * registered) and, from then on, when a hub registers it (a notification). Never goes back: a reader
  * that left may come back, and writing as it streams is only what every followed run does.
  */
-export class Following {
+export class Followers {
   private on = false;
   private stream: StepStream | null = null;
 
@@ -49,9 +49,13 @@ export class Following {
     this.stream?.goLive();
   }
 
-  /** The step streaming now, told when a follower appears; null between model steps. */
-  attach(stream: StepStream | null): void {
+  /** The step streaming now, told when a follower appears; none between model steps. */
+  attach(stream: StepStream): void {
     this.stream = stream;
+  }
+
+  detach(stream: StepStream): void {
+    if (this.stream === stream) this.stream = null;
   }
 }
 
@@ -71,7 +75,7 @@ export class StepStream {
     private readonly seq: number,
     /** Attempts this step used before this claim (previous owners, earlier requeues): numbering goes on from there. */
     private readonly base: number,
-    private readonly following: Following,
+    private readonly followers: Followers,
     private readonly batch: { maxMs: number; maxChars: number } = DELTA_BATCH,
   ) {}
 
@@ -87,8 +91,9 @@ export class StepStream {
 
   start(): void {
     this.open = 1;
+    this.followers.attach(this);
     this.queue(newEvent('step.started', { seq: this.seq, kind: 'MODEL', attempt: this.attemptNumber(1) }));
-    if (this.following.followed) this.timer ??= setTimeout(() => this.flush(), this.batch.maxMs);
+    if (this.followers.followed) this.timer ??= setTimeout(() => this.flush(), this.batch.maxMs);
   }
 
   text(text: string, attempt: number): void {
@@ -98,7 +103,7 @@ export class StepStream {
     if (this.pending) this.pending.text += text;
     else this.pending = { attempt, text };
     if (this.pending.text.length >= this.batch.maxChars) this.flush();
-    else if (this.following.followed) this.timer ??= setTimeout(() => this.flush(), this.batch.maxMs);
+    else if (this.followers.followed) this.timer ??= setTimeout(() => this.flush(), this.batch.maxMs);
     else crashPoint('mid-stream', this.runId);
   }
 
@@ -116,6 +121,7 @@ export class StepStream {
    * and a later reader should see why the step's attempts ended.
    */
   async fail(error?: string): Promise<void> {
+    this.followers.detach(this);
     if (this.open !== null) this.abandon(this.open, 'failed', error);
     this.open = null;
     this.flush(true);
@@ -127,6 +133,7 @@ export class StepStream {
    * (in order): the checkpoint writes them before step.finished.
    */
   async rest(): Promise<NewEvent[]> {
+    this.followers.detach(this);
     clearTimeout(this.timer);
     this.timer = undefined;
     await this.writing;
@@ -154,7 +161,7 @@ export class StepStream {
     this.timer = undefined;
     this.takePending();
     if (this.queued.length === 0 || this.failure !== undefined) return;
-    if (!always && !this.following.followed) return;
+    if (!always && !this.followers.followed) return;
     const events = this.queued;
     this.queued = [];
     this.writing = this.writing.then(async () => {

@@ -237,7 +237,7 @@ export class Worker {
           this.wake();
         },
         cancelRequested: (runId) => this.deliverCancel(runId, 'notification'),
-        runFollowed: (runId) => this.held.get(runId as RunId)?.following.follow(),
+        runFollowed: (runId) => this.held.get(runId as RunId)?.followers.follow(),
         blobDeleted: (digest) => this.restoreTexts(digest),
       }) ?? null;
     this.loopWatch.start();
@@ -355,7 +355,7 @@ export class Worker {
         if (h?.run.lease.token === token) h.stop(new LeaseLostError(runId, this.owner.worker));
       },
       cancelRequested: (runId) => this.deliverCancel(runId, 'lease renewal'),
-      followed: (runId) => this.held.get(runId)?.following.follow(),
+      followed: (runId) => this.held.get(runId)?.followers.follow(),
       failed: (e) => this.deps.logger.warn({ err_message: e.message }, 'lease renewal failed; retrying at the next interval'),
     }));
   }
@@ -435,7 +435,7 @@ export class Worker {
         signal: h.signal,
         shouldYield: () => this.stopping,
         untilLive: () => this.untilLive(),
-        following: h.following,
+        followers: h.followers,
         onUnrecorded: (u) => (h.unrecorded = u),
       });
     } catch (e) {

@@ -9,7 +9,7 @@
  * leak into logs or stored steps.
  */
 import { LlmError } from '../errors.ts';
-import { brokenOrUnsent, describeCause, type FailureContext, redactor } from './failure.ts';
+import { brokenOrUnsent, describeCause, type FailureContext, ownFailure, redactor } from './failure.ts';
 import { parseRetryAfterMs } from './retrying.ts';
 
 /** The answer's headers, looked up by lower-case name (see http-answer.ts's `headerSource`; fetch's Headers fit too). */
@@ -110,12 +110,6 @@ export function isAbortError(error: unknown): boolean {
  * sent (a bad option, a bad URL), which no retry can fix.
  */
 export function classifyFailure(error: unknown, context: FailureContext = {}): LlmError {
-  const redact = redactor(context.apiKey);
-  const usage = context.usage ?? null;
-  if (error instanceof LlmError) {
-    error.message = redact(error.message);
-    if (error.usage === null) error.usage = usage;
-    return error;
-  }
+  if (error instanceof LlmError) return ownFailure(error, context);
   return brokenOrUnsent(error, context); // "terminated": the connection closed mid-body (http-answer.ts)
 }

@@ -72,17 +72,16 @@ export class MessagesEndpoint {
     };
   }
 
-  /** Throws when the base URL is unusable (the URL parser's own error, or the protocol's): no request can be sent. */
-  check(): void {
-    if (this.options) return;
+  /** What to send with; throws when the base URL is unusable (the URL parser's own error, or the protocol's). */
+  requestOptions(): RequestOptions {
+    if (this.options) return this.options;
     const url = new URL(this.rawUrl);
     throw new TypeError(`unsupported protocol ${url.protocol} (only http: and https:)`);
   }
 
   /** Opens a request on a pooled connection; nothing is sent before its `end`. */
-  open(): ClientRequest {
-    this.check();
-    return this.send(this.options!);
+  open(options: RequestOptions): ClientRequest {
+    return this.send(options);
   }
 }
 
@@ -131,12 +130,12 @@ export class MessagesExchange {
    * is a request that got no answer (refused, reset, timed out, aborted).
    */
   async post(body: string): Promise<IncomingMessage> {
-    this.endpoint.check();
+    const options = this.endpoint.requestOptions();
     if (this.signal?.aborted) throw aborted();
     const timer = setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this);
     let response: IncomingMessage;
     try {
-      response = await this.answerOf(body, Buffer.byteLength(body));
+      response = await this.answerOf(options, body, Buffer.byteLength(body));
     } finally {
       clearTimeout(timer);
     }
@@ -151,9 +150,9 @@ export class MessagesExchange {
    * connection the server had just closed, sends it again on another (each stale socket is gone once
    * it failed, so this ends; the time limit and the caller's abort still apply).
    */
-  private async answerOf(body: string, length: number): Promise<IncomingMessage> {
+  private async answerOf(options: RequestOptions, body: string, length: number): Promise<IncomingMessage> {
     for (;;) {
-      const request = this.endpoint.open();
+      const request = this.endpoint.open(options);
       this.request = request;
       try {
         return await new Promise<IncomingMessage>((resolve, reject) => {

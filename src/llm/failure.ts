@@ -28,6 +28,13 @@ export function describeCause(cause: Error): string {
   return cause.message;
 }
 
+/** Ours, raised while reading the answer (an error body, a stream that ended early): the key cut out, the usage so far kept. */
+export function ownFailure(error: LlmError, context: FailureContext): LlmError {
+  error.message = redactor(context.apiKey)(error.message);
+  if (error.usage === null) error.usage = context.usage ?? null;
+  return error;
+}
+
 /**
  * A failure that is neither an answer of the API nor the caller's: after the answer's headers, the
  * request was sent and the answer broke (the connection closed mid-body, a body that is not JSON),

@@ -1,6 +1,6 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { LlmError } from '../errors.ts';
-import { brokenOrUnsent, describeCause, type FailureContext, redactor } from './failure.ts';
+import { brokenOrUnsent, describeCause, type FailureContext, ownFailure, redactor } from './failure.ts';
 import { parseRetryAfterMs } from './retrying.ts';
 
 /**
@@ -65,13 +65,9 @@ function shouldRetry(error: ChatErrorObject | null | undefined, header: string |
  * 0 for a request never sent (not retried). The message is the server's own, without the key.
  */
 export function toLlmError(error: unknown, context: FailureContext = {}): LlmError {
+  if (error instanceof LlmError) return ownFailure(error, context);
   const redact = redactor(context.apiKey);
   const usage = context.usage ?? null;
-  if (error instanceof LlmError) {
-    error.message = redact(error.message);
-    if (error.usage === null) error.usage = usage;
-    return error;
-  }
   if (error instanceof APIUserAbortError) {
     return new LlmError(-1, 'request aborted', { type: 'aborted', usage });
   }

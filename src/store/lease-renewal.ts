@@ -6,6 +6,7 @@
 import type pg from 'pg';
 import type { RunId } from '../domain.ts';
 import type { HeldLease, LeaseOwner, RenewedLease } from './ports.ts';
+import { FOLLOWED } from './run-events.ts';
 
 /**
  * $1 worker, $2 lease ms, $3 run ids, $4 their lease tokens (same order). Fenced like every engine
@@ -16,7 +17,7 @@ export const RENEW_LEASES = `UPDATE durable_agent.run SET locked_until = now() +
   FROM unnest($3::uuid[], $4::uuid[]) AS held (id, token)
   WHERE run.id = held.id AND run.locked_by = $1 AND run.lease_token = held.token AND run.status = 'RUNNING'
   RETURNING run.id, run.lease_token, run.cancel_requested,
-            EXISTS (SELECT 1 FROM durable_agent.run_event_watch w WHERE w.run_id = run.id AND w.expires_at > now()) AS followed`;
+            ${FOLLOWED('run.id')} AS followed`;
 
 export const RENEW_LEASES_NAME = 'durable_agent_renew_leases';
 

@@ -30,6 +30,10 @@ export function eventParams(events: readonly NewEvent[]): [string] {
   return [JSON.stringify(events.map((e) => ({ type: e.type, data: storableValue(e.data), with_next: e.withNext === true })))];
 }
 
+/** Whether an event hub follows run `runId` (an SQL expression): its events are announced, its text written as it streams. */
+export const FOLLOWED = (runId: string) =>
+  `EXISTS (SELECT 1 FROM durable_agent.run_event_watch w WHERE w.run_id = ${runId} AND w.expires_at > now())`;
+
 /**
  * CTEs that write `eventParams` ($p) in order, one row per event of `source` (the fence's
  * `owner`, or the row the statement wrote), and announce them (NOTIFY "<run id> <highest id>") when an
@@ -47,7 +51,7 @@ export const EVENTS = (p: number, source: string, next: boolean) => `events AS (
   RETURNING id),
 announced AS (
   SELECT pg_notify('${RUN_EVENT_CHANNEL}', $1::uuid::text || ' ' || max(id)::text) FROM events
-  HAVING count(*) > 0 AND EXISTS (SELECT 1 FROM durable_agent.run_event_watch w WHERE w.run_id = $1::uuid AND w.expires_at > now()))`;
+  HAVING count(*) > 0 AND ${FOLLOWED('$1::uuid')})`;
 
 /** The column that runs EVENTS' announcement (selected once, from a statement's one result row). */
 export const ANNOUNCED = '(SELECT count(*) FROM announced) AS announced';
@@ -101,7 +105,7 @@ export class RunEvents {
       name: 'durable_agent_events_claimed',
       text: `WITH owner AS (
                UPDATE durable_agent.run SET updated_at = now() WHERE ${FENCE(3)} RETURNING id)
-             SELECT EXISTS (SELECT 1 FROM durable_agent.run_event_watch w WHERE w.run_id = owner.id AND w.expires_at > now()) AS followed,
+             SELECT ${FOLLOWED('owner.id')} AS followed,
                     c.seq, c.attempt
              FROM owner LEFT JOIN LATERAL durable_agent.run_event_claimed(owner.id, $2, $4) c ON true`,
       values: [runId, owner.worker, owner.token, attempt],

@@ -96,9 +96,8 @@ it('announces every write of a followed run with the highest id it wrote: claim,
     expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
     expect(executed).toEqual(['T-9']);
 
-    // One announcement per writing statement, carrying the highest id it wrote: the highest id of
-    // each transaction was announced (the claim, the trigger that ends the run and the one that
-    // starts a wait write in the transaction of another statement, and announce their own).
+    // Every transaction that wrote events announced the highest id it wrote, whichever writer it was
+    // (a checkpoint's statement, the claim's function, the triggers that start a wait or end the run).
     const { rows } = await db.pool.query<{ type: string; id: string; last_of_xact: boolean }>(
       `SELECT type, id, id = max(id) OVER (PARTITION BY xmin::text) AS last_of_xact FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id`,
       [run.id],

@@ -5,10 +5,10 @@
  * (aborted, timed out, refused by the caller's callback) is closed rather than reused.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { LlmError } from '../../src/errors.ts';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
 import { fake, useFakeAnthropic } from '../support/fake-anthropic.ts';
+import { failure } from '../support/llm-failure.ts';
 
 const API_KEY = 'sk-ant-test-connections-0123456789';
 const server = useFakeAnthropic(API_KEY);
@@ -16,11 +16,6 @@ const server = useFakeAnthropic(API_KEY);
 const ask: LlmRequest = { model: 'claude-sonnet-4-6', maxTokens: 256, system: 'Be brief.', messages: [{ role: 'user', content: 'hi' }], tools: [] };
 const client = (streaming: boolean, timeoutMs?: number) => new AnthropicClient({ apiKey: API_KEY, baseUrl: server.url, streaming, timeoutMs });
 const text = async (promise: Promise<{ content: unknown[] }>) => ((await promise).content[0] as { text: string }).text;
-async function failure(promise: Promise<unknown>): Promise<LlmError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
-  expect(error).toBeInstanceOf(LlmError);
-  return error as LlmError;
-}
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.each([

@@ -6,12 +6,12 @@
  */
 import { getEventListeners } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
-import { LlmError } from '../../src/errors.ts';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { ANTHROPIC_VERSION } from '../../src/llm/anthropic-http.ts';
 import { toMessageParams } from '../../src/llm/anthropic-wire.ts';
 import type { LlmCallOptions, LlmRequest } from '../../src/llm/types.ts';
 import { fake, useFakeAnthropic } from '../support/fake-anthropic.ts';
+import { failure } from '../support/llm-failure.ts';
 import { textChunks } from '../support/fake-anthropic-sse.ts';
 
 const API_KEY = 'sk-ant-test-transport-0123456789';
@@ -25,11 +25,6 @@ const ANSWER = 'one two three four five six';
 const usage = { input_tokens: 321, output_tokens: 12, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
 const client = (streaming: boolean, more: { timeoutMs?: number; baseUrl?: string } = {}) =>
   new AnthropicClient({ apiKey: API_KEY, baseUrl: more.baseUrl ?? server.url, streaming, timeoutMs: more.timeoutMs });
-async function failure(promise: Promise<unknown>): Promise<LlmError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
-  expect(error).toBeInstanceOf(LlmError);
-  return error as LlmError;
-}
 
 describe.each([
   ['streamed', true],

@@ -9,6 +9,7 @@ import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { createLlmClient, retryReason, TimeLimitedLlmClient, type LlmConfig } from '../../src/llm/index.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
 import { credentialOf, fake, startFakeAnthropic, useFakeAnthropic, type FakeResponse } from '../support/fake-anthropic.ts';
+import { failure } from '../support/llm-failure.ts';
 
 const API_KEY = 'sk-ant-test-0123456789-SECRET';
 const server = useFakeAnthropic(API_KEY);
@@ -24,11 +25,6 @@ function config(overrides: Partial<LlmConfig> = {}): LlmConfig {
     llmProvider: 'anthropic', anthropicApiKey: API_KEY, anthropicBaseUrl: server.url, demoLatencyMs: 0,
     stepTimeoutMs: 5000, maxAttempts: 3, retryBaseMs: 10, retryCapMs: 100, llmStreaming: streaming, ...overrides,
   };
-}
-async function failure(promise: Promise<unknown>): Promise<LlmError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
-  expect(error).toBeInstanceOf(LlmError);
-  return error as LlmError;
 }
 
 describe.each([
