@@ -98,9 +98,15 @@ export class ToolExecutor {
     return limit.acquire(signal);
   }
 
-  /** This executor's tools and `extra` (whose names must differ from them), with the same limits. */
+  /**
+   * This executor's tools and `extra` (whose names must differ from them), with the same options and
+   * the same per-tool limits: runs still on this executor and runs on the new one share each limit
+   * (a source's tools changing makes a new one while calls are in flight).
+   */
   withTools(extra: readonly Tool[]): ToolExecutor {
-    return new ToolExecutor([...this.byName.values(), ...extra], this.timeoutMs, this.maxResultBytes, this.options);
+    const combined = new ToolExecutor([...this.byName.values(), ...extra], this.timeoutMs, this.maxResultBytes, this.options);
+    for (const [name, limit] of this.toolLimits) combined.toolLimits.set(name, limit);
+    return combined;
   }
 
   definitions(): ToolDefinition[] {

@@ -99,3 +99,25 @@ describe('capResult', () => {
     expect(cut).toContain('the tool returned 50000000 bytes');
   });
 });
+
+describe('ToolExecutor.withTools', () => {
+  it('keeps the options and shares each tool limit with the executor it extends', async () => {
+    const limited = defineTool({ name: 'one_at_a_time', description: 'x', inputSchema: { type: 'object' }, concurrency: 1, execute: async () => 'ok' });
+    const own = new ToolExecutor([limited], 100, undefined, { concurrency: 2 });
+    const combined = own.withTools([tool('extra', async () => 'more')]);
+    expect(combined.concurrency).toBe(2);
+    expect(combined.definitions().map((d) => d.name)).toEqual(['one_at_a_time', 'extra']);
+
+    const leave = await own.acquire('one_at_a_time', new AbortController().signal);
+    let entered = false;
+    const waiting = combined.acquire('one_at_a_time', new AbortController().signal).then((release) => {
+      entered = true;
+      return release;
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(entered).toBe(false); // the place taken on the old executor counts on the new one
+    leave();
+    (await waiting)();
+    expect(entered).toBe(true);
+  });
+});
