@@ -24,6 +24,8 @@ afterEach(async () => {
     c.kill('SIGKILL');
   }
   await Promise.all(exited);
+  // A test that failed leaves its runs unfinished: the next test's workers must not pick them up.
+  await db.pool.query(`UPDATE durable_agent.run SET status = 'CANCELLED', finished_at = now(), locked_by = NULL WHERE status IN ('QUEUED', 'RUNNING', 'WAITING')`);
 });
 afterAll(async () => {
   await db.close();
@@ -143,7 +145,7 @@ it('a worker whose liveness session is terminated while it lives stops driving, 
   await waitFor('worker A to finish the next run', async () => (await db.store.state(next.id)).status === 'SUCCEEDED', 60_000);
   expect((await db.store.steps(next.id)).every((s) => s.worker === 'worker-A')).toBe(true);
   expect(await ownerLock(next.id)).not.toBe(key); // under a new lock
-}, 120_000);
+}, 180_000); // above the sum of its waits (30 + 2.5 + 15 + 1 + 60 s) and two worker starts on a loaded machine
 
 it('a worker stopped (SIGSTOP) past its lease writes nothing after SIGCONT, and the tool takes effect once', async () => {
   const run = await newRun(db.store, 'survive a stalled worker');

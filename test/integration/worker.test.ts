@@ -239,7 +239,10 @@ describe('model outages', () => {
     expect(final.error).toMatch(/^deadline .* passed$/);
     expect(final.lastError?.message).toMatch(/model call failed \(HTTP 503 api_error\): Service Unavailable/);
     expect(final.providerRequeues).toBeGreaterThan(2); // more than the attempt limit allows claims
-    expect(llm.seen.length).toBe(final.providerRequeues);
+    // Each failed call requeued the run, but the last one when it failed at the deadline itself: the
+    // run then timed out instead of being requeued.
+    expect(llm.seen.length - final.providerRequeues).toBeGreaterThanOrEqual(0);
+    expect(llm.seen.length - final.providerRequeues).toBeLessThanOrEqual(1);
   });
 
   it('requeues a run whose provider asks for a wait past its deadline to the deadline, where it times out', async () => {
