@@ -13,9 +13,15 @@ import { FOLLOWED } from './run-events.ts';
  * write: a run claimed again since (new token), or no longer RUNNING, is not renewed, and its absence
  * from the answer tells the keeper the lease is lost.
  */
-export const RENEW_LEASES = `UPDATE durable_agent.run SET locked_until = now() + $2::float8 * interval '1 millisecond', updated_at = now()
-  FROM unnest($3::uuid[], $4::uuid[]) AS held (id, token)
-  WHERE run.id = held.id AND run.locked_by = $1 AND run.lease_token = held.token AND run.status = 'RUNNING'
+// The rows are locked in id order, as the batched step writes lock theirs (step-batch-sql.ts): two
+// statements that each hold several runs never wait for each other in a cycle.
+export const RENEW_LEASES = `WITH locked AS (
+    SELECT run.id FROM durable_agent.run JOIN unnest($3::uuid[], $4::uuid[]) AS held (id, token) ON run.id = held.id
+    WHERE run.locked_by = $1 AND run.lease_token = held.token AND run.status = 'RUNNING'
+    ORDER BY run.id
+    FOR NO KEY UPDATE OF run)
+  UPDATE durable_agent.run SET locked_until = now() + $2::float8 * interval '1 millisecond', updated_at = now()
+  FROM locked WHERE run.id = locked.id
   RETURNING run.id, run.lease_token, run.cancel_requested,
             ${FOLLOWED('run.id')} AS followed`;
 

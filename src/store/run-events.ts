@@ -27,7 +27,12 @@ export const newEvent = <T extends RunEventType>(type: T, data: RunEventData[T],
  * driver, then parsed as an array literal and each JSON element again by the server).
  */
 export function eventParams(events: readonly NewEvent[]): [string] {
-  return [JSON.stringify(events.map((e) => ({ type: e.type, data: storableValue(e.data), with_next: e.withNext === true })))];
+  return [JSON.stringify(eventValues(events))];
+}
+
+/** The events as the items of that array (a batched statement nests them in its own JSON parameter). */
+export function eventValues(events: readonly NewEvent[]): object[] {
+  return events.map((e) => ({ type: e.type, data: storableValue(e.data), with_next: e.withNext === true }));
 }
 
 /** Whether an event hub follows run `runId` (an SQL expression): its events are announced, its text written as it streams. */

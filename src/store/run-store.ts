@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { budgetTokens, type Decision, type DecisionRecord, DEFAULT_TENANT, DEMO_AGENT, type ForkPoint, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
-import { ConflictError, InputError, LeaseLostError, NotFoundError, StepNotStartedError } from '../errors.ts';
+import { ConflictError, InputError, LeaseLostError, NotFoundError } from '../errors.ts';
 import type { EarlierRun } from '../engine/chain-replay.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
 import { type Decided, recordDecision } from './decisions.ts';
@@ -16,14 +16,19 @@ import type {
   RenewedLease, RunEnd, ToolFinish, ToolStart, WaitStart, Waited, WriteProbe,
 } from './ports.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
-import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow, START_NEXT, startParams } from './fenced-sql.ts';
+import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow } from './fenced-sql.ts';
 import { storableCost, storableText, storableUsage } from './storable.ts';
 import { CONVERSATION_RUNS, conversationSteps, lineageSteps, qualified, TOOL_USES, TURN_AT } from './lineage-sql.ts';
 import type { TurnRow } from '../engine/fork-points.ts';
 
 type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status']; tool_uses: number | null };
 const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
-import { ANNOUNCED, EVENTS, eventParams, newEvent, type NewEvent, redactedInput, RunEvents, toolOutput } from './run-events.ts';
+import { ANNOUNCED, EVENTS, eventParams, eventValues, newEvent, type NewEvent, redactedInput, RunEvents, toolOutput } from './run-events.ts';
+import {
+  itemBase, MODEL_STEPS, MODEL_STEPS_NAME, type ModelStepItem, modelStepOutcomes, type ModelStepRow, TOOL_RESULTS, TOOL_RESULTS_NAME, type ToolResultItem,
+  toolResultOutcomes, type ToolResultRow,
+} from './step-batch-sql.ts';
+import { WriteBatches } from './write-batches.ts';
 import { consumeDecision, DECISION_ROWS, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitParams } from './waiting-sql.ts';
 
 export interface NewRun {
@@ -75,9 +80,21 @@ export class RunStore implements EngineStore {
   private readonly redact: (text: string) => string;
   private readonly events: RunEvents;
 
+  /** The step path's two writes, sent over batches of runs (write-batches.ts). */
+  private readonly modelSteps: WriteBatches<ModelStepItem, FencedWrite>;
+  private readonly toolResults: WriteBatches<ToolResultItem, FencedWrite>;
+
   constructor(private readonly db: pg.Pool, opts: RunStoreOptions = {}) {
     this.redact = opts.redact ?? ((text) => text);
     this.events = new RunEvents(db);
+    this.modelSteps = new WriteBatches(async (items) => {
+      const { rows } = await this.db.query<ModelStepRow>({ name: MODEL_STEPS_NAME, text: MODEL_STEPS, values: [JSON.stringify(items)] });
+      return modelStepOutcomes(items, rows);
+    });
+    this.toolResults = new WriteBatches(async (items) => {
+      const { rows } = await this.db.query<ToolResultRow>({ name: TOOL_RESULTS_NAME, text: TOOL_RESULTS, values: [JSON.stringify(items)] });
+      return toolResultOutcomes(items, rows);
+    });
   }
 
   /** The events of a tool call's STARTED row (its input redacted, as secrets are everywhere they are stored). */
@@ -271,44 +288,41 @@ export class RunStore implements EngineStore {
 
   async checkpointModel(runId: RunId, owner: Lease, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {
     const u = cp.usage;
+    const { end, wait } = then;
+    const finished = newEvent('step.finished', {
+      seq: cp.seq, kind: 'MODEL', status: 'DONE', stopReason: cp.stopReason, inputTokens: u.inputTokens, outputTokens: u.outputTokens,
+      cacheReadInputTokens: u.cacheReadInputTokens, cacheCreationInputTokens: u.cacheCreationInputTokens, latencyMs: Math.round(cp.latencyMs),
+    });
+    if (!end && !wait) {
+      // The common case, a step the run goes on from: batched with other runs' steps (step-batch-sql.ts).
+      const events = eventValues([...(cp.streamed ?? []), finished, ...this.toolStartEvents(then.startNext, true)]);
+      return this.modelSteps.write({
+        ...itemBase(runId, owner, then.startNext, events),
+        tokens: cp.budgetTokens, cost: storableCost(cp.costUsd), seq: cp.seq, request: cp.request, content: cp.content, stop_reason: cp.stopReason,
+        input_tokens: u.inputTokens, output_tokens: u.outputTokens, cache_creation: u.cacheCreationInputTokens, cache_read: u.cacheReadInputTokens,
+        attempts: cp.attempts, latency_ms: Math.round(cp.latencyMs),
+      });
+    }
     const stepValues = [
       cp.budgetTokens, storableCost(cp.costUsd), cp.seq, cp.request, JSON.stringify(cp.content), cp.stopReason, u.inputTokens,
       u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts, Math.round(cp.latencyMs),
     ];
-    const { end, wait } = then;
-    const events = eventParams([
-      ...(cp.streamed ?? []),
-      newEvent('step.finished', {
-        seq: cp.seq, kind: 'MODEL', status: 'DONE', stopReason: cp.stopReason, inputTokens: u.inputTokens, outputTokens: u.outputTokens,
-        cacheReadInputTokens: u.cacheReadInputTokens, cacheCreationInputTokens: u.cacheCreationInputTokens, latencyMs: Math.round(cp.latencyMs),
-      }),
-      ...this.toolStartEvents(end ? undefined : then.startNext, true),
-    ]);
-    if (wait && !end) return this.checkpointModelWaiting(runId, owner, stepValues, wait, events);
-    const { rows } = end
-      ? await this.prepared<ProgressRow & { next_started: boolean }>(
-          'checkpoint_model_final',
-          `WITH owner AS (
-             UPDATE durable_agent.run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, status = $3, output = $16,
-                    error = $17, stop_reason = $18, finished_at = now(), updated_at = now(), locked_until = NULL
-             WHERE ${FENCE(19)}
-             RETURNING id, tokens_used, cancel_requested),
-           ${MODEL_STEP},
-           ${EVENTS(20, 'owner', false)}
-           SELECT tokens_used, cancel_requested, false AS next_started, ${ANNOUNCED} FROM owner`,
-          [runId, owner.worker, end.status, ...stepValues, ...endTexts(this.redactedEnd(end)), owner.token, ...events],
-        )
-      : await this.prepared<ProgressRow & { next_started: boolean }>(
-          'checkpoint_model',
-          `WITH ${OWNED(19, ', tokens_used = tokens_used + $4, cost_usd = cost_usd + $5')},
-           ${MODEL_STEP},
-           ${START_NEXT(16)},
-           ${EVENTS(20, 'owner', true)}
-           SELECT tokens_used, cancel_requested, EXISTS (SELECT 1 FROM next) AS next_started, ${ANNOUNCED} FROM owner`,
-          [runId, owner.worker, owner.leaseMs, ...stepValues, ...startParams(then.startNext), owner.token, ...events],
-        );
+    const events = eventParams([...(cp.streamed ?? []), finished]);
+    if (!end) return this.checkpointModelWaiting(runId, owner, stepValues, wait!, events);
+    const { rows } = await this.prepared<ProgressRow>(
+      'checkpoint_model_final',
+      `WITH owner AS (
+         UPDATE durable_agent.run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, status = $3, output = $16,
+                error = $17, stop_reason = $18, finished_at = now(), updated_at = now(), locked_until = NULL
+         WHERE ${FENCE(19)}
+         RETURNING id, tokens_used, cancel_requested),
+       ${MODEL_STEP},
+       ${EVENTS(20, 'owner', false)}
+       SELECT tokens_used, cancel_requested, ${ANNOUNCED} FROM owner`,
+      [runId, owner.worker, end.status, ...stepValues, ...endTexts(this.redactedEnd(end)), owner.token, ...events],
+    );
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
-    return { ...progress(rows[0]), nextStarted: rows[0].next_started };
+    return { ...progress(rows[0]), nextStarted: false };
   }
 
   /** The model step and the start of a wait for approvals, in one statement (see WaitStart). */
@@ -368,40 +382,16 @@ export class RunStore implements EngineStore {
   }
 
   async finishTool(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
-    // Every part hangs on the STARTED row: without it the statement writes nothing at all (no lease
-    // renewal, no next STARTED row, no events), and says whether the lease or the row was missing.
     const stored = this.redact(storableText(f.result));
     const seq = f.seq ?? 0;
-    const events = eventParams([
+    const events = eventValues([
       newEvent('tool.finished', { seq, toolUseId: f.toolUseId, isError: f.status === 'ERROR', ...toolOutput(stored) }),
       newEvent('step.finished', { seq, kind: 'TOOL', status: f.status, latencyMs: Math.round(f.latencyMs) }),
       ...this.toolStartEvents(startNext, true),
     ]);
-    const { rows } = await this.prepared<ProgressRow & { updated: number; next_started: boolean; owned: boolean; step_status: string | null }>(
-      'finish_tool',
-      `WITH started AS (
-         SELECT seq FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4 AND status = 'STARTED'),
-       owner AS (
-         UPDATE durable_agent.run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()
-         WHERE ${FENCE(11)} AND EXISTS (SELECT 1 FROM started)
-         RETURNING id, tokens_used, cancel_requested),
-       done AS (
-         UPDATE durable_agent.run_step s SET status = $5, response = $6, latency_ms = $7, worker = $2, finished_at = now()
-         FROM owner WHERE s.run_id = $1 AND s.run_id = owner.id AND s.kind = 'TOOL' AND s.tool_use_id = $4 AND s.status = 'STARTED'
-         RETURNING s.seq),
-       ${START_NEXT(8)},
-       ${EVENTS(12, 'done', true)}
-       SELECT o.tokens_used, o.cancel_requested, (SELECT count(*)::int FROM done) AS updated,
-              EXISTS (SELECT 1 FROM next) AS next_started,
-              EXISTS (SELECT 1 FROM durable_agent.run WHERE ${FENCE(11)}) AS owned,
-              (SELECT status FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $4) AS step_status, ${ANNOUNCED}
-       FROM (SELECT 1) AS one LEFT JOIN owner o ON true`,
-      [runId, owner.worker, owner.leaseMs, f.toolUseId, f.status, stored, Math.round(f.latencyMs), ...startParams(startNext), owner.token, ...events],
-    );
-    const row = rows[0]!;
-    if (!row.owned) throw new LeaseLostError(runId, owner.worker);
-    if (row.updated !== 1) throw new StepNotStartedError(runId, f.toolUseId, row.step_status);
-    return { ...progress(row), nextStarted: row.next_started };
+    return this.toolResults.write({
+      ...itemBase(runId, owner, startNext, events), use_id: f.toolUseId, status: f.status, response: stored, latency_ms: Math.round(f.latencyMs),
+    });
   }
 
   async finish(runId: RunId, owner: Lease, end: RunEnd): Promise<void> {

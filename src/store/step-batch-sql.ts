@@ -1,0 +1,184 @@
+/**
+ * The two writes of the step path — a model step's checkpoint, a tool call's result — as statements
+ * over a batch of runs (write-batches.ts sends them). Each does for every run of the batch what the
+ * one-run statement did: the fence and the lease renewal, the step row, the next tool call's STARTED
+ * row, the events, their announcement; a run whose fence fails writes nothing. The batch is one JSON
+ * parameter, an array of items (one per run, the run at most once).
+ *
+ * The runs' rows are locked first, in id order: the lease renewal locks the same rows in the same
+ * order, so two statements that each hold several of them never wait for each other in a cycle.
+ */
+import type { RunId } from '../domain.ts';
+import { LeaseLostError, StepNotStartedError } from '../errors.ts';
+import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
+import type { FencedWrite, Lease, ModelCheckpoint, ToolFinish, ToolStart } from './ports.ts';
+import { FOLLOWED } from './run-events.ts';
+
+/** What every item has: the run, the claim that writes it, the events to write with it. */
+interface ItemBase {
+  run: string;
+  worker: string;
+  token: string;
+  lease_ms: number;
+  next_seq: number | null;
+  next_tool: string | null;
+  next_use: string | null;
+  /** [{type, data, with_next}] as eventValues makes them. */
+  events: readonly object[];
+}
+
+export interface ModelStepItem extends ItemBase {
+  tokens: number;
+  cost: number;
+  seq: number;
+  request: ModelCheckpoint['request'];
+  content: ModelCheckpoint['content'];
+  stop_reason: string;
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation: number;
+  cache_read: number;
+  attempts: number;
+  latency_ms: number;
+}
+
+export interface ToolResultItem extends ItemBase {
+  use_id: string;
+  status: ToolFinish['status'];
+  response: string;
+  latency_ms: number;
+}
+
+const BASE_COLUMNS = 'run uuid, worker text, token uuid, lease_ms float8, next_seq int, next_tool text, next_use text, events json';
+
+export function itemBase(runId: RunId, owner: Lease, startNext: ToolStart | undefined, events: readonly object[]): ItemBase {
+  return {
+    run: runId, worker: owner.worker, token: owner.token, lease_ms: owner.leaseMs,
+    next_seq: startNext?.seq ?? null, next_tool: startNext?.toolName ?? null, next_use: startNext?.toolUseId ?? null, events,
+  };
+}
+
+/** The batch's runs that are still RUNNING under the claim each item names, locked in id order. */
+const FENCED = (extra = '') => `fenced AS (
+  SELECT r.id, r.tokens_used, r.cancel_requested${extra}
+  FROM durable_agent.run r JOIN input i ON r.id = i.run
+  WHERE r.locked_by = i.worker AND r.lease_token = i.token AND r.status = 'RUNNING'
+  ORDER BY r.id
+  FOR NO KEY UPDATE OF r)`;
+
+/** The next tool call's STARTED row, for the runs `owner` kept; skipped when a cancel is pending. */
+const NEXT = `next AS (
+  INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
+  SELECT o.id, i.next_seq, 'TOOL', 'STARTED', i.next_tool, i.next_use, i.worker
+  FROM owner o JOIN input i ON i.run = o.id
+  WHERE i.next_seq IS NOT NULL AND NOT o.cancel_requested
+  RETURNING run_id)`;
+
+/**
+ * Each run's events, in order, for the runs of `source` (withNext ones only when `next` wrote the
+ * STARTED row they describe); one notification per followed run, "<run id> <highest id>". Ids are
+ * taken in (run, position) order, so within a run they increase in the events' order.
+ */
+const EVENTS = (source: string) => `events AS (
+  INSERT INTO durable_agent.run_event (run_id, type, data)
+  SELECT i.run, e.type, e.data
+  FROM ${source} src JOIN input i ON i.run = src.id,
+       ROWS FROM (json_to_recordset(i.events) AS (type text, data json, with_next boolean)) WITH ORDINALITY AS e (type, data, with_next, n)
+  WHERE NOT e.with_next OR EXISTS (SELECT 1 FROM next x WHERE x.run_id = i.run)
+  ORDER BY i.run, e.n
+  RETURNING run_id, id),
+announced AS (
+  SELECT pg_notify('${RUN_EVENT_CHANNEL}', a.run_id::text || ' ' || a.last::text)
+  FROM (SELECT run_id, max(id) AS last FROM events GROUP BY run_id) a
+  WHERE ${FOLLOWED('a.run_id')})`;
+
+export const MODEL_STEPS_NAME = 'durable_agent_checkpoint_model';
+
+export const MODEL_STEPS = `WITH input AS (
+  SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, tokens int, cost numeric, seq int, request jsonb, content jsonb,
+    stop_reason text, input_tokens int, output_tokens int, cache_creation int, cache_read int, attempts int, latency_ms int)),
+${FENCED()},
+owner AS (
+  UPDATE durable_agent.run r
+  SET locked_until = now() + i.lease_ms * interval '1 millisecond', updated_at = now(), tokens_used = r.tokens_used + i.tokens, cost_usd = r.cost_usd + i.cost
+  FROM fenced f JOIN input i ON i.run = f.id
+  WHERE r.id = f.id
+  RETURNING r.id, r.tokens_used, r.cancel_requested),
+step AS (
+  INSERT INTO durable_agent.run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
+                        cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms, worker, started_at, finished_at)
+  SELECT o.id, i.seq, 'MODEL', 'DONE', i.request, i.content, i.stop_reason, i.input_tokens, i.output_tokens,
+         i.cache_creation, i.cache_read, i.cost, i.attempts, i.latency_ms, i.worker, now() - i.latency_ms * interval '1 millisecond', now()
+  FROM owner o JOIN input i ON i.run = o.id),
+${NEXT},
+${EVENTS('owner')}
+SELECT o.id, o.tokens_used, o.cancel_requested, EXISTS (SELECT 1 FROM next x WHERE x.run_id = o.id) AS next_started,
+       (SELECT count(*) FROM announced) AS announced
+FROM owner o`;
+
+export interface ModelStepRow {
+  id: string;
+  tokens_used: number;
+  cancel_requested: boolean;
+  next_started: boolean;
+}
+
+/** Each item's outcome from the statement's rows: a run with no row lost its lease. */
+export function modelStepOutcomes(items: readonly ModelStepItem[], rows: readonly ModelStepRow[]): (FencedWrite | Error)[] {
+  const byRun = new Map(rows.map((r) => [r.id, r]));
+  return items.map((item) => {
+    const r = byRun.get(item.run);
+    if (!r) return new LeaseLostError(item.run as RunId, item.worker);
+    return { tokensUsed: r.tokens_used, cancelRequested: r.cancel_requested, nextStarted: r.next_started };
+  });
+}
+
+export const TOOL_RESULTS_NAME = 'durable_agent_finish_tool';
+
+/**
+ * Every part hangs on the tool call's STARTED row: without it the run writes nothing at all (no lease
+ * renewal, no next STARTED row, no events), and its row says whether the lease or the step was missing.
+ */
+export const TOOL_RESULTS = `WITH input AS (
+  SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, use_id text, status text, response text, latency_ms int)),
+${FENCED(`,
+         EXISTS (SELECT 1 FROM durable_agent.run_step s
+                 WHERE s.run_id = r.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED') AS started`)},
+owner AS (
+  UPDATE durable_agent.run r SET locked_until = now() + i.lease_ms * interval '1 millisecond', updated_at = now()
+  FROM fenced f JOIN input i ON i.run = f.id
+  WHERE r.id = f.id AND f.started
+  RETURNING r.id, r.tokens_used, r.cancel_requested),
+done AS (
+  UPDATE durable_agent.run_step s SET status = i.status, response = i.response, latency_ms = i.latency_ms, worker = i.worker, finished_at = now()
+  FROM owner o JOIN input i ON i.run = o.id
+  WHERE s.run_id = o.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED'
+  RETURNING s.run_id AS id),
+${NEXT},
+${EVENTS('done')}
+SELECT i.run AS id, o.tokens_used, o.cancel_requested, f.id IS NOT NULL AS owned,
+       EXISTS (SELECT 1 FROM done d WHERE d.id = i.run) AS updated,
+       EXISTS (SELECT 1 FROM next x WHERE x.run_id = i.run) AS next_started,
+       (SELECT s.status FROM durable_agent.run_step s WHERE s.run_id = i.run AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id) AS step_status,
+       (SELECT count(*) FROM announced) AS announced
+FROM input i LEFT JOIN fenced f ON f.id = i.run LEFT JOIN owner o ON o.id = i.run`;
+
+export interface ToolResultRow {
+  id: string;
+  tokens_used: number | null;
+  cancel_requested: boolean | null;
+  owned: boolean;
+  updated: boolean;
+  next_started: boolean;
+  step_status: string | null;
+}
+
+export function toolResultOutcomes(items: readonly ToolResultItem[], rows: readonly ToolResultRow[]): (FencedWrite | Error)[] {
+  const byRun = new Map(rows.map((r) => [r.id, r]));
+  return items.map((item) => {
+    const r = byRun.get(item.run);
+    if (!r?.owned) return new LeaseLostError(item.run as RunId, item.worker);
+    if (!r.updated) return new StepNotStartedError(item.run as RunId, item.use_id, r.step_status);
+    return { tokensUsed: r.tokens_used!, cancelRequested: r.cancel_requested!, nextStarted: r.next_started };
+  });
+}

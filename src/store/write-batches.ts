@@ -1,0 +1,105 @@
+/**
+ * Concurrent writes of different runs, sent as one statement. A checkpoint's cost in the database is
+ * mostly the statement's, not its rows': each execution locks every table and index the plan touches,
+ * starts and ends the executor, commits and flushes the WAL. With hundreds of runs in flight, the writes
+ * that arrive while earlier ones are in flight wait for a free slot and go out together, in one
+ * statement and one transaction: every step still commits exactly once, with the step that produced
+ * it, and the fence is still each run's own (a run whose lease is gone writes nothing and is told so).
+ * A lone write goes out at once, as it would have alone.
+ *
+ * Runs are in a batch at most once (a later write of the same run waits for the next), so the
+ * statement can join its parts on the run id.
+ *
+ * When the statement fails because of what one write held (a value the database refuses, a broken
+ * constraint: the "permanent" kind of db-errors.ts), each write of the batch is tried alone, so the
+ * others land and that one gets its own error. Any other failure (the connection, the server) is every
+ * write's: each caller retries or gives up as it would have alone.
+ */
+import { classifyDatabaseError } from './db-errors.ts';
+
+export interface BatchedWrite {
+  /** The run written. */
+  run: string;
+}
+
+/** Writes `items` in one statement; the outcome of each, in order: its result, or the error it is to raise. */
+export type WriteAll<I, O> = (items: readonly I[]) => Promise<readonly (O | Error)[]>;
+
+export interface WriteBatchesOptions {
+  /** Statements in flight at once: what arrives meanwhile waits and goes out in the next. */
+  maxInFlight: number;
+  /** Writes in one statement at most. */
+  maxItems: number;
+}
+
+/** Enough to keep the database's cores busy while the next batch gathers; measured on the agent-loop bench. */
+export const WRITE_BATCHES: WriteBatchesOptions = { maxInFlight: 4, maxItems: 400 };
+
+interface Pending<I, O> {
+  item: I;
+  resolve: (o: O) => void;
+  reject: (e: unknown) => void;
+}
+
+export class WriteBatches<I extends BatchedWrite, O> {
+  private queue: Pending<I, O>[] = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly writeAll: WriteAll<I, O>,
+    private readonly opts: WriteBatchesOptions = WRITE_BATCHES,
+  ) {}
+
+  write(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.opts.maxInFlight && this.queue.length > 0) {
+      const batch = this.take();
+      this.inFlight++;
+      void this.send(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  /** The oldest writes, one per run, up to maxItems; the rest stays queued in order. */
+  private take(): Pending<I, O>[] {
+    if (this.queue.length === 1) return this.queue.splice(0, 1);
+    const runs = new Set<string>();
+    const batch: Pending<I, O>[] = [];
+    const rest: Pending<I, O>[] = [];
+    for (const p of this.queue) {
+      if (batch.length < this.opts.maxItems && !runs.has(p.item.run)) {
+        runs.add(p.item.run);
+        batch.push(p);
+      } else rest.push(p);
+    }
+    this.queue = rest;
+    return batch;
+  }
+
+  private async send(batch: readonly Pending<I, O>[]): Promise<void> {
+    let outcomes: readonly (O | Error)[];
+    try {
+      outcomes = await this.writeAll(batch.map((p) => p.item));
+    } catch (e) {
+      if (batch.length > 1 && classifyDatabaseError(e) === 'permanent') {
+        await Promise.all(batch.map((p) => this.send([p])));
+      } else {
+        for (const p of batch) p.reject(e);
+      }
+      return;
+    }
+    batch.forEach((p, i) => {
+      const o = outcomes[i]!;
+      if (o instanceof Error) p.reject(o);
+      else p.resolve(o);
+    });
+  }
+}

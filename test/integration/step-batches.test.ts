@@ -1,0 +1,122 @@
+/**
+ * The step path's writes of many runs at once go out as batches (src/store/write-batches.ts): fewer
+ * statements than writes, and each run's outcome exactly what it would have been alone.
+ */
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LeaseLostError, StepNotStartedError } from '../../src/errors.ts';
+import type { Lease, ModelCheckpoint, ToolStart } from '../../src/store/ports.ts';
+import { RunStore } from '../../src/store/run-store.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { expireLease, newRun } from '../support/engine.ts';
+
+let db: TestDatabase;
+let store: RunStore;
+const statements = new Map<string, number>();
+
+beforeAll(async () => {
+  db = await testDatabase();
+  // The pool as the store sees it, counting the named statements it sends.
+  const counting: pg.Pool = Object.create(db.pool);
+  counting.query = ((config: unknown, ...rest: unknown[]) => {
+    const name = (config as { name?: string } | null)?.name;
+    if (name) statements.set(name, (statements.get(name) ?? 0) + 1);
+    return (db.pool.query as (...a: unknown[]) => unknown)(config, ...rest);
+  }) as pg.Pool['query'];
+  store = new RunStore(counting);
+});
+afterAll(async () => {
+  await db.close();
+});
+
+const sent = (name: string) => statements.get(`durable_agent_${name}`) ?? 0;
+
+async function claimed(n: number, worker = 'W'): Promise<{ id: string; lease: Lease }[]> {
+  await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED' WHERE status IN ('QUEUED', 'RUNNING')`);
+  for (let i = 0; i < n; i++) await newRun(db.store, `run ${i}`);
+  const runs = await db.store.claim({ worker, leaseMs: 60_000 }, n);
+  expect(runs).toHaveLength(n);
+  return runs.map((r) => ({ id: r.id, lease: r.lease }));
+}
+
+function modelStep(seq: number, text: string, tokens: number): ModelCheckpoint {
+  return {
+    seq,
+    request: { model: 'test-model', maxTokens: 100, systemDigest: null, toolsDigest: null },
+    content: [{ type: 'text', text }, { type: 'tool_use', id: `toolu_${text}`, name: 'lookup', input: { key: text } }],
+    stopReason: 'tool_use',
+    usage: { inputTokens: tokens, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+    budgetTokens: tokens + 1,
+    attempts: 1,
+    costUsd: 0.5,
+    latencyMs: 7,
+  };
+}
+
+const nextTool = (text: string): ToolStart => ({ seq: 2, toolUseId: `toolu_${text}`, toolName: 'lookup', input: { key: text } });
+
+async function eventTypes(runId: string): Promise<string[]> {
+  const { rows } = await db.pool.query<{ type: string }>(`SELECT type FROM durable_agent.run_event WHERE run_id = $1 AND type <> 'run.started' ORDER BY id`, [runId]);
+  return rows.map((r) => r.type);
+}
+
+describe('batched step writes', () => {
+  it('write the steps of many runs in fewer statements, each run getting its own rows, totals and events in order', async () => {
+    const runs = await claimed(40);
+    const model = sent('checkpoint_model');
+    const tool = sent('finish_tool');
+
+    const written = await Promise.all(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `r${i}`, 10 + i), { startNext: nextTool(`r${i}`) })));
+    expect(written.map((w) => w.tokensUsed)).toEqual(runs.map((_, i) => 11 + i));
+    expect(written.every((w) => w.nextStarted && !w.cancelRequested)).toBe(true);
+    const finished = await Promise.all(runs.map((r, i) => store.finishTool(r.id as never, r.lease, { toolUseId: `toolu_r${i}`, seq: 2, status: 'DONE', result: `value ${i}`, latencyMs: 2 })));
+    expect(finished.map((w) => w.tokensUsed)).toEqual(runs.map((_, i) => 11 + i));
+
+    expect(sent('checkpoint_model') - model).toBeLessThan(runs.length);
+    expect(sent('finish_tool') - tool).toBeLessThan(runs.length);
+    for (const [i, r] of runs.entries()) {
+      const steps = await db.store.steps(r.id as never);
+      expect(steps.map((s) => [s.seq, s.kind, s.status, s.toolUseId, s.response])).toEqual([
+        [1, 'MODEL', 'DONE', null, modelStep(1, `r${i}`, 0).content],
+        [2, 'TOOL', 'DONE', `toolu_r${i}`, `value ${i}`],
+      ]);
+      expect(await eventTypes(r.id)).toEqual(['step.finished', 'step.started', 'tool.started', 'tool.finished', 'step.finished']);
+      expect(await db.store.state(r.id as never)).toMatchObject({ tokensUsed: 11 + i, costUsd: 0.5 });
+    }
+  });
+
+  it('fence each run on its own: a run claimed by another worker meanwhile writes nothing, the others land', async () => {
+    const runs = await claimed(6);
+    // The first writes go out alone while slots are free; the last ones share a batch: 4 and 5 are in it.
+    const lost = runs[5]!;
+    await expireLease(db.pool, lost.id);
+    const [taken] = await db.store.claim({ worker: 'other', leaseMs: 60_000 }, 1);
+    expect(taken?.id).toBe(lost.id);
+
+    const outcomes = await Promise.allSettled(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `f${i}`, 5), { startNext: nextTool(`f${i}`) })));
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
+    expect((outcomes[5] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
+    expect(await db.store.steps(lost.id as never)).toEqual([]);
+    expect(await eventTypes(lost.id)).toEqual([]);
+    for (const r of runs.filter((r) => r !== lost)) expect((await db.store.steps(r.id as never)).map((s) => s.kind)).toEqual(['MODEL', 'TOOL']);
+
+    const results = await Promise.allSettled(runs.map((r, i) => store.finishTool(r.id as never, r.lease, { toolUseId: `toolu_f${i === 4 ? 'x' : i}`, seq: 2, status: 'DONE', result: 'ok', latencyMs: 1 })));
+    expect(results.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'rejected']);
+    expect((results[5] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
+    expect((results[4] as PromiseRejectedResult).reason).toBeInstanceOf(StepNotStartedError);
+    expect((await db.store.steps(runs[4]!.id as never)).map((s) => s.status)).toEqual(['DONE', 'STARTED']);
+  });
+
+  it('a write the database refuses fails alone: the other runs of its batch land', async () => {
+    const runs = await claimed(8);
+    // Step 1 of run 5 is there already: writing it again breaks the step's primary key.
+    await store.checkpointModel(runs[5]!.id as never, runs[5]!.lease, modelStep(1, 'first', 1));
+    const outcomes = await Promise.allSettled(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `p${i}`, 3))));
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect((outcomes[5] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' });
+    expect(await db.store.state(runs[5]!.id as never)).toMatchObject({ tokensUsed: 2 });
+    for (const [i, r] of runs.entries()) {
+      if (i !== 5) expect((await db.store.steps(r.id as never)).map((s) => s.response)).toEqual([modelStep(1, `p${i}`, 0).content]);
+    }
+  });
+});
