@@ -66,17 +66,23 @@ const FENCED = (extra = '') => `fenced AS (
   ORDER BY r.id
   FOR NO KEY UPDATE OF r)`;
 
-/** The next tool call's STARTED row, for the runs `owner` kept; skipped when a cancel is pending. */
+/**
+ * The next tool call's STARTED row, for the runs `owner` kept; skipped when a cancel is pending. Whether
+ * a run's row was written is STARTS_NEXT of its input and owner rows (the insert writes it or the
+ * statement fails): joining the CTE instead makes the planner, who cannot know its size, compare every
+ * pair of rows.
+ */
+const STARTS_NEXT = (i: string, o: string) => `(${i}.next_seq IS NOT NULL AND NOT ${o}.cancel_requested)`;
+
 const NEXT = `next AS (
   INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
   SELECT o.id, i.next_seq, 'TOOL', 'STARTED', i.next_tool, i.next_use, i.worker
   FROM owner o JOIN input i ON i.run = o.id
-  WHERE i.next_seq IS NOT NULL AND NOT o.cancel_requested
-  RETURNING run_id)`;
+  WHERE ${STARTS_NEXT('i', 'o')})`;
 
 /**
  * Each run's events, in order, for the runs of `source` (withNext ones only when `next` wrote the
- * STARTED row they describe); one notification per followed run, "<run id> <highest id>". Ids are
+ * STARTED row they describe; `source` has the run's cancel_requested); one notification per followed run, "<run id> <highest id>". Ids are
  * taken in (run, position) order, so within a run they increase in the events' order.
  */
 const EVENTS = (source: string) => `events AS (
@@ -84,7 +90,7 @@ const EVENTS = (source: string) => `events AS (
   SELECT i.run, e.type, e.data
   FROM ${source} src JOIN input i ON i.run = src.id,
        ROWS FROM (json_to_recordset(i.events) AS (type text, data json, with_next boolean)) WITH ORDINALITY AS e (type, data, with_next, n)
-  WHERE NOT e.with_next OR EXISTS (SELECT 1 FROM next x WHERE x.run_id = i.run)
+  WHERE NOT e.with_next OR ${STARTS_NEXT('i', 'src')}
   ORDER BY i.run, e.n
   RETURNING run_id, id),
 announced AS (
@@ -112,9 +118,8 @@ step AS (
   FROM owner o JOIN input i ON i.run = o.id),
 ${NEXT},
 ${EVENTS('owner')}
-SELECT o.id, o.tokens_used, o.cancel_requested, EXISTS (SELECT 1 FROM next x WHERE x.run_id = o.id) AS next_started,
-       (SELECT count(*) FROM announced) AS announced
-FROM owner o`;
+SELECT o.id, o.tokens_used, o.cancel_requested, ${STARTS_NEXT('i', 'o')} AS next_started, (SELECT count(*) FROM announced) AS announced
+FROM owner o JOIN input i ON i.run = o.id`;
 
 export interface ModelStepRow {
   id: string;
@@ -153,15 +158,15 @@ done AS (
   UPDATE durable_agent.run_step s SET status = i.status, response = i.response, latency_ms = i.latency_ms, worker = i.worker, finished_at = now()
   FROM owner o JOIN input i ON i.run = o.id
   WHERE s.run_id = o.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED'
-  RETURNING s.run_id AS id),
+  RETURNING s.run_id AS id, o.cancel_requested),
 ${NEXT},
 ${EVENTS('done')}
-SELECT i.run AS id, o.tokens_used, o.cancel_requested, f.id IS NOT NULL AS owned,
-       EXISTS (SELECT 1 FROM done d WHERE d.id = i.run) AS updated,
-       EXISTS (SELECT 1 FROM next x WHERE x.run_id = i.run) AS next_started,
-       (SELECT s.status FROM durable_agent.run_step s WHERE s.run_id = i.run AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id) AS step_status,
+SELECT i.run AS id, o.tokens_used, o.cancel_requested, f.id IS NOT NULL AS owned, d.id IS NOT NULL AS updated,
+       d.id IS NOT NULL AND ${STARTS_NEXT('i', 'd')} AS next_started,
+       CASE WHEN d.id IS NULL
+            THEN (SELECT s.status FROM durable_agent.run_step s WHERE s.run_id = i.run AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id) END AS step_status,
        (SELECT count(*) FROM announced) AS announced
-FROM input i LEFT JOIN fenced f ON f.id = i.run LEFT JOIN owner o ON o.id = i.run`;
+FROM input i LEFT JOIN fenced f ON f.id = i.run LEFT JOIN owner o ON o.id = i.run LEFT JOIN done d ON d.id = i.run`;
 
 export interface ToolResultRow {
   id: string;
