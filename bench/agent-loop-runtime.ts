@@ -7,6 +7,8 @@
  * A child of bench/agent-loop.ts: argv `--model-url=http://… --runs=R`, DATABASE_URL in the
  * environment; reports an AgentLoopFigures over IPC. Its log lines go to stdout (ignored by the parent).
  */
+import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import v8 from 'node:v8';
 import { z } from 'zod';
 import type { AgentRuntime } from '../src/index.ts';
@@ -31,6 +33,10 @@ let finished = 0;
 let allFinished!: () => void;
 const done = new Promise<void>((resolve) => (allFinished = resolve));
 
+// BENCH_AGENT_LOOP_PROFILE=alloc: every allocation sampled, the collected ones included (what the
+// runtime allocates per step, which sets how far the heap grows between collections).
+const allocations = process.env.BENCH_AGENT_LOOP_PROFILE === 'alloc' ? await samplingAllocations() : undefined;
+
 let rt: AgentRuntime | undefined;
 const figures: AgentLoopFigures = await measure(async (started) => {
   rt = await createRuntime({
@@ -51,4 +57,17 @@ const figures: AgentLoopFigures = await measure(async (started) => {
   return steps;
 });
 await rt!.close();
+await allocations?.(new URL(`results/profiles/runtime-${runs}.heapprofile`, import.meta.url).pathname);
 process.send!(figures, () => process.exit(0));
+
+/** Starts V8's sampling heap profiler; the function it returns writes the profile to a file. */
+async function samplingAllocations(): Promise<(file: string) => Promise<void>> {
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 32_768, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  return async (file) => {
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    fs.mkdirSync(new URL('.', `file://${file}`).pathname, { recursive: true });
+    fs.writeFileSync(file, JSON.stringify(profile));
+  };
+}

@@ -11,7 +11,8 @@
  * 1 s), `full` (100, 2,000 and 10,000 in flight, each with L = 0 and 1 s), `off`, or a list such as
  * `100@0,2000@1000` (in flight @ latency in ms). BENCH_AGENT_LOOP_REPEATS (default 1 for quick, 3 for
  * full) repeats each case, floor and runtime in turn, and reports the medians.
- * BENCH_AGENT_LOOP_PROFILE=cpu|heap writes a profile of each runtime process to bench/results/profiles/.
+ * BENCH_AGENT_LOOP_PROFILE=cpu|heap writes a profile of each runtime process to bench/results/profiles/;
+ * `alloc` a sampled profile of everything it allocates, the collected objects included (runtime-<N>.heapprofile).
  * Other variables (LEASE_SECONDS, LOG_LEVEL, …) reach the runtime process as its configuration.
  *
  * `tsx bench/agent-loop.ts` runs this scenario alone and merges it into bench/results/latest.json.
