@@ -11,6 +11,7 @@ import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
 import { FENCE } from './fenced-sql.ts';
 import type { EventsClaimed, Lease } from './ports.ts';
 import { storableValue } from './storable.ts';
+import { WriteBatches } from './write-batches.ts';
 
 /** An event to write; `withNext` ones are written only when the statement also wrote the next tool's STARTED row. */
 export interface NewEvent {
@@ -83,8 +84,45 @@ export interface StoredEvent {
   data: string;
 }
 
+interface ClaimedItem {
+  run: string;
+  worker: string;
+  token: string;
+  attempt: number;
+}
+
+/** The claimed runs still held under the claim each item names, locked in id order (see step-batch-sql.ts). */
+const EVENTS_CLAIMED = `WITH input AS (
+    SELECT * FROM json_to_recordset($1::json) AS i (run uuid, worker text, token uuid, attempt int)),
+  fenced AS (
+    SELECT r.id FROM durable_agent.run r JOIN input i ON r.id = i.run
+    WHERE r.locked_by = i.worker AND r.lease_token = i.token AND r.status = 'RUNNING'
+    ORDER BY r.id
+    FOR NO KEY UPDATE OF r)
+  SELECT f.id, ${FOLLOWED('f.id')} AS followed, c.seq, c.attempt
+  FROM fenced f JOIN input i ON i.run = f.id LEFT JOIN LATERAL durable_agent.run_event_claimed(f.id, i.worker, i.attempt) c ON true`;
+
+type ClaimedRow = { id: string; followed: boolean; seq: number | null; attempt: number | null };
+
+function claimedOutcomes(items: readonly ClaimedItem[], rows: readonly ClaimedRow[]): (EventsClaimed | Error)[] {
+  const byRun = new Map<string, ClaimedRow[]>();
+  for (const r of rows) byRun.set(r.id, [...(byRun.get(r.id) ?? []), r]);
+  return items.map((item) => {
+    const mine = byRun.get(item.run);
+    if (!mine) return new LeaseLostError(item.run as RunId, item.worker);
+    return { attempts: new Map(mine.filter((r) => r.seq !== null).map((r) => [r.seq!, r.attempt ?? 0])), followed: mine[0]!.followed };
+  });
+}
+
 export class RunEvents {
-  constructor(private readonly db: Pick<pg.Pool, 'query'>) {}
+  private readonly claims: WriteBatches<ClaimedItem, EventsClaimed>;
+
+  constructor(private readonly db: Pick<pg.Pool, 'query'>) {
+    this.claims = new WriteBatches(async (items) => {
+      const { rows } = await this.db.query<ClaimedRow>({ name: 'durable_agent_events_claimed', text: EVENTS_CLAIMED, values: [JSON.stringify(items)] });
+      return claimedOutcomes(items, rows);
+    });
+  }
 
   /** Writes streamed text (and the like) of a run this lease still holds; LeaseLostError, writing nothing, if not. */
   async append(runId: RunId, owner: Lease, events: readonly NewEvent[]): Promise<void> {
@@ -105,21 +143,9 @@ export class RunEvents {
    * streaming. Returns the highest attempt each model step has used so far, and whether an event hub
    * follows the run (its text is then written as it streams).
    */
-  async claimed(runId: RunId, owner: Lease, attempt: number): Promise<EventsClaimed> {
-    const { rows } = await this.db.query<{ followed: boolean; seq: number | null; attempt: number | null }>({
-      name: 'durable_agent_events_claimed',
-      text: `WITH owner AS (
-               UPDATE durable_agent.run SET updated_at = now() WHERE ${FENCE(3)} RETURNING id)
-             SELECT ${FOLLOWED('owner.id')} AS followed,
-                    c.seq, c.attempt
-             FROM owner LEFT JOIN LATERAL durable_agent.run_event_claimed(owner.id, $2, $4) c ON true`,
-      values: [runId, owner.worker, owner.token, attempt],
-    });
-    if (rows.length === 0) throw new LeaseLostError(runId, owner.worker);
-    return {
-      attempts: new Map(rows.filter((r) => r.seq !== null).map((r) => [r.seq!, r.attempt ?? 0])),
-      followed: rows[0]!.followed,
-    };
+  claimed(runId: RunId, owner: Lease, attempt: number): Promise<EventsClaimed> {
+    // Claims come in bursts (a claim takes many runs at once, a takeover all of a dead worker's): batched.
+    return this.claims.write({ run: runId, worker: owner.worker, token: owner.token, attempt });
   }
 
   /**

@@ -55,8 +55,8 @@ function modelStep(seq: number, text: string, tokens: number): ModelCheckpoint {
 
 const nextTool = (text: string): ToolStart => ({ seq: 2, toolUseId: `toolu_${text}`, toolName: 'lookup', input: { key: text } });
 
-async function eventTypes(runId: string): Promise<string[]> {
-  const { rows } = await db.pool.query<{ type: string }>(`SELECT type FROM durable_agent.run_event WHERE run_id = $1 AND type <> 'run.started' ORDER BY id`, [runId]);
+async function eventTypes(runId: string, started = false): Promise<string[]> {
+  const { rows } = await db.pool.query<{ type: string }>(`SELECT type FROM durable_agent.run_event WHERE run_id = $1 AND ($2 OR type <> 'run.started') ORDER BY id`, [runId, started]);
   return rows.map((r) => r.type);
 }
 
@@ -119,4 +119,20 @@ describe('batched step writes', () => {
       if (i !== 5) expect((await db.store.steps(r.id as never)).map((s) => s.response)).toEqual([modelStep(1, `p${i}`, 0).content]);
     }
   });
+
+  it("write each claimed run's run.started, the lost one's excepted, and say which runs are followed", async () => {
+    const runs = await claimed(6);
+    const lost = runs[5]!;
+    await expireLease(db.pool, lost.id);
+    await db.store.claim({ worker: 'other', leaseMs: 60_000 }, 1);
+    await db.pool.query(`INSERT INTO durable_agent.run_event_watch (run_id, watcher, expires_at) VALUES ($1, gen_random_uuid(), now() + interval '1 minute')`, [runs[4]!.id]);
+    const before = sent('events_claimed');
+
+    const outcomes = await Promise.allSettled(runs.map((r) => store.eventsClaimed(r.id as never, r.lease, 1)));
+    expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value.followed : 'lost'))).toEqual([false, false, false, false, true, 'lost']);
+    expect((outcomes[5] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
+    expect(sent('events_claimed') - before).toBeLessThan(runs.length);
+    for (const r of runs) expect(await eventTypes(r.id, true)).toEqual(r === lost ? [] : ['run.started']);
+  });
 });
+
