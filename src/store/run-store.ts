@@ -25,7 +25,7 @@ type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status'
 const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
 import { ANNOUNCED, EVENTS, eventParams, eventValues, newEvent, type NewEvent, redactedInput, RunEvents, toolOutput } from './run-events.ts';
 import {
-  itemBase, MODEL_STEPS, MODEL_STEPS_NAME, type ModelStepItem, modelStepOutcomes, type ModelStepRow, TOOL_RESULTS, TOOL_RESULTS_NAME, type ToolResultItem,
+  FINAL_MODEL_STEPS, FINAL_MODEL_STEPS_NAME, itemBase, MODEL_STEPS, MODEL_STEPS_NAME, type RunEndFields, type ModelStepItem, modelStepOutcomes, type ModelStepRow, TOOL_RESULTS, TOOL_RESULTS_NAME, type ToolResultItem,
   toolResultOutcomes, type ToolResultRow,
 } from './step-batch-sql.ts';
 import { WriteBatches } from './write-batches.ts';
@@ -82,6 +82,7 @@ export class RunStore implements EngineStore {
 
   /** The step path's two writes, sent over batches of runs (write-batches.ts). */
   private readonly modelSteps: WriteBatches<ModelStepItem, FencedWrite>;
+  private readonly finalModelSteps: WriteBatches<ModelStepItem & RunEndFields, FencedWrite>;
   private readonly toolResults: WriteBatches<ToolResultItem, FencedWrite>;
 
   constructor(private readonly db: pg.Pool, opts: RunStoreOptions = {}) {
@@ -89,6 +90,10 @@ export class RunStore implements EngineStore {
     this.events = new RunEvents(db);
     this.modelSteps = new WriteBatches(async (items) => {
       const { rows } = await this.db.query<ModelStepRow>({ name: MODEL_STEPS_NAME, text: MODEL_STEPS, values: [JSON.stringify(items)] });
+      return modelStepOutcomes(items, rows);
+    });
+    this.finalModelSteps = new WriteBatches(async (items) => {
+      const { rows } = await this.db.query<ModelStepRow>({ name: FINAL_MODEL_STEPS_NAME, text: FINAL_MODEL_STEPS, values: [JSON.stringify(items)] });
       return modelStepOutcomes(items, rows);
     });
     this.toolResults = new WriteBatches(async (items) => {
@@ -293,36 +298,24 @@ export class RunStore implements EngineStore {
       seq: cp.seq, kind: 'MODEL', status: 'DONE', stopReason: cp.stopReason, inputTokens: u.inputTokens, outputTokens: u.outputTokens,
       cacheReadInputTokens: u.cacheReadInputTokens, cacheCreationInputTokens: u.cacheCreationInputTokens, latencyMs: Math.round(cp.latencyMs),
     });
-    if (!end && !wait) {
-      // The common case, a step the run goes on from: batched with other runs' steps (step-batch-sql.ts).
-      const events = eventValues([...(cp.streamed ?? []), finished, ...this.toolStartEvents(then.startNext, true)]);
-      return this.modelSteps.write({
-        ...itemBase(runId, owner, then.startNext, events),
+    if (!wait || end) {
+      // A step the run goes on from, or its last: batched with other runs' steps (step-batch-sql.ts).
+      const startNext = end ? undefined : then.startNext;
+      const item: ModelStepItem = {
+        ...itemBase(runId, owner, startNext, eventValues([...(cp.streamed ?? []), finished, ...this.toolStartEvents(startNext, true)])),
         tokens: cp.budgetTokens, cost: storableCost(cp.costUsd), seq: cp.seq, request: cp.request, content: cp.content, stop_reason: cp.stopReason,
         input_tokens: u.inputTokens, output_tokens: u.outputTokens, cache_creation: u.cacheCreationInputTokens, cache_read: u.cacheReadInputTokens,
         attempts: cp.attempts, latency_ms: Math.round(cp.latencyMs),
-      });
+      };
+      if (!end) return this.modelSteps.write(item);
+      const [output, error, reason] = endTexts(this.redactedEnd(end));
+      return this.finalModelSteps.write({ ...item, end_status: end.status, end_output: output ?? null, end_error: error ?? null, end_reason: reason ?? null });
     }
     const stepValues = [
       cp.budgetTokens, storableCost(cp.costUsd), cp.seq, cp.request, JSON.stringify(cp.content), cp.stopReason, u.inputTokens,
       u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts, Math.round(cp.latencyMs),
     ];
-    const events = eventParams([...(cp.streamed ?? []), finished]);
-    if (!end) return this.checkpointModelWaiting(runId, owner, stepValues, wait!, events);
-    const { rows } = await this.prepared<ProgressRow>(
-      'checkpoint_model_final',
-      `WITH owner AS (
-         UPDATE durable_agent.run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, status = $3, output = $16,
-                error = $17, stop_reason = $18, finished_at = now(), updated_at = now(), locked_until = NULL
-         WHERE ${FENCE(19)}
-         RETURNING id, tokens_used, cancel_requested),
-       ${MODEL_STEP},
-       ${EVENTS(20, 'owner', false)}
-       SELECT tokens_used, cancel_requested, ${ANNOUNCED} FROM owner`,
-      [runId, owner.worker, end.status, ...stepValues, ...endTexts(this.redactedEnd(end)), owner.token, ...events],
-    );
-    if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
-    return { ...progress(rows[0]), nextStarted: false };
+    return this.checkpointModelWaiting(runId, owner, stepValues, wait, eventParams([...(cp.streamed ?? []), finished]));
   }
 
   /** The model step and the start of a wait for approvals, in one statement (see WaitStart). */

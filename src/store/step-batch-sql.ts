@@ -99,14 +99,23 @@ announced AS (
   WHERE ${FOLLOWED('a.run_id')})`;
 
 export const MODEL_STEPS_NAME = 'durable_agent_checkpoint_model';
+export const FINAL_MODEL_STEPS_NAME = 'durable_agent_checkpoint_model_final';
 
-export const MODEL_STEPS = `WITH input AS (
-  SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, tokens int, cost numeric, seq int, request jsonb, content jsonb,
-    stop_reason text, input_tokens int, output_tokens int, cache_creation int, cache_read int, attempts int, latency_ms int)),
+/**
+ * A model step: one the run goes on from (the lease renewed, the next tool call started), or with
+ * `final` its last (the run ends with it: status, output, error, stop reason; the lease given up).
+ */
+const modelSteps = (final: boolean) => `WITH input AS (
+  SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, tokens bigint, cost numeric, seq int, request jsonb, content jsonb,
+    stop_reason text, input_tokens int, output_tokens int, cache_creation int, cache_read int, attempts int, latency_ms int${final ? `,
+    end_status text, end_output text, end_error text, end_reason text` : ''})),
 ${FENCED()},
 owner AS (
   UPDATE durable_agent.run r
-  SET locked_until = now() + i.lease_ms * interval '1 millisecond', updated_at = now(), tokens_used = r.tokens_used + i.tokens, cost_usd = r.cost_usd + i.cost
+  SET ${final
+    ? 'status = i.end_status, output = i.end_output, error = i.end_error, stop_reason = i.end_reason, finished_at = now(), locked_until = NULL'
+    : "locked_until = now() + i.lease_ms * interval '1 millisecond'"},
+      updated_at = now(), tokens_used = r.tokens_used + i.tokens, cost_usd = r.cost_usd + i.cost
   FROM fenced f JOIN input i ON i.run = f.id
   WHERE r.id = f.id
   RETURNING r.id, r.tokens_used, r.cancel_requested),
@@ -120,6 +129,17 @@ ${NEXT},
 ${EVENTS('owner')}
 SELECT o.id, o.tokens_used, o.cancel_requested, ${STARTS_NEXT('i', 'o')} AS next_started, (SELECT count(*) FROM announced) AS announced
 FROM owner o JOIN input i ON i.run = o.id`;
+
+export const MODEL_STEPS = modelSteps(false);
+export const FINAL_MODEL_STEPS = modelSteps(true);
+
+/** What a final model step adds to its item: how the run ends (texts made storable and redacted by the caller). */
+export interface RunEndFields {
+  end_status: string;
+  end_output: string | null;
+  end_error: string | null;
+  end_reason: string | null;
+}
 
 export interface ModelStepRow {
   id: string;
