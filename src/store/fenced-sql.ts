@@ -1,5 +1,6 @@
 /**
- * The parts the fenced statements of run-store.ts are built from. Each engine write is ONE statement
+ * The parts the one-run fenced statements of run-store.ts and waiting-sql.ts are built from (the step
+ * path's frequent writes go out over batches of runs instead: step-batch-sql.ts). Each is ONE statement
  * (a data-modifying CTE): the fence and the lease renewal (`owner`), the step row, and when it is known
  * already, the STARTED row of the next tool call — one round trip, one commit.
  */

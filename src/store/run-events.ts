@@ -96,7 +96,7 @@ const EVENTS_CLAIMED = `WITH input AS (
     SELECT * FROM json_to_recordset($1::json) AS i (run uuid, worker text, token uuid, attempt int)),
   fenced AS (
     SELECT r.id FROM durable_agent.run r JOIN input i ON r.id = i.run
-    WHERE r.locked_by = i.worker AND r.lease_token = i.token AND r.status = 'RUNNING'
+    WHERE r.id = ANY (ARRAY(SELECT run FROM input)) AND r.locked_by = i.worker AND r.lease_token = i.token AND r.status = 'RUNNING'
     ORDER BY r.id
     FOR NO KEY UPDATE OF r)
   SELECT f.id, ${FOLLOWED('f.id')} AS followed, c.seq, c.attempt
@@ -118,8 +118,8 @@ export class RunEvents {
   private readonly claims: WriteBatches<ClaimedItem, EventsClaimed>;
 
   constructor(private readonly db: Pick<pg.Pool, 'query'>) {
-    this.claims = new WriteBatches(async (items) => {
-      const { rows } = await this.db.query<ClaimedRow>({ name: 'durable_agent_events_claimed', text: EVENTS_CLAIMED, values: [JSON.stringify(items)] });
+    this.claims = new WriteBatches(async (items, json) => {
+      const { rows } = await this.db.query<ClaimedRow>({ name: 'durable_agent_events_claimed', text: EVENTS_CLAIMED, values: [json] });
       return claimedOutcomes(items, rows);
     });
   }
@@ -145,7 +145,7 @@ export class RunEvents {
    */
   claimed(runId: RunId, owner: Lease, attempt: number): Promise<EventsClaimed> {
     // Claims come in bursts (a claim takes many runs at once, a takeover all of a dead worker's): batched.
-    return this.claims.write({ run: runId, worker: owner.worker, token: owner.token, attempt });
+    return this.claims.write({ run: runId.toLowerCase(), worker: owner.worker, token: owner.token, attempt });
   }
 
   /**

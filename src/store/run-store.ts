@@ -1,7 +1,8 @@
 /**
  * Every SQL statement about runs and steps that the engine and the API need. Engine writes are fenced:
  * each is ONE statement (a data-modifying CTE) that checks the lease and writes, so a checkpoint costs
- * one round trip and one commit, and a worker that lost its lease changes nothing.
+ * one round trip and one commit, and a worker that lost its lease changes nothing. The step path's
+ * frequent writes share that statement with other runs' writes made at the same time (write-batches.ts).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
@@ -88,16 +89,16 @@ export class RunStore implements EngineStore {
   constructor(private readonly db: pg.Pool, opts: RunStoreOptions = {}) {
     this.redact = opts.redact ?? ((text) => text);
     this.events = new RunEvents(db);
-    this.modelSteps = new WriteBatches(async (items) => {
-      const { rows } = await this.db.query<ModelStepRow>({ name: MODEL_STEPS_NAME, text: MODEL_STEPS, values: [JSON.stringify(items)] });
+    this.modelSteps = new WriteBatches(async (items, json) => {
+      const { rows } = await this.db.query<ModelStepRow>({ name: MODEL_STEPS_NAME, text: MODEL_STEPS, values: [json] });
       return modelStepOutcomes(items, rows);
     });
-    this.finalModelSteps = new WriteBatches(async (items) => {
-      const { rows } = await this.db.query<ModelStepRow>({ name: FINAL_MODEL_STEPS_NAME, text: FINAL_MODEL_STEPS, values: [JSON.stringify(items)] });
+    this.finalModelSteps = new WriteBatches(async (items, json) => {
+      const { rows } = await this.db.query<ModelStepRow>({ name: FINAL_MODEL_STEPS_NAME, text: FINAL_MODEL_STEPS, values: [json] });
       return modelStepOutcomes(items, rows);
     });
-    this.toolResults = new WriteBatches(async (items) => {
-      const { rows } = await this.db.query<ToolResultRow>({ name: TOOL_RESULTS_NAME, text: TOOL_RESULTS, values: [JSON.stringify(items)] });
+    this.toolResults = new WriteBatches(async (items, json) => {
+      const { rows } = await this.db.query<ToolResultRow>({ name: TOOL_RESULTS_NAME, text: TOOL_RESULTS, values: [json] });
       return toolResultOutcomes(items, rows);
     });
   }

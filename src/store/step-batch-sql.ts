@@ -53,16 +53,20 @@ const BASE_COLUMNS = 'run uuid, worker text, token uuid, lease_ms float8, next_s
 
 export function itemBase(runId: RunId, owner: Lease, startNext: ToolStart | undefined, events: readonly object[]): ItemBase {
   return {
-    run: runId, worker: owner.worker, token: owner.token, lease_ms: owner.leaseMs,
+    run: runId.toLowerCase(), worker: owner.worker, token: owner.token, lease_ms: owner.leaseMs,
     next_seq: startNext?.seq ?? null, next_tool: startNext?.toolName ?? null, next_use: startNext?.toolUseId ?? null, events,
   };
 }
 
-/** The batch's runs that are still RUNNING under the claim each item names, locked in id order. */
+/**
+ * The batch's runs that are still RUNNING under the claim each item names, locked in id order. The
+ * id list makes them primary-key lookups: joined with the function's rows alone (whose number the
+ * planner guesses), they were a scan of every RUNNING run.
+ */
 const FENCED = (extra = '') => `fenced AS (
   SELECT r.id, r.tokens_used, r.cancel_requested${extra}
   FROM durable_agent.run r JOIN input i ON r.id = i.run
-  WHERE r.locked_by = i.worker AND r.lease_token = i.token AND r.status = 'RUNNING'
+  WHERE r.id = ANY (ARRAY(SELECT run FROM input)) AND r.locked_by = i.worker AND r.lease_token = i.token AND r.status = 'RUNNING'
   ORDER BY r.id
   FOR NO KEY UPDATE OF r)`;
 
@@ -81,11 +85,11 @@ const NEXT = `next AS (
   WHERE ${STARTS_NEXT('i', 'o')})`;
 
 /**
- * Each run's events, in order, for the runs of `source` (withNext ones only when `next` wrote the
- * STARTED row they describe; `source` has the run's cancel_requested); one notification per followed run, "<run id> <highest id>". Ids are
- * taken in (run, position) order, so within a run they increase in the events' order.
+ * Each run's events, in order, for the runs of `source` (which carries cancel_requested): withNext
+ * ones only when NEXT wrote the STARTED row they describe. One notification per followed run, "<run
+ * id> <highest id>". Ids are taken in (run, position) order, so within a run they follow the events.
  */
-const EVENTS = (source: string) => `events AS (
+const STEP_EVENTS = (source: string) => `events AS (
   INSERT INTO durable_agent.run_event (run_id, type, data)
   SELECT i.run, e.type, e.data
   FROM ${source} src JOIN input i ON i.run = src.id,
@@ -106,7 +110,7 @@ export const FINAL_MODEL_STEPS_NAME = 'durable_agent_checkpoint_model_final';
  * `final` its last (the run ends with it: status, output, error, stop reason; the lease given up).
  */
 const modelSteps = (final: boolean) => `WITH input AS (
-  SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, tokens bigint, cost numeric, seq int, request jsonb, content jsonb,
+  SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, tokens bigint, cost numeric, seq int, request jsonb, content json,
     stop_reason text, input_tokens int, output_tokens int, cache_creation int, cache_read int, attempts int, latency_ms int${final ? `,
     end_status text, end_output text, end_error text, end_reason text` : ''})),
 ${FENCED()},
@@ -122,11 +126,11 @@ owner AS (
 step AS (
   INSERT INTO durable_agent.run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
                         cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms, worker, started_at, finished_at)
-  SELECT o.id, i.seq, 'MODEL', 'DONE', i.request, i.content, i.stop_reason, i.input_tokens, i.output_tokens,
+  SELECT o.id, i.seq, 'MODEL', 'DONE', i.request, i.content::text, i.stop_reason, i.input_tokens, i.output_tokens,
          i.cache_creation, i.cache_read, i.cost, i.attempts, i.latency_ms, i.worker, now() - i.latency_ms * interval '1 millisecond', now()
   FROM owner o JOIN input i ON i.run = o.id),
 ${NEXT},
-${EVENTS('owner')}
+${STEP_EVENTS('owner')}
 SELECT o.id, o.tokens_used, o.cancel_requested, ${STARTS_NEXT('i', 'o')} AS next_started, (SELECT count(*) FROM announced) AS announced
 FROM owner o JOIN input i ON i.run = o.id`;
 
@@ -180,7 +184,7 @@ done AS (
   WHERE s.run_id = o.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED'
   RETURNING s.run_id AS id, o.cancel_requested),
 ${NEXT},
-${EVENTS('done')}
+${STEP_EVENTS('done')}
 SELECT i.run AS id, o.tokens_used, o.cancel_requested, f.id IS NOT NULL AS owned, d.id IS NOT NULL AS updated,
        d.id IS NOT NULL AND ${STARTS_NEXT('i', 'd')} AS next_started,
        CASE WHEN d.id IS NULL

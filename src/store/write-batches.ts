@@ -18,12 +18,15 @@
 import { classifyDatabaseError } from './db-errors.ts';
 
 export interface BatchedWrite {
-  /** The run written. */
+  /** The run written, as PostgreSQL spells a uuid (lower case): outcomes are matched to writes by it. */
   run: string;
 }
 
-/** Writes `items` in one statement; the outcome of each, in order: its result, or the error it is to raise. */
-export type WriteAll<I, O> = (items: readonly I[]) => Promise<readonly (O | Error)[]>;
+/**
+ * Writes `items` in one statement, `json` being their JSON array; the outcome of each, in order: its
+ * result, or the error it is to raise.
+ */
+export type WriteAll<I, O> = (items: readonly I[], json: string) => Promise<readonly (O | Error)[]>;
 
 export interface WriteBatchesOptions {
   /** Statements in flight at once: what arrives meanwhile waits and goes out in the next. */
@@ -37,6 +40,8 @@ export const WRITE_BATCHES: WriteBatchesOptions = { maxInFlight: 4, maxItems: 40
 
 interface Pending<I, O> {
   item: I;
+  /** The item as JSON, made when it was handed in: an item that cannot be serialized fails alone. */
+  json: string;
   resolve: (o: O) => void;
   reject: (e: unknown) => void;
 }
@@ -44,6 +49,12 @@ interface Pending<I, O> {
 export class WriteBatches<I extends BatchedWrite, O> {
   private queue: Pending<I, O>[] = [];
   private inFlight = 0;
+  /**
+   * Runs with a statement in flight. A run's next write waits for it: two statements of one run (a
+   * run's tool calls finishing at once) would otherwise fill the slots, each waiting for the run's row
+   * while holding the rows of every other run in its batch.
+   */
+  private readonly busy = new Set<string>();
 
   constructor(
     private readonly writeAll: WriteAll<I, O>,
@@ -52,7 +63,7 @@ export class WriteBatches<I extends BatchedWrite, O> {
 
   write(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+      this.queue.push({ item, json: JSON.stringify(item), resolve, reject });
       this.pump();
     });
   }
@@ -60,22 +71,26 @@ export class WriteBatches<I extends BatchedWrite, O> {
   private pump(): void {
     while (this.inFlight < this.opts.maxInFlight && this.queue.length > 0) {
       const batch = this.take();
+      if (batch.length === 0) return;
       this.inFlight++;
-      void this.send(batch).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
+      for (const p of batch) this.busy.add(p.item.run);
+      void this.send(batch)
+        .catch((e: unknown) => batch.forEach((p) => p.reject(e)))
+        .finally(() => {
+          this.inFlight--;
+          for (const p of batch) this.busy.delete(p.item.run);
+          this.pump();
+        });
     }
   }
 
-  /** The oldest writes, one per run, up to maxItems; the rest stays queued in order. */
+  /** The oldest writes, one per run and none of a busy run, up to maxItems; the rest stays queued in order. */
   private take(): Pending<I, O>[] {
-    if (this.queue.length === 1) return this.queue.splice(0, 1);
     const runs = new Set<string>();
     const batch: Pending<I, O>[] = [];
     const rest: Pending<I, O>[] = [];
     for (const p of this.queue) {
-      if (batch.length < this.opts.maxItems && !runs.has(p.item.run)) {
+      if (batch.length < this.opts.maxItems && !runs.has(p.item.run) && !this.busy.has(p.item.run)) {
         runs.add(p.item.run);
         batch.push(p);
       } else rest.push(p);
@@ -84,18 +99,21 @@ export class WriteBatches<I extends BatchedWrite, O> {
     return batch;
   }
 
+  /** Settles every write of `batch` (a promise settled twice keeps its first outcome). */
   private async send(batch: readonly Pending<I, O>[]): Promise<void> {
     let outcomes: readonly (O | Error)[];
     try {
-      outcomes = await this.writeAll(batch.map((p) => p.item));
+      outcomes = await this.writeAll(batch.map((p) => p.item), `[${batch.map((p) => p.json).join(',')}]`);
     } catch (e) {
       if (batch.length > 1 && classifyDatabaseError(e) === 'permanent') {
-        await Promise.all(batch.map((p) => this.send([p])));
+        // One after another, in this batch's slot: the others' retries must not flood the pool.
+        for (const p of batch) await this.send([p]);
       } else {
         for (const p of batch) p.reject(e);
       }
       return;
     }
+    if (outcomes.length !== batch.length) throw new Error(`a batch of ${batch.length} writes came back with ${outcomes.length} outcomes`);
     batch.forEach((p, i) => {
       const o = outcomes[i]!;
       if (o instanceof Error) p.reject(o);

@@ -81,6 +81,9 @@ describe('batched step writes', () => {
         [2, 'TOOL', 'DONE', `toolu_r${i}`, `value ${i}`],
       ]);
       expect(await eventTypes(r.id)).toEqual(['step.finished', 'step.started', 'tool.started', 'tool.finished', 'step.finished']);
+      // Stored as the worker wrote it (key order and all): a resumed run replays the same conversation.
+      const { rows } = await db.pool.query(`SELECT response FROM durable_agent.run_step WHERE run_id = $1 AND seq = 1`, [r.id]);
+      expect(rows[0].response).toBe(JSON.stringify(modelStep(1, `r${i}`, 0).content));
       expect(await db.store.state(r.id as never)).toMatchObject({ tokensUsed: 11 + i, costUsd: 0.5 });
     }
   });
@@ -93,7 +96,9 @@ describe('batched step writes', () => {
     const [taken] = await db.store.claim({ worker: 'other', leaseMs: 60_000 }, 1);
     expect(taken?.id).toBe(lost.id);
 
+    const before = sent('checkpoint_model');
     const outcomes = await Promise.allSettled(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `f${i}`, 5), { startNext: nextTool(`f${i}`) })));
+    expect(sent('checkpoint_model') - before).toBe(5);
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
     expect((outcomes[5] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
     expect(await db.store.steps(lost.id as never)).toEqual([]);
@@ -111,9 +116,12 @@ describe('batched step writes', () => {
     const runs = await claimed(8);
     // Step 1 of run 5 is there already: writing it again breaks the step's primary key.
     await store.checkpointModel(runs[5]!.id as never, runs[5]!.lease, modelStep(1, 'first', 1));
+    const before = sent('checkpoint_model');
     const outcomes = await Promise.allSettled(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `p${i}`, 3))));
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
     expect((outcomes[5] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' });
+    // Four alone while slots were free, the other four in one batch that failed, then each of them alone.
+    expect(sent('checkpoint_model') - before).toBe(4 + 1 + 4);
     expect(await db.store.state(runs[5]!.id as never)).toMatchObject({ tokensUsed: 2 });
     for (const [i, r] of runs.entries()) {
       if (i !== 5) expect((await db.store.steps(r.id as never)).map((s) => s.response)).toEqual([modelStep(1, `p${i}`, 0).content]);
@@ -134,5 +142,33 @@ describe('batched step writes', () => {
     expect(sent('events_claimed') - before).toBeLessThan(runs.length);
     for (const r of runs) expect(await eventTypes(r.id, true)).toEqual(r === lost ? [] : ['run.started']);
   });
-});
 
+  it('skip the next tool call of a run whose cancel is pending, in a batch with runs that go on', async () => {
+    const runs = await claimed(6);
+    await db.pool.query(`UPDATE durable_agent.run SET cancel_requested = true WHERE id = $1`, [runs[5]!.id]);
+    const written = await Promise.all(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `c${i}`, 5), { startNext: nextTool(`c${i}`) })));
+    expect(written.map((w) => [w.nextStarted, w.cancelRequested])).toEqual([...Array(5).fill([true, false]), [false, true]]);
+    expect((await db.store.steps(runs[5]!.id as never)).map((s) => s.kind)).toEqual(['MODEL']);
+    expect(await eventTypes(runs[5]!.id)).toEqual(['step.finished']);
+    expect(await eventTypes(runs[4]!.id)).toEqual(['step.finished', 'step.started', 'tool.started']);
+  });
+
+  it("send a run's tool results one statement at a time, the other runs' meanwhile", async () => {
+    const runs = await claimed(3);
+    const [a] = runs;
+    await store.checkpointModel(a!.id as never, a!.lease, modelStep(1, 'p', 1));
+    for (const [seq, use] of [[2, 'toolu_p1'], [3, 'toolu_p2'], [4, 'toolu_p3']] as const) {
+      await store.startTool(a!.id as never, a!.lease, { seq, toolUseId: use, toolName: 'lookup' });
+    }
+    for (const r of runs.slice(1)) await store.startTool(r.id as never, r.lease, { seq: 1, toolUseId: 'toolu_o', toolName: 'lookup' });
+    const results = await Promise.all([
+      ...['toolu_p1', 'toolu_p2', 'toolu_p3'].map((use) => store.finishTool(a!.id as never, a!.lease, { toolUseId: use, status: 'DONE', result: use, latencyMs: 1 })),
+      ...runs.slice(1).map((r) => store.finishTool(r.id as never, r.lease, { toolUseId: 'toolu_o', status: 'DONE', result: 'o', latencyMs: 1 })),
+    ]);
+    expect(results).toHaveLength(5);
+    expect((await db.store.steps(a!.id as never)).map((s) => [s.seq, s.status, s.response])).toEqual([
+      [1, 'DONE', modelStep(1, 'p', 0).content], [2, 'DONE', 'toolu_p1'], [3, 'DONE', 'toolu_p2'], [4, 'DONE', 'toolu_p3'],
+    ]);
+    for (const r of runs.slice(1)) expect((await db.store.steps(r.id as never)).map((s) => s.status)).toEqual(['DONE']);
+  });
+});

@@ -69,7 +69,8 @@ describe('WriteBatches', () => {
     const refused = recorder((items) => (items.length > 1 || items[0]!.value === 2 ? dbError('23505') : items.map((i) => i.value)));
     const batches = new WriteBatches(refused.writeAll, { maxInFlight: 1, maxItems: 10 });
     const all = Promise.allSettled([0, 1, 2, 3].map((v) => batches.write({ run: `r${v}`, value: v })));
-    for (let i = 0; i < 3; i++) await refused.release();
+    // One release a statement: the singles go one after another, in the failed batch's slot.
+    for (let i = 0; i < 5; i++) await refused.release();
     const settled = await all;
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
     expect(refused.batches).toEqual([['r0:0'], ['r1:1', 'r2:2', 'r3:3'], ['r1:1'], ['r2:2'], ['r3:3']]);
@@ -80,5 +81,26 @@ describe('WriteBatches', () => {
     for (let i = 0; i < 3; i++) await down.release();
     expect((await all2).map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
     expect(down.batches).toEqual([['r0:0'], ['r1:1', 'r2:2']]);
+  });
+
+  it("holds a run's next write while its last is in flight, and sends other runs' meanwhile", async () => {
+    const r = recorder();
+    const batches = new WriteBatches(r.writeAll, { maxInFlight: 4, maxItems: 10 });
+    const all = Promise.all([batches.write({ run: 'a', value: 1 }), batches.write({ run: 'a', value: 2 }), batches.write({ run: 'b', value: 3 })]);
+    expect(r.batches).toEqual([['a:1'], ['b:3']]);
+    await r.release();
+    expect(r.batches).toEqual([['a:1'], ['b:3'], ['a:2']]);
+    await r.release();
+    expect(await all).toEqual([10, 20, 30]);
+  });
+
+  it('fails alone a write that cannot be serialized, and every write of a batch whose outcomes do not match it', async () => {
+    const r = recorder((items) => items.slice(1).map((i) => i.value));
+    const batches = new WriteBatches(r.writeAll, { maxInFlight: 1, maxItems: 10 });
+    await expect(batches.write({ run: 'x', value: 10n as unknown as number })).rejects.toThrow(/BigInt/);
+    const all = Promise.allSettled([batches.write({ run: 'a', value: 1 }), batches.write({ run: 'b', value: 2 })]);
+    await r.release();
+    await r.release();
+    expect((await all).map((s) => s.status)).toEqual(['rejected', 'rejected']);
   });
 });
