@@ -26,7 +26,7 @@ type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status'
 const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
 import { ANNOUNCED, EVENTS, eventParams, eventValues, newEvent, type NewEvent, redactedInput, RunEvents, toolOutput } from './run-events.ts';
 import {
-  FINAL_MODEL_STEPS, FINAL_MODEL_STEPS_NAME, itemBase, MODEL_STEPS, MODEL_STEPS_NAME, type RunEndFields, type ModelStepItem, modelStepOutcomes, type ModelStepRow, TOOL_RESULTS, TOOL_RESULTS_NAME, type ToolResultItem,
+  FINAL_MODEL_STEPS, forItems, itemBase, MODEL_STEPS, type RunEndFields, type ModelStepItem, modelStepOutcomes, type ModelStepRow, TOOL_RESULTS, type ToolResultItem,
   toolResultOutcomes, type ToolResultRow,
 } from './step-batch-sql.ts';
 import { WriteBatches } from './write-batches.ts';
@@ -90,15 +90,15 @@ export class RunStore implements EngineStore {
     this.redact = opts.redact ?? ((text) => text);
     this.events = new RunEvents(db);
     this.modelSteps = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ModelStepRow>({ name: MODEL_STEPS_NAME, text: MODEL_STEPS, values: [json] });
+      const { rows } = await this.db.query<ModelStepRow>({ ...forItems(items, MODEL_STEPS), values: [json] });
       return modelStepOutcomes(items, rows);
     });
     this.finalModelSteps = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ModelStepRow>({ name: FINAL_MODEL_STEPS_NAME, text: FINAL_MODEL_STEPS, values: [json] });
+      const { rows } = await this.db.query<ModelStepRow>({ ...forItems(items, FINAL_MODEL_STEPS), values: [json] });
       return modelStepOutcomes(items, rows);
     });
     this.toolResults = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ToolResultRow>({ name: TOOL_RESULTS_NAME, text: TOOL_RESULTS, values: [json] });
+      const { rows } = await this.db.query<ToolResultRow>({ ...forItems(items, TOOL_RESULTS), values: [json] });
       return toolResultOutcomes(items, rows);
     });
   }

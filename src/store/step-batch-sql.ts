@@ -58,17 +58,34 @@ export function itemBase(runId: RunId, owner: Lease, startNext: ToolStart | unde
   };
 }
 
+/** The fence on run `r` for item `i`: the run is still RUNNING under the claim the item names. */
+const FENCE_OF = (r: string, i: string) => `${r}.locked_by = ${i}.worker AND ${r}.lease_token = ${i}.token AND ${r}.status = 'RUNNING'`;
+
 /**
- * The batch's runs that are still RUNNING under the claim each item names, locked in id order. The
+ * The batch's runs that pass the fence; with `many` items, locked in id order. One item locks nothing
+ * here (its UPDATE, which checks the fence again on the row it locks, costs what it cost alone). The
  * id list makes them primary-key lookups: joined with the function's rows alone (whose number the
  * planner guesses), they were a scan of every RUNNING run.
  */
-const FENCED = (extra = '') => `fenced AS (
+const FENCED = (many: boolean, extra = '') => `fenced AS (
   SELECT r.id, r.tokens_used, r.cancel_requested${extra}
   FROM durable_agent.run r JOIN input i ON r.id = i.run
-  WHERE r.id = ANY (ARRAY(SELECT run FROM input)) AND r.locked_by = i.worker AND r.lease_token = i.token AND r.status = 'RUNNING'
+  WHERE r.id = ANY (ARRAY(SELECT run FROM input)) AND ${FENCE_OF('r', 'i')}${many ? `
   ORDER BY r.id
-  FOR NO KEY UPDATE OF r)`;
+  FOR NO KEY UPDATE OF r` : ''})`;
+
+/** A statement in its two forms: over one item, and over a batch (named `<name>_batch`). */
+interface BatchStatement {
+  name: string;
+  one: string;
+  many: string;
+}
+
+const statement = (name: string, sql: (many: boolean) => string): BatchStatement => ({ name, one: sql(false), many: sql(true) });
+
+/** The name and text of `s` over `items`. */
+export const forItems = (items: readonly unknown[], s: BatchStatement) =>
+  items.length === 1 ? { name: s.name, text: s.one } : { name: `${s.name}_batch`, text: s.many };
 
 /**
  * The next tool call's STARTED row, for the runs `owner` kept; skipped when a cancel is pending. Whether
@@ -102,18 +119,16 @@ announced AS (
   FROM (SELECT run_id, max(id) AS last FROM events GROUP BY run_id) a
   WHERE ${FOLLOWED('a.run_id')})`;
 
-export const MODEL_STEPS_NAME = 'durable_agent_checkpoint_model';
-export const FINAL_MODEL_STEPS_NAME = 'durable_agent_checkpoint_model_final';
 
 /**
  * A model step: one the run goes on from (the lease renewed, the next tool call started), or with
  * `final` its last (the run ends with it: status, output, error, stop reason; the lease given up).
  */
-const modelSteps = (final: boolean) => `WITH input AS (
+const modelSteps = (final: boolean) => (many: boolean) => `WITH input AS (
   SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, tokens bigint, cost numeric, seq int, request jsonb, content json,
     stop_reason text, input_tokens int, output_tokens int, cache_creation int, cache_read int, attempts int, latency_ms int${final ? `,
     end_status text, end_output text, end_error text, end_reason text` : ''})),
-${FENCED()},
+${FENCED(many)},
 owner AS (
   UPDATE durable_agent.run r
   SET ${final
@@ -121,7 +136,7 @@ owner AS (
     : "locked_until = now() + i.lease_ms * interval '1 millisecond'"},
       updated_at = now(), tokens_used = r.tokens_used + i.tokens, cost_usd = r.cost_usd + i.cost
   FROM fenced f JOIN input i ON i.run = f.id
-  WHERE r.id = f.id
+  WHERE r.id = f.id AND ${FENCE_OF('r', 'i')}
   RETURNING r.id, r.tokens_used, r.cancel_requested),
 step AS (
   INSERT INTO durable_agent.run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
@@ -134,8 +149,9 @@ ${STEP_EVENTS('owner')}
 SELECT o.id, o.tokens_used, o.cancel_requested, ${STARTS_NEXT('i', 'o')} AS next_started, (SELECT count(*) FROM announced) AS announced
 FROM owner o JOIN input i ON i.run = o.id`;
 
-export const MODEL_STEPS = modelSteps(false);
-export const FINAL_MODEL_STEPS = modelSteps(true);
+export const MODEL_STEPS = statement('durable_agent_checkpoint_model', modelSteps(false));
+export const FINAL_MODEL_STEPS = statement('durable_agent_checkpoint_model_final', modelSteps(true));
+
 
 /** What a final model step adds to its item: how the run ends (texts made storable and redacted by the caller). */
 export interface RunEndFields {
@@ -162,21 +178,20 @@ export function modelStepOutcomes(items: readonly ModelStepItem[], rows: readonl
   });
 }
 
-export const TOOL_RESULTS_NAME = 'durable_agent_finish_tool';
 
 /**
  * Every part hangs on the tool call's STARTED row: without it the run writes nothing at all (no lease
  * renewal, no next STARTED row, no events), and its row says whether the lease or the step was missing.
  */
-export const TOOL_RESULTS = `WITH input AS (
+const toolResults = (many: boolean) => `WITH input AS (
   SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, use_id text, status text, response text, latency_ms int)),
-${FENCED(`,
+${FENCED(many, `,
          EXISTS (SELECT 1 FROM durable_agent.run_step s
                  WHERE s.run_id = r.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED') AS started`)},
 owner AS (
   UPDATE durable_agent.run r SET locked_until = now() + i.lease_ms * interval '1 millisecond', updated_at = now()
   FROM fenced f JOIN input i ON i.run = f.id
-  WHERE r.id = f.id AND f.started
+  WHERE r.id = f.id AND f.started AND ${FENCE_OF('r', 'i')}
   RETURNING r.id, r.tokens_used, r.cancel_requested),
 done AS (
   UPDATE durable_agent.run_step s SET status = i.status, response = i.response, latency_ms = i.latency_ms, worker = i.worker, finished_at = now()
@@ -191,6 +206,8 @@ SELECT i.run AS id, o.tokens_used, o.cancel_requested, f.id IS NOT NULL AS owned
             THEN (SELECT s.status FROM durable_agent.run_step s WHERE s.run_id = i.run AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id) END AS step_status,
        (SELECT count(*) FROM announced) AS announced
 FROM input i LEFT JOIN fenced f ON f.id = i.run LEFT JOIN owner o ON o.id = i.run LEFT JOIN done d ON d.id = i.run`;
+
+export const TOOL_RESULTS = statement('durable_agent_finish_tool', toolResults);
 
 export interface ToolResultRow {
   id: string;

@@ -29,7 +29,8 @@ afterAll(async () => {
   await db.close();
 });
 
-const sent = (name: string) => statements.get(`durable_agent_${name}`) ?? 0;
+/** Statements sent under `name`, alone or as a batch. */
+const sent = (name: string) => (statements.get(`durable_agent_${name}`) ?? 0) + (statements.get(`durable_agent_${name}_batch`) ?? 0);
 
 async function claimed(n: number, worker = 'W'): Promise<{ id: string; lease: Lease }[]> {
   await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED' WHERE status IN ('QUEUED', 'RUNNING')`);
