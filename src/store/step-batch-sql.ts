@@ -200,7 +200,10 @@ done AS (
   RETURNING s.run_id AS id, o.cancel_requested),
 ${NEXT},
 ${STEP_EVENTS('done')}
-SELECT i.run AS id, o.tokens_used, o.cancel_requested, f.id IS NOT NULL AS owned, d.id IS NOT NULL AS updated,
+SELECT i.run AS id, o.tokens_used, o.cancel_requested,
+       -- A started step whose run the UPDATE left alone failed the fence's re-check on the row as it
+       -- stands (a takeover committed meanwhile; one item locks nothing first): the lease is lost.
+       (o.id IS NOT NULL OR (f.id IS NOT NULL AND NOT f.started)) AS owned, d.id IS NOT NULL AS updated,
        d.id IS NOT NULL AND ${STARTS_NEXT('i', 'd')} AS next_started,
        CASE WHEN d.id IS NULL
             THEN (SELECT s.status FROM durable_agent.run_step s WHERE s.run_id = i.run AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id) END AS step_status,

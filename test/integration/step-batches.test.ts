@@ -8,7 +8,7 @@ import { LeaseLostError, StepNotStartedError } from '../../src/errors.ts';
 import type { Lease, ModelCheckpoint, ToolStart } from '../../src/store/ports.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
-import { expireLease, newRun } from '../support/engine.ts';
+import { expireLease, newRun, waitFor } from '../support/engine.ts';
 
 let db: TestDatabase;
 let store: RunStore;
@@ -154,7 +154,7 @@ describe('batched step writes', () => {
     expect(await eventTypes(runs[4]!.id)).toEqual(['step.finished', 'step.started', 'tool.started']);
   });
 
-  it("send a run's tool results one statement at a time, the other runs' meanwhile", async () => {
+  it("land the results of a run's parallel tool calls, with other runs' at the same time", async () => {
     const runs = await claimed(3);
     const [a] = runs;
     await store.checkpointModel(a!.id as never, a!.lease, modelStep(1, 'p', 1));
@@ -171,5 +171,47 @@ describe('batched step writes', () => {
       [1, 'DONE', modelStep(1, 'p', 0).content], [2, 'DONE', 'toolu_p1'], [3, 'DONE', 'toolu_p2'], [4, 'DONE', 'toolu_p3'],
     ]);
     for (const r of runs.slice(1)) expect((await db.store.steps(r.id as never)).map((s) => s.status)).toEqual(['DONE']);
+  });
+
+  it('end runs in a batch: the run ends with its last step, run.finished after the step, a followed run announced', async () => {
+    const runs = await claimed(6);
+    await db.pool.query(`INSERT INTO durable_agent.run_event_watch (run_id, watcher, expires_at) VALUES ($1, gen_random_uuid(), now() + interval '1 minute')`, [runs[5]!.id]);
+    const listener = new (await import('pg')).default.Client({ connectionString: db.url });
+    await listener.connect();
+    const heard: string[] = [];
+    listener.on('notification', (n) => heard.push(n.payload ?? ''));
+    await listener.query('LISTEN durable_agent_run_event');
+    const before = sent('checkpoint_model_final');
+
+    const ends = await Promise.all(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `e${i}`, 4), { end: { status: 'SUCCEEDED', output: `out ${i}` } })));
+    expect(ends.every((e) => !e.nextStarted)).toBe(true);
+    expect(sent('checkpoint_model_final') - before).toBe(5);
+    for (const [i, r] of runs.entries()) {
+      expect(await db.store.state(r.id as never)).toMatchObject({ status: 'SUCCEEDED', output: `out ${i}`, tokensUsed: 5, lockedUntil: null });
+      expect(await eventTypes(r.id)).toEqual(['step.finished', 'run.finished']);
+    }
+    await waitFor('the followed run announced', async () => heard.some((h) => h.startsWith(runs[5]!.id)));
+    expect(heard.every((h) => h.startsWith(runs[5]!.id))).toBe(true);
+    await listener.end();
+  });
+
+  it('tell a lone write whose run is taken over while it waits for the row that the lease is lost, writing nothing', async () => {
+    const runs = await claimed(1);
+    const [r] = runs;
+    await store.startTool(r!.id as never, r!.lease, { seq: 1, toolUseId: 'toolu_t', toolName: 'lookup' });
+    const takeover = await db.pool.connect();
+    await takeover.query('BEGIN');
+    await takeover.query(`UPDATE durable_agent.run SET locked_by = 'other', lease_token = gen_random_uuid() WHERE id = $1`, [r!.id]);
+    const model = store.checkpointModel(r!.id as never, r!.lease, modelStep(2, 't', 1));
+    const tool = store.finishTool(r!.id as never, r!.lease, { toolUseId: 'toolu_t', status: 'DONE', result: 'late', latencyMs: 1 });
+    await waitFor('both writes waiting on the run row', async () => {
+      const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      return rows[0].n === 2;
+    });
+    await takeover.query('COMMIT');
+    takeover.release();
+    await expect(model).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(tool).rejects.toBeInstanceOf(LeaseLostError);
+    expect((await db.store.steps(r!.id as never)).map((s) => [s.seq, s.status])).toEqual([[1, 'STARTED']]);
   });
 });
