@@ -36,14 +36,13 @@ export function storableValue<T>(v: T): T {
     return (out ?? v) as T;
   }
   if (v !== null && typeof v === 'object') {
-    let changed = false;
-    const entries = Object.entries(v).map(([k, item]) => {
-      const key = storableText(k);
-      const clean = storableValue(item);
-      if (key !== k || clean !== item) changed = true;
-      return [key, clean] as const;
-    });
-    return changed ? (Object.fromEntries(entries) as T) : v;
+    // Checked before anything is copied: this runs on every event of every step, and nearly always
+    // finds nothing to change.
+    const source = v as Record<string, unknown>;
+    const keys = Object.keys(source);
+    const unchanged = keys.every((k) => storableText(k) === k && storableValue(source[k]) === source[k]);
+    if (unchanged) return v;
+    return Object.fromEntries(keys.map((k) => [storableText(k), storableValue(source[k])])) as T;
   }
   return v;
 }
