@@ -202,16 +202,20 @@ describe('batched step writes', () => {
     const takeover = await db.pool.connect();
     await takeover.query('BEGIN');
     await takeover.query(`UPDATE durable_agent.run SET locked_by = 'other', lease_token = gen_random_uuid() WHERE id = $1`, [r!.id]);
-    const model = store.checkpointModel(r!.id as never, r!.lease, modelStep(2, 't', 1));
-    const tool = store.finishTool(r!.id as never, r!.lease, { toolUseId: 'toolu_t', status: 'DONE', result: 'late', latencyMs: 1 });
+    // Settled as a pair from the start: either may reject while the COMMIT's own answer is on its way.
+    const writes = Promise.allSettled([
+      store.checkpointModel(r!.id as never, r!.lease, modelStep(2, 't', 1)),
+      store.finishTool(r!.id as never, r!.lease, { toolUseId: 'toolu_t', status: 'DONE', result: 'late', latencyMs: 1 }),
+    ]);
     await waitFor('both writes waiting on the run row', async () => {
       const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
       return rows[0].n === 2;
     });
     await takeover.query('COMMIT');
     takeover.release();
-    await expect(model).rejects.toBeInstanceOf(LeaseLostError);
-    await expect(tool).rejects.toBeInstanceOf(LeaseLostError);
+    const [model, tool] = await writes;
+    expect((model as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
+    expect((tool as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
     expect((await db.store.steps(r!.id as never)).map((s) => [s.seq, s.status])).toEqual([[1, 'STARTED']]);
   });
 });
