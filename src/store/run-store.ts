@@ -81,7 +81,7 @@ export class RunStore implements EngineStore {
   private readonly redact: (text: string) => string;
   private readonly events: RunEvents;
 
-  /** The step path's two writes, sent over batches of runs (write-batches.ts). */
+  /** The step path's writes, sent over batches of runs (write-batches.ts). */
   private readonly modelSteps: WriteBatches<ModelStepItem, FencedWrite>;
   private readonly finalModelSteps: WriteBatches<ModelStepItem & RunEndFields, FencedWrite>;
   private readonly toolResults: WriteBatches<ToolResultItem, FencedWrite>;
