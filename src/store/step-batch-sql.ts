@@ -1,12 +1,12 @@
 /**
- * The two writes of the step path — a model step's checkpoint, a tool call's result — as statements
- * over a batch of runs (write-batches.ts sends them). Each does for every run of the batch what the
- * one-run statement did: the fence and the lease renewal, the step row, the next tool call's STARTED
- * row, the events, their announcement; a run whose fence fails writes nothing. The batch is one JSON
- * parameter, an array of items (one per run, the run at most once).
+ * The step path's writes — a model step's checkpoint (the run's last one too), a tool call's result —
+ * as statements over a batch of runs (write-batches.ts sends them). Each does for every run of the batch
+ * what a one-run statement would: the fence and the lease renewal (or the run's end), the step row, the
+ * next tool call's STARTED row, the events, their announcement; a run whose fence fails writes nothing.
+ * The batch is one JSON parameter, an array of items (one per run, the run at most once).
  *
- * The runs' rows are locked first, in id order: the lease renewal locks the same rows in the same
- * order, so two statements that each hold several of them never wait for each other in a cycle.
+ * A batch of several runs locks their rows first, in id order: the lease renewal locks the same rows in
+ * the same order, so two statements that each hold several of them never wait for each other in a cycle.
  */
 import type { RunId } from '../domain.ts';
 import { LeaseLostError, StepNotStartedError } from '../errors.ts';
