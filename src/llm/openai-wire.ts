@@ -15,7 +15,7 @@ import type OpenAI from 'openai';
 import type { ContentBlock, Message } from '../domain.ts';
 import { LlmError } from '../errors.ts';
 import { normaliseChatUsage } from './normalise.ts';
-import { type ChatErrorObject, errorOfBody } from './openai-errors.ts';
+import { type ChatErrorObject, errorOfBody } from './openai-error-object.ts';
 import type { LlmRequest, LlmResponse } from './types.ts';
 
 type ChatParams = OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
