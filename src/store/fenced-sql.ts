@@ -13,6 +13,10 @@ export interface ProgressRow {
   cancel_requested: boolean;
 }
 
+/** Whether an event hub follows run `runId` (an SQL expression): its events are announced, its text written as it streams. */
+export const FOLLOWED = (runId: string) =>
+  `EXISTS (SELECT 1 FROM durable_agent.run_event_watch w WHERE w.run_id = ${runId} AND w.expires_at > now())`;
+
 export const progress = (r: ProgressRow): RunProgress => ({ tokensUsed: r.tokens_used, cancelRequested: r.cancel_requested });
 
 /**

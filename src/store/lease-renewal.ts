@@ -6,7 +6,7 @@
 import type pg from 'pg';
 import type { RunId } from '../domain.ts';
 import type { HeldLease, LeaseOwner, RenewedLease } from './ports.ts';
-import { FOLLOWED } from './run-events.ts';
+import { FOLLOWED } from './fenced-sql.ts';
 
 /**
  * $1 worker, $2 lease ms, $3 run ids, $4 their lease tokens (same order). Fenced like every engine

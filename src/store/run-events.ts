@@ -8,8 +8,9 @@ import type { RunId } from '../domain.ts';
 import { LeaseLostError } from '../errors.ts';
 import { TOOL_OUTPUT_MAX_CHARS, type RunEventData, type RunEventType } from '../events/protocol.ts';
 import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
-import { FENCE } from './fenced-sql.ts';
+import { FENCE, FOLLOWED } from './fenced-sql.ts';
 import type { EventsClaimed, Lease } from './ports.ts';
+import { CLAIMS, type ClaimedItem, claimedOutcomes, type ClaimedRow, forItems } from './step-batch-sql.ts';
 import { storableValue } from './storable.ts';
 import { WriteBatches } from './write-batches.ts';
 
@@ -35,10 +36,6 @@ export function eventParams(events: readonly NewEvent[]): [string] {
 export function eventValues(events: readonly NewEvent[]): object[] {
   return events.map((e) => ({ type: e.type, data: storableValue(e.data), with_next: e.withNext === true }));
 }
-
-/** Whether an event hub follows run `runId` (an SQL expression): its events are announced, its text written as it streams. */
-export const FOLLOWED = (runId: string) =>
-  `EXISTS (SELECT 1 FROM durable_agent.run_event_watch w WHERE w.run_id = ${runId} AND w.expires_at > now())`;
 
 /**
  * CTEs that write `eventParams` ($p) in order, one row per event of `source` (the fence's
@@ -84,42 +81,12 @@ export interface StoredEvent {
   data: string;
 }
 
-interface ClaimedItem {
-  run: string;
-  worker: string;
-  token: string;
-  attempt: number;
-}
-
-/** The claimed runs still held under the claim each item names, locked in id order (see step-batch-sql.ts). */
-const EVENTS_CLAIMED = `WITH input AS (
-    SELECT * FROM json_to_recordset($1::json) AS i (run uuid, worker text, token uuid, attempt int)),
-  fenced AS (
-    SELECT r.id FROM durable_agent.run r JOIN input i ON r.id = i.run
-    WHERE r.id = ANY (ARRAY(SELECT run FROM input)) AND r.locked_by = i.worker AND r.lease_token = i.token AND r.status = 'RUNNING'
-    ORDER BY r.id
-    FOR NO KEY UPDATE OF r)
-  SELECT f.id, ${FOLLOWED('f.id')} AS followed, c.seq, c.attempt
-  FROM fenced f JOIN input i ON i.run = f.id LEFT JOIN LATERAL durable_agent.run_event_claimed(f.id, i.worker, i.attempt) c ON true`;
-
-type ClaimedRow = { id: string; followed: boolean; seq: number | null; attempt: number | null };
-
-function claimedOutcomes(items: readonly ClaimedItem[], rows: readonly ClaimedRow[]): (EventsClaimed | Error)[] {
-  const byRun = new Map<string, ClaimedRow[]>();
-  for (const r of rows) byRun.set(r.id, [...(byRun.get(r.id) ?? []), r]);
-  return items.map((item) => {
-    const mine = byRun.get(item.run);
-    if (!mine) return new LeaseLostError(item.run as RunId, item.worker);
-    return { attempts: new Map(mine.filter((r) => r.seq !== null).map((r) => [r.seq!, r.attempt ?? 0])), followed: mine[0]!.followed };
-  });
-}
-
 export class RunEvents {
   private readonly claims: WriteBatches<ClaimedItem, EventsClaimed>;
 
   constructor(private readonly db: Pick<pg.Pool, 'query'>) {
     this.claims = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ClaimedRow>({ name: 'durable_agent_events_claimed', text: EVENTS_CLAIMED, values: [json] });
+      const { rows } = await this.db.query<ClaimedRow>({ ...forItems(items, CLAIMS), values: [json] });
       return claimedOutcomes(items, rows);
     });
   }

@@ -1,9 +1,10 @@
 /**
- * The step path's writes — a model step's checkpoint (the run's last one too), a tool call's result —
- * as statements over a batch of runs (write-batches.ts sends them). Each does for every run of the batch
- * what a one-run statement would: the fence and the lease renewal (or the run's end), the step row, the
- * next tool call's STARTED row, the events, their announcement; a run whose fence fails writes nothing.
- * The batch is one JSON parameter, an array of items (one per run, the run at most once).
+ * The step path's writes — a model step's checkpoint (the run's last one too), a tool call's result,
+ * a claim's events — as statements over a batch of runs (write-batches.ts sends them). Each does for
+ * every run of the batch what a one-run statement would: the fence and the lease renewal (or the run's
+ * end), the step row, the next tool call's STARTED row, the events, their announcement; a run whose
+ * fence fails writes nothing. The batch is one JSON parameter, an array of items (one per run, the run
+ * at most once).
  *
  * A batch of several runs locks their rows first, in id order: the lease renewal locks the same rows in
  * the same order, so two statements that each hold several of them never wait for each other in a cycle.
@@ -11,14 +12,18 @@
 import type { RunId } from '../domain.ts';
 import { LeaseLostError, StepNotStartedError } from '../errors.ts';
 import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
-import type { FencedWrite, Lease, ModelCheckpoint, ToolFinish, ToolStart } from './ports.ts';
-import { FOLLOWED } from './run-events.ts';
+import type { EventsClaimed, FencedWrite, Lease, ModelCheckpoint, ToolFinish, ToolStart } from './ports.ts';
+import { FOLLOWED, progress } from './fenced-sql.ts';
 
-/** What every item has: the run, the claim that writes it, the events to write with it. */
-interface ItemBase {
+/** The run an item writes and the claim it writes under. */
+interface BatchedRun {
   run: string;
   worker: string;
   token: string;
+}
+
+/** What every step item has: the run and its claim, the lease, the next tool call, the events to write. */
+interface ItemBase extends BatchedRun {
   lease_ms: number;
   next_seq: number | null;
   next_tool: string | null;
@@ -174,7 +179,7 @@ export function modelStepOutcomes(items: readonly ModelStepItem[], rows: readonl
   return items.map((item) => {
     const r = byRun.get(item.run);
     if (!r) return new LeaseLostError(item.run as RunId, item.worker);
-    return { tokensUsed: r.tokens_used, cancelRequested: r.cancel_requested, nextStarted: r.next_started };
+    return { ...progress(r), nextStarted: r.next_started };
   });
 }
 
@@ -228,6 +233,40 @@ export function toolResultOutcomes(items: readonly ToolResultItem[], rows: reado
     const r = byRun.get(item.run);
     if (!r?.owned) return new LeaseLostError(item.run as RunId, item.worker);
     if (!r.updated) return new StepNotStartedError(item.run as RunId, item.use_id, r.step_status);
-    return { tokensUsed: r.tokens_used!, cancelRequested: r.cancel_requested!, nextStarted: r.next_started };
+    return { ...progress({ tokens_used: r.tokens_used!, cancel_requested: r.cancel_requested! }), nextStarted: r.next_started };
+  });
+}
+
+export interface ClaimedItem extends BatchedRun {
+  attempt: number;
+}
+
+/**
+ * A claim's first write, per run: run.started, attempt.abandoned for whatever a previous owner left
+ * streaming, and the highest attempt each model step has used (rows of run_event_claimed, migration
+ * 0014). Always the locked form, even for one run: the function writes events, whose ids must be taken
+ * while the run's row is held.
+ */
+const claims = () => `WITH input AS (
+  SELECT * FROM json_to_recordset($1::json) AS i (run uuid, worker text, token uuid, attempt int)),
+${FENCED(true)}
+SELECT f.id, ${FOLLOWED('f.id')} AS followed, c.seq, c.attempt
+FROM fenced f JOIN input i ON i.run = f.id LEFT JOIN LATERAL durable_agent.run_event_claimed(f.id, i.worker, i.attempt) c ON true`;
+
+export const CLAIMS = statement('durable_agent_events_claimed', claims);
+
+export type ClaimedRow = { id: string; followed: boolean; seq: number | null; attempt: number | null };
+
+export function claimedOutcomes(items: readonly ClaimedItem[], rows: readonly ClaimedRow[]): (EventsClaimed | Error)[] {
+  const byRun = new Map<string, ClaimedRow[]>();
+  for (const r of rows) {
+    const mine = byRun.get(r.id);
+    if (mine) mine.push(r);
+    else byRun.set(r.id, [r]);
+  }
+  return items.map((item) => {
+    const mine = byRun.get(item.run);
+    if (!mine) return new LeaseLostError(item.run as RunId, item.worker);
+    return { attempts: new Map(mine.filter((r) => r.seq !== null).map((r) => [r.seq!, r.attempt ?? 0])), followed: mine[0]!.followed };
   });
 }
