@@ -177,7 +177,7 @@ export async function agentLoopBench(url: string, pool: pg.Pool, cases = agentLo
           cpuMsPerStep: ratio(runtime.cpuMsPerStep, floor.cpuMsPerStep),
           peakRss: ratio(runtime.peakRssMb, floor.peakRssMb),
         },
-        rounds: floors.map((f, i) => `${f.stepsPerSecond}/${runtimes[i]!.stepsPerSecond}`).join(', '),
+        rounds: floors.map((f, i) => `${f.stepsPerSecond}/${runtimes[i]!.stepsPerSecond} (${f.peakRssMb}/${runtimes[i]!.peakRssMb} MB)`).join(', '),
       };
       console.log(formatAgentLoop(result));
       results.push(result);
@@ -193,7 +193,7 @@ export function formatAgentLoop(r: AgentLoopResult): string {
   const line = (what: string, f: AgentLoopFigures) =>
     `  ${what.padEnd(8)} ${String(f.stepsPerSecond).padStart(6)} steps/s ${f.cpuMsPerStep.toFixed(3).padStart(7)} CPU ms/step ${String(f.peakRssMb).padStart(5)} MB peak RSS (heap ${f.peakHeapMb}, external ${f.peakExternalMb}) ${f.commitsPerStep ?? ''} commits/step`;
   const q = r.ratio;
-  return [head, line('floor', r.floor), line('runtime', r.runtime), `  ratio    ${q.stepsPerSecond}× steps/s (target ≥ 0.8)  ${q.cpuMsPerStep}× CPU/step  ${q.peakRss}× RSS (target ≤ 1.3)   rounds floor/runtime: ${r.rounds}`].join('\n');
+  return [head, line('floor', r.floor), line('runtime', r.runtime), `  ratio    ${q.stepsPerSecond}× steps/s (target ≥ 0.8)  ${q.cpuMsPerStep}× CPU/step  ${q.peakRss}× RSS (target ≤ 1.3)   rounds floor/runtime steps/s (peak RSS): ${r.rounds}`].join('\n');
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -84,6 +84,17 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     formatters: { log: (object) => censorKeys(object, 0) as Record<string, unknown> },
   };
   if (opts.destination) return pino(options, opts.destination);
-  return opts.format === 'pretty' ? pino(options, prettyStream()) : pino(options);
+  return opts.format === 'pretty' ? pino(options, prettyStream()) : pino(options, stdoutLines());
+}
+
+/**
+ * Stdout, written line by line as each is logged (a blocking write, as Node's own stdout is for files
+ * and pipes). pino's default queues lines in memory and writes one chunk per turn of the event loop:
+ * under load the queue grows faster than it drains (megabytes held at a few thousand runs in flight),
+ * and a worker killed with SIGKILL — the crash this runtime is built for — loses its last lines, the
+ * ones that say what it was doing.
+ */
+function stdoutLines(): pino.DestinationStream {
+  return pino.destination({ dest: 1, sync: true });
 }
 
