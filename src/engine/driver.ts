@@ -27,6 +27,7 @@ import { replayRun } from './chain-replay.ts';
 import { describeAttemptError, Followers, StepStream } from './step-stream.ts';
 import { type Conversation, foldStep, type PendingTool } from './replay.ts';
 import { agentAsStarted } from './started-with.ts';
+import { withFields } from '../with-fields.ts';
 
 /** The agent a worker runs: its prompt and tools, with the digests under which their texts are stored. */
 export interface PreparedAgent {
@@ -236,7 +237,7 @@ class RunDriver {
 
   private async finish(end: RunEnd): Promise<TerminalStatus> {
     await this.d.store.finish(this.run.id, this.d.owner, end);
-    if (end.usage) this.progress = { ...this.progress, tokensUsed: this.progress.tokensUsed + budgetTokens(end.usage) };
+    if (end.usage) this.progress = withFields(this.progress, { tokensUsed: this.progress.tokensUsed + budgetTokens(end.usage) });
     this.costUsd += end.costUsd ?? 0;
     return this.finished(end);
   }
@@ -501,7 +502,7 @@ class RunDriver {
  * started with (started-with.ts), whatever the code that resumes it defines now.
  */
 export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps): Promise<TerminalStatus> {
-  const d: DriverDeps = { ...deps, store: retryingWrites(deps.store, deps.signal) };
+  const d: DriverDeps = withFields(deps, { store: retryingWrites(deps.store, deps.signal) });
   let conversation;
   try {
     // A fork with no steps of its own still has its source's: its log is read like any other. A run that

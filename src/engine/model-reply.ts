@@ -7,6 +7,7 @@ import type { LlmResponse } from '../llm/types.ts';
 import { addUsage } from '../domain.ts';
 import { sameUsage, storableContent, storableCount, storableText, storableUsage } from '../store/storable.ts';
 import type { StepWarning } from './events.ts';
+import { withFields } from '../with-fields.ts';
 
 export interface AcceptedReply {
   response: LlmResponse;
@@ -30,5 +31,5 @@ export function acceptReply(reply: LlmResponse): AcceptedReply {
     warnings.push({ warning: 'usage-out-of-range', detail: `the provider reported token counts out of range (${JSON.stringify(reply.usage)}): clamped` });
   }
   const usage = storableUsage(addUsage(own, failed));
-  return { response: { ...reply, content, stopReason, usage, attempts: Math.max(1, storableCount(reply.attempts)) }, warnings };
+  return { response: withFields(reply, { content, stopReason, usage, attempts: Math.max(1, storableCount(reply.attempts)) }), warnings };
 }

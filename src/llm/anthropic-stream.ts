@@ -4,6 +4,7 @@ import { LlmError } from '../errors.ts';
 import { toLlmResponse } from './anthropic-wire.ts';
 import { normaliseUsage } from './normalise.ts';
 import type { LlmResponse } from './types.ts';
+import { withFields } from '../with-fields.ts';
 
 type Block = Record<string, unknown>;
 
@@ -32,7 +33,7 @@ export class StreamAssembler {
     if (event.type === 'message_start') {
       if (this.message) throw broken('a second message_start');
       const { content, ...message } = event.message as unknown as Record<string, unknown>;
-      this.message = { ...message, usage: { ...(message.usage as object | undefined) } };
+      this.message = withFields(message, { usage: { ...(message.usage as object | undefined) } });
       this.content = Array.isArray(content) ? (content as Block[]).map((b) => ({ ...b })) : [];
       return null;
     }
@@ -120,7 +121,7 @@ export class StreamAssembler {
     if (!this.message || !this.stopped) {
       throw new LlmError(-1, 'the stream ended before message_stop', { type: 'incomplete_stream', requestId, usage: this.usage() });
     }
-    return toLlmResponse({ ...this.message, content: this.content.filter((b) => b !== undefined) }, requestId, this.requestedModel);
+    return toLlmResponse(withFields(this.message, { content: this.content.filter((b) => b !== undefined) }), requestId, this.requestedModel);
   }
 }
 

@@ -3,6 +3,7 @@ import { LlmError } from '../errors.ts';
 import { addUsage } from '../domain.ts';
 import { MAX_TIMER_MS, timerSleeper, type Sleeper } from './sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
+import { withFields } from '../with-fields.ts';
 
 export type { Sleeper } from './sleep.ts';
 
@@ -145,16 +146,15 @@ export class RetryingLlmClient implements LlmClient {
       // Text that arrives after its attempt has ended (a late chunk of an abandoned stream) is dropped.
       let current = true;
       const { onText } = options;
-      const attemptOptions: LlmCallOptions = {
-        ...options,
-        onText: onText && ((text) => {
+      const attemptOptions: LlmCallOptions = withFields(options, {
+        onText: onText && ((text: string) => {
           if (current) onText(text, attempt);
         }),
-      };
+      });
       try {
         const response = await this.delegate.send(request, attemptOptions);
         current = false;
-        const result: LlmResponse = { ...response, attempts: attempt };
+        const result: LlmResponse = withFields(response, { attempts: attempt });
         if (failedUsage) result.failedAttemptsUsage = failedUsage;
         return result;
       } catch (error) {

@@ -2,6 +2,7 @@ import type { Usage } from '../domain.ts';
 import { LlmError } from '../errors.ts';
 import { MAX_TIMER_MS } from './sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
+import { withFields } from '../with-fields.ts';
 
 /**
  * Limits one attempt of the delegate. It sits inside the retry loop, so a hung connection costs one
@@ -51,18 +52,17 @@ export class TimeLimitedLlmClient implements LlmClient {
       else caller?.addEventListener('abort', forwardAbort, { once: true });
 
       const { onText, onUsage } = options;
-      const delegateOptions: LlmCallOptions = {
-        ...options,
+      const delegateOptions: LlmCallOptions = withFields(options, {
         signal: controller.signal,
-        onText: onText && ((text, attempt) => {
+        onText: onText && ((text: string, attempt: number) => {
           if (!settled) onText(text, attempt);
         }),
-        onUsage: (reported) => {
+        onUsage: (reported: Usage) => {
           if (settled) return;
           usage = reported;
           onUsage?.(reported);
         },
-      };
+      });
       // A caller's abort reaches here as the delegate's own error and is passed on unchanged:
       // giving up is the caller's decision, not a timeout.
       this.call(request, delegateOptions).then(

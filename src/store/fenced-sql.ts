@@ -17,7 +17,9 @@ export interface ProgressRow {
 export const FOLLOWED = (runId: string) =>
   `EXISTS (SELECT 1 FROM durable_agent.run_event_watch w WHERE w.run_id = ${runId} AND w.expires_at > now())`;
 
-export const progress = (r: ProgressRow): RunProgress => ({ tokensUsed: r.tokens_used, cancelRequested: r.cancel_requested });
+/** The run's progress from `r`, with `more` fields after it (in one literal: see with-fields.ts). */
+export const progress = <E extends object = object>(r: ProgressRow, more?: E): RunProgress & E =>
+  ({ tokensUsed: r.tokens_used, cancelRequested: r.cancel_requested, ...more }) as RunProgress & E;
 
 /**
  * The fence: the run is still RUNNING under the claim this lease came from. The token is new at every

@@ -13,6 +13,7 @@ import type { EventsClaimed, Lease } from './ports.ts';
 import { CLAIMS, type ClaimedItem, claimedOutcomes, type ClaimedRow, forItems } from './step-batch-sql.ts';
 import { storableValue } from './storable.ts';
 import { WriteBatches } from './write-batches.ts';
+import { withFields } from '../with-fields.ts';
 
 /** An event to write; `withNext` ones are written only when the statement also wrote the next tool's STARTED row. */
 export interface NewEvent {
@@ -86,7 +87,7 @@ export class RunEvents {
 
   constructor(private readonly db: Pick<pg.Pool, 'query'>) {
     this.claims = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ClaimedRow>({ ...forItems(items, CLAIMS), values: [json] });
+      const { rows } = await this.db.query<ClaimedRow>(withFields(forItems(items, CLAIMS), { values: [json] }));
       return claimedOutcomes(items, rows);
     });
   }

@@ -31,6 +31,7 @@ import {
 } from './step-batch-sql.ts';
 import { WriteBatches } from './write-batches.ts';
 import { consumeDecision, DECISION_ROWS, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitParams } from './waiting-sql.ts';
+import { withFields } from '../with-fields.ts';
 
 export interface NewRun {
   input: string;
@@ -90,15 +91,15 @@ export class RunStore implements EngineStore {
     this.redact = opts.redact ?? ((text) => text);
     this.events = new RunEvents(db);
     this.modelSteps = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ModelStepRow>({ ...forItems(items, MODEL_STEPS), values: [json] });
+      const { rows } = await this.db.query<ModelStepRow>(withFields(forItems(items, MODEL_STEPS), { values: [json] }));
       return modelStepOutcomes(items, rows);
     });
     this.finalModelSteps = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ModelStepRow>({ ...forItems(items, FINAL_MODEL_STEPS), values: [json] });
+      const { rows } = await this.db.query<ModelStepRow>(withFields(forItems(items, FINAL_MODEL_STEPS), { values: [json] }));
       return modelStepOutcomes(items, rows);
     });
     this.toolResults = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ToolResultRow>({ ...forItems(items, TOOL_RESULTS), values: [json] });
+      const { rows } = await this.db.query<ToolResultRow>(withFields(forItems(items, TOOL_RESULTS), { values: [json] }));
       return toolResultOutcomes(items, rows);
     });
   }
@@ -122,7 +123,7 @@ export class RunStore implements EngineStore {
 
   /** A run's error says what failed, and can quote what failed: a tool's message, a provider's answer. */
   private redactedEnd(end: RunEnd): RunEnd {
-    return end.error == null ? end : { ...end, error: this.redact(end.error) };
+    return end.error == null ? end : withFields(end, { error: this.redact(end.error) });
   }
 
   /** A named statement: each connection parses and plans it once, which matters on the step path. */
@@ -289,7 +290,7 @@ export class RunStore implements EngineStore {
       CLAIM_SQL,
       claimParams(owner.worker, owner.leaseMs, limit, holding, agents, liveness?.ownerLock, liveness?.orphaned),
     );
-    return rows.map((r) => ({ ...toRun(r), hasSteps: r.has_steps, lease: { ...owner, token: r.lease_token } }));
+    return rows.map((r) => withFields(toRun(r), { hasSteps: r.has_steps, lease: withFields(owner, { token: r.lease_token }) }));
   }
 
   async checkpointModel(runId: RunId, owner: Lease, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {
@@ -302,15 +303,14 @@ export class RunStore implements EngineStore {
     if (!wait || end) {
       // A step the run goes on from, or its last: batched with other runs' steps (step-batch-sql.ts).
       const startNext = end ? undefined : then.startNext;
-      const item: ModelStepItem = {
-        ...itemBase(runId, owner, startNext, eventValues([...(cp.streamed ?? []), finished, ...this.toolStartEvents(startNext, true)])),
+      const item: ModelStepItem = withFields(itemBase(runId, owner, startNext, eventValues([...(cp.streamed ?? []), finished, ...this.toolStartEvents(startNext, true)])), {
         tokens: cp.budgetTokens, cost: storableCost(cp.costUsd), seq: cp.seq, request: cp.request, content: cp.content, stop_reason: cp.stopReason,
         input_tokens: u.inputTokens, output_tokens: u.outputTokens, cache_creation: u.cacheCreationInputTokens, cache_read: u.cacheReadInputTokens,
         attempts: cp.attempts, latency_ms: Math.round(cp.latencyMs),
-      };
+      });
       if (!end) return this.modelSteps.write(item);
       const [output, error, reason] = endTexts(this.redactedEnd(end));
-      return this.finalModelSteps.write({ ...item, end_status: end.status, end_output: output ?? null, end_error: error ?? null, end_reason: reason ?? null });
+      return this.finalModelSteps.write(withFields(item, { end_status: end.status, end_output: output ?? null, end_error: error ?? null, end_reason: reason ?? null }));
     }
     const stepValues = [
       cp.budgetTokens, storableCost(cp.costUsd), cp.seq, cp.request, JSON.stringify(cp.content), cp.stopReason, u.inputTokens,
@@ -337,7 +337,7 @@ export class RunStore implements EngineStore {
       [runId, owner.worker, waiting, ...stepValues, runAt, decisions, owner.token, ...events],
     );
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
-    return { ...progress(rows[0]), nextStarted: false, waited: rows[0].status };
+    return progress(rows[0], { nextStarted: false, waited: rows[0].status });
   }
 
   async decisions(runId: RunId): Promise<DecisionRecord[]> {
@@ -372,7 +372,7 @@ export class RunStore implements EngineStore {
     );
     const row = rows[0];
     if (!row) throw new LeaseLostError(runId, owner.worker);
-    return { ...progress(row), seq: (row.inserted ?? row.existing)!, created: row.inserted !== null };
+    return progress(row, { seq: (row.inserted ?? row.existing)!, created: row.inserted !== null });
   }
 
   async finishTool(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
@@ -383,9 +383,9 @@ export class RunStore implements EngineStore {
       newEvent('step.finished', { seq, kind: 'TOOL', status: f.status, latencyMs: Math.round(f.latencyMs) }),
       ...this.toolStartEvents(startNext, true),
     ]);
-    return this.toolResults.write({
-      ...itemBase(runId, owner, startNext, events), use_id: f.toolUseId, status: f.status, response: stored, latency_ms: Math.round(f.latencyMs),
-    });
+    return this.toolResults.write(withFields(itemBase(runId, owner, startNext, events), {
+      use_id: f.toolUseId, status: f.status, response: stored, latency_ms: Math.round(f.latencyMs),
+    }));
   }
 
   async finish(runId: RunId, owner: Lease, end: RunEnd): Promise<void> {
@@ -410,7 +410,7 @@ export class RunStore implements EngineStore {
     );
     const r = rows[0];
     if (!r) return null;
-    return { ...progress(r), status: r.status, ours: r.ours === true, modelStep: r.model_step, toolFinished: r.tool_finished, nextStarted: r.next_started };
+    return progress(r, { status: r.status, ours: r.ours === true, modelStep: r.model_step, toolFinished: r.tool_finished, nextStarted: r.next_started });
   }
 
 

@@ -179,7 +179,7 @@ export function modelStepOutcomes(items: readonly ModelStepItem[], rows: readonl
   return items.map((item) => {
     const r = byRun.get(item.run);
     if (!r) return new LeaseLostError(item.run as RunId, item.worker);
-    return { ...progress(r), nextStarted: r.next_started };
+    return progress(r, { nextStarted: r.next_started });
   });
 }
 
@@ -233,7 +233,7 @@ export function toolResultOutcomes(items: readonly ToolResultItem[], rows: reado
     const r = byRun.get(item.run);
     if (!r?.owned) return new LeaseLostError(item.run as RunId, item.worker);
     if (!r.updated) return new StepNotStartedError(item.run as RunId, item.use_id, r.step_status);
-    return { ...progress({ tokens_used: r.tokens_used!, cancel_requested: r.cancel_requested! }), nextStarted: r.next_started };
+    return progress({ tokens_used: r.tokens_used!, cancel_requested: r.cancel_requested! }, { nextStarted: r.next_started });
   });
 }
 

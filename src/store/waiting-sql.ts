@@ -55,7 +55,7 @@ export async function startWaiting(db: pg.Pool, runId: RunId, owner: Lease, star
   });
   const row = rows[0];
   if (!row) throw new LeaseLostError(runId, owner.worker);
-  return { ...progress(row), status: row.status };
+  return progress(row, { status: row.status });
 }
 
 export async function consumeDecision(db: pg.Pool, runId: RunId, owner: Lease, toolUseId: string): Promise<void> {
