@@ -125,6 +125,11 @@ function describeLlmFailure(e: unknown): string {
 
 type StepOutcome = { end: RunEnd; written: boolean } | undefined;
 
+const NO_ATTEMPTS: ReadonlyMap<number, number> = new Map();
+
+/** `records` by tool_use id, or nothing when there are none. */
+const byToolUse = (records: readonly DecisionRecord[]) => (records.length ? new Map(records.map((r) => [r.toolUseId, r])) : undefined);
+
 class RunDriver {
   private progress: RunProgress;
   /**
@@ -136,9 +141,12 @@ class RunDriver {
   private costUsd: number;
   /** What the latest model call of this attempt was billed for: the next call's input is estimated from it. */
   private knownInput: KnownInput | null = null;
-  /** Decisions recorded for the run's tool calls, by tool_use id; they cannot change while it is RUNNING. */
-  private readonly approvals = new Map<string, DecisionRecord>();
-  private readonly crashDecisions = new Map<string, DecisionRecord>();
+  /**
+   * Decisions recorded for the run's tool calls, by tool_use id; they cannot change while it is RUNNING.
+   * Most runs have none: a map is made only for a run that has some (thousands of runs are held at once).
+   */
+  private readonly approvals: Map<string, DecisionRecord> | undefined;
+  private readonly crashDecisions: Map<string, DecisionRecord> | undefined;
 
   constructor(
     private readonly run: Run,
@@ -146,11 +154,12 @@ class RunDriver {
     private readonly d: DriverDeps,
     decisions: readonly DecisionRecord[] = [],
     /** The highest attempt each model step used before this claim (from the events), so numbering goes on. */
-    private readonly attemptsBefore: ReadonlyMap<number, number> = new Map(),
+    private readonly attemptsBefore: ReadonlyMap<number, number> = NO_ATTEMPTS,
   ) {
     this.progress = { tokensUsed: run.tokensUsed, cancelRequested: run.cancelRequested };
     this.costUsd = run.costUsd;
-    for (const r of decisions) (r.kind === 'approval' ? this.approvals : this.crashDecisions).set(r.toolUseId, r);
+    this.approvals = byToolUse(decisions.filter((r) => r.kind === 'approval'));
+    this.crashDecisions = byToolUse(decisions.filter((r) => r.kind !== 'approval'));
   }
 
   private gate(p: PendingTool): Gate {
@@ -158,8 +167,8 @@ class RunDriver {
     return gateTool(p, {
       idempotent: tools.isIdempotent(p.use.name),
       timer: tools.timer(p.use),
-      approval: this.approvals.get(p.use.id),
-      crash: this.crashDecisions.get(p.use.id),
+      approval: this.approvals?.get(p.use.id),
+      crash: this.crashDecisions?.get(p.use.id),
       waiting: this.run.waiting,
       now: this.d.now(),
     });
@@ -167,7 +176,7 @@ class RunDriver {
 
   /** A call that must not be started ahead of its turn in the loop: it is gated (a decision, a timer). */
   private gated(use: ToolUseBlock): boolean {
-    return this.approvals.has(use.id) || this.crashDecisions.has(use.id) || this.d.agent.tools.timer(use) !== null;
+    return this.approvals?.has(use.id) || this.crashDecisions?.has(use.id) || this.d.agent.tools.timer(use) !== null;
   }
 
   /** The live events of model step `seq`, when the store keeps events. */
@@ -422,7 +431,7 @@ class RunDriver {
 
   private async consumeDecision(toolUseId: string): Promise<void> {
     await this.d.store.consumeDecision(this.run.id, this.d.owner, toolUseId);
-    this.crashDecisions.delete(toolUseId);
+    this.crashDecisions?.delete(toolUseId);
   }
 
   /** A call the gate holds back: its result recorded without running it, or the run made to wait. */
@@ -437,7 +446,7 @@ class RunDriver {
         return g.type === 'wait' && g.kind === gate.kind;
       };
       const calls = [...c.pending.values()].filter((q) => q === p || waitsAlike(q));
-      const expiresAt = gate.kind === 'approval' ? (this.approvals.get(p.use.id)?.expiresAt ?? null) : null;
+      const expiresAt = gate.kind === 'approval' ? (this.approvals?.get(p.use.id)?.expiresAt ?? null) : null;
       wait = {
         waiting: { kind: gate.kind, toolCalls: calls.map((q) => pendingCall(q.use)), wakeAt: null, expiresAt },
         decisions: calls.map((q) => ({ toolUseId: q.use.id, kind: gate.kind, expiresAt })),

@@ -78,46 +78,90 @@ const waitedStatus = (r: RecordedWrite) => (r.status === 'WAITING' || r.status =
 const asWrite = (r: RecordedWrite): FencedWrite => ({ tokensUsed: r.tokensUsed, cancelRequested: r.cancelRequested, nextStarted: r.nextStarted });
 
 /**
- * The store, with the engine's reads and writes retried as above. Everything else (claims, lease
- * renewals, releases: the worker's) is the store's own, unchanged.
+ * The store, with the engine's reads and writes retried as above, giving up when `signal` aborts.
+ * Everything else (claims, lease renewals, releases: the worker's) is the store's own, unchanged.
+ *
+ * One per driven run, so it is small: the retrying methods are made once per store and shared; a run's
+ * copy holds only its signal.
  */
-export function retryingWrites(store: EngineStore, signal?: AbortSignal, policy: RetryPolicy = WRITE_RETRY): EngineStore {
-  const s: EngineStore = Object.create(store);
-  const retry = <T>(what: string, op: () => Promise<T>, landed?: () => Promise<{ value: T } | null>) =>
-    retryTransient(op, { what, policy, signal, landed });
+export function retryingWrites(store: EngineStore, signal?: AbortSignal): EngineStore {
+  let methods = shared.get(store);
+  if (!methods) shared.set(store, (methods = retryingMethods(store)));
+  const s = Object.create(methods) as EngineStore & Signalled;
+  s.signal = signal;
+  return s;
+}
 
-  s.steps = (runId) => retry('read the log', () => store.steps(runId));
-  s.conversationBefore = (runId) => retry('read the earlier runs of the conversation', () => store.conversationBefore(runId));
-  s.blob = (digest) => retry('read a stored text', () => store.blob(digest));
-  s.putBlob = (body) => retry('store a shared text', () => store.putBlob(body));
-  s.checkpointModel = (runId, owner, cp, then) =>
-    retry(`record model step ${cp.seq}`, () => store.checkpointModel(runId, owner, cp, then), async () => {
+interface Signalled {
+  signal: AbortSignal | undefined;
+}
+
+const shared = new WeakMap<EngineStore, EngineStore>();
+
+/** The retrying methods over `store`; each reads the signal of the run's copy it is called on (`this`). */
+function retryingMethods(store: EngineStore): EngineStore {
+  const s: EngineStore = Object.create(store);
+  const retry = <T>(run: Signalled, what: string, op: () => Promise<T>, landed?: () => Promise<{ value: T } | null>) =>
+    retryTransient(op, { what, signal: run.signal, landed });
+  type Method<K extends keyof EngineStore> = (this: Signalled, ...args: Parameters<NonNullable<EngineStore[K]>>) => ReturnType<NonNullable<EngineStore[K]>>;
+  const method = <K extends keyof EngineStore>(name: K, f: Method<K>) => {
+    (s as unknown as Record<K, Method<K>>)[name] = f;
+  };
+
+  method('steps', function (runId) {
+    return retry(this, 'read the log', () => store.steps(runId));
+  });
+  method('conversationBefore', function (runId) {
+    return retry(this, 'read the earlier runs of the conversation', () => store.conversationBefore(runId));
+  });
+  method('blob', function (digest) {
+    return retry(this, 'read a stored text', () => store.blob(digest));
+  });
+  method('putBlob', function (body) {
+    return retry(this, 'store a shared text', () => store.putBlob(body));
+  });
+  method('checkpointModel', function (runId, owner, cp, then) {
+    return retry(this, `record model step ${cp.seq}`, () => store.checkpointModel(runId, owner, cp, then), async () => {
       const r = await store.recordedWrite(runId, owner, { modelSeq: cp.seq, startNext: then?.startNext });
       // A checkpoint that started a wait gave the lease up with it: its step is there and the run waits.
       if (then?.wait && !then.end) return r?.modelStep && waitedStatus(r) ? { value: { ...asWrite(r), waited: waitedStatus(r)! } } : null;
       return r?.ours && r.modelStep ? { value: asWrite(r) } : null;
     });
-  s.wait = (runId, owner, start) =>
-    retry('start waiting', () => store.wait(runId, owner, start), async () => {
+  });
+  method('wait', function (runId, owner, start) {
+    return retry(this, 'start waiting', () => store.wait(runId, owner, start), async () => {
       const r = await store.recordedWrite(runId, owner, {});
       const status = r && waitedStatus(r);
       return r && status ? { value: { tokensUsed: r.tokensUsed, cancelRequested: r.cancelRequested, status } } : null;
     });
-  s.decisions = (runId) => retry('read the decisions', () => store.decisions(runId));
-  s.consumeDecision = (runId, owner, toolUseId) => retry(`use up the decision about ${toolUseId}`, () => store.consumeDecision(runId, owner, toolUseId));
+  });
+  method('decisions', function (runId) {
+    return retry(this, 'read the decisions', () => store.decisions(runId));
+  });
+  method('consumeDecision', function (runId, owner, toolUseId) {
+    return retry(this, `use up the decision about ${toolUseId}`, () => store.consumeDecision(runId, owner, toolUseId));
+  });
   // Idempotent by itself: a second STARTED row for the same tool_use id is never written.
-  s.startTool = (runId, owner, start) => retry(`record the start of tool step ${start.seq}`, () => store.startTool(runId, owner, start));
-  s.finishTool = (runId, owner, finish, startNext) =>
-    retry(`record the result of tool call ${finish.toolUseId}`, () => store.finishTool(runId, owner, finish, startNext), async () => {
+  method('startTool', function (runId, owner, start) {
+    return retry(this, `record the start of tool step ${start.seq}`, () => store.startTool(runId, owner, start));
+  });
+  method('finishTool', function (runId, owner, finish, startNext) {
+    return retry(this, `record the result of tool call ${finish.toolUseId}`, () => store.finishTool(runId, owner, finish, startNext), async () => {
       const r = await store.recordedWrite(runId, owner, { finishedToolUseId: finish.toolUseId, startNext });
       return r?.ours && r.toolFinished ? { value: asWrite(r) } : null;
     });
+  });
   // A retry after a lost reply may write run.started twice, which readers take as it is; nothing else repeats.
-  if (store.eventsClaimed) s.eventsClaimed = (runId, owner, attempt) => retry('record the claim', () => store.eventsClaimed!(runId, owner, attempt));
-  s.finish = (runId, owner, end) =>
-    retry(`end the run ${end.status}`, () => store.finish(runId, owner, end), async () => {
+  if (store.eventsClaimed) {
+    method('eventsClaimed', function (runId, owner, attempt) {
+      return retry(this, 'record the claim', () => store.eventsClaimed!(runId, owner, attempt));
+    });
+  }
+  method('finish', function (runId, owner, end) {
+    return retry(this, `end the run ${end.status}`, () => store.finish(runId, owner, end), async () => {
       const r = await store.recordedWrite(runId, owner, {});
       return r?.ours && isTerminal(r.status) ? { value: undefined } : null;
     });
+  });
   return s;
 }

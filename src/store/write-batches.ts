@@ -15,6 +15,7 @@
  * others land and that one gets its own error. Any other failure (the connection, the server) is every
  * write's: each caller retries or gives up as it would have alone.
  */
+import { withFields } from '../with-fields.ts';
 import { classifyDatabaseError } from './db-errors.ts';
 
 export interface BatchedWrite {
@@ -40,10 +41,17 @@ export const WRITE_BATCHES: WriteBatchesOptions = { maxInFlight: 4, maxItems: 40
 
 interface Pending<I, O> {
   item: I;
-  /** The item as JSON, made when it was handed in: an item that cannot be serialized fails alone. */
-  json: string;
   resolve: (o: O) => void;
   reject: (e: unknown) => void;
+}
+
+/**
+ * A write on its way out, with its JSON. Made when its batch is taken, not when it is handed in: a
+ * write waiting for a slot holds only what its caller holds anyway (with thousands of runs in flight,
+ * hundreds wait at any moment), and one that cannot be serialized fails alone.
+ */
+interface Taken<I, O> extends Pending<I, O> {
+  json: string;
 }
 
 export class WriteBatches<I extends BatchedWrite, O> {
@@ -63,7 +71,7 @@ export class WriteBatches<I extends BatchedWrite, O> {
 
   write(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.queue.push({ item, json: JSON.stringify(item), resolve, reject });
+      this.queue.push({ item, resolve, reject });
       this.pump();
     });
   }
@@ -85,14 +93,21 @@ export class WriteBatches<I extends BatchedWrite, O> {
   }
 
   /** The oldest writes, one per run and none of a busy run, up to maxItems; the rest stays queued in order. */
-  private take(): Pending<I, O>[] {
+  private take(): Taken<I, O>[] {
     const runs = new Set<string>();
-    const batch: Pending<I, O>[] = [];
+    const batch: Taken<I, O>[] = [];
     const rest: Pending<I, O>[] = [];
     for (const p of this.queue) {
       if (batch.length < this.opts.maxItems && !runs.has(p.item.run) && !this.busy.has(p.item.run)) {
+        let json: string;
+        try {
+          json = JSON.stringify(p.item);
+        } catch (e) {
+          p.reject(e);
+          continue;
+        }
         runs.add(p.item.run);
-        batch.push(p);
+        batch.push(withFields(p, { json }));
       } else rest.push(p);
     }
     this.queue = rest;
@@ -100,7 +115,7 @@ export class WriteBatches<I extends BatchedWrite, O> {
   }
 
   /** Settles every write of `batch` (a promise settled twice keeps its first outcome). */
-  private async send(batch: readonly Pending<I, O>[]): Promise<void> {
+  private async send(batch: readonly Taken<I, O>[]): Promise<void> {
     let outcomes: readonly (O | Error)[];
     try {
       outcomes = await this.writeAll(batch.map((p) => p.item), `[${batch.map((p) => p.json).join(',')}]`);

@@ -103,4 +103,20 @@ describe('WriteBatches', () => {
     await r.release();
     expect((await all).map((s) => s.status)).toEqual(['rejected', 'rejected']);
   });
+
+  it('fails alone a write that cannot be serialized after waiting for a slot with others', async () => {
+    const r = recorder();
+    const batches = new WriteBatches(r.writeAll, { maxInFlight: 1, maxItems: 10 });
+    const first = batches.write({ run: 'p', value: 5 });
+    const waiting = Promise.allSettled([
+      batches.write({ run: 'q', value: 6 }),
+      batches.write({ run: 'y', value: 7n as unknown as number }),
+      batches.write({ run: 'r', value: 8 }),
+    ]);
+    await r.release();
+    await r.release();
+    expect(r.batches).toEqual([['p:5'], ['q:6', 'r:8']]);
+    expect(await first).toBe(50);
+    expect((await waiting).map((s) => (s.status === 'fulfilled' ? s.value : String(s.reason)))).toEqual([60, expect.stringMatching(/BigInt/), 80]);
+  });
 });
