@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { ModelStepItem } from '../src/store/step-batch-sql.ts';
-import { forItems, itemBase, MODEL_STEPS } from '../src/store/step-batch-sql.ts';
+import { forItems, MODEL_STEPS, stepItem } from '../src/store/step-batch-sql.ts';
 import { mergeIntoLatest, withScratchDatabase } from './scratch-database.ts';
 
 const CONNECTIONS = 8;
@@ -42,11 +42,10 @@ function item(run: Owned, seq: number): ModelStepItem {
     { type: 'step.started', data: { seq: seq + 1, kind: 'TOOL' }, with_next: true },
     { type: 'tool.started', data: { seq: seq + 1, toolUseId: `toolu_${seq}`, toolName: 'lookup', input: { key: 'k' } }, with_next: true },
   ];
-  return {
-    ...itemBase(run.id as never, owner, { seq: seq + 1, toolUseId: `toolu_${seq}`, toolName: 'lookup' }, events),
+  return stepItem(run.id as never, owner, { seq: seq + 1, toolUseId: `toolu_${seq}`, toolName: 'lookup' }, events, {
     tokens: 160, cost: 0.001, seq, request: { model: 'bench-model', maxTokens: 1024, systemDigest: null, toolsDigest: null }, content,
     stop_reason: 'tool_use', input_tokens: 120, output_tokens: 40, cache_creation: 0, cache_read: 0, attempts: 1, latency_ms: 10,
-  };
+  });
 }
 
 /** Run-steps per second with `size` runs per statement. */

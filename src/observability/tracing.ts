@@ -13,7 +13,6 @@ import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace, t
 import type { Run, TerminalStatus } from '../domain.ts';
 import type { EngineEvents } from '../engine/events.ts';
 import { LlmError } from '../errors.ts';
-import { withFields } from '../with-fields.ts';
 
 export interface TraceOptions {
   /** gen_ai.provider.name, e.g. "anthropic" (the LlmClient's `provider`). */
@@ -51,7 +50,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
     const now = Date.now();
     const span = tracer.startSpan(
       name,
-      { kind, startTime: now - latencyMs, attributes: withFields(attributes, { 'durable_agent.run.id': run.id, 'durable_agent.step.seq': seq }) },
+      { kind, startTime: now - latencyMs, attributes: { 'durable_agent.run.id': run.id, 'durable_agent.step.seq': seq, ...attributes } },
       ctx,
     );
     finish?.(span);

@@ -26,7 +26,7 @@ type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status'
 const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
 import { ANNOUNCED, EVENTS, eventParams, eventValues, newEvent, type NewEvent, redactedInput, RunEvents, toolOutput } from './run-events.ts';
 import {
-  FINAL_MODEL_STEPS, forItems, itemBase, MODEL_STEPS, type RunEndFields, type ModelStepItem, modelStepOutcomes, type ModelStepRow, TOOL_RESULTS, type ToolResultItem,
+  FINAL_MODEL_STEPS, forItems, MODEL_STEPS, stepItem, type RunEndFields, type ModelStepItem, modelStepOutcomes, type ModelStepRow, TOOL_RESULTS, type ToolResultItem,
   toolResultOutcomes, type ToolResultRow,
 } from './step-batch-sql.ts';
 import { WriteBatches } from './write-batches.ts';
@@ -290,7 +290,8 @@ export class RunStore implements EngineStore {
       CLAIM_SQL,
       claimParams(owner.worker, owner.leaseMs, limit, holding, agents, liveness?.ownerLock, liveness?.orphaned),
     );
-    return rows.map((r) => withFields(toRun(r), { hasSteps: r.has_steps, lease: withFields(owner, { token: r.lease_token }) }));
+    // Fields added to the row's own object: a copy of ~30 fields would be a dictionary (see with-fields.ts).
+    return rows.map((r) => Object.assign(toRun(r), { hasSteps: r.has_steps, lease: withFields(owner, { token: r.lease_token }) }));
   }
 
   async checkpointModel(runId: RunId, owner: Lease, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {
@@ -303,14 +304,14 @@ export class RunStore implements EngineStore {
     if (!wait || end) {
       // A step the run goes on from, or its last: batched with other runs' steps (step-batch-sql.ts).
       const startNext = end ? undefined : then.startNext;
-      const item: ModelStepItem = withFields(itemBase(runId, owner, startNext, eventValues([...(cp.streamed ?? []), finished, ...this.toolStartEvents(startNext, true)])), {
+      const item: ModelStepItem = stepItem(runId, owner, startNext, eventValues([...(cp.streamed ?? []), finished, ...this.toolStartEvents(startNext, true)]), {
         tokens: cp.budgetTokens, cost: storableCost(cp.costUsd), seq: cp.seq, request: cp.request, content: cp.content, stop_reason: cp.stopReason,
         input_tokens: u.inputTokens, output_tokens: u.outputTokens, cache_creation: u.cacheCreationInputTokens, cache_read: u.cacheReadInputTokens,
         attempts: cp.attempts, latency_ms: Math.round(cp.latencyMs),
       });
       if (!end) return this.modelSteps.write(item);
       const [output, error, reason] = endTexts(this.redactedEnd(end));
-      return this.finalModelSteps.write(withFields(item, { end_status: end.status, end_output: output ?? null, end_error: error ?? null, end_reason: reason ?? null }));
+      return this.finalModelSteps.write(Object.assign(item, { end_status: end.status, end_output: output ?? null, end_error: error ?? null, end_reason: reason ?? null }));
     }
     const stepValues = [
       cp.budgetTokens, storableCost(cp.costUsd), cp.seq, cp.request, JSON.stringify(cp.content), cp.stopReason, u.inputTokens,
@@ -383,7 +384,7 @@ export class RunStore implements EngineStore {
       newEvent('step.finished', { seq, kind: 'TOOL', status: f.status, latencyMs: Math.round(f.latencyMs) }),
       ...this.toolStartEvents(startNext, true),
     ]);
-    return this.toolResults.write(withFields(itemBase(runId, owner, startNext, events), {
+    return this.toolResults.write(stepItem(runId, owner, startNext, events, {
       use_id: f.toolUseId, status: f.status, response: stored, latency_ms: Math.round(f.latencyMs),
     }));
   }

@@ -56,10 +56,12 @@ export interface ToolResultItem extends ItemBase {
 
 const BASE_COLUMNS = 'run uuid, worker text, token uuid, lease_ms float8, next_seq int, next_tool text, next_use text, events json';
 
-export function itemBase(runId: RunId, owner: Lease, startNext: ToolStart | undefined, events: readonly object[]): ItemBase {
+/** A step item: what every one has, then the fields of its kind (`more`), in one literal (see with-fields.ts). */
+export function stepItem<M extends object>(runId: RunId, owner: Lease, startNext: ToolStart | undefined, events: readonly object[], more: M): ItemBase & M {
   return {
     run: runId.toLowerCase(), worker: owner.worker, token: owner.token, lease_ms: owner.leaseMs,
     next_seq: startNext?.seq ?? null, next_tool: startNext?.toolName ?? null, next_use: startNext?.toolUseId ?? null, events,
+    ...more,
   };
 }
 
