@@ -43,6 +43,13 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
   // The claimed run's lockedBy is the worker driving it; step events carry the run, not the worker.
   const parentOf = (run: Run) => attempts.get(key(run.id, run.lockedBy));
 
+  /**
+   * Whether the run's step spans would record nothing: its attempt's span records nothing (no SDK
+   * registered, or the attempt sampled out, which samples its steps out too). Then a step costs no
+   * span and no attributes.
+   */
+  const unrecorded = (run: Run) => parentOf(run)?.isRecording() === false;
+
   /** A child of the attempt span that began `latencyMs` ago and ends now; `finish` adds to it first. */
   function stepSpan(run: Run, seq: number, name: string, kind: SpanKind, latencyMs: number, attributes: Attributes, finish?: (span: Span) => void): void {
     const parent = parentOf(run);
@@ -86,6 +93,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
     },
 
     modelStep({ run, seq, response, latencyMs, costUsd }) {
+      if (unrecorded(run)) return;
       const u = response.usage;
       stepSpan(run, seq, `chat ${run.model}`, SpanKind.CLIENT, latencyMs, {
         'gen_ai.operation.name': 'chat',
@@ -106,6 +114,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
     },
 
     modelFailed({ run, seq, error, latencyMs }) {
+      if (unrecorded(run)) return;
       const attributes = {
         'gen_ai.operation.name': 'chat',
         'gen_ai.provider.name': provider,
@@ -119,6 +128,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
     },
 
     toolStep({ run, seq, toolName, toolUseId, status, latencyMs }) {
+      if (unrecorded(run)) return;
       const attributes = {
         'gen_ai.operation.name': 'execute_tool',
         'gen_ai.tool.name': toolName,
