@@ -27,22 +27,26 @@ export function storableText(s: string): string {
 /** Every string inside `v` (object keys included) made storable; the same reference when nothing changed. */
 export function storableValue<T>(v: T): T {
   if (typeof v === 'string') return storableText(v) as T;
+  // This runs on every event of every step and nearly always finds nothing to change: it checks
+  // before it copies anything, and allocates nothing (no key list, no closure) while it checks.
   if (Array.isArray(v)) {
     let out: unknown[] | null = null;
-    v.forEach((item, i) => {
+    for (let i = 0; i < v.length; i++) {
+      const item: unknown = v[i];
       const clean = storableValue(item);
       if (clean !== item) (out ??= [...v])[i] = clean;
-    });
+    }
     return (out ?? v) as T;
   }
   if (v !== null && typeof v === 'object') {
-    // Checked before anything is copied: this runs on every event of every step, and nearly always
-    // finds nothing to change.
     const source = v as Record<string, unknown>;
-    const keys = Object.keys(source);
-    const unchanged = keys.every((k) => storableText(k) === k && storableValue(source[k]) === source[k]);
-    if (unchanged) return v;
-    return Object.fromEntries(keys.map((k) => [storableText(k), storableValue(source[k])])) as T;
+    for (const k in source) {
+      if (!Object.hasOwn(source, k)) continue;
+      if (storableText(k) !== k || storableValue(source[k]) !== source[k]) {
+        return Object.fromEntries(Object.keys(source).map((key) => [storableText(key), storableValue(source[key])])) as T;
+      }
+    }
+    return v;
   }
   return v;
 }
