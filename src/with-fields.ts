@@ -1,5 +1,7 @@
 /**
- * `{ ...base, ...fields }`, for the small objects made per run and per step.
+ * `{ ...base, ...fields }`, for the small objects of our own made per run and per step (not for outside
+ * data: Object.assign sets where a spread defines, so a `"__proto__"` key would set the copy's prototype).
+ * `fields` has the types `base` has for them, or is new.
  *
  * On Node 20 (V8 11), an object literal that starts with a spread and then adds a property — `{ ...run,
  * hasSteps }` — gets a hidden class of its own: a map and a descriptor array made for that one object,

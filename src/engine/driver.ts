@@ -158,8 +158,10 @@ class RunDriver {
   ) {
     this.progress = { tokensUsed: run.tokensUsed, cancelRequested: run.cancelRequested };
     this.costUsd = run.costUsd;
-    this.approvals = byToolUse(decisions.filter((r) => r.kind === 'approval'));
-    this.crashDecisions = byToolUse(decisions.filter((r) => r.kind !== 'approval'));
+    if (decisions.length) {
+      this.approvals = byToolUse(decisions.filter((r) => r.kind === 'approval'));
+      this.crashDecisions = byToolUse(decisions.filter((r) => r.kind !== 'approval'));
+    }
   }
 
   private gate(p: PendingTool): Gate {
@@ -190,7 +192,10 @@ class RunDriver {
     const { run } = this;
     const steps = lastSeq - (run.forkedFrom?.afterSeq ?? 0);
     return guard(
-      { ...progress, deadlineAt: run.deadlineAt, tokenBudget: run.tokenBudget, costUsd: this.costUsd, costBudgetUsd: run.costBudgetUsd, steps, maxSteps: run.maxSteps },
+      {
+        tokensUsed: progress.tokensUsed, cancelRequested: progress.cancelRequested, deadlineAt: run.deadlineAt, tokenBudget: run.tokenBudget,
+        costUsd: this.costUsd, costBudgetUsd: run.costBudgetUsd, steps, maxSteps: run.maxSteps,
+      },
       this.d.now(),
     );
   }

@@ -4,7 +4,6 @@ import { LlmError } from '../errors.ts';
 import { toLlmResponse } from './anthropic-wire.ts';
 import { normaliseUsage } from './normalise.ts';
 import type { LlmResponse } from './types.ts';
-import { withFields } from '../with-fields.ts';
 
 type Block = Record<string, unknown>;
 
@@ -32,8 +31,10 @@ export class StreamAssembler {
   add(event: Anthropic.RawMessageStreamEvent): string | null {
     if (event.type === 'message_start') {
       if (this.message) throw broken('a second message_start');
-      const { content, ...message } = event.message as unknown as Record<string, unknown>;
-      this.message = withFields(message, { usage: { ...(message.usage as object | undefined) } });
+      // Spread last (one map for every answer, see with-fields.ts) and as own fields: the provider's JSON
+      // is outside data, where a "__proto__" key must stay a key.
+      const { content, usage, ...message } = event.message as unknown as Record<string, unknown>;
+      this.message = { usage: { ...(usage as object | undefined) }, ...message };
       this.content = Array.isArray(content) ? (content as Block[]).map((b) => ({ ...b })) : [];
       return null;
     }
@@ -121,7 +122,7 @@ export class StreamAssembler {
     if (!this.message || !this.stopped) {
       throw new LlmError(-1, 'the stream ended before message_stop', { type: 'incomplete_stream', requestId, usage: this.usage() });
     }
-    return toLlmResponse(withFields(this.message, { content: this.content.filter((b) => b !== undefined) }), requestId, this.requestedModel);
+    return toLlmResponse({ ...this.message, content: this.content.filter((b) => b !== undefined) }, requestId, this.requestedModel);
   }
 }
 

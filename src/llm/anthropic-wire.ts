@@ -4,7 +4,6 @@ import { LlmError } from '../errors.ts';
 import { statusOfErrorType } from './anthropic-failures.ts';
 import { normaliseContent, normaliseUsage } from './normalise.ts';
 import type { LlmRequest, LlmResponse } from './types.ts';
-import { withFields } from '../with-fields.ts';
 
 /** The API accepts at most this many blocks marked with cache_control in one request. */
 export const MAX_CACHE_BREAKPOINTS = 4;
@@ -63,7 +62,7 @@ export function toMessageParams(request: LlmRequest): Anthropic.MessageCreatePar
 function withoutEmptyText(message: Message): Message {
   if (typeof message.content === 'string' || !message.content.some(isEmptyText)) return message;
   const kept = message.content.filter((b) => !isEmptyText(b));
-  return kept.length > 0 ? withFields(message, { content: kept }) : message;
+  return kept.length > 0 ? { ...message, content: kept } : message;
 }
 
 const isEmptyText = (b: ContentBlock) => b.type === 'text' && b.text === '';
@@ -94,8 +93,8 @@ function withBreakpoint(message: Message): Message | null {
     const block = blocks[i]!;
     if (!cacheable(block)) continue;
     if (hasCacheControl(block)) return null;
-    blocks[i] = withFields(block, { cache_control: EPHEMERAL });
-    return withFields(message, { content: blocks });
+    blocks[i] = { ...block, cache_control: EPHEMERAL };
+    return { ...message, content: blocks };
   }
   return null;
 }

@@ -88,13 +88,14 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
 }
 
 /**
- * Stdout, written line by line as each is logged (a blocking write, as Node's own stdout is for files
- * and pipes). pino's default queues lines in memory and writes one chunk per turn of the event loop:
- * under load the queue grows faster than it drains (megabytes held at a few thousand runs in flight),
- * and a worker killed with SIGKILL — the crash this runtime is built for — loses its last lines, the
- * ones that say what it was doing.
+ * Stdout as Node writes it: each line at once — synchronously to a file or a terminal; to a pipe at
+ * once while it has room, queued only behind a reader that cannot keep up. pino's default instead
+ * queues lines in memory and writes one chunk per turn of the event loop: under load (thousands of runs
+ * in flight) that queue grew faster than it drained, megabytes even when stdout was /dev/null, and a
+ * worker killed with SIGKILL — the crash this runtime is built for — lost the lines that said what it
+ * was doing. A pipe that nobody reads still queues here, as it does for console.log: the worker is
+ * never blocked on its logs.
  */
 function stdoutLines(): pino.DestinationStream {
-  return pino.destination({ dest: 1, sync: true });
+  return process.stdout;
 }
-

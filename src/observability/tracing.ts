@@ -25,6 +25,9 @@ export interface TraceOptions {
 /** A run's end that the user sees as a failure; a cancel is what the user asked for. */
 const FAILED: ReadonlySet<TerminalStatus> = new Set(['FAILED', 'TIMED_OUT']);
 
+/** A step's parent that records nothing (see parentOf). */
+const unrecorded = Symbol('unrecorded');
+
 function errorType(error: unknown): string {
   if (error instanceof LlmError) return error.status === -1 ? (error.type ?? 'network') : String(error.status);
   return error instanceof Error ? error.name : 'unknown';
@@ -41,18 +44,19 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
   const attempts = new Map<string, Span>();
   const key = (runId: string, worker: string | null) => `${runId}\u0000${worker ?? ''}`;
   // The claimed run's lockedBy is the worker driving it; step events carry the run, not the worker.
-  const parentOf = (run: Run) => attempts.get(key(run.id, run.lockedBy));
 
   /**
-   * Whether the run's step spans would record nothing: its attempt's span records nothing (no SDK
-   * registered, or the attempt sampled out, which samples its steps out too). Then a step costs no
-   * span and no attributes.
+   * The attempt span a step of `run` is a child of, or `unrecorded` when that span records nothing:
+   * no SDK is registered, or the attempt was sampled out (under the SDK's default, parent-based
+   * sampling, its steps are too). Then a step costs no span and no attributes.
    */
-  const unrecorded = (run: Run) => parentOf(run)?.isRecording() === false;
+  const parentOf = (run: Run): Span | undefined | typeof unrecorded => {
+    const parent = attempts.get(key(run.id, run.lockedBy));
+    return parent && !parent.isRecording() ? unrecorded : parent;
+  };
 
-  /** A child of the attempt span that began `latencyMs` ago and ends now; `finish` adds to it first. */
-  function stepSpan(run: Run, seq: number, name: string, kind: SpanKind, latencyMs: number, attributes: Attributes, finish?: (span: Span) => void): void {
-    const parent = parentOf(run);
+  /** A child of the attempt span (`parent`) that began `latencyMs` ago and ends now; `finish` adds to it first. */
+  function stepSpan(parent: Span | undefined, run: Run, seq: number, name: string, kind: SpanKind, latencyMs: number, attributes: Attributes, finish?: (span: Span) => void): void {
     const ctx = parent ? trace.setSpan(context.active(), parent) : context.active();
     const now = Date.now();
     const span = tracer.startSpan(
@@ -93,9 +97,10 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
     },
 
     modelStep({ run, seq, response, latencyMs, costUsd }) {
-      if (unrecorded(run)) return;
+      const parent = parentOf(run);
+      if (parent === unrecorded) return;
       const u = response.usage;
-      stepSpan(run, seq, `chat ${run.model}`, SpanKind.CLIENT, latencyMs, {
+      stepSpan(parent, run, seq, `chat ${run.model}`, SpanKind.CLIENT, latencyMs, {
         'gen_ai.operation.name': 'chat',
         'gen_ai.provider.name': provider,
         'gen_ai.request.model': run.model,
@@ -114,28 +119,30 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
     },
 
     modelFailed({ run, seq, error, latencyMs }) {
-      if (unrecorded(run)) return;
+      const parent = parentOf(run);
+      if (parent === unrecorded) return;
       const attributes = {
         'gen_ai.operation.name': 'chat',
         'gen_ai.provider.name': provider,
         'gen_ai.request.model': run.model,
         'error.type': errorType(error),
       };
-      stepSpan(run, seq, `chat ${run.model}`, SpanKind.CLIENT, latencyMs, attributes, (span) => {
+      stepSpan(parent, run, seq, `chat ${run.model}`, SpanKind.CLIENT, latencyMs, attributes, (span) => {
         span.recordException(exception(error));
         span.setStatus({ code: SpanStatusCode.ERROR, message: clean(error.message) });
       });
     },
 
     toolStep({ run, seq, toolName, toolUseId, status, latencyMs }) {
-      if (unrecorded(run)) return;
+      const parent = parentOf(run);
+      if (parent === unrecorded) return;
       const attributes = {
         'gen_ai.operation.name': 'execute_tool',
         'gen_ai.tool.name': toolName,
         'gen_ai.tool.call.id': toolUseId,
         'gen_ai.tool.type': 'function',
       };
-      stepSpan(run, seq, `execute_tool ${toolName}`, SpanKind.INTERNAL, latencyMs, attributes, (span) => {
+      stepSpan(parent, run, seq, `execute_tool ${toolName}`, SpanKind.INTERNAL, latencyMs, attributes, (span) => {
         // The tool's failure is information for the model, but the span still reports it.
         if (status !== 'ERROR') return;
         span.setAttribute('error.type', 'tool_error');

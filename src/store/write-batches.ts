@@ -69,6 +69,7 @@ export class WriteBatches<I extends BatchedWrite, O> {
     private readonly opts: WriteBatchesOptions = WRITE_BATCHES,
   ) {}
 
+  /** Writes `item` with others when they meet. It is serialized when its batch goes out: it must not change until this settles. */
   write(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });

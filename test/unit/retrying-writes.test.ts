@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseLostError, PermanentDatabaseError } from '../../src/errors.ts';
-import { retryTransient } from '../../src/store/retrying-writes.ts';
+import type { RunId } from '../../src/domain.ts';
+import type { EngineStore } from '../../src/store/ports.ts';
+import { retryingWrites, retryTransient } from '../../src/store/retrying-writes.ts';
 
 const fast = { attempts: 4, baseMs: 1, capMs: 2 };
 const reset = () => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
@@ -71,5 +73,34 @@ describe('retryTransient', () => {
     controller.abort(stop);
     await expect(attempt).rejects.toBe(stop);
     expect(calls.n).toBe(1);
+  });
+});
+
+describe('retryingWrites', () => {
+  /** A store whose log read fails `failures` times (a connection reset), then answers; the rest is the store's own. */
+  class FlakyStore {
+    reads = 0;
+    constructor(private readonly failures: number) {}
+    async steps(runId: string) {
+      if (++this.reads <= this.failures) throw reset();
+      return [{ runId }];
+    }
+    /** Not retried: reached through the run's copy with the store's own state. */
+    async renewLeases() {
+      return [this.reads];
+    }
+  }
+
+  it("gives each run's copy its own signal over one store: aborting one run stops its retries only", async () => {
+    const store = new FlakyStore(2);
+    const aborted = new AbortController();
+    aborted.abort();
+    const stopped = retryingWrites(store as unknown as EngineStore, aborted.signal);
+    const going = retryingWrites(store as unknown as EngineStore, new AbortController().signal);
+    // The aborted run's read fails once and is not tried again; the other's is, until it goes through.
+    await expect(stopped.steps('run-a' as RunId)).rejects.toThrow(/abort/i);
+    expect(await going.steps('run-b' as RunId)).toEqual([{ runId: 'run-b' }]);
+    expect(store.reads).toBe(3);
+    expect(await going.renewLeases({ worker: 'w', leaseMs: 1 }, [])).toEqual([3]);
   });
 });
