@@ -43,7 +43,6 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
   // run at once (one whose lease lapsed, one that took over), and each attempt ends its own span.
   const attempts = new Map<string, Span>();
   const key = (runId: string, worker: string | null) => `${runId}\u0000${worker ?? ''}`;
-  // The claimed run's lockedBy is the worker driving it; step events carry the run, not the worker.
 
   /**
    * The attempt span a step of `run` is a child of, or `unrecorded` when that span records nothing:
@@ -51,6 +50,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
    * sampling, its steps are too). Then a step costs no span and no attributes.
    */
   const parentOf = (run: Run): Span | undefined | typeof unrecorded => {
+    // The claimed run's lockedBy is the worker driving it; step events carry the run, not the worker.
     const parent = attempts.get(key(run.id, run.lockedBy));
     return parent && !parent.isRecording() ? unrecorded : parent;
   };
