@@ -9,6 +9,7 @@
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import { z } from 'zod';
 import type { AgentRuntime } from '../src/index.ts';
@@ -42,6 +43,22 @@ const done = new Promise<void>((resolve) => (allFinished = resolve));
 const allocations = process.env.BENCH_AGENT_LOOP_PROFILE === 'alloc' ? await samplingAllocations() : undefined;
 
 let rt: AgentRuntime | undefined;
+// BENCH_AGENT_LOOP_TRACE=1: every second, the steps done, how busy the event loop was, memory, and the
+// sockets, connects and timers open (to tell a round that waits on the database from one that computes).
+if (process.env.BENCH_AGENT_LOOP_TRACE) {
+  let elu = performance.eventLoopUtilization();
+  let last = 0;
+  setInterval(() => {
+    const now = performance.eventLoopUtilization();
+    const d = performance.eventLoopUtilization(now, elu);
+    elu = now;
+    const kinds: Record<string, number> = {};
+    for (const k of process.getActiveResourcesInfo()) kinds[k] = (kinds[k] ?? 0) + 1;
+    const m = process.memoryUsage();
+    process.stderr.write(`trace runtime: steps/s ${steps - last}, event loop ${d.utilization.toFixed(2)} busy, heap used ${m.heapUsed >> 20} MB, rss ${m.rss >> 20} MB, sockets ${kinds.TCPSocketWrap ?? 0}, connecting ${kinds.TCPConnectWrap ?? 0}, timers ${kinds.Timeout ?? 0}\n`);
+    last = steps;
+  }, 1000).unref();
+}
 const figures: AgentLoopFigures = await measure(async (started) => {
   rt = await createRuntime({
     agents: [defineAgent({ name: 'bench', system: 'You are a bench.', tools: [lookup], llm: anthropic({ apiKey: 'sk-bench', baseUrl: modelUrl }) })],

@@ -91,6 +91,12 @@ async function measured(pool: pg.Pool, file: string, args: string[], opts: { env
   await pool.query('SELECT pg_stat_force_next_flush()');
   const before = await commits(pool);
   const c = child<AgentLoopFigures>(file, args, opts);
+  // BENCH_AGENT_LOOP_TRACE=1: the database's backends by state and wait event, every second of a runtime round.
+  const trace = process.env.BENCH_AGENT_LOOP_TRACE && file.includes('runtime') ? setInterval(() => {
+    void pool.query(`SELECT coalesce(state, '-') || '/' || coalesce(wait_event_type, '-') || ':' || coalesce(wait_event, '-') AS k, count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() GROUP BY 1 ORDER BY 2 DESC`)
+      .then(({ rows }) => process.stderr.write(`trace database backends: ${rows.map((r) => `${r.k}=${r.n}`).join(' ')}\n`), () => {});
+  }, 1000) : undefined;
+  void c.exited.then(() => clearInterval(trace));
   const figures = await c.message;
   await c.exited;
   await pool.query('SELECT pg_stat_force_next_flush()');
