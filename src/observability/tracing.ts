@@ -26,7 +26,7 @@ export interface TraceOptions {
 const FAILED: ReadonlySet<TerminalStatus> = new Set(['FAILED', 'TIMED_OUT']);
 
 /** A step's parent that records nothing (see parentOf). */
-const unrecorded = Symbol('unrecorded');
+const NOT_RECORDING = Symbol('not recording');
 
 function errorType(error: unknown): string {
   if (error instanceof LlmError) return error.status === -1 ? (error.type ?? 'network') : String(error.status);
@@ -45,14 +45,14 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
   const key = (runId: string, worker: string | null) => `${runId}\u0000${worker ?? ''}`;
 
   /**
-   * The attempt span a step of `run` is a child of, or `unrecorded` when that span records nothing:
+   * The attempt span a step of `run` is a child of, or NOT_RECORDING when that span records nothing:
    * no SDK is registered, or the attempt was sampled out (under the SDK's default, parent-based
    * sampling, its steps are too). Then a step costs no span and no attributes.
    */
-  const parentOf = (run: Run): Span | undefined | typeof unrecorded => {
+  const parentOf = (run: Run): Span | undefined | typeof NOT_RECORDING => {
     // The claimed run's lockedBy is the worker driving it; step events carry the run, not the worker.
     const parent = attempts.get(key(run.id, run.lockedBy));
-    return parent && !parent.isRecording() ? unrecorded : parent;
+    return parent && !parent.isRecording() ? NOT_RECORDING : parent;
   };
 
   /** A child of the attempt span (`parent`) that began `latencyMs` ago and ends now; `finish` adds to it first. */
@@ -98,7 +98,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
 
     modelStep({ run, seq, response, latencyMs, costUsd }) {
       const parent = parentOf(run);
-      if (parent === unrecorded) return;
+      if (parent === NOT_RECORDING) return;
       const u = response.usage;
       stepSpan(parent, run, seq, `chat ${run.model}`, SpanKind.CLIENT, latencyMs, {
         'gen_ai.operation.name': 'chat',
@@ -120,7 +120,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
 
     modelFailed({ run, seq, error, latencyMs }) {
       const parent = parentOf(run);
-      if (parent === unrecorded) return;
+      if (parent === NOT_RECORDING) return;
       const attributes = {
         'gen_ai.operation.name': 'chat',
         'gen_ai.provider.name': provider,
@@ -135,7 +135,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
 
     toolStep({ run, seq, toolName, toolUseId, status, latencyMs }) {
       const parent = parentOf(run);
-      if (parent === unrecorded) return;
+      if (parent === NOT_RECORDING) return;
       const attributes = {
         'gen_ai.operation.name': 'execute_tool',
         'gen_ai.tool.name': toolName,
