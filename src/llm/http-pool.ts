@@ -25,6 +25,10 @@ const AGENT_OPTIONS: http.AgentOptions = {
   // would queue calls out of sight, their wait counting against the time limits, and a queued call
   // that is aborted would stay in the Agent's queue until some socket came free.
   maxSockets: Infinity,
+  // Nor on the sockets kept for the next calls (Node keeps 256 and destroys the rest as they come free).
+  // Runs in flight call in waves: each waits for its checkpoint between calls, then calls again. With
+  // thousands in flight, a cap made every wave open most of its connections anew.
+  maxFreeSockets: Infinity,
   // The idle limit: the Agent destroys a pooled socket that saw no traffic this long.
   timeout: IDLE_SOCKET_MS,
   // The most recently used socket first: the least likely to have been closed by the server, and

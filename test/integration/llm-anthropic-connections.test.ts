@@ -45,6 +45,15 @@ describe.each([
     expect(server.connections()).toBe(6);
   });
 
+  it('keeps every connection of a wave of calls for the next wave, past the 256 Node keeps by default', async () => {
+    const anthropic = client(streaming);
+    server.fallback(fake.text('same'));
+    await Promise.all(Array.from({ length: 300 }, () => anthropic.send(ask)));
+    await Promise.all(Array.from({ length: 300 }, () => anthropic.send(ask)));
+    expect(server.requests).toHaveLength(600);
+    expect(server.connections()).toBe(300);
+  });
+
   it('sends a call again, on a new connection, when the server drops it on a kept-alive one: the call does not fail', async () => {
     const anthropic = client(streaming);
     server.text('first').hangUp().text('second');
