@@ -6,10 +6,13 @@
  */
 import type { RunId } from '../domain.ts';
 import type { HeldLease, LeaseKeeper, LeaseKeeperFactory, LeaseOwner, RenewedLease } from '../store/ports.ts';
+import { renewWithinMs } from '../store/lease-renewal.ts';
 
 export type { LeaseKeeper, LeaseKeeperFactory, LeaseKeeperListener } from '../store/ports.ts';
 
-export function inProcessLeaseKeeper(renew: (owner: LeaseOwner, held: readonly HeldLease[]) => Promise<RenewedLease[]>): LeaseKeeperFactory {
+export function inProcessLeaseKeeper(
+  renew: (owner: LeaseOwner, held: readonly HeldLease[], withinMs: number) => Promise<RenewedLease[]>,
+): LeaseKeeperFactory {
   return (owner, intervalMs, listener): LeaseKeeper => {
     const held = new Map<RunId, string>();
     const cancelReported = new Set<RunId>();
@@ -21,7 +24,7 @@ export function inProcessLeaseKeeper(renew: (owner: LeaseOwner, held: readonly H
       inFlight = true;
       const leases = [...held].map(([runId, token]) => ({ runId, token }));
       try {
-        const renewed = await renew(owner, leases);
+        const renewed = await renew(owner, leases, renewWithinMs(owner, intervalMs));
         const alive = new Set(renewed.map((r) => `${r.runId} ${r.token}`));
         for (const l of leases) {
           if (alive.has(`${l.runId} ${l.token}`) || held.get(l.runId) !== l.token) continue;

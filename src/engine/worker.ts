@@ -348,7 +348,7 @@ export class Worker {
   }
 
   private leases(): LeaseKeeper {
-    const factory = this.deps.leaseKeeper ?? inProcessLeaseKeeper((owner, held) => this.deps.store.renewLeases(owner, held));
+    const factory = this.deps.leaseKeeper ?? inProcessLeaseKeeper((owner, held, withinMs) => this.deps.store.renewLeases(owner, held, withinMs));
     return (this.keeper ??= factory(this.owner, Math.max(10, Math.floor(this.opts.leaseMs / 3)), {
       lost: ({ runId, token }) => {
         const h = this.held.get(runId);

@@ -1,8 +1,8 @@
 /**
  * The lease keeper on its own thread, with its own connection: a step that blocks the main event loop
  * (a tool doing a long synchronous computation) cannot stop the renewals, so the runs of a live worker
- * are never taken over just because it was busy. One statement per interval renews every lease the
- * worker holds (RENEW_LEASES); the main thread says which runs it holds and hears back which leases
+ * are never taken over just because it was busy. One statement per interval keeps every lease the
+ * worker holds alive (RENEW_LEASES: it renews those no step renewed lately); the main thread says which runs it holds and hears back which leases
  * were lost and which runs have a cancel pending.
  *
  * The thread runs plain JavaScript given as source text (`eval: true`) and loads `pg` by its resolved
@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { Worker as Thread } from 'node:worker_threads';
 import type { RunId } from '../domain.ts';
 import { DEFAULT_SCHEMA, inSchema } from '../db/schema.ts';
-import { RENEW_LEASES, RENEW_LEASES_NAME } from './lease-renewal.ts';
+import { RENEW_LEASES, RENEW_LEASES_NAME, renewWithinMs } from './lease-renewal.ts';
 import type { LeaseKeeper, LeaseKeeperFactory, LeaseKeeperListener, LeaseOwner } from './ports.ts';
 
 /** `changes`: runs now held (id, token) and runs let go since the last message. */
@@ -31,6 +31,8 @@ interface ThreadData {
   statement: { name: string; text: string };
   owner: LeaseOwner;
   intervalMs: number;
+  /** @unit milliseconds — leases that run out sooner are renewed, the others only checked (renewWithinMs). */
+  withinMs: number;
   /** @unit milliseconds — renewals stop when the main thread has not said it is alive for this long. */
   stallLimitMs: number;
   held: [string, string][];
@@ -40,7 +42,7 @@ interface ThreadData {
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const pg = require(workerData.pgPath);
-const { url, statement, owner, intervalMs, stallLimitMs } = workerData;
+const { url, statement, owner, intervalMs, withinMs, stallLimitMs } = workerData;
 // The main thread says it is alive every interval. A main thread blocked for good (a tool stuck in a
 // synchronous loop) must not hold its runs for ever: past the limit the leases are left to lapse, and
 // other workers take the runs over (the attempt is given back if this worker ever wakes up).
@@ -77,7 +79,7 @@ async function round() {
     const tokens = ids.map((id) => held.get(id));
     try {
       const c = await connection();
-      const { rows } = await c.query({ name: statement.name, text: statement.text, values: [owner.worker, owner.leaseMs, ids, tokens] });
+      const { rows } = await c.query({ name: statement.name, text: statement.text, values: [owner.worker, owner.leaseMs, ids, tokens, withinMs] });
       const renewed = new Set(rows.map((r) => r.id + ' ' + r.lease_token));
       ids.forEach((runId, i) => {
         const token = tokens[i];
@@ -187,6 +189,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
       statement: { name: `${RENEW_LEASES_NAME}__${this.schema}`, text: inSchema(RENEW_LEASES, this.schema) },
       owner: this.owner,
       intervalMs: this.intervalMs,
+      withinMs: renewWithinMs(this.owner, this.intervalMs),
       stallLimitMs: this.stallLimitMs,
       held: [...this.held],
     };

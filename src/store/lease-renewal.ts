@@ -9,21 +9,38 @@ import type { HeldLease, LeaseOwner, RenewedLease } from './ports.ts';
 import { FOLLOWED } from './fenced-sql.ts';
 
 /**
- * $1 worker, $2 lease ms, $3 run ids, $4 their lease tokens (same order). Fenced like every engine
- * write: a run claimed again since (new token), or no longer RUNNING, is not renewed, and its absence
- * from the answer tells the keeper the lease is lost.
+ * $1 worker, $2 lease ms, $3 run ids, $4 their lease tokens (same order), $5 how soon a lease must run
+ * out to be renewed (ms; null: renew every one). Answers the runs still held: fenced like every engine
+ * write, a run claimed again since (new token), or no longer RUNNING, is not in the answer, and its
+ * absence tells the keeper the lease is lost.
+ *
+ * Every step write renews its run's lease already (step-batch-sql.ts), so a run that took a step lately
+ * is only checked, not written: with thousands of runs in flight, each taking a step every second or
+ * so, a renewal updates the few runs that sit in a long tool call, instead of a row per run every
+ * interval (each a dead row to vacuum, and a row lock the step writes of that run would wait for).
  */
-// The rows are locked in id order, as the batched step writes lock theirs (step-batch-sql.ts): two
-// statements that each hold several runs never wait for each other in a cycle.
-export const RENEW_LEASES = `WITH locked AS (
-    SELECT run.id FROM durable_agent.run JOIN unnest($3::uuid[], $4::uuid[]) AS held (id, token) ON run.id = held.id
-    WHERE run.locked_by = $1 AND run.lease_token = held.token AND run.status = 'RUNNING'
+// The rows renewed are locked in id order, as the batched step writes lock theirs
+// (step-batch-sql.ts): two statements that each hold several runs never wait for each other in a cycle.
+// The lock re-checks the fence on the row's latest version: a run taken over since the statement
+// began is not renewed, and not answered.
+export const RENEW_LEASES = `WITH held AS (
+    SELECT run.id, run.lease_token, run.cancel_requested,
+           ($5::float8 IS NULL OR run.locked_until < now() + $5::float8 * interval '1 millisecond') AS due
+    FROM durable_agent.run JOIN unnest($3::uuid[], $4::uuid[]) AS held (id, token) ON run.id = held.id
+    WHERE run.locked_by = $1 AND run.lease_token = held.token AND run.status = 'RUNNING'),
+  locked AS (
+    SELECT run.id FROM durable_agent.run JOIN held ON run.id = held.id
+    WHERE held.due AND run.locked_by = $1 AND run.lease_token = held.lease_token AND run.status = 'RUNNING'
     ORDER BY run.id
-    FOR NO KEY UPDATE OF run)
-  UPDATE durable_agent.run SET locked_until = now() + $2::float8 * interval '1 millisecond', updated_at = now()
-  FROM locked WHERE run.id = locked.id
-  RETURNING run.id, run.lease_token, run.cancel_requested,
-            ${FOLLOWED('run.id')} AS followed`;
+    FOR NO KEY UPDATE OF run),
+  renewed AS (
+    UPDATE durable_agent.run SET locked_until = now() + $2::float8 * interval '1 millisecond', updated_at = now()
+    FROM locked WHERE run.id = locked.id
+    RETURNING run.id, run.cancel_requested)
+  SELECT held.id, held.lease_token, coalesce(renewed.cancel_requested, held.cancel_requested) AS cancel_requested,
+         ${FOLLOWED('held.id')} AS followed
+  FROM held LEFT JOIN renewed ON renewed.id = held.id
+  WHERE NOT held.due OR renewed.id IS NOT NULL`;
 
 export const RENEW_LEASES_NAME = 'durable_agent_renew_leases';
 
@@ -35,12 +52,17 @@ export interface RenewedRow {
   followed: boolean;
 }
 
-export function renewParams(owner: LeaseOwner, held: readonly HeldLease[]): unknown[] {
-  return [owner.worker, owner.leaseMs, held.map((h) => h.runId), held.map((h) => h.token)];
-}
+/**
+ * @unit milliseconds — how soon a lease must run out for a keeper that renews every `intervalMs` to
+ * renew it: every lease not written in the last half interval. One left alone has more than this left,
+ * so at the next round (an interval later) it still has more than `leaseMs - 1.5 × intervalMs` (half
+ * the lease, with the keepers' interval of a third), and is renewed then if nothing wrote it meanwhile.
+ */
+export const renewWithinMs = (owner: LeaseOwner, intervalMs: number) => owner.leaseMs - intervalMs / 2;
 
-export async function renewLeases(db: Pick<pg.Pool, 'query'>, owner: LeaseOwner, held: readonly HeldLease[]): Promise<RenewedLease[]> {
+export async function renewLeases(db: Pick<pg.Pool, 'query'>, owner: LeaseOwner, held: readonly HeldLease[], withinMs: number | null): Promise<RenewedLease[]> {
   if (held.length === 0) return [];
-  const { rows } = await db.query<RenewedRow>({ name: RENEW_LEASES_NAME, text: RENEW_LEASES, values: renewParams(owner, held) });
+  const values = [owner.worker, owner.leaseMs, held.map((h) => h.runId), held.map((h) => h.token), withinMs];
+  const { rows } = await db.query<RenewedRow>({ name: RENEW_LEASES_NAME, text: RENEW_LEASES, values });
   return rows.map((r) => ({ runId: r.id as RunId, token: r.lease_token, cancelRequested: r.cancel_requested, followed: r.followed }));
 }

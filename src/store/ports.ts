@@ -53,7 +53,7 @@ export interface HeldLease {
   token: string;
 }
 
-/** What one renewal found of a held run whose lease it extended. */
+/** What one renewal found of a run still held (its lease extended, or written lately by a step). */
 export interface RenewedLease extends HeldLease {
   cancelRequested: boolean;
   /** An event hub follows the run (see step-stream.ts). */
@@ -262,8 +262,11 @@ export interface EngineStore {
    * so a retry that finds its own row already there treats the write as done. Null: no such run.
    */
   recordedWrite(runId: RunId, owner: Lease, probe: WriteProbe): Promise<RecordedWrite | null>;
-  /** Renews the leases of many runs in one statement; returns those it renewed (the others are lost). */
-  renewLeases(owner: LeaseOwner, held: readonly HeldLease[]): Promise<RenewedLease[]>;
+  /**
+   * Renews the leases of many runs in one statement — those that run out within `withinMs` (null or
+   * absent: all; see renewWithinMs) — and returns every run still held (the others are lost).
+   */
+  renewLeases(owner: LeaseOwner, held: readonly HeldLease[], withinMs?: number | null): Promise<RenewedLease[]>;
   /**
    * Puts a run back in the queue: at once and without counting the attempt for a hand-back at
    * shutdown; after a delay when the model provider kept failing; at once, counted, with the cause

@@ -415,9 +415,8 @@ export class RunStore implements EngineStore {
   }
 
 
-  /** Renews one run's lease; a worker renews all of its runs at once (renewLeases). */
-  async renewLeases(owner: LeaseOwner, held: readonly HeldLease[]): Promise<RenewedLease[]> {
-    return renewLeases(this.db, owner, held);
+  async renewLeases(owner: LeaseOwner, held: readonly HeldLease[], withinMs: number | null = null): Promise<RenewedLease[]> {
+    return renewLeases(this.db, owner, held, withinMs);
   }
 
   async release(runId: RunId, owner: Lease, how: Release = { countAttempt: false }): Promise<Released | false> {

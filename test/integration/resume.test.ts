@@ -186,6 +186,35 @@ describe('fencing', () => {
     expect((await db.store.state(run.id)).tokensUsed).toBe(20);
   });
 
+  it('a renewal writes only the leases that run out soon, and answers every run still held', async () => {
+    const [one, two] = [await newRun(db.store), await newRun(db.store)];
+    const claimed = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
+    const lease = (id: RunId) => claimed.find((c) => c.id === id)!.lease;
+    const held = [one, two].map((r) => ({ runId: r.id, token: lease(r.id).token }));
+    // `two` was not written for a while: its lease runs out in a second. `one` has a cancel pending.
+    await db.pool.query(`UPDATE durable_agent.run SET locked_until = now() + interval '1 second' WHERE id = $1`, [two.id]);
+    await db.pool.query(`UPDATE durable_agent.run SET cancel_requested = true WHERE id = $1`, [one.id]);
+    const rowOf = async (id: RunId) =>
+      (await db.pool.query<{ until: Date; xmin: string }>(`SELECT locked_until AS until, xmin::text FROM durable_agent.run WHERE id = $1`, [id])).rows[0]!;
+    const [oneBefore, twoBefore] = [await rowOf(one.id), await rowOf(two.id)];
+
+    const answer = await db.store.renewLeases(lease(one.id), held, 25_000);
+    expect(answer.map((r) => r.runId).sort()).toEqual([one.id, two.id].sort());
+    expect(answer.find((r) => r.runId === one.id)).toMatchObject({ cancelRequested: true });
+    expect(await rowOf(one.id)).toEqual(oneBefore); // still 30 s ahead: checked, not written
+    const twoAfter = await rowOf(two.id);
+    expect(twoAfter.xmin).not.toBe(twoBefore.xmin);
+    expect(twoAfter.until.getTime() - twoBefore.until.getTime()).toBeGreaterThan(25_000);
+
+    // Taken over by B: not answered, fresh lease or not, so A's keeper knows it lost it.
+    await expireLease(db.pool, one.id);
+    const [byB] = await db.store.claim({ worker: 'B', leaseMs: 30_000 }, 10);
+    expect(byB?.id).toBe(one.id);
+    expect((await db.store.renewLeases(lease(one.id), held, 25_000)).map((r) => r.runId)).toEqual([two.id]);
+    expect(await db.store.renewLeases(lease(one.id), held)).toHaveLength(1); // null: renew every one still held
+    expect((await db.store.state(one.id)).lockedBy).toBe('B');
+  });
+
   it('fences a stale driver even when its own worker claimed the run again (same worker name)', async () => {
     const run = await newRun(db.store);
     const [first] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
