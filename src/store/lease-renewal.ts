@@ -6,41 +6,38 @@
 import type pg from 'pg';
 import type { RunId } from '../domain.ts';
 import type { HeldLease, LeaseOwner, RenewedLease } from './ports.ts';
-import { FOLLOWED } from './fenced-sql.ts';
+import { FOLLOWED, IS_RUNNING } from './fenced-sql.ts';
 
 /**
  * $1 worker, $2 lease ms, $3 run ids, $4 their lease tokens (same order), $5 how soon a lease must run
- * out to be renewed (ms; null: renew every one). Answers the runs still held: fenced like every engine
- * write, a run claimed again since (new token), or no longer RUNNING, is not in the answer, and its
- * absence tells the keeper the lease is lost.
+ * out to be renewed (ms; null: renew every one). Answers the runs still held as the statement starts:
+ * a run claimed again since (new token), or no longer RUNNING, is not in the answer, and its absence
+ * tells the keeper the lease is lost.
  *
  * Every step write renews its run's lease already (step-batch-sql.ts), so a run that took a step lately
  * is only checked, not written: with thousands of runs in flight, each taking a step every second or
  * so, a renewal updates the few runs that sit in a long tool call, instead of a row per run every
- * interval (each a dead row to vacuum, and a row lock the step writes of that run would wait for).
+ * interval (each a dead row to vacuum).
+ *
+ * A renewal never waits for a row: one locked is being written by a step (which renews the lease, or
+ * ends the run) or taken over (the next round finds it lost). Waiting made it a convoy: with thousands
+ * of rows to renew it queued behind one step write after another, holding the rows it had locked, and
+ * every later step write of those runs queued behind it — seconds, tens of seconds under load.
  */
-// The rows renewed are locked in id order, as the batched step writes lock theirs
-// (step-batch-sql.ts): two statements that each hold several runs never wait for each other in a cycle.
-// The lock re-checks the fence on the row's latest version: a run taken over since the statement
-// began is not renewed, and not answered.
 export const RENEW_LEASES = `WITH held AS (
     SELECT run.id, run.lease_token, run.cancel_requested,
            ($5::float8 IS NULL OR run.locked_until < now() + $5::float8 * interval '1 millisecond') AS due
     FROM durable_agent.run JOIN unnest($3::uuid[], $4::uuid[]) AS held (id, token) ON run.id = held.id
-    WHERE run.locked_by = $1 AND run.lease_token = held.token AND run.status = 'RUNNING'),
+    WHERE run.locked_by = $1 AND run.lease_token = held.token AND ${IS_RUNNING('run')}),
+  -- The lock re-checks the fence on the row's latest version: a run taken over since is not renewed.
   locked AS (
     SELECT run.id FROM durable_agent.run JOIN held ON run.id = held.id
-    WHERE held.due AND run.locked_by = $1 AND run.lease_token = held.lease_token AND run.status = 'RUNNING'
-    ORDER BY run.id
-    FOR NO KEY UPDATE OF run),
+    WHERE held.due AND run.locked_by = $1 AND run.lease_token = held.lease_token AND ${IS_RUNNING('run')}
+    FOR NO KEY UPDATE OF run SKIP LOCKED),
   renewed AS (
     UPDATE durable_agent.run SET locked_until = now() + $2::float8 * interval '1 millisecond', updated_at = now()
-    FROM locked WHERE run.id = locked.id
-    RETURNING run.id, run.lease_token, run.cancel_requested)
-  -- Two lists, not a join of the two: a join of CTEs has no index, and thousands of rows met thousands.
-  SELECT id, lease_token, cancel_requested, ${FOLLOWED('id')} AS followed FROM held WHERE NOT due
-  UNION ALL
-  SELECT id, lease_token, cancel_requested, ${FOLLOWED('id')} FROM renewed`;
+    FROM locked WHERE run.id = locked.id)
+  SELECT id, lease_token, cancel_requested, ${FOLLOWED('id')} AS followed FROM held`;
 
 export const RENEW_LEASES_NAME = 'durable_agent_renew_leases';
 

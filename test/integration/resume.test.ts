@@ -9,6 +9,8 @@ import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
 
 // A database per test: `runOnce` claims whatever run is claimable, so a run another test left behind
 // must not be there to be picked up.
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 let db: TestDatabase;
 beforeEach(async () => {
   db = await testDatabase();
@@ -213,6 +215,28 @@ describe('fencing', () => {
     expect((await db.store.renewLeases(lease(one.id), held, 25_000)).map((r) => r.runId)).toEqual([two.id]);
     expect(await db.store.renewLeases(lease(one.id), held)).toHaveLength(1); // null: renew every one still held
     expect((await db.store.state(one.id)).lockedBy).toBe('B');
+  });
+
+  it('a renewal does not wait for a run a step is writing: the run is answered as held, its lease left to that write', async () => {
+    const run = await newRun(db.store);
+    const [claimed] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
+    const held = [{ runId: run.id, token: claimed!.lease.token }];
+    await db.pool.query(`UPDATE durable_agent.run SET locked_until = now() + interval '1 second' WHERE id = $1`, [run.id]);
+    const writer = await db.pool.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query('SELECT 1 FROM durable_agent.run WHERE id = $1 FOR NO KEY UPDATE', [run.id]); // a step write in flight
+      const answer = await Promise.race([db.store.renewLeases(claimed!.lease, held, 25_000), sleep(10_000).then(() => 'waited for the row' as const)]);
+      expect(answer).toMatchObject([{ runId: run.id, token: claimed!.lease.token }]);
+    } finally {
+      await writer.query('ROLLBACK');
+      writer.release();
+    }
+    const { rows } = await db.pool.query<{ left: number }>(`SELECT extract(epoch FROM locked_until - now()) AS left FROM durable_agent.run WHERE id = $1`, [run.id]);
+    expect(rows[0]!.left).toBeLessThan(2); // skipped, not renewed: the next round renews it if no step did
+    expect(await db.store.renewLeases(claimed!.lease, held, 25_000)).toHaveLength(1);
+    const after = await db.pool.query<{ left: number }>(`SELECT extract(epoch FROM locked_until - now()) AS left FROM durable_agent.run WHERE id = $1`, [run.id]);
+    expect(after.rows[0]!.left).toBeGreaterThan(25);
   });
 
   it('fences a stale driver even when its own worker claimed the run again (same worker name)', async () => {
