@@ -86,15 +86,35 @@ async function commits(pool: pg.Pool): Promise<number> {
   return Number(rows[0].n);
 }
 
+/** A statement as the trace shows it: its first words, on one line. */
+const STATEMENT = (q: string) => `left(regexp_replace(${q}, '\\s+', ' ', 'g'), 70)`;
+/** Backends of the bench's database but the trace's own. */
+const OTHERS = (a = 'a') => `${a}.datname = current_database() AND ${a}.pid <> pg_backend_pid()`;
+
+/** The trace's looks at the database (one line each, when there is something to show). */
+const TRACE_QUERIES = {
+  // How many backends are in each state, waiting for what.
+  backends: `SELECT coalesce(state, '-') || '/' || coalesce(wait_event_type, '-') || ':' || coalesce(wait_event, '-') || '=' || count(*) AS k
+    FROM pg_stat_activity a WHERE ${OTHERS()} GROUP BY state, wait_event_type, wait_event ORDER BY count(*) DESC`,
+  // Which statement waits for a lock, held by which.
+  blocked: `SELECT w.application_name || ': ' || ${STATEMENT('w.query')} || ' <= ' || b.application_name || ': ' || ${STATEMENT('b.query')} || ' x' || count(*) AS k
+    FROM pg_stat_activity w CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS blocker (pid) JOIN pg_stat_activity b ON b.pid = blocker.pid
+    WHERE ${OTHERS('w')} GROUP BY w.application_name, w.query, b.application_name, b.query ORDER BY count(*) DESC`,
+  // Statements running for more than 150 ms.
+  slow: `SELECT application_name || ' ' || round(extract(epoch FROM now() - query_start) * 1000) || ' ms: ' || ${STATEMENT('query')} AS k
+    FROM pg_stat_activity a WHERE ${OTHERS()} AND state = 'active' AND now() - query_start > interval '150 ms'`,
+};
+
 /** Runs a measured process, adding the commits per step it made (the bench's own queries are a handful). */
 async function measured(pool: pg.Pool, file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[] }): Promise<AgentLoopFigures> {
   await pool.query('SELECT pg_stat_force_next_flush()');
   const before = await commits(pool);
   const c = child<AgentLoopFigures>(file, args, opts);
-  // BENCH_AGENT_LOOP_TRACE=1: the database's backends by state and wait event, every second of a runtime round.
+  // BENCH_AGENT_LOOP_TRACE=1: what the database's backends do, every second of a runtime round.
   const trace = process.env.BENCH_AGENT_LOOP_TRACE && file.includes('runtime') ? setInterval(() => {
-    void pool.query(`SELECT coalesce(state, '-') || '/' || coalesce(wait_event_type, '-') || ':' || coalesce(wait_event, '-') AS k, count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() GROUP BY 1 ORDER BY 2 DESC`)
-      .then(({ rows }) => process.stderr.write(`trace database backends: ${rows.map((r) => `${r.k}=${r.n}`).join(' ')}\n`), () => {});
+    for (const [label, sql] of Object.entries(TRACE_QUERIES)) {
+      void pool.query<{ k: string }>(sql).then(({ rows }) => rows.length && process.stderr.write(`trace database ${label}: ${rows.map((r) => r.k).join(' | ')}\n`), () => {});
+    }
   }, 1000) : undefined;
   void c.exited.then(() => clearInterval(trace));
   const figures = await c.message;
