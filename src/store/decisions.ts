@@ -10,6 +10,7 @@
 import type pg from 'pg';
 import type { Decision, RunId, RunStatus } from '../domain.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
+import { STATUS_IS } from './fenced-sql.ts';
 import type { WaitingColumn } from './rows.ts';
 import { storableText } from './storable.ts';
 
@@ -88,7 +89,7 @@ async function decideIn(db: pg.PoolClient, runId: RunId, toolUseId: string, d: D
     `UPDATE durable_agent.run SET status = 'QUEUED', run_at = now(), updated_at = now(),
             -- Waiting is not active time: the deadline moves on by the time waited.
             deadline_at = deadline_at + greatest(now() - (waiting->>'since')::timestamptz, interval '0')
-     WHERE id = $1 AND status = 'WAITING'
+     WHERE id = $1 AND ${STATUS_IS('WAITING')}
        AND NOT EXISTS (
          SELECT 1 FROM durable_agent.tool_decision d
          WHERE d.run_id = $1 AND d.kind = $2 AND d.decision IS NULL

@@ -4,7 +4,7 @@
  * (a data-modifying CTE): the fence and the lease renewal (`owner`), the step row, and when it is known
  * already, the STARTED row of the next tool call — one round trip, one commit.
  */
-import type { RunProgress } from '../domain.ts';
+import type { RunProgress, RunStatus } from '../domain.ts';
 import type { RunEnd, ToolStart } from './ports.ts';
 import { storableText } from './storable.ts';
 
@@ -22,21 +22,21 @@ export const progress = <E extends object = object>(r: ProgressRow, more?: E): R
   ({ tokensUsed: r.tokens_used, cancelRequested: r.cancel_requested, ...more }) as RunProgress & E;
 
 /**
- * Run `r` (or the statement's one table) is RUNNING, written so that it is checked on the rows found and
- * never used to find them: the statements that use it find their runs by id (the primary key). Given
+ * Run `r` (or the statement's one table) has `status`, written so that it is checked on the rows found
+ * and never used to find them: the statements that use it find their runs by id (the primary key). Given
  * `status = 'RUNNING'`, the planner may read every RUNNING run through run_status_idx instead, when its
  * statistics say there are hardly any — which is what they say of a queue last analyzed while its runs
  * waited, until the next ANALYZE after thousands were claimed. Each write then read every run in flight
  * (a one-run checkpoint 1.7 ms instead of 0.05 ms at 10,000 in flight; a batch, or a lease renewal
  * joined with its list of runs, compared thousands with thousands: seconds a statement).
  */
-export const IS_RUNNING = (r?: string) => `(${r ? `${r}.` : ''}status = 'RUNNING') IS TRUE`;
+export const STATUS_IS = (status: RunStatus, r?: string) => `(${r ? `${r}.` : ''}status = '${status}') IS TRUE`;
 
 /**
  * The fence: the run is still RUNNING under the claim this lease came from. The token is new at every
  * claim, so a driver whose lease lapsed and was claimed again — even by its own worker — is stale.
  */
-export const FENCE = (tokenParam: number) => `id = $1 AND locked_by = $2 AND lease_token = $${tokenParam}::uuid AND ${IS_RUNNING()}`;
+export const FENCE = (tokenParam: number) => `id = $1 AND locked_by = $2 AND lease_token = $${tokenParam}::uuid AND ${STATUS_IS('RUNNING')}`;
 
 /** Renews the lease of a run this claim still owns ($1 run, $2 worker, $3 lease ms), and yields nothing otherwise. */
 export const OWNED = (tokenParam: number, extraSet = '') => `owner AS (

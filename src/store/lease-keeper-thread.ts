@@ -2,8 +2,8 @@
  * The lease keeper on its own thread, with its own connection: a step that blocks the main event loop
  * (a tool doing a long synchronous computation) cannot stop the renewals, so the runs of a live worker
  * are never taken over just because it was busy. One statement per interval keeps every lease the
- * worker holds alive (RENEW_LEASES: it renews those no step renewed lately); the main thread says which runs it holds and hears back which leases
- * were lost and which runs have a cancel pending.
+ * worker holds alive (RENEW_LEASES: it renews those no step renewed lately); the main thread says which
+ * runs it holds and hears back which leases were lost and which runs have a cancel pending.
  *
  * The thread runs plain JavaScript given as source text (`eval: true`) and loads `pg` by its resolved
  * path, so it works the same under tsx, under vitest and from the compiled package: worker threads

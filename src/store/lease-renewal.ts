@@ -6,7 +6,7 @@
 import type pg from 'pg';
 import type { RunId } from '../domain.ts';
 import type { HeldLease, LeaseOwner, RenewedLease } from './ports.ts';
-import { FOLLOWED, IS_RUNNING } from './fenced-sql.ts';
+import { FOLLOWED, STATUS_IS } from './fenced-sql.ts';
 
 /**
  * $1 worker, $2 lease ms, $3 run ids, $4 their lease tokens (same order), $5 how soon a lease must run
@@ -19,20 +19,22 @@ import { FOLLOWED, IS_RUNNING } from './fenced-sql.ts';
  * so, a renewal updates the few runs that sit in a long tool call, instead of a row per run every
  * interval (each a dead row to vacuum).
  *
- * A renewal never waits for a row: one locked is being written by a step (which renews the lease, or
- * ends the run) or taken over (the next round finds it lost). Waiting made it a convoy: with thousands
- * of rows to renew it queued behind one step write after another, holding the rows it had locked, and
+ * A renewal never waits for a row. A row locked is almost always a step's write, which renews the lease
+ * itself (or ends the run); else (a cancel request, a write rolled back) the next round renews it, the
+ * lease having the room renewWithinMs leaves; a takeover in progress is found lost at the next round
+ * (and the fence refuses the old driver's writes meanwhile). Waiting made it a convoy: with thousands of
+ * rows to renew it queued behind one step write after another, holding the rows it had locked, and
  * every later step write of those runs queued behind it — seconds, tens of seconds under load.
  */
 export const RENEW_LEASES = `WITH held AS (
     SELECT run.id, run.lease_token, run.cancel_requested,
-           ($5::float8 IS NULL OR run.locked_until < now() + $5::float8 * interval '1 millisecond') AS due
+           coalesce($5::float8 IS NULL OR run.locked_until < now() + $5::float8 * interval '1 millisecond', true) AS due
     FROM durable_agent.run JOIN unnest($3::uuid[], $4::uuid[]) AS held (id, token) ON run.id = held.id
-    WHERE run.locked_by = $1 AND run.lease_token = held.token AND ${IS_RUNNING('run')}),
+    WHERE run.locked_by = $1 AND run.lease_token = held.token AND ${STATUS_IS('RUNNING', 'run')}),
   -- The lock re-checks the fence on the row's latest version: a run taken over since is not renewed.
   locked AS (
     SELECT run.id FROM durable_agent.run JOIN held ON run.id = held.id
-    WHERE held.due AND run.locked_by = $1 AND run.lease_token = held.lease_token AND ${IS_RUNNING('run')}
+    WHERE held.due AND run.locked_by = $1 AND run.lease_token = held.lease_token AND ${STATUS_IS('RUNNING', 'run')}
     FOR NO KEY UPDATE OF run SKIP LOCKED),
   renewed AS (
     UPDATE durable_agent.run SET locked_until = now() + $2::float8 * interval '1 millisecond', updated_at = now()
@@ -51,11 +53,13 @@ export interface RenewedRow {
 
 /**
  * @unit milliseconds — how soon a lease must run out for a keeper that renews every `intervalMs` to
- * renew it: every lease not written in the last half interval. One left alone has more than this left,
- * so at the next round (an interval later) it still has more than `leaseMs - 1.5 × intervalMs` (half
- * the lease, with the keepers' interval of a third), and is renewed then if nothing wrote it meanwhile.
+ * renew it: every lease not written in the last quarter interval (2.5 s with the default lease: a run
+ * taking a step every second or two is left alone). A lease left alone has more than this left, so a
+ * round later it still has more than `leaseMs - 1.25 × intervalMs`, and if that round fails too, more
+ * than `leaseMs - 2.25 × intervalMs` (¾ of an interval, with the keepers' interval of a third of the
+ * lease) for the one after; a lease renewed every round had one interval there.
  */
-export const renewWithinMs = (owner: LeaseOwner, intervalMs: number) => owner.leaseMs - intervalMs / 2;
+export const renewWithinMs = (owner: LeaseOwner, intervalMs: number) => owner.leaseMs - intervalMs / 4;
 
 export async function renewLeases(db: Pick<pg.Pool, 'query'>, owner: LeaseOwner, held: readonly HeldLease[], withinMs: number | null): Promise<RenewedLease[]> {
   if (held.length === 0) return [];

@@ -264,7 +264,8 @@ export interface EngineStore {
   recordedWrite(runId: RunId, owner: Lease, probe: WriteProbe): Promise<RecordedWrite | null>;
   /**
    * Renews the leases of many runs in one statement — those that run out within `withinMs` (null or
-   * absent: all; see renewWithinMs) — and returns every run still held (the others are lost).
+   * absent: all; see renewWithinMs) — and returns every run still held as the statement starts (the
+   * others are lost).
    */
   renewLeases(owner: LeaseOwner, held: readonly HeldLease[], withinMs?: number | null): Promise<RenewedLease[]>;
   /**

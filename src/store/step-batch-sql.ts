@@ -13,7 +13,7 @@ import type { RunId } from '../domain.ts';
 import { LeaseLostError, StepNotStartedError } from '../errors.ts';
 import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
 import type { EventsClaimed, FencedWrite, Lease, ModelCheckpoint, ToolFinish, ToolStart } from './ports.ts';
-import { FOLLOWED, IS_RUNNING, progress } from './fenced-sql.ts';
+import { FOLLOWED, progress, STATUS_IS } from './fenced-sql.ts';
 
 /** The run an item writes and the claim it writes under. */
 interface BatchedRun {
@@ -66,7 +66,7 @@ export function stepItem<M extends object>(runId: RunId, owner: Lease, startNext
 }
 
 /** The fence on run `r` for item `i`: the run is still RUNNING under the claim the item names. */
-const FENCE_OF = (r: string, i: string) => `${r}.locked_by = ${i}.worker AND ${r}.lease_token = ${i}.token AND ${IS_RUNNING(r)}`;
+const FENCE_OF = (r: string, i: string) => `${r}.locked_by = ${i}.worker AND ${r}.lease_token = ${i}.token AND ${STATUS_IS('RUNNING', r)}`;
 
 /**
  * The batch's runs that pass the fence; with `many` items, locked in id order. One item locks nothing

@@ -9,8 +9,6 @@ import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
 
 // A database per test: `runOnce` claims whatever run is claimable, so a run another test left behind
 // must not be there to be picked up.
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 let db: TestDatabase;
 beforeEach(async () => {
   db = await testDatabase();
@@ -213,7 +211,9 @@ describe('fencing', () => {
     const [byB] = await db.store.claim({ worker: 'B', leaseMs: 30_000 }, 10);
     expect(byB?.id).toBe(one.id);
     expect((await db.store.renewLeases(lease(one.id), held, 25_000)).map((r) => r.runId)).toEqual([two.id]);
-    expect(await db.store.renewLeases(lease(one.id), held)).toHaveLength(1); // null: renew every one still held
+    const twoRenewed = await rowOf(two.id);
+    expect(await db.store.renewLeases(lease(one.id), held)).toHaveLength(1); // null: renew every one still held…
+    expect((await rowOf(two.id)).xmin).not.toBe(twoRenewed.xmin); // …due or not
     expect((await db.store.state(one.id)).lockedBy).toBe('B');
   });
 
@@ -226,7 +226,10 @@ describe('fencing', () => {
     try {
       await writer.query('BEGIN');
       await writer.query('SELECT 1 FROM durable_agent.run WHERE id = $1 FOR NO KEY UPDATE', [run.id]); // a step write in flight
-      const answer = await Promise.race([db.store.renewLeases(claimed!.lease, held, 25_000), sleep(10_000).then(() => 'waited for the row' as const)]);
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<'waited for the row'>((resolve) => (timer = setTimeout(() => resolve('waited for the row'), 10_000)));
+      const answer = await Promise.race([db.store.renewLeases(claimed!.lease, held, 25_000), waited]);
+      clearTimeout(timer);
       expect(answer).toMatchObject([{ runId: run.id, token: claimed!.lease.token }]);
     } finally {
       await writer.query('ROLLBACK');
