@@ -53,13 +53,13 @@ export interface RenewedRow {
 
 /**
  * @unit milliseconds — how soon a lease must run out for a keeper that renews every `intervalMs` to
- * renew it: every lease not written in the last quarter interval (2.5 s with the default lease: a run
- * taking a step every second or two is left alone). A lease left alone has more than this left, so a
- * round later it still has more than `leaseMs - 1.25 × intervalMs`, and if that round fails too, more
- * than `leaseMs - 2.25 × intervalMs` (¾ of an interval, with the keepers' interval of a third of the
+ * renew it: every lease not written in the last third of an interval (3.3 s with the default lease: a
+ * run taking a step every second or three is left alone). A lease left alone has more than this left,
+ * so a round later it still has more than `leaseMs - 4/3 × intervalMs`, and if that round fails too,
+ * more than `leaseMs - 7/3 × intervalMs` (⅔ of an interval, with the keepers' interval of a third of the
  * lease) for the one after; a lease renewed every round had one interval there.
  */
-export const renewWithinMs = (owner: LeaseOwner, intervalMs: number) => owner.leaseMs - intervalMs / 4;
+export const renewWithinMs = (owner: LeaseOwner, intervalMs: number) => owner.leaseMs - intervalMs / 3;
 
 export async function renewLeases(db: Pick<pg.Pool, 'query'>, owner: LeaseOwner, held: readonly HeldLease[], withinMs: number | null): Promise<RenewedLease[]> {
   if (held.length === 0) return [];
