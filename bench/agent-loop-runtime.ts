@@ -34,6 +34,8 @@ const lookup = tool({
 });
 
 let steps = 0;
+const snapshot = Number(process.env.BENCH_AGENT_LOOP_SNAPSHOT ?? 0);
+const snapshotAt = snapshot > 1 ? snapshot : snapshot === 1 ? Math.floor((runs * STEPS_PER_RUN) / 2) : -1;
 let finished = 0;
 let allFinished!: () => void;
 const done = new Promise<void>((resolve) => (allFinished = resolve));
@@ -66,8 +68,10 @@ const figures: AgentLoopFigures = await measure(async (started) => {
     onEvent: (e) => {
       if (e.type === 'runClaimed') started();
       else if (e.type === 'modelStep' || e.type === 'toolStep') {
-        // BENCH_AGENT_LOOP_SNAPSHOT: a heap snapshot halfway, with every run in flight (bench/results/profiles/).
-        if (++steps === Math.floor((runs * STEPS_PER_RUN) / 2) && process.env.BENCH_AGENT_LOOP_SNAPSHOT) {
+        // BENCH_AGENT_LOOP_SNAPSHOT=1: a heap snapshot halfway, with every run in flight; =N: after N steps
+        // (bench/results/profiles/).
+        if (++steps === snapshotAt) {
+          fs.mkdirSync(new URL('results/profiles/', import.meta.url), { recursive: true });
           v8.writeHeapSnapshot(new URL(`results/profiles/runtime-${runs}.heapsnapshot`, import.meta.url).pathname);
         }
       }
