@@ -122,7 +122,9 @@ export class StreamAssembler {
     if (!this.message || !this.stopped) {
       throw new LlmError(-1, 'the stream ended before message_stop', { type: 'incomplete_stream', requestId, usage: this.usage() });
     }
-    return toLlmResponse({ ...this.message, content: this.content.filter((b) => b !== undefined) }, requestId, this.requestedModel);
+    // On the message itself, not a copy (a copy that adds a field gets a map of its own, see with-fields.ts).
+    this.message.content = this.content.filter((b) => b !== undefined);
+    return toLlmResponse(this.message, requestId, this.requestedModel);
   }
 }
 

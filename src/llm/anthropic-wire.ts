@@ -62,7 +62,7 @@ export function toMessageParams(request: LlmRequest): Anthropic.MessageCreatePar
 function withoutEmptyText(message: Message): Message {
   if (typeof message.content === 'string' || !message.content.some(isEmptyText)) return message;
   const kept = message.content.filter((b) => !isEmptyText(b));
-  return kept.length > 0 ? { ...message, content: kept } : message;
+  return kept.length > 0 ? { role: message.role, content: kept } : message;
 }
 
 const isEmptyText = (b: ContentBlock) => b.type === 'text' && b.text === '';
@@ -94,7 +94,7 @@ function withBreakpoint(message: Message): Message | null {
     if (!cacheable(block)) continue;
     if (hasCacheControl(block)) return null;
     blocks[i] = { ...block, cache_control: EPHEMERAL };
-    return { ...message, content: blocks };
+    return { role: message.role, content: blocks };
   }
   return null;
 }
