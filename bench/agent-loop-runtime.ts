@@ -34,8 +34,10 @@ const lookup = tool({
 });
 
 let steps = 0;
-const snapshot = Number(process.env.BENCH_AGENT_LOOP_SNAPSHOT ?? 0);
-const snapshotAt = snapshot > 1 ? snapshot : snapshot === 1 ? Math.floor((runs * STEPS_PER_RUN) / 2) : -1;
+// BENCH_AGENT_LOOP_SNAPSHOT=1: a heap snapshot halfway, with every run in flight; =N,M…: after N steps,
+// after M… (bench/results/profiles/): two tell what the live heap gained in between.
+const snapshotAt = (process.env.BENCH_AGENT_LOOP_SNAPSHOT ?? '').split(',').filter(Boolean).map(Number)
+  .map((n) => (n === 1 ? Math.floor((runs * STEPS_PER_RUN) / 2) : n));
 let finished = 0;
 let allFinished!: () => void;
 const done = new Promise<void>((resolve) => (allFinished = resolve));
@@ -68,11 +70,9 @@ const figures: AgentLoopFigures = await measure(async (started) => {
     onEvent: (e) => {
       if (e.type === 'runClaimed') started();
       else if (e.type === 'modelStep' || e.type === 'toolStep') {
-        // BENCH_AGENT_LOOP_SNAPSHOT=1: a heap snapshot halfway, with every run in flight; =N: after N steps
-        // (bench/results/profiles/).
-        if (++steps === snapshotAt) {
+        if (snapshotAt.includes(++steps)) {
           fs.mkdirSync(new URL('results/profiles/', import.meta.url), { recursive: true });
-          v8.writeHeapSnapshot(new URL(`results/profiles/runtime-${runs}.heapsnapshot`, import.meta.url).pathname);
+          v8.writeHeapSnapshot(new URL(`results/profiles/runtime-${runs}-${steps}.heapsnapshot`, import.meta.url).pathname);
         }
       }
       else if (e.type === 'runFinished' && ++finished === runs) allFinished();
@@ -81,6 +81,7 @@ const figures: AgentLoopFigures = await measure(async (started) => {
   await done;
   return steps;
 });
+if (process.env.BENCH_AGENT_LOOP_TRACE) mappings();
 await rt!.close();
 await allocations?.(new URL(`results/profiles/runtime-${runs}.heapprofile`, import.meta.url).pathname);
 process.send!(figures, () => process.exit(0));
@@ -95,4 +96,19 @@ async function samplingAllocations(): Promise<(file: string) => Promise<void>> {
     fs.mkdirSync(new URL('.', `file://${file}`).pathname, { recursive: true });
     fs.writeFileSync(file, JSON.stringify(profile));
   };
+}
+
+/** Resident memory by kind of mapping, at the end (the V8 heap, malloc's arenas, code, stacks). */
+function mappings(): void {
+  const kinds: Record<string, number> = {};
+  let kind = '';
+  for (const line of fs.readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      const size = (parseInt(head[2]!, 16) - parseInt(head[1]!, 16)) >> 20;
+      kind = head[4] ? head[4].replace(/.*\//, '') : `anon ${head[3]} ${size >= 60 ? '>=60MB' : size >= 1 ? '1-60MB' : '<1MB'}`;
+    } else if (line.startsWith('Rss:')) kinds[kind] = (kinds[kind] ?? 0) + Number(line.split(/\s+/)[1]);
+  }
+  const m = process.memoryUsage();
+  process.stderr.write(`trace memory at the end: rss ${m.rss >> 20} MB, heap total ${m.heapTotal >> 20} MB, external ${m.external >> 20} MB; resident by mapping (MB): ${Object.entries(kinds).filter(([, kb]) => kb > 1024).sort((a, b) => b[1] - a[1]).map(([k, kb]) => `${k} ${kb >> 10}`).join(', ')}\n`);
 }

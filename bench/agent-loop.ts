@@ -18,6 +18,7 @@
  * `tsx bench/agent-loop.ts` runs this scenario alone and merges it into bench/results/latest.json.
  */
 import { type ChildProcess, fork, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
@@ -63,11 +64,11 @@ export function agentLoopCases(spec = process.env.BENCH_AGENT_LOOP ?? 'quick'): 
 const defaultRepeats = (spec = process.env.BENCH_AGENT_LOOP ?? 'quick') => Number(process.env.BENCH_AGENT_LOOP_REPEATS ?? (spec === 'full' ? 3 : 1));
 
 /** A bench process under tsx, with IPC; `message` is the first it sends, `exited` when it is gone. */
-function child<T>(file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[] } = {}): { process: ChildProcess; message: Promise<T>; exited: Promise<void> } {
+function child<T>(file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; stdout?: number } = {}): { process: ChildProcess; message: Promise<T>; exited: Promise<void> } {
   const cp = fork(path.join(here, file), args, {
     execArgv: ['--import', 'tsx', ...(opts.execArgv ?? [])],
     env: opts.env ?? process.env,
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    stdio: ['ignore', opts.stdout ?? 'ignore', 'inherit', 'ipc'],
   });
   const message = new Promise<T>((resolve, reject) => {
     cp.once('message', (m) => resolve(m as T));
@@ -106,7 +107,7 @@ const TRACE_QUERIES = {
 };
 
 /** Runs a measured process, adding the commits per step it made (the bench's own queries are a handful). */
-async function measured(pool: pg.Pool, file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[] }): Promise<AgentLoopFigures> {
+async function measured(pool: pg.Pool, file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; stdout?: number }): Promise<AgentLoopFigures> {
   await pool.query('SELECT pg_stat_force_next_flush()');
   const before = await commits(pool);
   const c = child<AgentLoopFigures>(file, args, opts);
@@ -144,20 +145,27 @@ async function queueRuns(store: RunStore, n: number): Promise<void> {
   }
 }
 
-/** node's options to profile a measured process (BENCH_AGENT_LOOP_PROFILE), into a directory of its own. */
-function profiling(name: string): string[] {
+/**
+ * node's options to profile a measured process (BENCH_AGENT_LOOP_PROFILE), into a directory of its own;
+ * for `gc`, V8's line per collection, written with the process's stdout to <name>.gc.log (the
+ * runtime's log lines are there too).
+ */
+function profiling(name: string): { execArgv: string[]; stdout?: number } {
   const profile = process.env.BENCH_AGENT_LOOP_PROFILE;
   // One file per thread: the main thread's has thread id 0 in its name (CPU.<date>.<time>.<pid>.0.<n>.cpuprofile).
   const dir = path.join(here, 'results', 'profiles', name);
-  return profile === 'cpu' ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : profile === 'heap' ? ['--heap-prof', `--heap-prof-dir=${dir}`] : [];
+  if (profile === 'gc') {
+    fs.mkdirSync(path.dirname(dir), { recursive: true });
+    return { execArgv: ['--trace-gc'], stdout: fs.openSync(`${dir}.gc.log`, 'w') };
+  }
+  return { execArgv: profile === 'cpu' ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : profile === 'heap' ? ['--heap-prof', `--heap-prof-dir=${dir}`] : [] };
 }
 
 async function runtimeOnce(url: string, pool: pg.Pool, modelUrl: string, c: AgentLoopCase, round: number): Promise<AgentLoopFigures> {
   await pool.query('TRUNCATE durable_agent.run CASCADE');
   await queueRuns(new RunStore(pool), c.runs);
-  const execArgv = profiling(`runtime-${c.inFlight}-${c.latencyMs}-${round}`);
   const env = { ...process.env, DATABASE_URL: url, WORKER_CONCURRENCY: String(c.inFlight) };
-  const figures = await measured(pool, 'agent-loop-runtime.ts', [`--model-url=${modelUrl}`, `--runs=${c.runs}`], { env, execArgv });
+  const figures = await measured(pool, 'agent-loop-runtime.ts', [`--model-url=${modelUrl}`, `--runs=${c.runs}`], { env, ...profiling(`runtime-${c.inFlight}-${c.latencyMs}-${round}`) });
   const { rows } = await pool.query(
     `SELECT count(*) FILTER (WHERE status = 'SUCCEEDED')::int AS ok, (SELECT count(*)::int FROM durable_agent.run_step) AS steps FROM durable_agent.run`,
   );
@@ -170,7 +178,7 @@ async function runtimeOnce(url: string, pool: pg.Pool, modelUrl: string, c: Agen
 async function floorOnce(url: string, pool: pg.Pool, modelUrl: string, c: AgentLoopCase, round: number): Promise<AgentLoopFigures> {
   await pool.query('DROP TABLE IF EXISTS bench_floor_step');
   const args = [`--url=${url}`, `--model-url=${modelUrl}`, `--in-flight=${c.inFlight}`, `--runs=${c.runs}`];
-  const figures = await measured(pool, 'agent-loop-floor.ts', args, { execArgv: profiling(`floor-${c.inFlight}-${c.latencyMs}-${round}`) });
+  const figures = await measured(pool, 'agent-loop-floor.ts', args, profiling(`floor-${c.inFlight}-${c.latencyMs}-${round}`));
   if (figures.steps !== c.runs * STEPS_PER_RUN) throw new Error(`agent loop floor: ${figures.steps} steps of ${c.runs * STEPS_PER_RUN}`);
   return figures;
 }
