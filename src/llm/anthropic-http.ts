@@ -42,6 +42,8 @@ export class MessagesEndpoint {
   private readonly rawUrl: string;
   /** Null when the URL is none or not http(s): then every call fails as not sent. */
   private readonly options: RequestOptions | null;
+  /** The request's headers as name, value pairs, Host included; a call adds its body's length. */
+  private readonly headers: readonly string[] = [];
   private readonly send: typeof http.request;
   readonly timeoutMs: number;
 
@@ -58,23 +60,26 @@ export class MessagesEndpoint {
     }
     // urlToHttpOptions takes an IPv6 host out of its brackets; the fragment is not sent.
     const { protocol, hostname, port, path } = urlToHttpOptions(url);
-    this.options = {
-      protocol, hostname, port, path, agent, method: 'POST',
-      // What the API reads. The SDK's others (user agent, x-stainless-* platform and retry
-      // telemetry) say nothing the API needs. The key only ever goes here: errors never show headers.
-      // No accept-encoding: the answers are small, and inflating them would cost CPU on every call.
-      headers: Object.freeze({
-        accept: 'application/json',
-        'content-type': 'application/json',
-        authorization: `Bearer ${options.apiKey}`,
-        'anthropic-version': ANTHROPIC_VERSION,
-      }),
-    };
+    this.options = { protocol, hostname, port, path, agent, method: 'POST' };
+    // Given as a list, the headers are written out as the request is made, as they are: Node keeps no
+    // header table per request (a dictionary-mode object, and a [name, value] array per header, which
+    // live as long as the call: with thousands of calls in flight, megabytes), and adds no Host of its
+    // own, so it is here (URL.host: brackets kept, the protocol's default port left out, as Node does).
+    // What the API reads; the SDK's others (user agent, x-stainless-* platform and retry telemetry) say
+    // nothing the API needs. The key only ever goes here: errors never show headers. No
+    // accept-encoding: the answers are small, and inflating them would cost CPU on every call.
+    this.headers = Object.freeze([
+      'host', url.host,
+      'accept', 'application/json',
+      'content-type', 'application/json',
+      'authorization', `Bearer ${options.apiKey}`,
+      'anthropic-version', ANTHROPIC_VERSION,
+    ]);
   }
 
-  /** What to send with; throws when the base URL is unusable (the URL parser's own error, or the protocol's). */
-  requestOptions(): RequestOptions {
-    if (this.options) return this.options;
+  /** What to send a body of `length` bytes with; throws when the base URL is unusable (the URL parser's own error, or the protocol's). */
+  requestOptions(length: number): RequestOptions {
+    if (this.options) return { ...this.options, headers: [...this.headers, 'content-length', String(length)] };
     const url = new URL(this.rawUrl);
     throw new TypeError(`unsupported protocol ${url.protocol} (only http: and https:)`);
   }
@@ -130,12 +135,12 @@ export class MessagesExchange {
    * is a request that got no answer (refused, reset, timed out, aborted).
    */
   async post(body: string): Promise<IncomingMessage> {
-    const options = this.endpoint.requestOptions();
+    const options = this.endpoint.requestOptions(Buffer.byteLength(body));
     if (this.signal?.aborted) throw aborted();
     const timer = setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this);
     let response: IncomingMessage;
     try {
-      response = await this.answerOf(options, body, Buffer.byteLength(body));
+      response = await this.answerOf(options, body);
     } finally {
       clearTimeout(timer);
     }
@@ -150,7 +155,7 @@ export class MessagesExchange {
    * connection the server had just closed, sends it again on another (each stale socket is gone once
    * it failed, so this ends; the time limit and the caller's abort still apply).
    */
-  private async answerOf(options: RequestOptions, body: string, length: number): Promise<IncomingMessage> {
+  private async answerOf(options: RequestOptions, body: string): Promise<IncomingMessage> {
     for (;;) {
       const request = this.endpoint.open(options);
       this.request = request;
@@ -160,7 +165,6 @@ export class MessagesExchange {
           // the answer, where it is read), and an 'error' nobody listens to would crash the process.
           request.on('error', reject);
           request.once('response', resolve);
-          request.setHeader('content-length', length);
           request.end(body);
         });
       } catch (error) {

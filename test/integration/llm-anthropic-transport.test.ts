@@ -43,6 +43,16 @@ describe.each([
     }
   });
 
+  it("names the host (and a port that is not the protocol's default), gives the body's length in bytes and keeps the connection open", async () => {
+    server.text('a');
+    const accented: LlmRequest = { ...ask, messages: [{ role: 'user', content: 'déjà vu ✓ 日本' }] };
+    await client(streaming).send(accented);
+    const [request] = server.requests;
+    const sent = JSON.stringify(streaming ? { ...toMessageParams(accented), stream: true } : toMessageParams(accented));
+    expect(request!.headers).toMatchObject({ host: new URL(server.url).host, 'content-length': String(Buffer.byteLength(sent)), connection: 'keep-alive' });
+    expect(request!.headers).not.toHaveProperty('transfer-encoding');
+  });
+
   it('gives up on an answer whose headers are later than timeoutMs: LlmError(-1, "request timed out"), the connection closed', async () => {
     server.delay(5_000).text('too late');
     const error = await failure(client(streaming, { timeoutMs: 200 }).send(ask));
