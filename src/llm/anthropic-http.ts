@@ -77,11 +77,17 @@ export class MessagesEndpoint {
     ]);
   }
 
-  /** What to send a body of `length` bytes with; throws when the base URL is unusable (the URL parser's own error, or the protocol's). */
-  requestOptions(length: number): RequestOptions {
-    if (this.options) return { ...this.options, headers: [...this.headers, 'content-length', String(length)] };
+  /** Throws when the base URL is unusable: the URL parser's own error, or the protocol's. */
+  check(): void {
+    if (this.options) return;
     const url = new URL(this.rawUrl);
     throw new TypeError(`unsupported protocol ${url.protocol} (only http: and https:)`);
+  }
+
+  /** What to send a body of `length` bytes with (see `check`). */
+  requestOptions(length: number): RequestOptions {
+    this.check();
+    return { ...this.options, headers: [...this.headers, 'content-length', String(length)] };
   }
 
   /** Opens a request on a pooled connection; nothing is sent before its `end`. */
@@ -130,17 +136,22 @@ export class MessagesExchange {
   }
 
   /**
-   * Sends `body` (JSON) and waits for the answer's headers. Resolves with a 2xx answer, its body
-   * unread; an error answer is read and thrown as an LlmError with the API's status and message, as
-   * is a request that got no answer (refused, reset, timed out, aborted).
+   * Sends the JSON `body` returns and waits for the answer's headers. Resolves with a 2xx answer, its
+   * body unread; an error answer is read and thrown as an LlmError with the API's status and message,
+   * as is a request that got no answer (refused, reset, timed out, aborted).
+   *
+   * `body` is called for each send (again only when a stale connection makes one resend): the text is
+   * made as it goes out and not kept while the answer is awaited, which is most of a call's life. It is
+   * the whole conversation, kilobytes a call, while what the caller keeps to make it again (the
+   * request's parameters) is the conversation's objects, which the run holds anyway.
    */
-  async post(body: string): Promise<IncomingMessage> {
-    const options = this.endpoint.requestOptions(Buffer.byteLength(body));
+  async post(body: () => string): Promise<IncomingMessage> {
+    this.endpoint.check();
     if (this.signal?.aborted) throw aborted();
     const timer = setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this);
     let response: IncomingMessage;
     try {
-      response = await this.answerOf(options, body);
+      response = await this.answerOf(body);
     } finally {
       clearTimeout(timer);
     }
@@ -155,25 +166,33 @@ export class MessagesExchange {
    * connection the server had just closed, sends it again on another (each stale socket is gone once
    * it failed, so this ends; the time limit and the caller's abort still apply).
    */
-  private async answerOf(options: RequestOptions, body: string): Promise<IncomingMessage> {
+  private async answerOf(body: () => string): Promise<IncomingMessage> {
     for (;;) {
-      const request = this.endpoint.open(options);
-      this.request = request;
       try {
-        return await new Promise<IncomingMessage>((resolve, reject) => {
-          // Stays for the request's life: a socket error after the headers comes here too (and to
-          // the answer, where it is read), and an 'error' nobody listens to would crash the process.
-          request.on('error', reject);
-          request.once('response', resolve);
-          request.end(body);
-        });
+        return await this.sent(body());
       } catch (error) {
         if (this.signal?.aborted) throw aborted();
         // The endpoint's time limit, or the pool's limit on opening a connection.
         if (this.expired || isTimeout(error)) throw timedOut();
-        if (!isStaleConnection(request, error)) throw connectionFailed(error);
+        if (!isStaleConnection(this.request!, error)) throw connectionFailed(error);
       }
     }
+  }
+
+  /**
+   * Opens a request and sends `text` on it; settles with its answer's headers or its error. Not an
+   * async function: nothing suspended here holds the text once it is handed to the socket.
+   */
+  private sent(text: string): Promise<IncomingMessage> {
+    const request = this.endpoint.open(this.endpoint.requestOptions(Buffer.byteLength(text)));
+    this.request = request;
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      // Stays for the request's life: a socket error after the headers comes here too (and to
+      // the answer, where it is read), and an 'error' nobody listens to would crash the process.
+      request.on('error', reject);
+      request.once('response', resolve);
+      request.end(text);
+    });
   }
 
   /** Closes the request, or the answer if it is still being sent: the call was aborted or the client gave up on it. */

@@ -59,7 +59,7 @@ export class AnthropicClient implements LlmClient {
   }
 
   private async create(request: LlmRequest, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
-    const response = await exchange.post(JSON.stringify(toMessageParams(request)));
+    const response = await exchange.post(() => JSON.stringify(toMessageParams(request)));
     call.answered = true;
     call.requestId = header(response.headers, 'request-id');
     // An HTML page or an empty body comes back as a string or undefined, not a message.
@@ -70,7 +70,7 @@ export class AnthropicClient implements LlmClient {
     // toMessageParams makes a fresh object: the flag is set on it rather than spread into a copy.
     const params: { stream?: boolean } = toMessageParams(request);
     params.stream = true;
-    const response = await exchange.post(JSON.stringify(params));
+    const response = await exchange.post(() => JSON.stringify(params));
     call.answered = true;
     call.requestId = header(response.headers, 'request-id');
     const assembler = new StreamAssembler(request.model);

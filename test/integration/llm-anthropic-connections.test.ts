@@ -54,6 +54,9 @@ describe.each([
     expect(await text(anthropic.send(ask))).toBe('second');
     expect(server.requests.map((r) => r.status)).toEqual([200, null, 200]);
     expect(server.connections()).toBe(2);
+    // Sent again whole (its text is made again for the resend): the same body, the same length.
+    expect(server.requests[2]!.body).toEqual(server.requests[0]!.body);
+    expect(server.requests[2]!.headers['content-length']).toBe(server.requests[0]!.headers['content-length']);
   });
 
   it('sends it again only after a kept-alive connection: dropped on the new one too, the call fails as a connection error', async () => {
