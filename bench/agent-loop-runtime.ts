@@ -5,7 +5,12 @@
  * Anthropic provider, until `runs` have finished. It loads the package as built (dist/).
  *
  * A child of bench/agent-loop.ts: argv `--model-url=http://… --runs=R`, DATABASE_URL in the
- * environment; reports an AgentLoopFigures over IPC. Its log lines go to stdout (ignored by the parent).
+ * environment; reports an AgentLoopFigures over IPC. Its log lines go to stdout (ignored by the parent,
+ * or in the .gc.log with BENCH_AGENT_LOOP_PROFILE=gc).
+ *
+ * BENCH_AGENT_LOOP_SNAPSHOT=1 takes a heap snapshot halfway, =N,M… after N steps, after M…
+ * (results/profiles/runtime-<runs>-<steps>.heapsnapshot). BENCH_AGENT_LOOP_TRACE=1 prints a line a
+ * second (steps, event loop, memory, sockets) and, at the end, the resident memory by mapping.
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -47,6 +52,8 @@ const done = new Promise<void>((resolve) => (allFinished = resolve));
 const allocations = process.env.BENCH_AGENT_LOOP_PROFILE === 'alloc' ? await samplingAllocations() : undefined;
 
 let rt: AgentRuntime | undefined;
+/** Bytes in MB, rounded (not `>> 20`: 2 GB and more would overflow it). */
+const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
 // BENCH_AGENT_LOOP_TRACE=1: every second, the steps done, how busy the event loop was, memory, and the
 // sockets, connects and timers open (to tell a round that waits on the database from one that computes).
 if (process.env.BENCH_AGENT_LOOP_TRACE) {
@@ -59,7 +66,7 @@ if (process.env.BENCH_AGENT_LOOP_TRACE) {
     const kinds: Record<string, number> = {};
     for (const k of process.getActiveResourcesInfo()) kinds[k] = (kinds[k] ?? 0) + 1;
     const m = process.memoryUsage();
-    process.stderr.write(`trace runtime: steps/s ${steps - last}, event loop ${d.utilization.toFixed(2)} busy, heap used ${m.heapUsed >> 20} MB, rss ${m.rss >> 20} MB, sockets ${kinds.TCPSocketWrap ?? 0}, connecting ${kinds.TCPConnectWrap ?? 0}, timers ${kinds.Timeout ?? 0}\n`);
+    process.stderr.write(`trace runtime: steps/s ${steps - last}, event loop ${d.utilization.toFixed(2)} busy, heap used ${mb(m.heapUsed)} MB, rss ${mb(m.rss)} MB, sockets ${kinds.TCPSocketWrap ?? 0}, connecting ${kinds.TCPConnectWrap ?? 0}, timers ${kinds.Timeout ?? 0}\n`);
     last = steps;
   }, 1000).unref();
 }
@@ -98,17 +105,21 @@ async function samplingAllocations(): Promise<(file: string) => Promise<void>> {
   };
 }
 
-/** Resident memory by kind of mapping, at the end (the V8 heap, malloc's arenas, code, stacks). */
+/**
+ * Resident memory by mapping at the end: a file's by its name, an anonymous one by its permissions and
+ * size. V8 maps its heap in pages of 256 KB (the `<1MB` ones), glibc's malloc its main arena as [heap]
+ * and each other arena in 64 MB reservations (`>=60MB`); thread stacks are the `1-60MB` ones.
+ */
 function mappings(): void {
   const kinds: Record<string, number> = {};
   let kind = '';
   for (const line of fs.readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
     const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (head) {
-      const size = (parseInt(head[2]!, 16) - parseInt(head[1]!, 16)) >> 20;
+      const size = (parseInt(head[2]!, 16) - parseInt(head[1]!, 16)) / 2 ** 20;
       kind = head[4] ? head[4].replace(/.*\//, '') : `anon ${head[3]} ${size >= 60 ? '>=60MB' : size >= 1 ? '1-60MB' : '<1MB'}`;
     } else if (line.startsWith('Rss:')) kinds[kind] = (kinds[kind] ?? 0) + Number(line.split(/\s+/)[1]);
   }
   const m = process.memoryUsage();
-  process.stderr.write(`trace memory at the end: rss ${m.rss >> 20} MB, heap total ${m.heapTotal >> 20} MB, external ${m.external >> 20} MB; resident by mapping (MB): ${Object.entries(kinds).filter(([, kb]) => kb > 1024).sort((a, b) => b[1] - a[1]).map(([k, kb]) => `${k} ${kb >> 10}`).join(', ')}\n`);
+  process.stderr.write(`trace memory at the end: rss ${mb(m.rss)} MB, heap total ${mb(m.heapTotal)} MB, external ${mb(m.external)} MB; resident by mapping (MB): ${Object.entries(kinds).filter(([, kb]) => kb > 1024).sort((a, b) => b[1] - a[1]).map(([k, kb]) => `${k} ${Math.round(kb / 1024)}`).join(', ')}\n`);
 }

@@ -12,7 +12,9 @@
  * `100@0,2000@1000` (in flight @ latency in ms). BENCH_AGENT_LOOP_REPEATS (default 1 for quick, 3 for
  * full) repeats each case, floor and runtime in turn, and reports the medians.
  * BENCH_AGENT_LOOP_PROFILE=cpu|heap writes a profile of each runtime process to bench/results/profiles/;
- * `alloc` a sampled profile of everything it allocates, the collected objects included (runtime-<N>.heapprofile).
+ * `alloc` a sampled profile of everything it allocates, the collected objects included (runtime-<N>.heapprofile);
+ * `gc` each process's stdout, with V8's line per collection, to <floor|runtime>-<in flight>-<L>-<round>.gc.log.
+ * BENCH_AGENT_LOOP_SNAPSHOT and BENCH_AGENT_LOOP_TRACE: see bench/agent-loop-runtime.ts.
  * Other variables (LEASE_SECONDS, LOG_LEVEL, …) reach the runtime process as its configuration.
  *
  * `tsx bench/agent-loop.ts` runs this scenario alone and merges it into bench/results/latest.json.
@@ -70,6 +72,7 @@ function child<T>(file: string, args: string[], opts: { env?: NodeJS.ProcessEnv;
     env: opts.env ?? process.env,
     stdio: ['ignore', opts.stdout ?? 'ignore', 'inherit', 'ipc'],
   });
+  if (opts.stdout !== undefined) fs.closeSync(opts.stdout); // the child has its own
   const message = new Promise<T>((resolve, reject) => {
     cp.once('message', (m) => resolve(m as T));
     cp.once('exit', (code, signal) => reject(new Error(`${file} exited (${signal ?? code}) before reporting`)));
@@ -147,8 +150,8 @@ async function queueRuns(store: RunStore, n: number): Promise<void> {
 
 /**
  * node's options to profile a measured process (BENCH_AGENT_LOOP_PROFILE), into a directory of its own;
- * for `gc`, V8's line per collection, written with the process's stdout to <name>.gc.log (the
- * runtime's log lines are there too).
+ * for `gc`, V8's line per collection, which goes to stdout: the process's stdout is then <name>.gc.log
+ * (the runtime's log lines are there too).
  */
 function profiling(name: string): { execArgv: string[]; stdout?: number } {
   const profile = process.env.BENCH_AGENT_LOOP_PROFILE;

@@ -84,10 +84,9 @@ export class MessagesEndpoint {
     throw new TypeError(`unsupported protocol ${url.protocol} (only http: and https:)`);
   }
 
-  /** What to send a body of `length` bytes with (see `check`). */
+  /** What to send a body of `length` bytes with; only after `check` passed. */
   requestOptions(length: number): RequestOptions {
-    this.check();
-    return { ...this.options, headers: [...this.headers, 'content-length', String(length)] };
+    return { ...this.options!, headers: [...this.headers, 'content-length', String(length)] };
   }
 
   /** Opens a request on a pooled connection; nothing is sent before its `end`. */
@@ -142,8 +141,8 @@ export class MessagesExchange {
    *
    * `body` is called for each send (again only when a stale connection makes one resend): the text is
    * made as it goes out and not kept while the answer is awaited, which is most of a call's life. It is
-   * the whole conversation, kilobytes a call, while what the caller keeps to make it again (the
-   * request's parameters) is the conversation's objects, which the run holds anyway.
+   * the whole conversation, kilobytes a call, while what `body` needs to make it again (the request)
+   * is the conversation's objects, which the run holds anyway.
    */
   async post(body: () => string): Promise<IncomingMessage> {
     this.endpoint.check();
@@ -168,8 +167,11 @@ export class MessagesExchange {
    */
   private async answerOf(body: () => string): Promise<IncomingMessage> {
     for (;;) {
+      // What fails before anything is sent (the body's JSON, a header Node refuses) is thrown from
+      // here as it is: it is no connection's fault, and sending again would fail the same way.
+      const answer = this.sent(body());
       try {
-        return await this.sent(body());
+        return await answer;
       } catch (error) {
         if (this.signal?.aborted) throw aborted();
         // The endpoint's time limit, or the pool's limit on opening a connection.

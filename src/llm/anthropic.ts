@@ -67,10 +67,7 @@ export class AnthropicClient implements LlmClient {
   }
 
   private async stream(request: LlmRequest, options: LlmCallOptions, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
-    // toMessageParams makes a fresh object: the flag is set on it rather than spread into a copy.
-    const params: { stream?: boolean } = toMessageParams(request);
-    params.stream = true;
-    const response = await exchange.post(() => JSON.stringify(params));
+    const response = await exchange.post(() => JSON.stringify(streamed(request)));
     call.answered = true;
     call.requestId = header(response.headers, 'request-id');
     const assembler = new StreamAssembler(request.model);
@@ -94,4 +91,11 @@ export class AnthropicClient implements LlmClient {
     if (options.signal?.aborted) throw aborted();
     return assembler.finish(call.requestId);
   }
+}
+
+/** The request's parameters, streamed. toMessageParams makes a fresh object: the flag is set on it rather than spread into a copy. */
+function streamed(request: LlmRequest): { stream?: boolean } {
+  const params: { stream?: boolean } = toMessageParams(request);
+  params.stream = true;
+  return params;
 }

@@ -97,6 +97,18 @@ describe.each([
     expect(error.message).toMatch(/^request not sent: /);
   });
 
+  it('fails as not sent (0, not retried), naming no key, when a header cannot be sent (a key read with its line end)', async () => {
+    server.text('a');
+    const badKey = new AnthropicClient({ apiKey: `${API_KEY}\n`, baseUrl: server.url, streaming });
+    for (let i = 0; i < 2; i++) {
+      const error = await failure(badKey.send(ask));
+      expect(error).toMatchObject({ status: 0, type: 'client_error', retryable: false });
+      expect(error.message).toMatch(/^request not sent: .*header/i);
+      expect(error.message).not.toContain(API_KEY);
+    }
+    expect(server.requests).toHaveLength(0);
+  });
+
   it('leaves no listener on a long-lived signal, whatever the outcome of each call', async () => {
     const controller = new AbortController();
     server.text('a').error(500, 'api_error', 'boom').enqueue(fake.cut(fake.text(ANSWER), 2)).text('b');
