@@ -66,13 +66,14 @@ export function agentLoopCases(spec = process.env.BENCH_AGENT_LOOP ?? 'quick'): 
 const defaultRepeats = (spec = process.env.BENCH_AGENT_LOOP ?? 'quick') => Number(process.env.BENCH_AGENT_LOOP_REPEATS ?? (spec === 'full' ? 3 : 1));
 
 /** A bench process under tsx, with IPC; `message` is the first it sends, `exited` when it is gone. */
-function child<T>(file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; stdout?: number } = {}): { process: ChildProcess; message: Promise<T>; exited: Promise<void> } {
+function child<T>(file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; stdoutFile?: string } = {}): { process: ChildProcess; message: Promise<T>; exited: Promise<void> } {
+  const stdout = opts.stdoutFile === undefined ? 'ignore' : fs.openSync(opts.stdoutFile, 'w');
   const cp = fork(path.join(here, file), args, {
     execArgv: ['--import', 'tsx', ...(opts.execArgv ?? [])],
     env: opts.env ?? process.env,
-    stdio: ['ignore', opts.stdout ?? 'ignore', 'inherit', 'ipc'],
+    stdio: ['ignore', stdout, 'inherit', 'ipc'],
   });
-  if (opts.stdout !== undefined) fs.closeSync(opts.stdout); // the child has its own
+  if (typeof stdout === 'number') fs.closeSync(stdout); // the child has its own
   const message = new Promise<T>((resolve, reject) => {
     cp.once('message', (m) => resolve(m as T));
     cp.once('exit', (code, signal) => reject(new Error(`${file} exited (${signal ?? code}) before reporting`)));
@@ -110,7 +111,7 @@ const TRACE_QUERIES = {
 };
 
 /** Runs a measured process, adding the commits per step it made (the bench's own queries are a handful). */
-async function measured(pool: pg.Pool, file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; stdout?: number }): Promise<AgentLoopFigures> {
+async function measured(pool: pg.Pool, file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; stdoutFile?: string }): Promise<AgentLoopFigures> {
   await pool.query('SELECT pg_stat_force_next_flush()');
   const before = await commits(pool);
   const c = child<AgentLoopFigures>(file, args, opts);
@@ -153,13 +154,13 @@ async function queueRuns(store: RunStore, n: number): Promise<void> {
  * for `gc`, V8's line per collection, which goes to stdout: the process's stdout is then <name>.gc.log
  * (the runtime's log lines are there too).
  */
-function profiling(name: string): { execArgv: string[]; stdout?: number } {
+function profiling(name: string): { execArgv: string[]; stdoutFile?: string } {
   const profile = process.env.BENCH_AGENT_LOOP_PROFILE;
   // One file per thread: the main thread's has thread id 0 in its name (CPU.<date>.<time>.<pid>.0.<n>.cpuprofile).
   const dir = path.join(here, 'results', 'profiles', name);
   if (profile === 'gc') {
     fs.mkdirSync(path.dirname(dir), { recursive: true });
-    return { execArgv: ['--trace-gc'], stdout: fs.openSync(`${dir}.gc.log`, 'w') };
+    return { execArgv: ['--trace-gc'], stdoutFile: `${dir}.gc.log` };
   }
   return { execArgv: profile === 'cpu' ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : profile === 'heap' ? ['--heap-prof', `--heap-prof-dir=${dir}`] : [] };
 }

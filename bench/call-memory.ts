@@ -11,23 +11,22 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Message } from '../src/domain.ts';
+import { encode, messageEvents } from '../test/support/fake-anthropic-sse.ts';
 
 process.setSourceMapsEnabled(false);
 const serving = process.argv[2] === '--server';
-const gc = (globalThis as { gc?: () => void }).gc!;
+const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc && !serving) throw new Error('run with --expose-gc');
 const CALLS = Number(process.env.CALLS ?? 10_000);
 const HOLD_MS = 3_000;
 const module = (!serving && process.argv[2]) || path.join(import.meta.dirname, '../src/llm/anthropic.ts');
 
-const answer = [
-  ['message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], stop_reason: null, usage: { input_tokens: 1, output_tokens: 0 } } }],
-  ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
-  ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'ok' } }],
-  ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-  ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 1 } }],
-  ['message_stop', { type: 'message_stop' }],
-].map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join('');
+// The streamed answer, as the stand-ins of the tests and the agent-loop bench write it.
+const answer = messageEvents({
+  id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'text', text: 'ok' }],
+  stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 },
+}).map(encode).join('');
 
 // The server is a process of its own (as the model's API is): its sockets and buffers are not counted.
 if (serving) {
@@ -47,10 +46,10 @@ async function measure(): Promise<void> {
   const { AnthropicClient }: typeof import('../src/llm/anthropic.ts') = await import(pathToFileURL(path.resolve(module)).href);
   const client = new AnthropicClient({ apiKey: 'sk-bench', baseUrl: `http://127.0.0.1:${port}`, streaming: true });
   // A conversation of a few turns, as the agent-loop bench's runs send (~1.5 KB of JSON).
-  const messages = [{ role: 'user' as const, content: 'bench run 1234' }];
+  const messages: Message[] = [{ role: 'user', content: 'bench run 1234' }];
   for (let k = 1; k <= 4; k++) {
-    messages.push({ role: 'assistant', content: [{ type: 'text', text: 'Let me look that up.' }, { type: 'tool_use', id: `toolu_${k}`, name: 'lookup', input: { key: `item-${k}` } }] } as never);
-    messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_${k}`, content: `value of item-${k}` }] } as never);
+    messages.push({ role: 'assistant', content: [{ type: 'text', text: 'Let me look that up.' }, { type: 'tool_use', id: `toolu_${k}`, name: 'lookup', input: { key: `item-${k}` } }] });
+    messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_${k}`, content: `value of item-${k}` }] });
   }
   const request = { model: 'm', maxTokens: 1024, system: 'You are a bench.', messages, tools: [{ name: 'lookup', description: 'Looks a key up.', input_schema: { type: 'object' } }] };
   /** `CALLS` calls at once, started 500 at a time (a burst of 10,000 connects overflows the listen queue). */
@@ -64,11 +63,11 @@ async function measure(): Promise<void> {
   }
 
   await (await wave()).all; // opens one connection per call; they stay for the next wave
-  gc();
+  gc!();
   const idle = process.memoryUsage().heapUsed;
   const calls = await wave();
   await new Promise((r) => setTimeout(r, HOLD_MS / 2));
-  gc();
+  gc!();
   const waiting = process.memoryUsage().heapUsed;
   await calls.all;
   console.log(`${CALLS} calls waiting: ${((waiting - idle) / 2 ** 20).toFixed(1)} MB more live heap than idle, ${Math.round((waiting - idle) / CALLS)} B per call`);

@@ -89,9 +89,9 @@ export class MessagesEndpoint {
     return { ...this.options!, headers: [...this.headers, 'content-length', String(length)] };
   }
 
-  /** Opens a request on a pooled connection; nothing is sent before its `end`. */
-  open(options: RequestOptions): ClientRequest {
-    return this.send(options);
+  /** Opens a request for a body of `length` bytes on a pooled connection; nothing is sent before its `end`. */
+  open(length: number): ClientRequest {
+    return this.send(this.requestOptions(length));
   }
 }
 
@@ -186,7 +186,7 @@ export class MessagesExchange {
    * async function: nothing suspended here holds the text once it is handed to the socket.
    */
   private sent(text: string): Promise<IncomingMessage> {
-    const request = this.endpoint.open(this.endpoint.requestOptions(Buffer.byteLength(text)));
+    const request = this.endpoint.open(Buffer.byteLength(text));
     this.request = request;
     return new Promise<IncomingMessage>((resolve, reject) => {
       // Stays for the request's life: a socket error after the headers comes here too (and to

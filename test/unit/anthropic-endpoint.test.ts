@@ -5,10 +5,14 @@
 import { describe, expect, it } from 'vitest';
 import { ANTHROPIC_VERSION, MessagesEndpoint } from '../../src/llm/anthropic-http.ts';
 
-const headersOf = (baseUrl: string, length = 42) => {
+/** The header list the endpoint of `baseUrl` sends a body of `length` bytes with: name, value, name… */
+const headerList = (baseUrl: string, length = 42) => {
   const endpoint = new MessagesEndpoint({ apiKey: 'sk-unit', baseUrl, timeoutMs: 1_000 });
   endpoint.check();
-  const list = endpoint.requestOptions(length).headers as string[];
+  return endpoint.requestOptions(length).headers as string[];
+};
+const headersOf = (baseUrl: string, length = 42) => {
+  const list = headerList(baseUrl, length);
   return Object.fromEntries(Array.from({ length: list.length / 2 }, (_, i) => [list[2 * i]!, list[2 * i + 1]!]));
 };
 
@@ -24,9 +28,7 @@ describe('MessagesEndpoint', () => {
   });
 
   it("sends the key, the API version, JSON both ways and the body's length, each header once", () => {
-    const endpoint = new MessagesEndpoint({ apiKey: 'sk-unit', baseUrl: 'https://api.example.com', timeoutMs: 1_000 });
-    const list = endpoint.requestOptions(1234).headers as string[];
-    expect(list.filter((_, i) => i % 2 === 0)).toEqual(['host', 'accept', 'content-type', 'authorization', 'anthropic-version', 'content-length']);
+    expect(headerList('https://api.example.com', 1234).filter((_, i) => i % 2 === 0)).toEqual(['host', 'accept', 'content-type', 'authorization', 'anthropic-version', 'content-length']);
     expect(headersOf('https://api.example.com', 1234)).toEqual({
       host: 'api.example.com', accept: 'application/json', 'content-type': 'application/json',
       authorization: 'Bearer sk-unit', 'anthropic-version': ANTHROPIC_VERSION, 'content-length': '1234',
