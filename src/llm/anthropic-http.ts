@@ -91,8 +91,21 @@ export class MessagesEndpoint {
 
   /** Opens a request for a body of `length` bytes on a pooled connection; nothing is sent before its `end`. */
   open(length: number): ClientRequest {
-    return this.send(this.requestOptions(length));
+    const request = this.send(this.requestOptions(length));
+    flattenHead(request);
+    return request;
   }
+}
+
+/**
+ * Node builds a request's head when the request is made, one concatenation per header line, and keeps
+ * it for the request's life: a rope of ~30 string pieces where one flat string does (~1 KB less per
+ * call in flight, measured on Node 20; megabytes with thousands in flight). Reading a character
+ * flattens a string in place. Only read: a Node that keeps the head elsewhere is left as it is.
+ */
+function flattenHead(request: ClientRequest): void {
+  const head: unknown = (request as { _header?: unknown })._header;
+  if (typeof head === 'string') head.charCodeAt(0);
 }
 
 /** The error a call's request or answer is destroyed with when it is aborted: an AbortError, as fetch's. */

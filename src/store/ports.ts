@@ -314,7 +314,7 @@ export interface EngineStore {
 /** What a claim's first write tells (see EngineStore.eventsClaimed). */
 export interface EventsClaimed {
   /** Model step seq → the highest attempt number it has used so far. */
-  attempts: Map<number, number>;
+  attempts: ReadonlyMap<number, number>;
   /** An event hub follows the run's live events. */
   followed: boolean;
 }

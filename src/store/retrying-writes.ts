@@ -47,15 +47,23 @@ export interface RetryOptions<T> {
 const mayHaveLanded = (e: unknown) => isUniqueViolation(e) || e instanceof LeaseLostError || e instanceof StepNotStartedError;
 
 /** Runs `op`, retrying it on transient database errors; a permanent one becomes PermanentDatabaseError. */
-export async function retryTransient<T>(op: () => Promise<T>, o: RetryOptions<T>): Promise<T> {
+export function retryTransient<T>(op: () => Promise<T>, o: RetryOptions<T>): Promise<T> {
+  // The first try is a plain promise, not an async function's suspended frame: at any moment thousands
+  // of runs wait on a write, and almost every write succeeds the first time.
+  let first: Promise<T>;
+  try {
+    first = op();
+  } catch (e) {
+    first = Promise.reject(e);
+  }
+  return first.catch((e: unknown) => retryAfter(e, op, o));
+}
+
+/** What follows a failed first try of `op`: the retries, or the error the failure becomes. */
+async function retryAfter<T>(firstError: unknown, op: () => Promise<T>, o: RetryOptions<T>): Promise<T> {
   const policy = o.policy ?? WRITE_RETRY;
+  let error = firstError;
   for (let attempt = 1; ; attempt++) {
-    let error: unknown;
-    try {
-      return await op();
-    } catch (e) {
-      error = e;
-    }
     if (attempt > 1 && o.landed && mayHaveLanded(error)) {
       try {
         const found = await o.landed();
@@ -71,6 +79,11 @@ export async function retryTransient<T>(op: () => Promise<T>, o: RetryOptions<T>
     if (kind !== 'transient' || attempt >= policy.attempts) throw error;
     o.signal?.throwIfAborted();
     await timerSleeper.sleep(Math.random() * Math.min(policy.capMs, policy.baseMs * 2 ** (attempt - 1)), o.signal);
+    try {
+      return await op();
+    } catch (e) {
+      error = e;
+    }
   }
 }
 

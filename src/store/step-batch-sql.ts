@@ -257,6 +257,9 @@ FROM fenced f JOIN input i ON i.run = f.id LEFT JOIN LATERAL durable_agent.run_e
 
 export const CLAIMS = statement('durable_agent_events_claimed', claims);
 
+/** A run no earlier attempt streamed to (most runs): one shared map, not an empty one per run held. */
+const NO_ATTEMPTS: ReadonlyMap<number, number> = new Map();
+
 export type ClaimedRow = { id: string; followed: boolean; seq: number | null; attempt: number | null };
 
 export function claimedOutcomes(items: readonly ClaimedItem[], rows: readonly ClaimedRow[]): (EventsClaimed | Error)[] {
@@ -269,6 +272,7 @@ export function claimedOutcomes(items: readonly ClaimedItem[], rows: readonly Cl
   return items.map((item) => {
     const mine = byRun.get(item.run);
     if (!mine) return new LeaseLostError(item.run as RunId, item.worker);
-    return { attempts: new Map(mine.filter((r) => r.seq !== null).map((r) => [r.seq!, r.attempt ?? 0])), followed: mine[0]!.followed };
+    const streamed = mine.filter((r) => r.seq !== null);
+    return { attempts: streamed.length ? new Map(streamed.map((r) => [r.seq!, r.attempt ?? 0])) : NO_ATTEMPTS, followed: mine[0]!.followed };
   });
 }
