@@ -29,40 +29,60 @@ export function headerSource(headers: IncomingHttpHeaders): HeaderSource {
  * MessagesExchange). Rejects with what `onChunk` throws (the body is then destroyed: nothing more is
  * wanted of it) or, when the connection closed before the end, with an Error "terminated" whose cause
  * is the HTTP stack's (usually "aborted", ECONNRESET).
+ *
+ * Once settled it takes its listeners off the body. Node may hold a finished answer a while longer:
+ * the parser of its connection, past the 1,000 Node keeps for reuse, is closed on the next turn of the
+ * event loop and holds the request and its answer until then. With thousands of answers read in one
+ * turn that is thousands of answers, and through these listeners each would hold what reads it (the
+ * stream parser, the message being assembled, the call's callbacks and, through them, its step).
  */
 export function forEachChunk(message: IncomingMessage, onChunk: (chunk: Buffer) => void): Promise<boolean> {
   return new Promise((resolve, reject) => {
     let settled = false;
+    const settle = (): void => {
+      settled = true;
+      message.off('data', onData);
+      message.off('end', onEnd);
+      message.off('close', closed);
+      // An 'error' nobody listens to would crash the process: one that comes after this is ignored.
+      message.off('error', closed);
+      message.on('error', ignore);
+    };
     const closed = (): void => {
       if (settled || message.readableEnded) return;
-      settled = true;
+      settle();
       const error = message.errored;
       if (isAbortError(error)) resolve(false);
       else reject(new Error('terminated', { cause: error ?? undefined }));
+    };
+    const onData = (chunk: Buffer): void => {
+      if (settled) return;
+      try {
+        onChunk(chunk);
+      } catch (error) {
+        settle();
+        reject(error);
+        message.destroy();
+      }
+    };
+    const onEnd = (): void => {
+      settle();
+      resolve(true);
     };
     // Destroyed while nobody listened (between the headers and this read): no event will say so.
     if (message.destroyed) {
       closed();
       return;
     }
-    message.on('data', (chunk: Buffer) => {
-      if (settled) return;
-      try {
-        onChunk(chunk);
-      } catch (error) {
-        settled = true;
-        reject(error);
-        message.destroy();
-      }
-    });
-    message.on('end', () => {
-      settled = true;
-      resolve(true);
-    });
+    message.on('data', onData);
+    message.on('end', onEnd);
     message.on('error', closed);
     message.on('close', closed);
   });
 }
+
+/** What an answer's 'error' comes to once its reader has settled: nothing (the reader has its outcome). */
+function ignore(): void {}
 
 /** Reads the rest of the body, without looking at it: its socket can then serve the next call. */
 export function discard(message: IncomingMessage): void {
