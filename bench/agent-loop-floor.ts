@@ -6,14 +6,11 @@
  * on a pool of 24. Nothing else: no claim, no lease, no fence, no budget, no log, no metric.
  *
  * A child of bench/agent-loop.ts: argv `--url=postgres… --model-url=http://… --in-flight=N --runs=R`;
- * reports an AgentLoopFigures over IPC. BENCH_AGENT_LOOP_SNAPSHOT=N,M… takes heap snapshots after N
- * steps, after M… as the runtime's side does (results/profiles/floor-<runs>-<steps>.heapsnapshot), to
- * compare the two at the same point of a round.
+ * reports an AgentLoopFigures over IPC. BENCH_AGENT_LOOP_SNAPSHOT takes heap snapshots at the same
+ * step counts as the runtime's side (see stepCounter).
  */
-import fs from 'node:fs';
-import v8 from 'node:v8';
 import pg from 'pg';
-import { type AgentLoopFigures, arg, measure } from './agent-loop-measure.ts';
+import { type AgentLoopFigures, arg, measure, stepCounter } from './agent-loop-measure.ts';
 
 const url = arg('url');
 const modelUrl = arg('model-url');
@@ -43,14 +40,7 @@ function assemble(sse: string): { content: any[]; stopReason: string } {
 }
 
 let next = 0;
-let steps = 0;
-const snapshotAt = (process.env.BENCH_AGENT_LOOP_SNAPSHOT ?? '').split(',').filter(Boolean).map(Number);
-/** Counts a step done, and takes a heap snapshot when one is asked for at this count. */
-function stepDone(): void {
-  if (!snapshotAt.includes(++steps)) return;
-  fs.mkdirSync(new URL('results/profiles/', import.meta.url), { recursive: true });
-  v8.writeHeapSnapshot(new URL(`results/profiles/floor-${runs}-${steps}.heapsnapshot`, import.meta.url).pathname);
-}
+const counter = stepCounter('floor', runs);
 async function loop(): Promise<void> {
   for (let run = next++; run < runs; run = next++) {
     const messages: any[] = [{ role: 'user', content: `bench run ${run}` }];
@@ -62,13 +52,13 @@ async function loop(): Promise<void> {
       });
       const { content, stopReason } = assemble(await res.text());
       await pool.query('INSERT INTO bench_floor_step (run, seq, body) VALUES ($1, $2, $3)', [run, seq, JSON.stringify(content)]);
-      stepDone();
+      counter.step();
       messages.push({ role: 'assistant', content });
       if (stopReason !== 'tool_use') break;
       const use = content.find((b) => b.type === 'tool_use');
       const result = `value of ${use.input.key}`;
       await pool.query('INSERT INTO bench_floor_step (run, seq, body) VALUES ($1, $2, $3)', [run, ++seq, result]);
-      stepDone();
+      counter.step();
       messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: result }] });
     }
   }
@@ -77,7 +67,7 @@ async function loop(): Promise<void> {
 const figures: AgentLoopFigures = await measure(async (started) => {
   started();
   await Promise.all(Array.from({ length: inFlight }, loop));
-  return steps;
+  return counter.steps;
 });
 await pool.end();
 process.send!(figures, () => process.exit(0));

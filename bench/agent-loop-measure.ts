@@ -3,6 +3,9 @@
  * runtime: steps per second from the moment the work starts, CPU time of the process per step
  * (`process.cpuUsage`, user + system, every thread), and the peak resident set size of its whole life.
  */
+import fs from 'node:fs';
+import v8 from 'node:v8';
+
 /** Model calls per run: the stand-in asks for one tool call in each answer but the last. */
 export const TURNS = 6;
 /** Steps per run: the model calls and the tool steps between them. */
@@ -19,6 +22,28 @@ export interface AgentLoopFigures {
   peakExternalMb: number;
   /** Transactions the database committed per step (counted by the bench from the outside). */
   commitsPerStep?: number;
+}
+
+/**
+ * Counts a step done and, at the counts BENCH_AGENT_LOOP_SNAPSHOT names, takes a heap snapshot to
+ * bench/results/profiles/<side>-<runs>-<steps>.heapsnapshot: `1` is halfway (every run in flight),
+ * `N,M…` after N steps, after M… Both sides take them at the same counts, so two snapshots tell what
+ * one holds that the other does not, and two of one side what its live heap gained in between.
+ */
+export function stepCounter(side: 'floor' | 'runtime', runs: number): { step: () => void; readonly steps: number } {
+  const at = (process.env.BENCH_AGENT_LOOP_SNAPSHOT ?? '').split(',').filter(Boolean).map(Number)
+    .map((n) => (n === 1 ? Math.floor((runs * STEPS_PER_RUN) / 2) : n));
+  let steps = 0;
+  return {
+    get steps() {
+      return steps;
+    },
+    step() {
+      if (!at.includes(++steps)) return;
+      fs.mkdirSync(new URL('results/profiles/', import.meta.url), { recursive: true });
+      v8.writeHeapSnapshot(new URL(`results/profiles/${side}-${runs}-${steps}.heapsnapshot`, import.meta.url).pathname);
+    },
+  };
 }
 
 /** The value of `--name=value` on the command line. */

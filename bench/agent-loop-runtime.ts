@@ -8,17 +8,16 @@
  * environment; reports an AgentLoopFigures over IPC. Its log lines go to stdout (ignored by the parent,
  * or in the .gc.log with BENCH_AGENT_LOOP_PROFILE=gc).
  *
- * BENCH_AGENT_LOOP_SNAPSHOT=1 takes a heap snapshot halfway, =N,M… after N steps, after M…
- * (results/profiles/runtime-<runs>-<steps>.heapsnapshot). BENCH_AGENT_LOOP_TRACE=1 prints a line a
+ * BENCH_AGENT_LOOP_SNAPSHOT=1 takes a heap snapshot halfway, =N,M… after N steps, after M…, as the
+ * floor's side does (see stepCounter). BENCH_AGENT_LOOP_TRACE=1 prints a line a
  * second (steps, event loop, memory, sockets) and, at the end, the resident memory by mapping.
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
-import v8 from 'node:v8';
 import { z } from 'zod';
 import type { AgentRuntime } from '../src/index.ts';
-import { type AgentLoopFigures, arg, measure, STEPS_PER_RUN } from './agent-loop-measure.ts';
+import { type AgentLoopFigures, arg, measure, stepCounter } from './agent-loop-measure.ts';
 
 // The package as it ships (dist/, which the bench builds first): not the sources compiled on the fly,
 // and run as `node` runs it. tsx, which loads this file, turns on source maps for the whole process, so
@@ -38,11 +37,7 @@ const lookup = tool({
   execute: async ({ key }) => `value of ${key}`,
 });
 
-let steps = 0;
-// BENCH_AGENT_LOOP_SNAPSHOT=1: a heap snapshot halfway, with every run in flight; =N,M…: after N steps,
-// after M… (bench/results/profiles/): two tell what the live heap gained in between.
-const snapshotAt = (process.env.BENCH_AGENT_LOOP_SNAPSHOT ?? '').split(',').filter(Boolean).map(Number)
-  .map((n) => (n === 1 ? Math.floor((runs * STEPS_PER_RUN) / 2) : n));
+const counter = stepCounter('runtime', runs);
 let finished = 0;
 let allFinished!: () => void;
 const done = new Promise<void>((resolve) => (allFinished = resolve));
@@ -66,8 +61,8 @@ if (process.env.BENCH_AGENT_LOOP_TRACE) {
     const kinds: Record<string, number> = {};
     for (const k of process.getActiveResourcesInfo()) kinds[k] = (kinds[k] ?? 0) + 1;
     const m = process.memoryUsage();
-    process.stderr.write(`trace runtime: steps/s ${steps - last}, event loop ${d.utilization.toFixed(2)} busy, heap used ${mb(m.heapUsed)} MB, rss ${mb(m.rss)} MB, sockets ${kinds.TCPSocketWrap ?? 0}, connecting ${kinds.TCPConnectWrap ?? 0}, timers ${kinds.Timeout ?? 0}\n`);
-    last = steps;
+    process.stderr.write(`trace runtime: steps/s ${counter.steps - last}, event loop ${d.utilization.toFixed(2)} busy, heap used ${mb(m.heapUsed)} MB, rss ${mb(m.rss)} MB, sockets ${kinds.TCPSocketWrap ?? 0}, connecting ${kinds.TCPConnectWrap ?? 0}, timers ${kinds.Timeout ?? 0}\n`);
+    last = counter.steps;
   }, 1000).unref();
 }
 const figures: AgentLoopFigures = await measure(async (started) => {
@@ -77,16 +72,13 @@ const figures: AgentLoopFigures = await measure(async (started) => {
     onEvent: (e) => {
       if (e.type === 'runClaimed') started();
       else if (e.type === 'modelStep' || e.type === 'toolStep') {
-        if (snapshotAt.includes(++steps)) {
-          fs.mkdirSync(new URL('results/profiles/', import.meta.url), { recursive: true });
-          v8.writeHeapSnapshot(new URL(`results/profiles/runtime-${runs}-${steps}.heapsnapshot`, import.meta.url).pathname);
-        }
+        counter.step();
       }
       else if (e.type === 'runFinished' && ++finished === runs) allFinished();
     },
   });
   await done;
-  return steps;
+  return counter.steps;
 });
 if (process.env.BENCH_AGENT_LOOP_TRACE) mappings();
 await rt!.close();

@@ -11,7 +11,7 @@
 import { budgetTokens, type DecisionRecord, type Run, type RunProgress, type TerminalStatus, type ToolUseBlock, type Usage } from '../domain.ts';
 import { InconsistentLogError, LlmError, PermanentDatabaseError } from '../errors.ts';
 import type { LlmClient, LlmResponse, ToolDefinition } from '../llm/types.ts';
-import type { EngineStore, FencedWrite, Lease, RunEnd, ToolStart, WaitStart } from '../store/ports.ts';
+import { type EngineStore, type FencedWrite, type Lease, NO_ATTEMPTS, type RunEnd, type ToolStart, type WaitStart } from '../store/ports.ts';
 import { retryingWrites } from '../store/retrying-writes.ts';
 import { storableCost, storableUsage } from '../store/storable.ts';
 import type { ToolExecutor, ToolOutcome } from '../tools/executor.ts';
@@ -124,8 +124,6 @@ function describeLlmFailure(e: unknown): string {
 }
 
 type StepOutcome = { end: RunEnd; written: boolean } | undefined;
-
-const NO_ATTEMPTS: ReadonlyMap<number, number> = new Map();
 
 /** `records` by tool_use id, or nothing when there are none. */
 const byToolUse = (records: readonly DecisionRecord[]) => (records.length ? new Map(records.map((r) => [r.toolUseId, r])) : undefined);

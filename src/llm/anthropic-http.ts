@@ -98,10 +98,11 @@ export class MessagesEndpoint {
 }
 
 /**
- * Node builds a request's head when the request is made, one concatenation per header line, and keeps
- * it for the request's life: a rope of ~30 string pieces where one flat string does (~1 KB less per
- * call in flight, measured on Node 20; megabytes with thousands in flight). Reading a character
- * flattens a string in place. Only read: a Node that keeps the head elsewhere is left as it is.
+ * Given the headers as a list, Node builds the request's head as the request is made, one
+ * concatenation per header line, and keeps it for the request's life: a rope of ~30 string pieces
+ * (sending it joins a copy with the body, the rope stays) where one flat string does: ~1 KB less per
+ * call in flight on Node 20, megabytes with thousands in flight. V8 flattens a string in place when a
+ * character of it is read. Only read: a Node that keeps the head elsewhere is left as it is.
  */
 function flattenHead(request: ClientRequest): void {
   const head: unknown = (request as { _header?: unknown })._header;

@@ -44,7 +44,8 @@ export function forEachChunk(message: IncomingMessage, onChunk: (chunk: Buffer) 
       message.off('data', onData);
       message.off('end', onEnd);
       message.off('close', closed);
-      // An 'error' nobody listens to would crash the process: one that comes after this is ignored.
+      // Node's answer emits 'error' only to listeners, but another Readable (or a direct emit) would
+      // crash the process with one nobody hears: one that comes after this is ignored.
       message.off('error', closed);
       message.on('error', ignore);
     };

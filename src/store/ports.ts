@@ -311,6 +311,9 @@ export interface EngineStore {
   nextDueInMs?(lookbackMs?: number): Promise<number | null>;
 }
 
+/** The attempts of a run no earlier attempt streamed to (most runs): one map for all, not one per run held. */
+export const NO_ATTEMPTS: ReadonlyMap<number, number> = new Map();
+
 /** What a claim's first write tells (see EngineStore.eventsClaimed). */
 export interface EventsClaimed {
   /** Model step seq → the highest attempt number it has used so far. */

@@ -52,7 +52,7 @@ export function retryTransient<T>(op: () => Promise<T>, o: RetryOptions<T>): Pro
   // of runs wait on a write, and almost every write succeeds the first time.
   let first: Promise<T>;
   try {
-    first = op();
+    first = Promise.resolve(op());
   } catch (e) {
     first = Promise.reject(e);
   }

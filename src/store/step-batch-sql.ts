@@ -12,7 +12,7 @@
 import type { RunId } from '../domain.ts';
 import { LeaseLostError, StepNotStartedError } from '../errors.ts';
 import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
-import type { EventsClaimed, FencedWrite, Lease, ModelCheckpoint, ToolFinish, ToolStart } from './ports.ts';
+import { type EventsClaimed, type FencedWrite, type Lease, type ModelCheckpoint, NO_ATTEMPTS, type ToolFinish, type ToolStart } from './ports.ts';
 import { FOLLOWED, progress, STATUS_IS } from './fenced-sql.ts';
 
 /** The run an item writes and the claim it writes under. */
@@ -256,9 +256,6 @@ SELECT f.id, ${FOLLOWED('f.id')} AS followed, c.seq, c.attempt
 FROM fenced f JOIN input i ON i.run = f.id LEFT JOIN LATERAL durable_agent.run_event_claimed(f.id, i.worker, i.attempt) c ON true`;
 
 export const CLAIMS = statement('durable_agent_events_claimed', claims);
-
-/** A run no earlier attempt streamed to (most runs): one shared map, not an empty one per run held. */
-const NO_ATTEMPTS: ReadonlyMap<number, number> = new Map();
 
 export type ClaimedRow = { id: string; followed: boolean; seq: number | null; attempt: number | null };
 

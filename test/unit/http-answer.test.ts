@@ -16,6 +16,8 @@ const readers = (message: Readable) => ({
   close: message.listenerCount('close'),
   error: message.listenerCount('error'),
 });
+/** What a settled reader leaves on the body: one listener that ignores a later error, nothing else. */
+const SETTLED = { data: 0, end: 0, close: 0, error: 1 };
 
 describe('forEachChunk', () => {
   it('passes each chunk, resolves true at the end and leaves only a listener that ignores a later error', async () => {
@@ -27,8 +29,14 @@ describe('forEachChunk', () => {
     message.push(null);
     await expect(reading).resolves.toBe(true);
     expect(chunks.join('')).toBe('ab');
-    expect(readers(message)).toEqual({ data: 0, end: 0, close: 0, error: 1 });
+    expect(readers(message)).toEqual(SETTLED);
     expect(() => message.emit('error', new Error('late'))).not.toThrow();
+    // The same function for every body: it holds nothing of the call it was left by.
+    const other = body();
+    const otherReading = forEachChunk(other, () => {});
+    other.push(null);
+    await otherReading;
+    expect(other.listeners('error')).toEqual(message.listeners('error'));
   });
 
   it('rejects with what onChunk throws, destroys the body and takes its listeners off', async () => {
@@ -39,7 +47,7 @@ describe('forEachChunk', () => {
     message.push('x');
     await expect(reading).rejects.toThrow('not an event');
     expect(message.destroyed).toBe(true);
-    expect(readers(message)).toMatchObject({ data: 0, end: 0, error: 1 });
+    expect(readers(message)).toEqual(SETTLED);
   });
 
   it('resolves false when the body is destroyed with an AbortError, and "terminated" for any other cut', async () => {
@@ -47,12 +55,25 @@ describe('forEachChunk', () => {
     const reading = forEachChunk(aborted, () => {});
     aborted.destroy(new DOMException('This operation was aborted', 'AbortError'));
     await expect(reading).resolves.toBe(false);
-    expect(readers(aborted)).toMatchObject({ data: 0, end: 0, error: 1 });
+    expect(readers(aborted)).toEqual(SETTLED);
 
     const cut = body();
     const cutReading = forEachChunk(cut, () => {});
     cut.destroy(new Error('socket hang up'));
     await expect(cutReading).rejects.toMatchObject({ message: 'terminated', cause: { message: 'socket hang up' } });
-    expect(readers(cut)).toMatchObject({ data: 0, end: 0, error: 1 });
+    expect(readers(cut)).toEqual(SETTLED);
+  });
+
+  it('settles at once on a body destroyed before it is read: false for an abort, "terminated" for anything else', async () => {
+    const aborted = body();
+    aborted.destroy(new DOMException('This operation was aborted', 'AbortError'));
+    await expect(forEachChunk(aborted, () => {})).resolves.toBe(false);
+    expect(readers(aborted)).toEqual(SETTLED);
+
+    const cut = body();
+    cut.on('error', () => {});
+    cut.destroy(new Error('socket hang up'));
+    await new Promise((resolve) => cut.once('close', resolve));
+    await expect(forEachChunk(cut, () => {})).rejects.toMatchObject({ message: 'terminated', cause: { message: 'socket hang up' } });
   });
 });
