@@ -14,7 +14,8 @@
  * BENCH_AGENT_LOOP_PROFILE=cpu|heap writes a profile of each runtime process to bench/results/profiles/;
  * `alloc` a sampled profile of everything it allocates, the collected objects included (runtime-<N>.heapprofile);
  * `gc` each process's stdout, with V8's line per collection, to <floor|runtime>-<in flight>-<L>-<round>.gc.log.
- * BENCH_AGENT_LOOP_SNAPSHOT and BENCH_AGENT_LOOP_TRACE: see bench/agent-loop-runtime.ts.
+ * BENCH_AGENT_LOOP_SNAPSHOT: heap snapshots of both sides (stepCounter in bench/agent-loop-measure.ts);
+ * BENCH_AGENT_LOOP_TRACE: see bench/agent-loop-runtime.ts.
  * Other variables (LEASE_SECONDS, LOG_LEVEL, …) reach the runtime process as its configuration.
  *
  * `tsx bench/agent-loop.ts` runs this scenario alone and merges it into bench/results/latest.json.

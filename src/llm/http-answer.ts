@@ -38,9 +38,8 @@ export function headerSource(headers: IncomingHttpHeaders): HeaderSource {
  */
 export function forEachChunk(message: IncomingMessage, onChunk: (chunk: Buffer) => void): Promise<boolean> {
   return new Promise((resolve, reject) => {
-    let settled = false;
+    // Each outcome takes every listener off first, so none of them runs after another has settled.
     const settle = (): void => {
-      settled = true;
       message.off('data', onData);
       message.off('end', onEnd);
       message.off('close', closed);
@@ -50,14 +49,12 @@ export function forEachChunk(message: IncomingMessage, onChunk: (chunk: Buffer) 
       message.on('error', ignore);
     };
     const closed = (): void => {
-      if (settled || message.readableEnded) return;
       settle();
       const error = message.errored;
       if (isAbortError(error)) resolve(false);
       else reject(new Error('terminated', { cause: error ?? undefined }));
     };
     const onData = (chunk: Buffer): void => {
-      if (settled) return;
       try {
         onChunk(chunk);
       } catch (error) {
@@ -70,9 +67,10 @@ export function forEachChunk(message: IncomingMessage, onChunk: (chunk: Buffer) 
       settle();
       resolve(true);
     };
-    // Destroyed while nobody listened (between the headers and this read): no event will say so.
+    // Ended or destroyed while nobody listened (between the headers and this read): no event will say so.
     if (message.destroyed) {
-      closed();
+      if (message.readableEnded) onEnd();
+      else closed();
       return;
     }
     message.on('data', onData);

@@ -64,6 +64,15 @@ describe('forEachChunk', () => {
     expect(readers(cut)).toEqual(SETTLED);
   });
 
+  it('resolves true at once on a body that ended, and was closed, before it is read', async () => {
+    const message = body();
+    message.on('data', () => {});
+    message.push('a');
+    message.push(null);
+    await new Promise((resolve) => message.once('close', resolve));
+    await expect(forEachChunk(message, () => {})).resolves.toBe(true);
+  });
+
   it('settles at once on a body destroyed before it is read: false for an abort, "terminated" for anything else', async () => {
     const aborted = body();
     aborted.destroy(new DOMException('This operation was aborted', 'AbortError'));
