@@ -22,6 +22,7 @@ Commands:
   runs             list, show, steps, tail, approve, deny, fork, cancel and delete the runs
                    of a running server; purge old runs from the database (runs --help)
   keys             create, list and revoke API keys (keys --help)
+  encryption       status and rotate: the keys stored values are encrypted with (encryption --help)
   help             this text
 
 Options:
@@ -44,6 +45,7 @@ type Command = (typeof COMMANDS)[number];
 const GROUPS: Record<string, () => Promise<(argv: string[]) => Promise<number>>> = {
   runs: async () => (await import('./cli/runs.ts')).runsCommand,
   keys: async () => (await import('./cli/keys.ts')).keysCommand,
+  encryption: async () => (await import('./cli/encryption.ts')).encryptionCommand,
 };
 
 function parse(argv: string[]) {

@@ -6,6 +6,7 @@ import { type CrashPlan, parseCrashPlan } from './engine/crash-points.ts';
 import { ConfigError } from './errors.ts';
 import { OTLP_PROTOCOLS, type OtelExportConfig, otelExportConfig } from './observability/otel-config.ts';
 import { parseRedactSetting, type RedactPattern } from './observability/redact.ts';
+import { type EncryptionKey, parseEncryptionKeys } from './store/encryption.ts';
 
 /** The root of the installed project (where package.json and prices.json live). */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -87,6 +88,9 @@ const EnvSchema = z.object({
   RETENTION_DAYS: positive.max(36_500, 'must be at most 36500').optional(),
   /** Patterns of secrets to redact from run input and tool results, besides the defaults; `off` for none. */
   REDACT: z.string().optional(),
+  /** A 32-byte key (base64) that encrypts what runs store; ENCRYPTION_KEYS (`id:key,…`, the first encrypting) to rotate. */
+  ENCRYPTION_KEY: z.string().optional(),
+  ENCRYPTION_KEYS: z.string().optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -179,6 +183,8 @@ export interface Config {
   retentionMs: number | null;
   /** What is redacted from stored text; null when REDACT=off. */
   redact: readonly RedactPattern[] | null;
+  /** The keys that encrypt stored payloads, the first for new values; null stores them plain. */
+  encryptionKeys: readonly EncryptionKey[] | null;
 }
 
 export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-6';
@@ -217,6 +223,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redact = parseRedactSetting(e.REDACT);
   } catch (err) {
     throw new ConfigError(`invalid configuration: REDACT: ${(err as Error).message}`);
+  }
+  let encryptionKeys: EncryptionKey[] | null;
+  try {
+    encryptionKeys = parseEncryptionKeys(e.ENCRYPTION_KEY, e.ENCRYPTION_KEYS);
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: ${(err as Error).message}`);
   }
   if (e.RETRY_CAP_MS < e.RETRY_BASE_MS) {
     throw new ConfigError('invalid configuration: RETRY_CAP_MS must be at least RETRY_BASE_MS');
@@ -265,6 +277,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     auth: e.AUTH ?? null,
     retentionMs: e.RETENTION_DAYS === undefined ? null : Math.round(e.RETENTION_DAYS * 86_400_000),
     redact,
+    encryptionKeys,
   });
 }
 

@@ -1,0 +1,211 @@
+/**
+ * Encryption at rest of what runs carry (prompts, tool results, outputs, events), with AES-256-GCM
+ * through node:crypto. A value is sealed where it is stored: the stored string is an envelope
+ *
+ *     da.enc:1:<form>:<key id>:<base64url of 12-byte IV, ciphertext, 16-byte tag>
+ *
+ * `form` says what was sealed: `t` a text, `j` a JSON value (its JSON text). The key id travels with
+ * each value, so keys can be rotated: the first key of a keyring seals, every key of it opens. The
+ * authenticated data binds the ciphertext to its form and key id.
+ *
+ * Only payloads are sealed, never what queries filter or join on (ids, statuses, times, counts, a
+ * content block's type and id): see sealed-columns.ts for which parts of which column. Opening is
+ * position-free: any envelope found anywhere in a value is opened.
+ */
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+
+export const ENVELOPE_PREFIX = 'da.enc:1:';
+const ENVELOPE = /^da\.enc:1:([tj]):([A-Za-z0-9_-]{1,64}):([A-Za-z0-9_-]+)$/;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const KEY_BYTES = 32;
+
+/** One key: `id` is stored with each value it seals; the key itself never leaves the process. */
+export interface EncryptionKey {
+  readonly id: string;
+  readonly key: Buffer;
+}
+
+/** A value sealed with a key this process does not have, or an envelope that fails to open. */
+export class EncryptionError extends Error {
+  override readonly name = 'EncryptionError';
+}
+
+/**
+ * ENCRYPTION_KEY (one key, base64 of 32 bytes; its id is derived from it) or ENCRYPTION_KEYS
+ * (`id1:key1,id2:key2`, the first sealing new values). Throws a message that never quotes a key.
+ */
+export function parseEncryptionKeys(single: string | undefined, list: string | undefined): EncryptionKey[] | null {
+  if (single !== undefined && list !== undefined) throw new Error('set ENCRYPTION_KEY or ENCRYPTION_KEYS, not both');
+  if (single !== undefined) {
+    const key = decodeKey(single, 'ENCRYPTION_KEY');
+    return [{ id: `k${createHash('sha256').update(key).digest('hex').slice(0, 8)}`, key }];
+  }
+  if (list === undefined) return null;
+  const keys = list.split(',').map((part, i) => {
+    const at = part.indexOf(':');
+    const id = part.slice(0, at).trim();
+    if (at < 0 || !/^[A-Za-z0-9_-]{1,64}$/.test(id)) {
+      throw new Error(`ENCRYPTION_KEYS: entry ${i + 1} must be id:key, the id of letters, digits, _ or - (at most 64)`);
+    }
+    return { id, key: decodeKey(part.slice(at + 1).trim(), `ENCRYPTION_KEYS: key ${id}`) };
+  });
+  const ids = new Set(keys.map((k) => k.id));
+  if (ids.size !== keys.length) throw new Error('ENCRYPTION_KEYS: each id may appear once');
+  return keys;
+}
+
+function decodeKey(text: string, what: string): Buffer {
+  const key = Buffer.from(text, 'base64');
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(text) || key.length !== KEY_BYTES) {
+    throw new Error(`${what} must be ${KEY_BYTES} bytes in base64 (e.g. the output of \`openssl rand -base64 32\`)`);
+  }
+  return key;
+}
+
+/** What the column rules of sealed-columns.ts seal with: a Sealer, or a rotation's resealing. */
+export interface FieldSealer {
+  readonly enabled: boolean;
+  text(plain: string): string;
+  json(value: unknown): unknown;
+}
+
+/** Seals and opens values; `NO_ENCRYPTION` seals nothing and refuses to open a sealed value. */
+export class Sealer implements FieldSealer {
+  private readonly byId: ReadonlyMap<string, Buffer>;
+  private readonly sealing: EncryptionKey | null;
+
+  constructor(keys: readonly EncryptionKey[] | null) {
+    this.byId = new Map((keys ?? []).map((k) => [k.id, k.key]));
+    this.sealing = keys?.[0] ?? null;
+  }
+
+  /** Whether new values are sealed. */
+  get enabled(): boolean {
+    return this.sealing !== null;
+  }
+
+  /** The id of the key that seals new values; null without encryption. */
+  get keyId(): string | null {
+    return this.sealing?.id ?? null;
+  }
+
+  /** Every key id this sealer can open. */
+  get keyIds(): readonly string[] {
+    return [...this.byId.keys()];
+  }
+
+  /** A text as stored: sealed when encryption is on. */
+  text(plain: string): string;
+  text(plain: string | null): string | null;
+  text(plain: string | null): string | null {
+    return plain === null || this.sealing === null ? plain : this.seal('t', plain);
+  }
+
+  /** A JSON value as stored: sealed into one string when encryption is on (undefined and null stay). */
+  json<T>(value: T): T | string;
+  json(value: unknown): unknown;
+  json<T>(value: T): T | string {
+    return value === undefined || value === null || this.sealing === null ? value : this.seal('j', JSON.stringify(value));
+  }
+
+  /** Whether `text` is an envelope this sealer would open (or refuse to). */
+  static isSealed(text: string): boolean {
+    return text.startsWith(ENVELOPE_PREFIX) && ENVELOPE.test(text);
+  }
+
+  /** A stored text opened (the same string when it was not sealed). */
+  openText(stored: string): string;
+  openText(stored: string | null): string | null;
+  openText(stored: string | null): string | null {
+    if (stored === null || !stored.startsWith(ENVELOPE_PREFIX)) return stored;
+    const opened = this.openEnvelope(stored);
+    return typeof opened === 'string' ? opened : JSON.stringify(opened);
+  }
+
+  /** Every envelope inside a stored value opened; the same reference when there was none. */
+  open<T>(stored: T): T {
+    if (typeof stored === 'string') return (stored.startsWith(ENVELOPE_PREFIX) ? this.openEnvelope(stored) : stored) as T;
+    if (Array.isArray(stored)) {
+      let out: unknown[] | null = null;
+      for (let i = 0; i < stored.length; i++) {
+        const item: unknown = stored[i];
+        const opened = this.open(item);
+        if (opened !== item) (out ??= [...stored])[i] = opened;
+      }
+      return (out ?? stored) as T;
+    }
+    if (stored !== null && typeof stored === 'object') {
+      const source = stored as Record<string, unknown>;
+      let out: Record<string, unknown> | null = null;
+      for (const k in source) {
+        if (!Object.hasOwn(source, k)) continue;
+        const opened = this.open(source[k]);
+        if (opened !== source[k]) (out ??= { ...source })[k] = opened;
+      }
+      return (out ?? stored) as T;
+    }
+    return stored;
+  }
+
+  /** A stored JSON text with its envelopes opened; the same text (not re-serialised) when it has none. */
+  openJsonText(stored: string): string {
+    return stored.includes(ENVELOPE_PREFIX) ? JSON.stringify(this.open(JSON.parse(stored) as unknown)) : stored;
+  }
+
+  /**
+   * A stored field as the sealing key would store it (for rotation): an envelope of that key as it
+   * is, any other envelope opened and sealed again, a plain value sealed.
+   */
+  readonly resealing: FieldSealer = {
+    enabled: true,
+    text: (stored) => this.reseal(stored) as string,
+    json: (stored) => this.reseal(stored),
+  };
+
+  private reseal(stored: unknown): unknown {
+    if (typeof stored === 'string' && Sealer.isSealed(stored)) {
+      if (stored.startsWith(`${ENVELOPE_PREFIX}${stored[ENVELOPE_PREFIX.length]}:${this.sealing!.id}:`)) return stored;
+      const opened = this.openEnvelope(stored);
+      return stored[ENVELOPE_PREFIX.length] === 't' ? this.seal('t', opened as string) : this.seal('j', JSON.stringify(opened));
+    }
+    return typeof stored === 'string' ? this.seal('t', stored) : stored === null || stored === undefined ? stored : this.seal('j', JSON.stringify(stored));
+  }
+
+  private seal(form: 't' | 'j', plain: string): string {
+    const { id, key } = this.sealing!;
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    cipher.setAAD(Buffer.from(`${form}:${id}`));
+    const body = Buffer.concat([iv, cipher.update(plain, 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    return `${ENVELOPE_PREFIX}${form}:${id}:${body.toString('base64url')}`;
+  }
+
+  private openEnvelope(stored: string): unknown {
+    const m = ENVELOPE.exec(stored);
+    if (!m) return stored;
+    const [, form, id, body] = m as unknown as [string, 't' | 'j', string, string];
+    const key = this.byId.get(id);
+    if (!key) {
+      throw new EncryptionError(
+        this.sealing === null
+          ? `a stored value is encrypted (key ${id}) and no ENCRYPTION_KEY is set`
+          : `a stored value is encrypted with key ${id}, which ENCRYPTION_KEYS does not have`,
+      );
+    }
+    const bytes = Buffer.from(body, 'base64url');
+    if (bytes.length < IV_BYTES + TAG_BYTES) throw new EncryptionError(`a stored value sealed with key ${id} is cut short`);
+    const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
+    decipher.setAAD(Buffer.from(`${form}:${id}`));
+    decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
+    let plain: string;
+    try {
+      plain = decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES), undefined, 'utf8') + decipher.final('utf8');
+    } catch {
+      throw new EncryptionError(`a stored value sealed with key ${id} does not open: altered, or another key under the same id`);
+    }
+    return form === 't' ? plain : (JSON.parse(plain) as unknown);
+  }
+}
+
+export const NO_ENCRYPTION = new Sealer(null);
