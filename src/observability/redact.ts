@@ -1,7 +1,13 @@
 /**
- * Redaction of what is stored: secrets in a run's input and in tool results are replaced by
- * `[redacted]` before the text is written to steps and events, and every log line passes through
- * the same patterns. Pure: patterns in, a function out.
+ * Redaction of what comes into a run from outside the model: secrets in a run's input and metadata,
+ * in tool results, in people's decisions and in error texts are replaced by `[redacted]` before they
+ * are stored, and every string value of a log record passes through the same patterns. Model output
+ * is never redacted: a stored assistant turn goes back to the model as it came. Pure: patterns in,
+ * functions out.
+ *
+ * Patterns apply to string values, never to serialised text: a pattern that runs "to the end of the
+ * text" then ends with its string, and JSON stays JSON (a cut in serialised text would drop the
+ * closing quote and braces, and everything after them).
  *
  * The default patterns cover the shapes of common secrets; REDACT adds patterns of your own (regular
  * expressions, JavaScript syntax), and `REDACT=off` turns redaction off. A pattern should match the
@@ -55,6 +61,63 @@ export function redactor(patterns: readonly RedactPattern[]): Redact {
     }
     return out;
   };
+}
+
+/**
+ * Every string inside a JSON value redacted (object keys are names, not data: left alone). The same
+ * reference when nothing matched, and nothing is copied until something does: most values hold no secret.
+ */
+export function redactValue<T>(v: T, redact: Redact): T {
+  if (typeof v === 'string') return redact(v) as T;
+  if (Array.isArray(v)) {
+    let out: unknown[] | null = null;
+    for (let i = 0; i < v.length; i++) {
+      const item: unknown = v[i];
+      const clean = redactValue(item, redact);
+      if (clean !== item) (out ??= [...v])[i] = clean;
+    }
+    return (out ?? v) as T;
+  }
+  if (v !== null && typeof v === 'object') {
+    const source = v as Record<string, unknown>;
+    let out: Record<string, unknown> | null = null;
+    for (const k in source) {
+      if (!Object.hasOwn(source, k)) continue;
+      const item = source[k];
+      const clean = redactValue(item, redact);
+      // Defined, not assigned: an own "__proto__" key (JSON.parse makes one) assigned would set the prototype.
+      if (clean !== item) Object.defineProperty((out ??= { ...source }), k, { value: clean, writable: true, enumerable: true, configurable: true });
+    }
+    return (out ?? v) as T;
+  }
+  return v;
+}
+
+const JSON_CONTAINER = /^\s*[[{]/;
+
+/**
+ * A text that may be JSON (a tool result is text, and often JSON text) redacted as a value: a JSON
+ * object or array has its string values redacted and is serialised again, only when something matched,
+ * so a result without secrets is stored byte for byte; any other text is redacted as one string.
+ */
+export function redactText(text: string, redact: Redact): string {
+  if (redact === noRedaction) return text;
+  if (JSON_CONTAINER.test(text)) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return redact(text);
+    }
+    const clean = redactValue(parsed, redact);
+    return clean === parsed ? text : JSON.stringify(clean);
+  }
+  return redact(text);
+}
+
+/** `redact` for texts that may be JSON (see redactText). */
+export function textRedactor(redact: Redact): Redact {
+  return redact === noRedaction ? noRedaction : (text) => redactText(text, redact);
 }
 
 /**

@@ -60,16 +60,6 @@ announced AS (
 /** The column that runs EVENTS' announcement (selected once, from a statement's one result row). */
 export const ANNOUNCED = '(SELECT count(*) FROM announced) AS announced';
 
-/** Every string in a tool's input passed through `redact` (a tool's input may quote a secret the user gave). */
-export function redactedInput(input: unknown, redact: (text: string) => string): unknown {
-  if (typeof input === 'string') return redact(input);
-  if (Array.isArray(input)) return input.map((v) => redactedInput(v, redact));
-  if (input !== null && typeof input === 'object') {
-    return Object.fromEntries(Object.entries(input).map(([k, v]) => [k, redactedInput(v, redact)]));
-  }
-  return input;
-}
-
 /** A tool's stored (redacted) result as tool.finished carries it. */
 export function toolOutput(stored: string): { output: string; truncated?: boolean } {
   return stored.length > TOOL_OUTPUT_MAX_CHARS ? { output: stored.slice(0, TOOL_OUTPUT_MAX_CHARS), truncated: true } : { output: stored };

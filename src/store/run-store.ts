@@ -24,7 +24,8 @@ import type { TurnRow } from '../engine/fork-points.ts';
 
 type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status']; tool_uses: number | null };
 const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
-import { ANNOUNCED, EVENTS, eventParams, eventValues, newEvent, type NewEvent, redactedInput, RunEvents, toolOutput } from './run-events.ts';
+import { ANNOUNCED, EVENTS, eventParams, eventValues, newEvent, type NewEvent, RunEvents, toolOutput } from './run-events.ts';
+import { noRedaction, type Redact, redactValue, textRedactor } from '../observability/redact.ts';
 import {
   FINAL_MODEL_STEPS, forItems, MODEL_STEPS, stepItem, type RunEndFields, type ModelStepItem, modelStepOutcomes, type ModelStepRow, TOOL_RESULTS, type ToolResultItem,
   toolResultOutcomes, type ToolResultRow,
@@ -71,15 +72,19 @@ function sha256(text: string): string {
 
 export interface RunStoreOptions {
   /**
-   * Applied to a run's input and to tool results before they are written (observability/redact.ts).
-   * The driver folds the result it got, so the model still sees it unredacted in the attempt that
-   * produced it; a resumed run replays what was stored.
+   * Applied to what comes into a run from outside the model before it is written: its input and
+   * metadata, tool results, decisions, error texts (observability/redact.ts); never to model output,
+   * which goes back to the model as it came. The driver folds the result it got, so the model still
+   * sees it unredacted in the attempt that produced it; a resumed run replays what was stored.
    */
-  redact?: (text: string) => string;
+  redact?: Redact;
 }
 
 export class RunStore implements EngineStore {
-  private readonly redact: (text: string) => string;
+  /** For stored texts, which may be JSON: their string values are redacted, their shape kept. */
+  private readonly redact: Redact;
+  /** The patterns on one string value. */
+  private readonly redactString: Redact;
   private readonly events: RunEvents;
 
   /** The step path's writes, sent over batches of runs (write-batches.ts). */
@@ -88,7 +93,8 @@ export class RunStore implements EngineStore {
   private readonly toolResults: WriteBatches<ToolResultItem, FencedWrite>;
 
   constructor(private readonly db: pg.Pool, opts: RunStoreOptions = {}) {
-    this.redact = opts.redact ?? ((text) => text);
+    this.redactString = opts.redact ?? noRedaction;
+    this.redact = textRedactor(this.redactString);
     this.events = new RunEvents(db);
     this.modelSteps = new WriteBatches(async (items, json) => {
       const { rows } = await this.db.query<ModelStepRow>(withFields(forItems(items, MODEL_STEPS), { values: [json] }));
@@ -104,12 +110,12 @@ export class RunStore implements EngineStore {
     });
   }
 
-  /** The events of a tool call's STARTED row (its input redacted, as secrets are everywhere they are stored). */
+  /** The events of a tool call's STARTED row (its input as the model gave it, as the model step stores it). */
   private toolStartEvents(s: ToolStart | undefined, withNext: boolean): NewEvent[] {
     if (!s) return [];
     return [
       newEvent('step.started', { seq: s.seq, kind: 'TOOL' }, withNext),
-      newEvent('tool.started', { seq: s.seq, toolUseId: s.toolUseId, toolName: s.toolName, input: redactedInput(s.input ?? {}, this.redact) }, withNext),
+      newEvent('tool.started', { seq: s.seq, toolUseId: s.toolUseId, toolName: s.toolName, input: s.input ?? {} }, withNext),
     ];
   }
 
@@ -154,7 +160,7 @@ export class RunStore implements EngineStore {
          ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING ${RUN_COLUMNS}`,
         [
-          randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, r.metadata ?? {}, tenant,
+          randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, redactValue(r.metadata ?? {}, this.redactString), tenant,
           r.startAt ?? null, r.idempotencyKey ?? null, r.idempotencyKey ? (r.requestHash ?? null) : null,
           r.agent ?? DEMO_AGENT, r.agentVersion ?? null, r.previousRunId ?? null,
           r.costBudgetUsd ?? null, r.forkedFrom?.runId ?? null, r.forkedFrom?.afterSeq ?? null,
