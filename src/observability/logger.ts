@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { prettyStream } from './pretty.ts';
+import { type Redact, redactValue } from './redact.ts';
 
 export type Logger = pino.Logger;
 
@@ -37,13 +38,32 @@ function censorKeys(value: unknown, depth: number): unknown {
 }
 
 /**
- * The last line of defence, applied to every serialized line: a key that slipped into an error
- * message or an unexpected field is still cut out. Anthropic keys (sk-ant-…), other sk- keys, bearer
- * tokens, our own API keys (dak_…). The REDACT patterns, when given, are applied after these.
+ * The last line of defence, applied to every string value of every line: a key that slipped into an
+ * error message or an unexpected field is still cut out. Anthropic keys (sk-ant-…), other sk- keys,
+ * bearer tokens, our own API keys (dak_…). The REDACT patterns, when given, are applied after these.
  */
 const SECRET_TEXT = /sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{20,}|Bearer [A-Za-z0-9._~+/=-]{8,}|dak_[A-Za-z0-9_-]{20,}/g;
-function scrub(line: string): string {
-  return line.replace(SECRET_TEXT, '[redacted]');
+function scrub(text: string): string {
+  return text.replace(SECRET_TEXT, '[redacted]');
+}
+
+/**
+ * A line's values redacted, the line kept one JSON object: a pattern cut into the serialised line (one
+ * that runs to the end of its text) would take the closing quote, the braces and the newline with it,
+ * and fuse the next record into this one. Logging is on hot paths, so the patterns first run over the
+ * line as it is, and only a line they match is parsed, redacted value by value and serialised again.
+ */
+export function redactLine(line: string, redact: Redact): string {
+  if (redact(line) === line) return line;
+  const body = line.endsWith('\n') ? line.slice(0, -1) : line;
+  let record: unknown;
+  try {
+    record = JSON.parse(body);
+  } catch {
+    // Not a JSON record (pino writes nothing else): still one line, and still without the secret.
+    return `${redact(body).replace(/\r?\n/g, ' ')}\n`;
+  }
+  return `${JSON.stringify(redactValue(record, redact))}\n`;
 }
 
 /**
@@ -70,17 +90,19 @@ export interface LoggerOptions {
   format?: 'json' | 'pretty';
   /** Where lines go; defaults to stdout. Tests pass a stream to read them. */
   destination?: pino.DestinationStream;
-  /** The REDACT patterns (redact.ts), applied to every line after the built-in scrub. */
-  redact?: (text: string) => string;
+  /** The REDACT patterns (redact.ts), applied to every string value of a line after the built-in scrub. */
+  redact?: Redact;
 }
 
 export function createLogger(opts: LoggerOptions = {}): Logger {
+  const own = opts.redact;
+  const values: Redact = own ? (text) => own(scrub(text)) : scrub;
   const options: pino.LoggerOptions = {
     level: opts.level ?? 'info',
     base: undefined,
     redact: { paths: REDACT, censor: '[redacted]' },
     serializers: { err: serializeError },
-    hooks: { streamWrite: opts.redact ? (line) => opts.redact!(scrub(line)) : scrub },
+    hooks: { streamWrite: (line) => redactLine(line, values) },
     formatters: { log: (object) => censorKeys(object, 0) as Record<string, unknown> },
   };
   if (opts.destination) return pino(options, opts.destination);

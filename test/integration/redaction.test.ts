@@ -2,11 +2,16 @@
  * Redaction of what is stored, with a real worker and PostgreSQL: a tool result holding a (fake) key
  * reaches the model whole in the attempt that produced it, is stored redacted, and a resumed run
  * sends the model the redacted text; the input is stored redacted; no log line carries the key.
- *
- * The run's events are not on this branch yet: the same redacted text is what the tool step's
- * statement writes, so an events table filled by that statement gets it too.
+ * Redaction works on string values: a JSON tool result keeps its other fields, in its step and in
+ * tool.finished; metadata is redacted; the model's own output (a tool_use input) is stored as it came,
+ * the same in the model step and in tool.started.
  */
 import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { createServer } from '../../src/api/server.ts';
+import type { RunId } from '../../src/domain.ts';
+import { RunListing } from '../../src/store/run-listing.ts';
+import { startEventsApi, readSse, type EventsApi } from '../support/events-api.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { armCrashPoint, disarmCrashPoints } from '../../src/engine/crash-points.ts';
 import { logEvents } from '../../src/observability/log-events.ts';
@@ -23,6 +28,10 @@ const AWS = 'AKIAIOSFODNN7EXAMPLE';
 
 let db: TestDatabase;
 let store: RunStore;
+/** The API of a process configured with the default patterns (runs are created through it). */
+let app: FastifyInstance;
+/** Another API process on the same database, whose SSE stream reads the events. */
+let api: EventsApi;
 const lines: string[] = [];
 const logger = createLogger({
   level: 'debug',
@@ -38,11 +47,33 @@ const logger = createLogger({
 beforeAll(async () => {
   db = await testDatabase();
   store = new RunStore(db.pool, { redact: redactor(DEFAULT_REDACT_PATTERNS) });
+  app = createServer({
+    store,
+    listing: new RunListing(db.pool),
+    defaults: { agent: 'demo', model: 'test-model', tokenBudget: 10_000, timeoutSeconds: 120, maxSteps: 10 },
+    checkDatabase: async () => {},
+    metrics: async () => ({ contentType: 'text/plain', body: '' }),
+    logger: false,
+  });
+  api = await startEventsApi(db.url);
 });
 afterAll(async () => {
   disarmCrashPoints();
+  await app?.close();
+  await api?.close();
   await db.close();
 });
+
+async function getJson<T>(url: string): Promise<T> {
+  const res = await app.inject({ method: 'GET', url });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json<T>();
+}
+
+async function events(runId: RunId) {
+  const { events: all } = await readSse(`${api.url}/api/runs/${runId}/events`);
+  return all;
+}
 
 describe('a tool result holding a key', () => {
   it('the model gets it whole in the attempt that produced it; the step, the logs and a resumed run get it redacted', async () => {
@@ -101,5 +132,75 @@ describe('a tool result holding a key', () => {
     expect(lines.join('')).not.toContain(KEY);
     expect(lines.join('')).not.toContain(AWS);
     worker.stop().catch(() => {});
+  });
+});
+
+describe('redaction works on string values', () => {
+  const UNTERMINATED = '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC';
+
+  it('a JSON tool result with a key in one field keeps its other fields, in its step and in tool.finished; one without is stored byte for byte', async () => {
+    const secretResult = JSON.stringify({ k: UNTERMINATED, host: 'db.internal', port: 5432, tags: ['a', `x ${AWS}`] });
+    const plainResult = '{ "host": "db.internal",\n  "port": 5432 }';
+    const readConfig = defineTool({
+      name: 'read_config',
+      description: 'Reads a config',
+      inputSchema: { type: 'object' },
+      execute: async (input: { which: string }) => (input.which === 'secret' ? secretResult : plainResult),
+    });
+    const llm = new ScriptedLlm()
+      .thenToolUse('toolu_cfg_1', 'read_config', { which: 'secret' })
+      .thenToolUse('toolu_cfg_2', 'read_config', { which: 'plain' })
+      .then(() => response([{ type: 'text', text: 'Read.' }], 'end_turn', usage(10, 3)));
+    const worker = testWorker(store, llm, [readConfig], { name: 'w-json-result' });
+    const run = await newRun(store, 'Read the config');
+    expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
+
+    const expected = { k: '[redacted]', host: 'db.internal', port: 5432, tags: ['a', 'x [redacted]'] };
+    const steps = await getJson<{ seq: number; kind: string; toolUseId: string | null }[]>(`/api/runs/${run.id}/timeline`);
+    const toolStep = async (useId: string) => {
+      const seq = steps.find((x) => x.kind === 'TOOL' && x.toolUseId === useId)!.seq;
+      return (await getJson<{ response: string }>(`/api/runs/${run.id}/steps/${seq}`)).response;
+    };
+    expect(JSON.parse(await toolStep('toolu_cfg_1'))).toEqual(expected);
+    expect(await toolStep('toolu_cfg_2')).toBe(plainResult);
+
+    const finished = (await events(run.id)).filter((e) => e.type === 'tool.finished').map((e) => e.data as { toolUseId: string; output: string });
+    expect(JSON.parse(finished.find((e) => e.toolUseId === 'toolu_cfg_1')!.output)).toEqual(expected);
+    expect(finished.find((e) => e.toolUseId === 'toolu_cfg_2')!.output).toBe(plainResult);
+    worker.stop().catch(() => {});
+  });
+
+  it("the model's tool_use input is stored as the model gave it: the same in the model step and in tool.started", async () => {
+    const input = { user: 'ann', password: KEY, note: UNTERMINATED };
+    const login = defineTool({ name: 'login', description: 'Logs in', inputSchema: { type: 'object' }, execute: async () => 'ok' });
+    const llm = new ScriptedLlm()
+      .thenToolUse('toolu_login_1', 'login', input)
+      .then(() => response([{ type: 'text', text: 'Logged in.' }], 'end_turn', usage(10, 3)));
+    const worker = testWorker(store, llm, [login], { name: 'w-tool-input' });
+    const run = await newRun(store, 'Log in');
+    expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
+
+    const steps = await getJson<{ seq: number; kind: string }[]>(`/api/runs/${run.id}/timeline`);
+    const modelSeq = steps.find((x) => x.kind === 'MODEL')!.seq;
+    const blocks = (await getJson<{ response: { type: string; id?: string; input?: unknown }[] }>(`/api/runs/${run.id}/steps/${modelSeq}`)).response;
+    const stepInput = blocks.find((b) => b.type === 'tool_use' && b.id === 'toolu_login_1')!.input;
+    const started = (await events(run.id)).find((e) => e.type === 'tool.started')!.data as { toolUseId: string; input: unknown };
+    expect(started.toolUseId).toBe('toolu_login_1');
+    expect(stepInput).toEqual(input);
+    expect(started.input).toEqual(stepInput);
+    worker.stop().catch(() => {});
+  });
+
+  it('metadata is redacted before it is stored, its other fields kept', async () => {
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/runs',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ input: 'hello', metadata: { team: 'acme', token: KEY, nested: { aws: `id ${AWS}`, n: 3 } } }),
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const { id } = created.json<{ id: string }>();
+    const run = await getJson<{ metadata: unknown }>(`/api/runs/${id}`);
+    expect(run.metadata).toEqual({ team: 'acme', token: '[redacted]', nested: { aws: 'id [redacted]', n: 3 } });
   });
 });
