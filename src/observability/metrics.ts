@@ -46,6 +46,13 @@ export interface Metrics {
 /** @unit seconds — from a fast tool (10 ms) to a long model call (2 min). */
 const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
 
+/**
+ * Node's default gauges whose names end in _total, which the exposition format keeps for counters
+ * (`promtool check metrics` rejects them). Each is the sum of a gauge of the same name without the
+ * suffix, by `type`, which stays: `sum(nodejs_active_handles)` gives the same number.
+ */
+const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
 /** Runs `read`, failing when it throws, rejects, or takes longer than `ms`. */
 function readWithin<T>(read: () => Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -58,6 +65,7 @@ function readWithin<T>(read: () => Promise<T>, ms: number): Promise<T> {
 export function createMetrics(sources: MetricsSources, labels: MetricLabels): Metrics {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
+  for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
   const readTimeoutMs = sources.readTimeoutMs ?? 2000;
   const servedAgents = [...(labels.agents ?? [])];
   const registers = [registry];
