@@ -59,8 +59,9 @@ export const BODY_LIMIT = 1_048_576;
 
 const fastifyPath = (openApiPath: string) => openApiPath.replace(/\{(\w+)\}/g, ':$1');
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** Matches the paths fastify routes to this route, and no others (so a trailing slash is a 404, as fastify routes it). */
 const pathPattern = (openApiPath: string) =>
-  new RegExp(`^${openApiPath.split(/\{\w+\}/).map(escapeRegExp).join('[^/]+')}/?$`);
+  new RegExp(`^${openApiPath.split(/\{\w+\}/).map(escapeRegExp).join('[^/]+')}$`);
 
 /** JSON is UTF-8 (RFC 8259); bytes that are not are refused, not turned into U+FFFD and stored. */
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -111,6 +112,11 @@ export function createServer(deps: ApiDeps): FastifyInstance {
     if (bound === null || typeof bound === 'string' || !isLoopbackAddress(bound.address)) return;
     const refusal = loopbackRefusal(req.method, req.headers.host, req.headers.origin);
     if (refusal) return send(reply, refusal);
+  });
+  // fastify routes `/api/runs/` to `/api/runs/:id` with an empty id: that path names no run and no route.
+  app.addHook('onRequest', async (req, reply) => {
+    const params = req.params as Record<string, string | undefined> | undefined;
+    if (params && Object.values(params).includes('')) return reply.callNotFound();
   });
   // Then who is asking, and for a run route, whether the run is theirs: before the body is read.
   app.addHook('onRequest', accessHook(deps.auth ?? authOff(), deps.store));

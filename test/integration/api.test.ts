@@ -332,6 +332,10 @@ describe('what a client can get wrong', () => {
     ['a method the path does not take', { method: 'DELETE', url: '/api/runs' }, 405, 'method_not_allowed'],
     ['a method a run path does not take', { method: 'PUT', url: `/api/runs/${UNKNOWN_ID}` }, 405, 'method_not_allowed'],
     ['an unknown method on an unknown path', { method: 'DELETE', url: '/api/nope' }, 404, 'not_found'],
+    ['a run path with a trailing slash', get(`/api/runs/${UNKNOWN_ID}/`), 404, 'not_found'],
+    ['the runs path with a trailing slash', get('/api/runs/'), 404, 'not_found'],
+    ["a run's timeline with a trailing slash", get(`/api/runs/${UNKNOWN_ID}/timeline/`), 404, 'not_found'],
+    ['a path below a run that is no route', get(`/api/runs/${UNKNOWN_ID}/nope`), 404, 'not_found'],
     ['a path like a known one but for its dot', { method: 'POST', url: '/openapiXjson' }, 404, 'not_found'],
   ];
 
@@ -361,6 +365,20 @@ describe('what a client can get wrong', () => {
     expect(res.statusCode).toBe(405);
     expect(res.headers.allow).toBe('POST, GET');
     expect(res.json().error.message).toBe('DELETE is not allowed on /api/runs; use POST or GET');
+  });
+
+  it('a known path with a trailing slash is no route (404), whatever the method, while the path itself keeps its methods', async () => {
+    const id = (await post(app, '/api/runs', { input: 'x' })).json().id as string;
+    expect((await app.inject(`/api/runs/${id}`)).statusCode).toBe(200);
+    for (const method of ['GET', 'DELETE', 'POST'] as const) {
+      const res = await app.inject({ method, url: `/api/runs/${id}/` });
+      expect(res.statusCode).toBe(404);
+      expect(res.headers.allow).toBeUndefined();
+      expect(res.json()).toEqual({ error: { code: 'not_found', message: `no route ${method} /api/runs/${id}/` } });
+    }
+    const wrong = await app.inject({ method: 'POST', url: `/api/runs/${id}` });
+    expect(wrong.statusCode).toBe(405);
+    expect(wrong.headers.allow).toBe('GET');
   });
 
   it('never shows the cause of an internal error', async () => {
