@@ -57,9 +57,17 @@ export interface RunEventData {
   'text.delta': { seq: number; attempt: number; text: string };
   /** Every text.delta of (seq, attempt) is void. */
   'attempt.abandoned': { seq: number; attempt: number; reason: AbandonReason; error?: string };
-  /** A tool call starts; `input` is as the model sent it, with secrets redacted as in the stored steps. */
+  /**
+   * A tool call starts; `input` is exactly as the model sent it, as the model step stores it. Model
+   * output is never redacted: a stored assistant turn goes back to the model as it came, and the two
+   * copies agree (encryption at rest protects them).
+   */
   'tool.started': { seq: number; toolUseId: string; toolName: string; input: unknown };
-  /** A tool call's result, redacted as stored, cut to TOOL_OUTPUT_MAX_CHARS (`truncated` says so). */
+  /**
+   * A tool call's result as stored, cut to TOOL_OUTPUT_MAX_CHARS (`truncated` says so). A result comes
+   * into the run from outside the model, so the REDACT patterns were applied to it first: to its string
+   * values when it is JSON text (its other fields kept), else to the text.
+   */
   'tool.finished': { seq: number; toolUseId: string; isError: boolean; output: string; truncated?: boolean };
   'step.finished': {
     seq: number;
