@@ -43,7 +43,9 @@ export const CLAIM_SQL = `WITH due AS (
     LIMIT $3)
   UPDATE durable_agent.run r SET status = 'RUNNING', locked_by = $1, lease_token = gen_random_uuid(),
          locked_until = now() + $2 * interval '1 millisecond',
-         attempts = r.attempts + 1, updated_at = now(), owner_lock = $6::int,
+         -- An attempt given back (not counted) is continued by this claim rather than followed by another.
+         attempts = r.attempts + CASE WHEN r.attempt_given_back THEN 0 ELSE 1 END, attempt_given_back = false,
+         updated_at = now(), owner_lock = $6::int,
          -- Waiting is not active time: the deadline moves on by the time the run waited.
          deadline_at = CASE WHEN r.status = 'WAITING'
                             THEN r.deadline_at + greatest(now() - (r.waiting->>'since')::timestamptz, interval '0') ELSE r.deadline_at END,

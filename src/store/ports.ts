@@ -27,7 +27,7 @@ export interface Release {
    * requeues it to the deadline, where it times out). 0 or absent: claimable at once, in its old place.
    */
   delayMs?: number;
-  /** Why; recorded as the run's last error (with the time and the attempt) and kept in `error` while it waits. */
+  /** Why; recorded as the run's last error (with the time and the attempt), not as its `error` (it has not ended). */
   error?: string;
   /**
    * Usage of model calls this attempt paid for but recorded in no step (a call that failed for good

@@ -428,6 +428,9 @@ export class RunStore implements EngineStore {
   async release(runId: RunId, owner: Lease, how: Release = { countAttempt: false }): Promise<Released | false> {
     // A run with a cancel pending ends here instead: nobody would be driving it to its next guard (and
     // the attempt it ends stays counted: it is given back only to a run that goes back to the queue).
+    // An attempt given back keeps its number until the next claim continues it, so `attempts` always
+    // counts the attempt `last_error_attempt` names; the cause goes to last_error only, as `error` is
+    // what a finished run ended with.
     // The delay is a float8 and is compared with the time left before the deadline instead of being
     // added to now() first, so no delay, however long, can overflow: past the deadline means "at the
     // deadline", where the run is claimed and times out. The least() keeps the branch not taken from
@@ -439,12 +442,12 @@ export class RunStore implements EngineStore {
       `UPDATE durable_agent.run SET locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now(),
               status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END,
               finished_at = CASE WHEN cancel_requested THEN now() END,
-              attempts = CASE WHEN $4 OR cancel_requested THEN attempts ELSE greatest(attempts - 1, 0) END,
+              attempt_given_back = NOT ($4 OR cancel_requested),
               provider_requeues = provider_requeues + CASE WHEN $5 THEN 1 ELSE 0 END,
               run_at = CASE WHEN $6::float8 <= 0 THEN run_at
                             WHEN $6::float8 / 1000 >= extract(epoch FROM deadline_at - now()) THEN greatest(deadline_at, now())
                             ELSE now() + least($6::float8, 1e12) * interval '1 millisecond' END,
-              error = CASE WHEN cancel_requested THEN 'cancelled on request' ELSE coalesce($7, error) END,
+              error = CASE WHEN cancel_requested THEN 'cancelled on request' END,
               last_error = coalesce($7, last_error),
               last_error_at = CASE WHEN $7::text IS NULL THEN last_error_at ELSE now() END,
               last_error_attempt = CASE WHEN $7::text IS NULL THEN last_error_attempt ELSE attempts END,

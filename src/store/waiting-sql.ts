@@ -11,16 +11,17 @@ import type { Lease, WaitStart, Waited } from './ports.ts';
 
 /**
  * The run's side of a wait: $w the waiting JSON (its `since` set here), $r when it is claimable again
- * (null: never, until every decision is made). The attempt is given back, as a hand-back's is: waiting
- * is not a failure, and a run that waits many times must not reach the abandon limit. A cancel
- * requested meanwhile ends the run instead (nobody would be driving it to its next guard).
+ * (null: never, until every decision is made). The attempt is given back, as a hand-back's is (the
+ * claim that wakes the run continues it): waiting is not a failure, and a run that waits many times
+ * must not reach the abandon limit. A cancel requested meanwhile ends the run instead (nobody would
+ * be driving it to its next guard).
  */
 export const WAIT_SET = (w: number, r: number) => `status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'WAITING' END,
   waiting = CASE WHEN cancel_requested THEN waiting ELSE jsonb_set($${w}::jsonb, '{since}', to_jsonb(now())) END,
   run_at = CASE WHEN cancel_requested THEN run_at ELSE coalesce($${r}::timestamptz, 'infinity'::timestamptz) END,
   finished_at = CASE WHEN cancel_requested THEN now() END,
   error = CASE WHEN cancel_requested THEN 'cancelled on request' ELSE error END,
-  attempts = CASE WHEN cancel_requested THEN attempts ELSE greatest(attempts - 1, 0) END,
+  attempt_given_back = NOT cancel_requested,
   locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now()`;
 
 /** The pending decision rows of a wait ($d: JSON array), written only when the run did go WAITING. */

@@ -239,8 +239,8 @@ describe('runs through the real client stack against a Messages API server', () 
     const { run, steps } = await drive();
     expect(waits).toEqual([]); // not an hour, nor any wait at all
     expect(server.requests).toHaveLength(1);
-    expect(run.status).toBe('QUEUED');
-    expect(run.error).toMatch(/HTTP 429 rate_limit_error/);
+    expect(run).toMatchObject({ status: 'QUEUED', error: null });
+    expect(run.lastError?.message).toMatch(/HTTP 429 rate_limit_error/);
     expect(steps).toEqual([]);
   });
 

@@ -229,7 +229,7 @@ describe('the shutdown grace expiring', () => {
 
     expect(charges).toBe(1);
     for (const run of [honours, ignores, pays]) {
-      expect(await db.store.state(run.id)).toMatchObject({ status: 'QUEUED', lockedBy: null, attempts: 0 });
+      expect(await db.store.state(run.id)).toMatchObject({ status: 'QUEUED', lockedBy: null, attempts: 1 });
     }
     expect((await db.store.steps(pays.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'DONE']]);
     expect(await db.store.steps(ignores.id)).toEqual([]);

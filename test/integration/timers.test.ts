@@ -27,11 +27,12 @@ describe('the sleep tool and delayed starts', () => {
     await a.stop();
     expect(waiting.waiting).toMatchObject({ kind: 'timer', wakeAt: expect.any(Date) });
     expect(waiting.lockedBy).toBeNull();
-    expect(waiting.attempts).toBe(0); // waiting is not an attempt: many sleeps never reach the abandon limit
+    expect(waiting.attempts).toBe(1); // given back: the claim that wakes the run continues this attempt
     const b = testWorker(db.store, sleeping(2), [sleepTool()], { name: 'B', pollIntervalMs: 60_000, databaseUrl: db.url });
     await b.start();
     await waitFor('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 15_000);
     await b.stop();
+    expect((await db.store.state(run.id)).attempts).toBe(1); // waiting is not an attempt: many sleeps never reach the abandon limit
     const tool = (await db.store.steps(run.id as RunId))[1]!;
     expect(tool).toMatchObject({ kind: 'TOOL', status: 'DONE', response: 'slept 2 seconds', worker: 'B' });
     const late = tool.finishedAt!.getTime() - waiting.waiting!.wakeAt!.getTime();

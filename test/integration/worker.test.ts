@@ -126,11 +126,13 @@ describe('worker', () => {
     await toolStarted;
     await a.stop(); // the in-flight tool finishes within the grace period, then the run is handed back
     const handedBack = await db.store.state(run.id);
-    expect(handedBack).toMatchObject({ status: 'QUEUED', lockedBy: null, attempts: 0 });
+    // The attempt keeps its number while the run waits; B's claim continues it rather than counting another.
+    expect(handedBack).toMatchObject({ status: 'QUEUED', lockedBy: null, attempts: 1 });
     expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'DONE']]);
     const b = await testWorker(db.store, llm, [sleepTool(0)], { name: 'B' }).runOnce();
     expect(b?.status).toBe('SUCCEEDED');
     expect(llm.seen).toHaveLength(2);
+    expect((await db.store.state(run.id)).attempts).toBe(1);
   });
 
   it('does not re-run a STARTED non-idempotent tool after a crash: the run waits for a human to decide', async () => {
@@ -201,10 +203,10 @@ describe('model outages', () => {
     const w = testWorker(db.store, llm, [], { name: 'A', requeueDelayMs: 50 });
     expect(await w.runOnce()).toEqual({ runId: run.id, status: null });
     const waiting = await db.store.state(run.id);
-    // The provider's failure is not the run's: the attempt is given back, the requeue counted apart.
-    expect(waiting).toMatchObject({ status: 'QUEUED', attempts: 0, providerRequeues: 1, lockedBy: null });
-    expect(waiting.error).toMatch(/HTTP 529 overloaded_error\): Overloaded/);
-    expect(waiting.lastError).toMatchObject({ message: waiting.error, attempt: 1 });
+    // The provider's failure is not the run's: the attempt is given back (the next claim continues it),
+    // the requeue counted apart, the cause in lastError; `error` waits for the run's end.
+    expect(waiting).toMatchObject({ status: 'QUEUED', attempts: 1, providerRequeues: 1, lockedBy: null, error: null });
+    expect(waiting.lastError).toMatchObject({ message: expect.stringMatching(/HTTP 529 overloaded_error\): Overloaded/), attempt: 1 });
     expect(waiting.runAt.getTime() - waiting.updatedAt.getTime()).toBeGreaterThanOrEqual(299); // its retry-after
     expect(waiting.nextAttemptAt).toEqual(waiting.runAt);
     expect(await w.runOnce()).toBeNull(); // not claimable before then
@@ -282,10 +284,11 @@ describe('shutdown and bad logs', () => {
     await inTool;
     await a.stop(); // the grace period ends while the charge is in flight
     expect(charges).toBe(1);
-    expect(await db.store.state(run.id)).toMatchObject({ status: 'QUEUED', attempts: 0 });
+    expect(await db.store.state(run.id)).toMatchObject({ status: 'QUEUED', attempts: 1 });
     expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'DONE']]);
     expect((await testWorker(db.store, llm, [charge], { name: 'B' }).runOnce())?.status).toBe('SUCCEEDED');
     expect(charges).toBe(1);
+    expect((await db.store.state(run.id)).attempts).toBe(1);
   });
 
   it('fails a run whose log cannot be replayed at once, instead of crashing on it until abandoned', async () => {

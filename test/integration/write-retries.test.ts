@@ -155,9 +155,10 @@ describe('the built-in tools', () => {
 
     expect(flaky.fired).toBe(3);
     expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'STARTED']]);
-    // Back in the queue at once: an outage is not the run's fault, so the attempt is given back.
+    // Back in the queue at once: an outage is not the run's fault, so the attempt is given back (the
+    // next claim continues it rather than counting another).
     const after = await db.store.state(run.id);
-    expect(after).toMatchObject({ status: 'QUEUED', attempts: 0, lockedBy: null });
-    expect(after.lastError?.message).toMatch(/stayed unreachable/);
+    expect(after).toMatchObject({ status: 'QUEUED', attempts: 1, lockedBy: null, error: null });
+    expect(after.lastError).toMatchObject({ message: expect.stringMatching(/stayed unreachable/), attempt: 1 });
   });
 });
