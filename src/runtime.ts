@@ -24,6 +24,7 @@ import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { noRedaction, redactor } from './observability/redact.ts';
 import { startRetention, type RetentionSweeper } from './retention-sweeper.ts';
 import { ApiKeys } from './store/api-keys.ts';
+import { ReaderAccess } from './store/reader-access.ts';
 import { RunDeletion } from './store/retention.ts';
 import { EventHub } from './api/event-hub.ts';
 import { RunEvents } from './store/run-events.ts';
@@ -218,7 +219,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       const { createServer } = await import('./api/server.ts');
       const dashboard = loadDashboard();
       if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
-      eventHub = new EventHub(new RunEvents(pool), { databaseUrl: database.url, logger });
+      eventHub = new EventHub(new RunEvents(pool), { databaseUrl: database.url, logger, access: new ReaderAccess(pool) });
       server = createServer({
         store,
         listing,

@@ -15,11 +15,17 @@
  * migration 0013): a feed registers its run before its first read, renews the registration while it
  * lives and removes it when its last reader leaves. An event committed by a statement that ran just
  * before the registration is read by the first reader's catch-up, or at worst by the poll.
+ *
+ * A reader may read only while it may: its stream ends as soon as the API key it was opened with is
+ * revoked or its run is deleted (both announced on the same LISTEN connection, migration 0017), and
+ * after a reconnect and at every poll the hub asks the database once, for all its readers, whether
+ * that happened unannounced.
  */
 import { randomUUID } from 'node:crypto';
-import { listen, RUN_EVENT_CHANNEL, type Subscription } from '../db/notifications.ts';
+import { KEY_REVOKED_CHANNEL, listen, RUN_DELETED_CHANNEL, RUN_EVENT_CHANNEL, type Subscription } from '../db/notifications.ts';
 import type { RunId } from '../domain.ts';
 import type { Logger } from '../observability/logger.ts';
+import type { ReaderAccess } from '../store/reader-access.ts';
 import type { StoredEvent } from '../store/run-events.ts';
 
 export interface EventPages {
@@ -38,6 +44,17 @@ export interface EventReader {
   deliver(events: readonly StoredEvent[]): void;
   /** The events could not be read (the database failed), or the hub closes: the reader should end; its client reconnects. */
   failed(error: Error): void;
+  /**
+   * The reader may no longer read the run (`reason` says why: its key was revoked, the run deleted):
+   * it must end now and deliver nothing more; a reconnect is refused. Absent: `failed` is called.
+   */
+  withdrawn?(reason: string): void;
+}
+
+/** Who opened a reader, as far as its right to go on reading depends on it. */
+export interface ReaderAuth {
+  /** The API key the reader's request was authenticated with; null without one (nothing to revoke). */
+  keyId: string | null;
 }
 
 export interface Following {
@@ -54,6 +71,8 @@ export interface EventHubOptions {
   recentEvents?: number;
   /** Events per read. Default 1000. */
   pageSize?: number;
+  /** Asked after each LISTEN reconnect and at each poll which readers lost their key or run; absent: notifications only. */
+  access?: Pick<ReaderAccess, 'lost'> | undefined;
 }
 
 interface Reader {
@@ -61,6 +80,7 @@ interface Reader {
   live: boolean;
   closed: boolean;
   sink: EventReader;
+  keyId: string | null;
 }
 
 class Feed {
@@ -88,6 +108,7 @@ export class EventHub {
   private readonly watchChanges = new Map<RunId, Promise<void>>();
   private readonly pageSize: number;
   private readonly recentEvents: number;
+  private checkingAccess = false;
 
   constructor(private readonly pages: EventPages, private readonly opts: EventHubOptions) {
     this.pageSize = opts.pageSize ?? 1000;
@@ -99,15 +120,15 @@ export class EventHub {
     return this.feeds.size;
   }
 
-  /** Follows run `runId` from after id `after`: stored events first, then live ones. */
-  follow(runId: RunId, after: number, sink: EventReader): Following {
+  /** Follows run `runId` from after id `after`: stored events first, then live ones, until `auth` no longer holds. */
+  follow(runId: RunId, after: number, sink: EventReader, auth: ReaderAuth = { keyId: null }): Following {
     this.start();
     let feed = this.feeds.get(runId);
     if (!feed) {
       this.feeds.set(runId, (feed = new Feed(runId)));
       feed.watched = this.changeWatch(runId, (pages) => pages.watch([runId], this.watcher, WATCH_TTL_MS));
     }
-    const reader: Reader = { cursor: after, live: false, closed: false, sink };
+    const reader: Reader = { cursor: after, live: false, closed: false, sink, keyId: auth.keyId };
     feed.readers.add(reader);
     void this.catchUp(feed, reader);
     return { close: () => this.drop(feed, reader) };
@@ -147,6 +168,7 @@ export class EventHub {
     if (this.poll) return;
     this.poll = setInterval(() => {
       for (const feed of this.feeds.values()) void this.read(feed);
+      void this.checkAccess();
     }, this.opts.pollMs ?? 5000);
     this.poll.unref();
     this.renew = setInterval(() => {
@@ -160,11 +182,16 @@ export class EventHub {
     if (url === null) return;
     this.subscription = listen(
       url,
-      { [RUN_EVENT_CHANNEL]: (payload) => this.announced(payload) },
+      {
+        [RUN_EVENT_CHANNEL]: (payload) => this.announced(payload),
+        [KEY_REVOKED_CHANNEL]: (keyId) => this.withdraw((_, r) => r.keyId === keyId, 'the API key was revoked'),
+        [RUN_DELETED_CHANNEL]: (runId) => this.withdraw((feed) => feed.runId === runId, 'the run was deleted'),
+      },
       {
         // Announcements sent while disconnected are lost: read every followed run again.
         onConnect: () => {
           for (const feed of this.feeds.values()) void this.read(feed);
+          void this.checkAccess();
         },
         onError: (e, retryInMs) => this.opts.logger?.warn({ err_message: e.message, retry_in_ms: retryInMs }, 'LISTEN connection for run events failed; reconnecting'),
       },
@@ -177,6 +204,38 @@ export class EventHub {
     if (!feed) return;
     if (feed.tail !== null && Number(highest) <= feed.tail) return;
     void this.read(feed);
+  }
+
+  /** Ends every reader that `lost` matches, at once: nothing more is delivered to it. */
+  private withdraw(lost: (feed: Feed, reader: Reader) => boolean, reason: string): void {
+    for (const feed of [...this.feeds.values()]) {
+      for (const reader of [...feed.readers]) {
+        if (!lost(feed, reader)) continue;
+        this.drop(feed, reader);
+        if (reader.sink.withdrawn) reader.sink.withdrawn(reason);
+        else reader.sink.failed(new Error(reason));
+      }
+    }
+  }
+
+  /** Asks the database whether any reader's key was revoked or run deleted while no announcement came. */
+  private async checkAccess(): Promise<void> {
+    const access = this.opts.access;
+    if (!access || this.checkingAccess || this.feeds.size === 0) return;
+    this.checkingAccess = true;
+    try {
+      const keyIds = new Set<string>();
+      for (const feed of this.feeds.values()) for (const r of feed.readers) if (r.keyId !== null) keyIds.add(r.keyId);
+      const lost = await access.lost([...keyIds], [...this.feeds.keys()]);
+      const keys = new Set(lost.keys);
+      const runs = new Set(lost.runs);
+      if (keys.size) this.withdraw((_, r) => r.keyId !== null && keys.has(r.keyId), 'the API key was revoked');
+      if (runs.size) this.withdraw((feed) => runs.has(feed.runId), 'the run was deleted');
+    } catch (e) {
+      this.opts.logger?.warn({ err_message: (e as Error).message }, 'could not check whether the keys and runs of open event streams are still valid; trying again at the next poll');
+    } finally {
+      this.checkingAccess = false;
+    }
   }
 
   private drop(feed: Feed, reader: Reader): void {

@@ -3,13 +3,15 @@
  * or as JSON pages, and `GET /api/runs/{id}/ui-stream` in the AI SDK's UI message stream protocol.
  * The run is found and checked to be the caller's before these handlers run (run-access.ts). Streams
  * end after run.finished; a client that drops reconnects with Last-Event-ID (or ?after) and misses
- * nothing.
+ * nothing. A stream also ends, at once, when the API key it was opened with is revoked or its run is
+ * deleted (event-hub.ts): what a new request would be refused is not served by an old one either.
  */
 import { randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { isFinished, KEEP_ALIVE_MS, sseFrame } from '../events/protocol.ts';
 import { UI_MESSAGE_STREAM_HEADER, UI_STREAM_DONE, uiFrame, UiStreamMapper } from '../events/ui-stream.ts';
 import type { RunEvents, StoredEvent } from '../store/run-events.ts';
+import type { Caller } from './auth.ts';
 import type { EventHub } from './event-hub.ts';
 import { defineRunRoute, type ApiRoute, type RouteResult } from './route.ts';
 import { RunParams } from './schemas.ts';
@@ -36,9 +38,13 @@ function frameOf(e: StoredEvent): string {
   return f;
 }
 
-/** A stream that follows the run from `after`, writes what `write` makes of each batch, and ends after run.finished. */
+/**
+ * A stream that follows the run from `after` for `caller`, writes what `write` makes of each batch,
+ * and ends after run.finished, or when the caller may no longer read the run.
+ */
 function follow(
   { hub, keepAliveMs }: EventsDeps,
+  caller: Caller,
   runId: string,
   after: number,
   first: string,
@@ -60,7 +66,12 @@ function follow(
       // The client reconnects (EventSource does by itself) and resumes from its last id.
       out.end();
     },
-  });
+    withdrawn(reason) {
+      // A comment line, which every SSE reader skips, says why to whoever reads the raw stream; the
+      // client's reconnect is then refused (401 or 404), which stops an EventSource for good.
+      if (!out.destroyed && !out.writableEnded) out.end(`: closed: ${reason}\n\n`);
+    },
+  }, { keyId: caller.keyId });
   out.on('close', () => {
     clearInterval(keepAlive);
     following.close();
@@ -92,15 +103,15 @@ export function eventRoutes(deps: EventsDeps): ApiRoute[] {
       operationId: 'getRunEvents',
       summary:
         "The run's live events. With Accept: text/event-stream, Server-Sent Events (id, event, data) from after Last-Event-ID or ?after: " +
-        'what is stored, then live, a comment line every 15 s, closed after run.finished. Otherwise one JSON page after ?after.',
+        'what is stored, then live, a comment line every 15 s, closed after run.finished (or at once when the key it was opened with is revoked or the run deleted). Otherwise one JSON page after ?after.',
       params: RunParams,
       query: EventsQuery,
       responses: { 200: { description: 'A page of events (JSON form), or the event stream (text/event-stream).', schema: RunEventPage } },
-      async handle({ run, query, headers, raw }) {
+      async handle({ run, query, headers, raw, caller }) {
         const after = lastEventId(headers['last-event-id']) ?? query.after ?? 0;
         if (wantsEventStream(headers.accept)) {
           raw?.socket.setTimeout(0); // long-lived: the keep-alive comments show the peer is still there
-          return streamResult(follow(deps, run.id, after, 'retry: 1000\n\n', (batch) => batch.map(frameOf).join('')));
+          return streamResult(follow(deps, caller, run.id, after, 'retry: 1000\n\n', (batch) => batch.map(frameOf).join('')));
         }
         const page = await events.page(run.id, after, query.limit);
         const finished = page.length > 0 && isFinished(page[page.length - 1]!);
@@ -121,10 +132,10 @@ export function eventRoutes(deps: EventsDeps): ApiRoute[] {
         'transport here to show a run, live and resumable.',
       params: RunParams,
       responses: { 200: { description: 'UI message stream chunks as Server-Sent Events, ending with [DONE].', contentType: 'text/event-stream', schema: z.string() } },
-      async handle({ run, raw }) {
+      async handle({ run, raw, caller }) {
         raw?.socket.setTimeout(0);
         const mapper = new UiStreamMapper(run.id);
-        const body = follow(deps, run.id, 0, ': durable-agent run\n\n', (batch, finished) => {
+        const body = follow(deps, caller, run.id, 0, ': durable-agent run\n\n', (batch, finished) => {
           const chunks = mapper.map(batch.map((e) => ({ type: e.type, data: JSON.parse(e.data) as unknown })));
           return chunks.map(uiFrame).join('') + (finished ? UI_STREAM_DONE : '');
         });

@@ -11,6 +11,10 @@ export const RUN_CANCEL_CHANNEL = 'durable_agent_run_cancel';
 export const RUN_EVENT_CHANNEL = 'durable_agent_run_event';
 /** An event hub began to follow a run's live events; the payload is its id (see migration 0015). */
 export const RUN_FOLLOWED_CHANNEL = 'durable_agent_run_followed';
+/** An API key was revoked (or deleted); the payload is its id (see migration 0017). */
+export const KEY_REVOKED_CHANNEL = 'durable_agent_key_revoked';
+/** A run some event hub follows was deleted; the payload is its id (see migration 0017). */
+export const RUN_DELETED_CHANNEL = 'durable_agent_run_deleted';
 /** A shared text of content_blob was deleted; the payload is its digest (see migration 0008). */
 export const BLOB_DELETED_CHANNEL = 'durable_agent_blob_deleted';
 

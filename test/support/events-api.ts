@@ -5,6 +5,8 @@ import { EventHub } from '../../src/api/event-hub.ts';
 import { createServer } from '../../src/api/server.ts';
 import type { Authenticator } from '../../src/api/auth.ts';
 import { createPool } from '../../src/db/pool.ts';
+import { ReaderAccess } from '../../src/store/reader-access.ts';
+import { RunDeletion } from '../../src/store/retention.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
 import { RunEvents } from '../../src/store/run-events.ts';
 import { RunStore } from '../../src/store/run-store.ts';
@@ -19,13 +21,14 @@ export interface EventsApi {
 }
 
 /** The API as one process would run it: its own small pool and one event hub (one LISTEN connection). */
-export async function startEventsApi(databaseUrl: string, opts: { poolSize?: number; auth?: Authenticator; keepAliveMs?: number } = {}): Promise<EventsApi> {
+export async function startEventsApi(databaseUrl: string, opts: { poolSize?: number; auth?: Authenticator; keepAliveMs?: number; pollMs?: number; listen?: boolean } = {}): Promise<EventsApi> {
   const pool = createPool(databaseUrl, opts.poolSize ?? 4);
   const events = new RunEvents(pool);
-  const hub = new EventHub(events, { databaseUrl });
+  const hub = new EventHub(events, { databaseUrl: opts.listen === false ? null : databaseUrl, access: new ReaderAccess(pool), ...(opts.pollMs ? { pollMs: opts.pollMs } : {}) });
   const app = createServer({
     store: new RunStore(pool),
     listing: new RunListing(pool),
+    deletion: new RunDeletion(pool),
     defaults: { agent: 'demo', model: 'claude-sonnet-4-6', tokenBudget: 100_000, timeoutSeconds: 600, maxSteps: 10 },
     checkDatabase: async () => {},
     metrics: async () => ({ contentType: 'text/plain', body: '' }),
