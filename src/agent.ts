@@ -1,6 +1,7 @@
 /**
  * Agents: what a runtime drives runs with. An agent is a definition in code — a name, a system prompt,
- * tools, and optionally the model its runs use by default and a cap on output tokens per model call.
+ * and optionally its tools (its own, or from MCP servers), the model its runs use by default and a cap on
+ * output tokens per model call.
  * Definitions are checked here once, so a mistake fails at start with one line naming it.
  */
 import { z } from 'zod';
@@ -15,8 +16,11 @@ export interface DefineAgentOptions {
   name: string;
   /** The system prompt of every model call. */
   system: string;
-  /** The tools the model may call: `tool()` (zod) or `defineTool()` (JSON Schema). */
-  tools: readonly Tool[];
+  /**
+   * The tools the model may call: `tool()` (zod) or `defineTool()` (JSON Schema). Default none, e.g.
+   * for an agent whose tools all come from `mcpServers`.
+   */
+  tools?: readonly Tool[];
   /** The model its runs call when a run names none; default the runtime's DEFAULT_MODEL. */
   model?: string;
   /** `max_tokens` of each model call; default the runtime's MAX_TOKENS. */
@@ -68,13 +72,16 @@ const AgentSchema = z.strictObject({
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'use 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit'),
   system: z.string().refine((s) => s.trim().length > 0, 'must not be blank'),
-  tools: z.array(ToolShape).superRefine((tools, ctx) => {
-    const seen = new Set<string>();
-    for (const t of tools) {
-      if (seen.has(t.name)) ctx.addIssue({ code: 'custom', message: `two tools are named "${t.name}"` });
-      seen.add(t.name);
-    }
-  }),
+  tools: z
+    .array(ToolShape)
+    .superRefine((tools, ctx) => {
+      const seen = new Set<string>();
+      for (const t of tools) {
+        if (seen.has(t.name)) ctx.addIssue({ code: 'custom', message: `two tools are named "${t.name}"` });
+        seen.add(t.name);
+      }
+    })
+    .optional(),
   model: z.string().min(1).max(200).optional(),
   maxTokens: z.number().int().min(1).max(200_000).optional(),
   version: z.string().min(1).max(200).optional(),
@@ -101,7 +108,7 @@ export function defineAgent(options: DefineAgentOptions): Agent {
   return Object.freeze({
     name: a.name,
     system: a.system,
-    tools: Object.freeze([...a.tools]),
+    tools: Object.freeze([...(a.tools ?? [])]),
     model: a.model ?? null,
     maxTokens: a.maxTokens ?? null,
     version: a.version ?? null,

@@ -93,7 +93,7 @@ export class McpToolSource implements ToolSource {
           this.listAgain = false;
           const infos = await this.connection.listTools();
           this.adopt(mcpTools(this.server, infos, (name, input, ctx, idempotent) =>
-            this.connection.callTool(name, input, { idempotencyKey: ctx.idempotencyKey, signal: ctx.signal, idempotent, ...(ctx.log ? { log: ctx.log } : {}) }),
+            this.connection.callTool(name, input, { idempotencyKey: ctx.idempotencyKey, signal: ctx.signal, idempotent, log: ctx.log }),
           ));
         } while (this.listAgain && !this.closed);
       } finally {

@@ -9,9 +9,9 @@ export interface ToolContext {
   signal: AbortSignal;
   /**
    * The runtime's logger, its lines carrying this call's run_id, worker, step_seq and tool_use_id.
-   * Always set when the runtime calls the tool; optional so a test can call a tool without one.
+   * Always set (silent when the runtime was given no logger to write to).
    */
-  readonly log?: Logger;
+  readonly log: Logger;
 }
 
 /** Approval needed always (`true`), never (`false`), or as a function of the call's input decides. */

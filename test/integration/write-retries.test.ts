@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DatabaseUnavailableError, LeaseLostError } from '../../src/errors.ts';
+import { createLogger } from '../../src/observability/logger.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { TicketStore } from '../../src/store/demo-tickets.ts';
 import { demoTools } from '../../src/tools/demo-tools.ts';
@@ -139,7 +140,7 @@ describe('the built-in tools', () => {
     const listTickets = tools.find((t) => t.name === 'list_tickets')!;
     flaky.inject({ match: 'FROM durable_agent.demo_ticket', when: 'before', times: 2 });
 
-    const tickets = (await listTickets.execute({ customer: 'acme', overdue: true }, { idempotencyKey: 'k', runId: 'r' as never, signal: new AbortController().signal })) as { id: string }[];
+    const tickets = (await listTickets.execute({ customer: 'acme', overdue: true }, { idempotencyKey: 'k', runId: 'r' as never, signal: new AbortController().signal, log: createLogger({ level: 'silent' }) })) as { id: string }[];
 
     expect(flaky.fired).toBe(2);
     expect(tickets.map((t) => t.id)).toEqual(['ACME-101', 'ACME-102', 'ACME-104']);

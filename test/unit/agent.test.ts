@@ -41,6 +41,17 @@ describe('defineAgent', () => {
     expect(anthropic({ apiKey: 'sk-ant-x' })).toMatchObject({ provider: 'anthropic', defaultModel: null });
   });
 
+  it('takes an agent with no tools of its own, e.g. one whose tools all come from MCP servers', () => {
+    const desk = defineAgent({ name: 'desk', system: 'You run the order desk.', mcpServers: [{ name: 'files', command: 'node', args: ['files-server.js'] }] });
+    expect(desk.tools).toEqual([]);
+    expect(desk.mcpServers.map((s) => s.name)).toEqual(['files']);
+    expect(defineAgent({ name: 'plain', system: 'Be brief.' }).tools).toEqual([]);
+    expect(checkAgents([desk, { name: 'bare', system: 's' }], 'here').map((a) => [a.name, a.tools])).toEqual([
+      ['desk', []],
+      ['bare', []],
+    ]);
+  });
+
   it('names the agent and the first thing wrong with it', () => {
     const bad = (over: Record<string, unknown>) => () => defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather], ...over } as never);
     expect(bad({ name: 'my agent' })).toThrow(ConfigError);

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { checkAgents, defineAgent } from '../../src/agent.ts';
 import { ConfigError, ToolError } from '../../src/errors.ts';
+import { createLogger } from '../../src/observability/logger.ts';
 import { type McpServer, type McpServerOptions } from '../../src/tools/mcp-config.ts';
 import { agentToolName, durabilityOf, type McpToolInfo, mcpTools, resultText } from '../../src/tools/mcp-tools.ts';
 
@@ -39,7 +40,7 @@ describe('the agent tool for a server tool', () => {
     const [t] = mcpTools(server({ toolPrefix: 'o_' }), [info('files.read', { readOnlyHint: true })], call);
     expect(t).toMatchObject({ name: 'o_files_read', description: 'files.read (from the MCP server "orders")', idempotent: true });
     expect(t!.inputSchema).toEqual({ type: 'object', properties: { id: { type: 'string' } } });
-    const ctx = { idempotencyKey: 'toolu_1', runId: 'r' as never, signal: new AbortController().signal };
+    const ctx = { idempotencyKey: 'toolu_1', runId: 'r' as never, signal: new AbortController().signal, log: createLogger({ level: 'silent' }) };
     await expect(t!.execute({ id: 'x' }, ctx)).resolves.toBe('ok');
     expect(call).toHaveBeenCalledWith('files.read', { id: 'x' }, ctx, true);
   });

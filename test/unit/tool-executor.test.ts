@@ -1,8 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { RunId, ToolUseBlock } from '../../src/domain.ts';
 import { FatalError } from '../../src/errors.ts';
+import { createLogger, type Logger } from '../../src/observability/logger.ts';
 import { capResult, ToolExecutor } from '../../src/tools/executor.ts';
-import { defineTool } from '../../src/tools/types.ts';
+import { defineTool, type ToolContext } from '../../src/tools/types.ts';
 
 const use = (name: string, input: unknown = {}): ToolUseBlock => ({ type: 'tool_use', id: 'toolu_1', name, input });
 const ctx = (signal = new AbortController().signal) => ({ runId: 'run-1' as RunId, signal });
@@ -65,6 +66,29 @@ describe('ToolExecutor', () => {
     expect(Buffer.byteLength(result, 'utf8')).toBeLessThanOrEqual(2048);
     expect(result).toMatch(/^(é)+\n\n\[result cut: the tool returned 10000 bytes; only the first \d+ are shown above\]$/);
     expect(await big.execute(use('binary'), ctx())).toEqual({ status: 'DONE', result: 'PNG\uFFFD\uFFFD\uFFFD' });
+  });
+
+  it("gives every call a ctx.log, typed as always set: the runtime's logger with the call's context, or a silent one", async () => {
+    // Strict TypeScript accepts `ctx.log.info(…)` without a check: this line fails `tsc --noEmit` if log is optional.
+    expectTypeOf<ToolContext['log']>().toEqualTypeOf<Logger>();
+    const logging = defineTool({
+      name: 'logging',
+      description: 'logs',
+      inputSchema: { type: 'object' },
+      execute: async (_input, c: ToolContext) => {
+        c.log.info({ ticket: 'ACME-1' }, 'looked the ticket up');
+        return 'logged';
+      },
+    });
+    expect(await new ToolExecutor([logging], 100).execute(use('logging'), ctx())).toEqual({ status: 'DONE', result: 'logged' });
+
+    const lines: string[] = [];
+    const logger = createLogger({ destination: { write: (line: string) => void lines.push(line) } });
+    const withLogger = new ToolExecutor([logging], 100, undefined, { logger });
+    expect(await withLogger.execute(use('logging'), { ...ctx(), worker: 'w-1', seq: 3 })).toEqual({ status: 'DONE', result: 'logged' });
+    expect(lines.map((l) => JSON.parse(l))).toEqual([
+      expect.objectContaining({ msg: 'looked the ticket up', ticket: 'ACME-1', run_id: 'run-1', worker: 'w-1', step_seq: 3, tool_use_id: 'toolu_1' }),
+    ]);
   });
 
   it('refuses two tools with one name', () => {
