@@ -35,6 +35,8 @@ import { TicketStore } from './store/demo-tickets.ts';
 import { leaseKeeperThread } from './store/lease-keeper-thread.ts';
 import { leaseOnlyLiveness, livenessSession } from './store/liveness-session.ts';
 import { RunListing } from './store/run-listing.ts';
+import { Sealer } from './store/encryption.ts';
+import { checkEncryptionKeys } from './store/encryption-keys.ts';
 import { RunOverview } from './store/run-overview.ts';
 import { RunStore } from './store/run-store.ts';
 import { countRunsByStatus, queueDepth } from './store/run-stats.ts';
@@ -165,8 +167,10 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       dirs: demo ? [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] : [MIGRATIONS_DIR],
       legacyAgent: names[0]!,
     });
-    const store = new RunStore(pool, { redact });
-    const listing = new RunListing(pool);
+    const sealer = new Sealer(config.encryptionKeys);
+    await checkEncryptionKeys(pool, sealer);
+    const store = new RunStore(pool, { redact, sealer });
+    const listing = new RunListing(pool, sealer);
     const deletion = new RunDeletion(pool);
     const auth = authFor(config, new ApiKeys(pool), opts.authenticate);
     // Clients given in code (with an agent, or to the runtime) instead of the configured provider.
@@ -219,7 +223,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       const { createServer } = await import('./api/server.ts');
       const dashboard = loadDashboard();
       if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
-      eventHub = new EventHub(new RunEvents(pool), { databaseUrl: database.url, logger, access: new ReaderAccess(pool) });
+      eventHub = new EventHub(new RunEvents(pool, sealer), { databaseUrl: database.url, logger, access: new ReaderAccess(pool) });
       server = createServer({
         store,
         listing,
@@ -233,7 +237,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         dashboard,
         logger,
         auth,
-        runEvents: { events: new RunEvents(pool), hub: eventHub },
+        runEvents: { events: new RunEvents(pool, sealer), hub: eventHub },
       });
       url = await server.listen({ host: config.host, port: config.port }).catch((e: NodeJS.ErrnoException) => {
         if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') throw e;

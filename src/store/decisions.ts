@@ -32,12 +32,13 @@ export async function recordDecision(
   runId: RunId,
   toolUseId: string,
   d: Decision,
-  redact: (text: string) => string,
+  /** A person's text as it is stored: redacted, and sealed when encryption is on. */
+  stored: (text: string) => string,
 ): Promise<Decided> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const answer = await decideIn(client, runId, toolUseId, d, redact);
+    const answer = await decideIn(client, runId, toolUseId, d, stored);
     await client.query('COMMIT');
     return answer;
   } catch (e) {
@@ -48,7 +49,7 @@ export async function recordDecision(
   }
 }
 
-async function decideIn(db: pg.PoolClient, runId: RunId, toolUseId: string, d: Decision, redact: (text: string) => string): Promise<Decided> {
+async function decideIn(db: pg.PoolClient, runId: RunId, toolUseId: string, d: Decision, stored: (text: string) => string): Promise<Decided> {
   const run = (
     await db.query<{ status: RunStatus; waiting: WaitingColumn | null }>(`SELECT status, waiting FROM durable_agent.run WHERE id = $1 FOR UPDATE`, [runId])
   ).rows[0];
@@ -80,8 +81,8 @@ async function decideIn(db: pg.PoolClient, runId: RunId, toolUseId: string, d: D
      WHERE run_id = $1 AND tool_use_id = $2 AND kind = $3`,
     [
       runId, toolUseId, pending.kind, d.decision,
-      d.decision === 'deny' ? redact(storableText(d.reason)) : null,
-      d.decision === 'complete' ? redact(storableText(resultText(d.result))) : null,
+      d.decision === 'deny' ? stored(storableText(d.reason)) : null,
+      d.decision === 'complete' ? stored(storableText(resultText(d.result))) : null,
     ],
   );
   // Only the calls of this wait count: a call left undecided by an earlier wait (it timed out) does not.

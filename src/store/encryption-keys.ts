@@ -109,12 +109,12 @@ export async function rotateEncryption(db: pg.Pool, sealer: Sealer, batchSize = 
   for (const walk of WALKS) {
     const counts = (report.tables[walk.table] = { read: 0, rewritten: 0, changedMeanwhile: 0 });
     const keyList = walk.key.join(', ');
-    let after: unknown[] | null = null;
+    let after: unknown[] | null = null as unknown[] | null;
     for (;;) {
       const params: unknown[] = [batchSize];
-      const where = after === null ? '' : `WHERE (${keyList}) > (${walk.key.map((_, i) => `$${i + 2}`).join(', ')})`;
+      const where: string = after === null ? '' : `WHERE (${keyList}) > (${walk.key.map((_, i) => `$${i + 2}`).join(', ')})`;
       if (after) params.push(...after);
-      const { rows } = await db.query<Record<string, unknown>>(
+      const { rows }: { rows: Record<string, unknown>[] } = await db.query<Record<string, unknown>>(
         `SELECT ${walk.key.map(asText).join(', ')}, ${walk.columns.map(asText).join(', ')}
          FROM durable_agent.${walk.table} ${where} ORDER BY ${keyList} LIMIT $1`,
         params,

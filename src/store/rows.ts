@@ -1,5 +1,6 @@
 /** Rows (snake_case, as PostgreSQL returns them) converted to domain types in one place. */
 import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, StepKind, StepStatus, StepSummary, Waiting } from '../domain.ts';
+import type { Sealer } from './encryption.ts';
 
 export interface RunRow {
   id: string;
@@ -48,8 +49,9 @@ export interface WaitingColumn {
   expiresAt?: string | null;
 }
 
-export function toWaiting(w: WaitingColumn | null | undefined): Waiting | null {
-  if (!w) return null;
+export function toWaiting(stored: WaitingColumn | null | undefined, sealer: Sealer): Waiting | null {
+  if (!stored) return null;
+  const w = sealer.open(stored);
   const date = (s: string | null | undefined) => (s ? new Date(s) : null);
   return { kind: w.kind, since: new Date(w.since), toolCalls: w.toolCalls ?? [], wakeAt: date(w.wakeAt), expiresAt: date(w.expiresAt) };
 }
@@ -88,7 +90,8 @@ export const STEP_SUMMARY_COLUMNS = `run_id, seq, kind, status, tool_name, tool_
 
 export const STEP_COLUMNS = `${STEP_SUMMARY_COLUMNS}, request, response`;
 
-export function toRun(r: RunRow): Run {
+/** A run row as the domain sees it, its payloads opened (encryption.ts). */
+export function toRun(r: RunRow, sealer: Sealer): Run {
   return {
     id: r.id as RunId,
     agent: r.agent,
@@ -96,7 +99,7 @@ export function toRun(r: RunRow): Run {
     previousRunId: r.previous_run_id as RunId | null,
     tenant: r.tenant,
     status: r.status as RunStatus,
-    input: r.input,
+    input: sealer.openText(r.input),
     model: r.model,
     tokenBudget: r.token_budget,
     tokensUsed: r.tokens_used,
@@ -109,18 +112,18 @@ export function toRun(r: RunRow): Run {
     lockedUntil: r.locked_until,
     cancelRequested: r.cancel_requested,
     attempts: r.attempts,
-    metadata: r.metadata,
+    metadata: sealer.open(r.metadata),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
-    output: r.output,
+    output: sealer.openText(r.output),
     stopReason: r.stop_reason,
-    error: r.error,
-    lastError: r.last_error === null ? null : { message: r.last_error, at: r.last_error_at!, attempt: r.last_error_attempt ?? 0 },
+    error: sealer.openText(r.error),
+    lastError: r.last_error === null ? null : { message: sealer.openText(r.last_error), at: r.last_error_at!, attempt: r.last_error_attempt ?? 0 },
     nextAttemptAt: r.next_attempt_at ?? null,
     providerRequeues: r.provider_requeues,
     forkedFrom: r.forked_from_run_id === null ? null : { runId: r.forked_from_run_id as RunId, afterSeq: r.forked_after_seq! },
-    waiting: toWaiting(r.waiting),
+    waiting: toWaiting(r.waiting, sealer),
   };
 }
 
@@ -146,11 +149,11 @@ export function toStepSummary(r: Omit<StepRow, 'request' | 'response'>): StepSum
   };
 }
 
-export function toStep(r: StepRow): Step {
+export function toStep(r: StepRow, sealer: Sealer): Step {
   const summary = toStepSummary(r);
   return {
     ...summary,
     request: r.request,
-    response: summary.kind === 'MODEL' && r.response !== null ? (JSON.parse(r.response) as ContentBlock[]) : r.response,
+    response: summary.kind === 'MODEL' && r.response !== null ? sealer.open(JSON.parse(r.response) as ContentBlock[]) : sealer.openText(r.response),
   };
 }

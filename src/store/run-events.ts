@@ -12,6 +12,8 @@ import { FENCE, FOLLOWED } from './fenced-sql.ts';
 import type { EventsClaimed, Lease } from './ports.ts';
 import { CLAIMS, type ClaimedItem, claimedOutcomes, type ClaimedRow, forItems } from './step-batch-sql.ts';
 import { storableValue } from './storable.ts';
+import { ENVELOPE_PREFIX, NO_ENCRYPTION, type Sealer } from './encryption.ts';
+import { sealEventData } from './sealed-columns.ts';
 import { WriteBatches } from './write-batches.ts';
 import { withFields } from '../with-fields.ts';
 
@@ -29,13 +31,13 @@ export const newEvent = <T extends RunEventType>(type: T, data: RunEventData[T],
  * costs less to build and to read than three arrays of text (each element quoted and escaped by the
  * driver, then parsed as an array literal and each JSON element again by the server).
  */
-export function eventParams(events: readonly NewEvent[]): [string] {
-  return [JSON.stringify(eventValues(events))];
+export function eventParams(events: readonly NewEvent[], sealer: Sealer): [string] {
+  return [JSON.stringify(eventValues(events, sealer))];
 }
 
 /** The events as the items of that array (a batched statement nests them in its own JSON parameter). */
-export function eventValues(events: readonly NewEvent[]): object[] {
-  return events.map((e) => ({ type: e.type, data: storableValue(e.data), with_next: e.withNext === true }));
+export function eventValues(events: readonly NewEvent[], sealer: Sealer): object[] {
+  return events.map((e) => ({ type: e.type, data: sealEventData(sealer, storableValue(e.data)), with_next: e.withNext === true }));
 }
 
 /**
@@ -75,7 +77,10 @@ export interface StoredEvent {
 export class RunEvents {
   private readonly claims: WriteBatches<ClaimedItem, EventsClaimed>;
 
-  constructor(private readonly db: Pick<pg.Pool, 'query'>) {
+  constructor(
+    private readonly db: Pick<pg.Pool, 'query'>,
+    private readonly sealer: Sealer = NO_ENCRYPTION,
+  ) {
     this.claims = new WriteBatches(async (items, json) => {
       const { rows } = await this.db.query<ClaimedRow>(withFields(forItems(items, CLAIMS), { values: [json] }));
       return claimedOutcomes(items, rows);
@@ -91,7 +96,7 @@ export class RunEvents {
                UPDATE durable_agent.run SET updated_at = now() WHERE ${FENCE(3)} RETURNING id),
              ${EVENTS(4, 'owner', false)}
              SELECT count(*)::int AS written, ${ANNOUNCED} FROM owner`,
-      values: [runId, owner.worker, owner.token, ...eventParams(events)],
+      values: [runId, owner.worker, owner.token, ...eventParams(events, this.sealer)],
     });
     if (rows[0]?.written !== 1) throw new LeaseLostError(runId, owner.worker);
   }
@@ -138,6 +143,7 @@ export class RunEvents {
       text: `SELECT id, type, data::text AS data FROM durable_agent.run_event WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
       values: [runId, after, limit],
     });
-    return rows;
+    if (!this.sealer.enabled && !rows.some((r) => r.data.includes(ENVELOPE_PREFIX))) return rows;
+    return rows.map((r) => withFields(r, { data: this.sealer.openJsonText(r.data) }));
   }
 }

@@ -14,6 +14,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import type { Run, RunStatus } from '../domain.ts';
 import { InputError } from '../errors.ts';
+import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
 import { RUN_COLUMNS, type RunRow, toRun } from './rows.ts';
 
 export interface RunPageQuery {
@@ -75,7 +76,10 @@ export function decodeCursor(cursor: string): Position {
 }
 
 export class RunListing {
-  constructor(private readonly db: Pick<pg.Pool, 'query'>) {}
+  constructor(
+    private readonly db: Pick<pg.Pool, 'query'>,
+    private readonly sealer: Sealer = NO_ENCRYPTION,
+  ) {}
 
   async list(q: RunPageQuery): Promise<RunPage> {
     const where: string[] = [];
@@ -112,7 +116,7 @@ export class RunListing {
     const page = rows.slice(0, q.limit);
     const last = page.at(-1);
     return {
-      runs: page.map((r) => ({ ...toRun(r), stepCount: r.step_count ?? 0 })),
+      runs: page.map((r) => ({ ...toRun(r, this.sealer), stepCount: r.step_count ?? 0 })),
       nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: last.exact_created_at, id: last.id }) : null,
     };
   }

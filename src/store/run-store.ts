@@ -19,6 +19,8 @@ import type {
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
 import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow } from './fenced-sql.ts';
 import { storableCost, storableText, storableUsage } from './storable.ts';
+import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
+import { sealBlocks } from './sealed-columns.ts';
 import { CONVERSATION_RUNS, conversationSteps, lineageSteps, qualified, TOOL_USES, TURN_AT } from './lineage-sql.ts';
 import type { TurnRow } from '../engine/fork-points.ts';
 
@@ -78,6 +80,8 @@ export interface RunStoreOptions {
    * sees it unredacted in the attempt that produced it; a resumed run replays what was stored.
    */
   redact?: Redact;
+  /** Seals payloads as they are written and opens them as they are read (encryption.ts); none by default. */
+  sealer?: Sealer;
 }
 
 export class RunStore implements EngineStore {
@@ -86,6 +90,7 @@ export class RunStore implements EngineStore {
   /** The patterns on one string value. */
   private readonly redactString: Redact;
   private readonly events: RunEvents;
+  private readonly sealer: Sealer;
 
   /** The step path's writes, sent over batches of runs (write-batches.ts). */
   private readonly modelSteps: WriteBatches<ModelStepItem, FencedWrite>;
@@ -95,7 +100,8 @@ export class RunStore implements EngineStore {
   constructor(private readonly db: pg.Pool, opts: RunStoreOptions = {}) {
     this.redactString = opts.redact ?? noRedaction;
     this.redact = textRedactor(this.redactString);
-    this.events = new RunEvents(db);
+    this.sealer = opts.sealer ?? NO_ENCRYPTION;
+    this.events = new RunEvents(db, this.sealer);
     this.modelSteps = new WriteBatches(async (items, json) => {
       const { rows } = await this.db.query<ModelStepRow>(withFields(forItems(items, MODEL_STEPS), { values: [json] }));
       return modelStepOutcomes(items, rows);
@@ -127,9 +133,13 @@ export class RunStore implements EngineStore {
     return this.events.claimed(runId, owner, attempt);
   }
 
-  /** A run's error says what failed, and can quote what failed: a tool's message, a provider's answer. */
-  private redactedEnd(end: RunEnd): RunEnd {
-    return end.error == null ? end : withFields(end, { error: this.redact(end.error) });
+  /**
+   * A run's end as stored: its error redacted (it says what failed, and can quote what failed: a
+   * tool's message, a provider's answer), its output and error sealed.
+   */
+  private storedEnd(end: RunEnd): (string | null)[] {
+    const [output, error, reason] = endTexts(end.error == null ? end : withFields(end, { error: this.redact(end.error) }));
+    return [this.sealer.text(output ?? null), this.sealer.text(error ?? null), reason ?? null];
   }
 
   /** A named statement: each connection parses and plans it once, which matters on the step path. */
@@ -160,7 +170,8 @@ export class RunStore implements EngineStore {
          ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING ${RUN_COLUMNS}`,
         [
-          randomUUID(), this.redact(r.input), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds, redactValue(r.metadata ?? {}, this.redactString), tenant,
+          randomUUID(), this.sealer.text(this.redact(r.input)), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds,
+          JSON.stringify(this.sealer.json(redactValue(r.metadata ?? {}, this.redactString))), tenant,
           r.startAt ?? null, r.idempotencyKey ?? null, r.idempotencyKey ? (r.requestHash ?? null) : null,
           r.agent ?? DEMO_AGENT, r.agentVersion ?? null, r.previousRunId ?? null,
           r.costBudgetUsd ?? null, r.forkedFrom?.runId ?? null, r.forkedFrom?.afterSeq ?? null,
@@ -172,7 +183,7 @@ export class RunStore implements EngineStore {
         }
         throw e;
       });
-      if (rows[0]) return { run: toRun(rows[0]), created: true };
+      if (rows[0]) return { run: toRun(rows[0], this.sealer), created: true };
       const { rows: found } = await this.db.query<RunRow & { request_hash: string | null; expired: boolean }>(
         `SELECT ${RUN_COLUMNS}, request_hash, created_at < now() - interval '24 hours' AS expired
          FROM durable_agent.run WHERE tenant = $1 AND idempotency_key = $2`,
@@ -183,7 +194,7 @@ export class RunStore implements EngineStore {
         if (existing.request_hash !== (r.requestHash ?? null)) {
           throw new ConflictError(`Idempotency-Key ${JSON.stringify(r.idempotencyKey)} was used for a different request (run ${existing.id})`);
         }
-        return { run: toRun(existing), created: false };
+        return { run: toRun(existing, this.sealer), created: false };
       }
       if (tries >= 3) throw new ConflictError(`Idempotency-Key ${JSON.stringify(r.idempotencyKey)} is being reused right now; try again`);
       // Older than 24 hours: the key is free again; the old run keeps everything but the key.
@@ -198,12 +209,12 @@ export class RunStore implements EngineStore {
 
   /** Records a person's decision about a waiting tool call (see decisions.ts). */
   async decide(runId: RunId, toolUseId: string, decision: Decision): Promise<Decided> {
-    return recordDecision(this.db, runId, toolUseId, decision, this.redact);
+    return recordDecision(this.db, runId, toolUseId, decision, (text) => this.sealer.text(this.redact(text)));
   }
 
   async get(id: RunId): Promise<Run | null> {
     const { rows } = await this.db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM durable_agent.run WHERE id = $1`, [id]);
-    return rows[0] ? toRun(rows[0]) : null;
+    return rows[0] ? toRun(rows[0], this.sealer) : null;
   }
 
   /** The run as it is now; throws NotFoundError when there is none. */
@@ -216,7 +227,7 @@ export class RunStore implements EngineStore {
   /** The run's log: a fork's inherited steps (their `runId` is the source's), then its own (lineage-sql.ts). */
   async steps(runId: RunId): Promise<Step[]> {
     const { rows } = await this.prepared<StepRow>('steps', lineageSteps(qualified(STEP_COLUMNS)), [runId]);
-    return rows.map(toStep);
+    return rows.map((r) => toStep(r, this.sealer));
   }
 
   /** The steps without their request and response bodies, which can be large: what a timeline shows. */
@@ -256,7 +267,7 @@ export class RunStore implements EngineStore {
   /** Steps 1..upTo (inclusive), enough to rebuild the request of step upTo. */
   async stepsThrough(runId: RunId, upTo: number): Promise<Step[]> {
     const { rows } = await this.db.query<StepRow>(lineageSteps(qualified(STEP_COLUMNS), true), [runId, upTo]);
-    return rows.map(toStep);
+    return rows.map((r) => toStep(r, this.sealer));
   }
 
   /**
@@ -276,7 +287,7 @@ export class RunStore implements EngineStore {
        RETURNING ${RUN_COLUMNS}`,
       [id],
     );
-    if (rows[0]) return toRun(rows[0]);
+    if (rows[0]) return toRun(rows[0], this.sealer);
     const run = await this.state(id);
     throw new ConflictError(
       run.status === 'RUNNING' ? `run ${id} is already being cancelled` : `run ${id} has already finished (${run.status})`,
@@ -297,7 +308,7 @@ export class RunStore implements EngineStore {
       claimParams(owner.worker, owner.leaseMs, limit, holding, agents, liveness?.ownerLock, liveness?.orphaned),
     );
     // Fields added to the row's own object: a copy of ~30 fields would be a dictionary (see with-fields.ts).
-    return rows.map((r) => Object.assign(toRun(r), { hasSteps: r.has_steps, lease: withFields(owner, { token: r.lease_token }) }));
+    return rows.map((r) => Object.assign(toRun(r, this.sealer), { hasSteps: r.has_steps, lease: withFields(owner, { token: r.lease_token }) }));
   }
 
   async checkpointModel(runId: RunId, owner: Lease, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {
@@ -310,27 +321,27 @@ export class RunStore implements EngineStore {
     if (!wait || end) {
       // A step the run goes on from, or its last: batched with other runs' steps (step-batch-sql.ts).
       const startNext = end ? undefined : then.startNext;
-      const item: ModelStepItem = stepItem(runId, owner, startNext, eventValues([...(cp.streamed ?? []), finished, ...this.toolStartEvents(startNext, true)]), {
-        tokens: cp.budgetTokens, cost: storableCost(cp.costUsd), seq: cp.seq, request: cp.request, content: cp.content, stop_reason: cp.stopReason,
+      const item: ModelStepItem = stepItem(runId, owner, startNext, eventValues([...(cp.streamed ?? []), finished, ...this.toolStartEvents(startNext, true)], this.sealer), {
+        tokens: cp.budgetTokens, cost: storableCost(cp.costUsd), seq: cp.seq, request: cp.request, content: sealBlocks(this.sealer, cp.content), stop_reason: cp.stopReason,
         input_tokens: u.inputTokens, output_tokens: u.outputTokens, cache_creation: u.cacheCreationInputTokens, cache_read: u.cacheReadInputTokens,
         attempts: cp.attempts, latency_ms: Math.round(cp.latencyMs),
       });
       if (!end) return this.modelSteps.write(item);
-      const [output, error, reason] = endTexts(this.redactedEnd(end));
+      const [output, error, reason] = this.storedEnd(end);
       return this.finalModelSteps.write(Object.assign(item, { end_status: end.status, end_output: output ?? null, end_error: error ?? null, end_reason: reason ?? null }));
     }
     const stepValues = [
-      cp.budgetTokens, storableCost(cp.costUsd), cp.seq, cp.request, JSON.stringify(cp.content), cp.stopReason, u.inputTokens,
+      cp.budgetTokens, storableCost(cp.costUsd), cp.seq, cp.request, JSON.stringify(sealBlocks(this.sealer, cp.content)), cp.stopReason, u.inputTokens,
       u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts, Math.round(cp.latencyMs),
     ];
-    return this.checkpointModelWaiting(runId, owner, stepValues, wait, eventParams([...(cp.streamed ?? []), finished]));
+    return this.checkpointModelWaiting(runId, owner, stepValues, wait, eventParams([...(cp.streamed ?? []), finished], this.sealer));
   }
 
   /** The model step and the start of a wait for approvals, in one statement (see WaitStart). */
   private async checkpointModelWaiting(
     runId: RunId, owner: Lease, stepValues: unknown[], wait: WaitStart, events: ReturnType<typeof eventParams>,
   ): Promise<FencedWrite> {
-    const [waiting, runAt, decisions] = waitParams(wait);
+    const [waiting, runAt, decisions] = waitParams(wait, this.sealer);
     const { rows } = await this.prepared<ProgressRow & { status: Waited['status'] }>(
       'checkpoint_model_waiting',
       `WITH owner AS (
@@ -348,11 +359,11 @@ export class RunStore implements EngineStore {
   }
 
   async decisions(runId: RunId): Promise<DecisionRecord[]> {
-    return readDecisions(this.db, runId);
+    return readDecisions(this.db, runId, this.sealer);
   }
 
   async wait(runId: RunId, owner: Lease, start: WaitStart): Promise<Waited> {
-    return startWaiting(this.db, runId, owner, start);
+    return startWaiting(this.db, runId, owner, start, this.sealer);
   }
 
   async consumeDecision(runId: RunId, owner: Lease, toolUseId: string): Promise<void> {
@@ -375,7 +386,7 @@ export class RunStore implements EngineStore {
        SELECT tokens_used, cancel_requested, (SELECT seq FROM ins) AS inserted,
               (SELECT seq FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing, ${ANNOUNCED}
        FROM owner`,
-      [runId, owner.worker, owner.leaseMs, start.seq, start.toolName, start.toolUseId, owner.token, ...eventParams(this.toolStartEvents(start, false))],
+      [runId, owner.worker, owner.leaseMs, start.seq, start.toolName, start.toolUseId, owner.token, ...eventParams(this.toolStartEvents(start, false), this.sealer)],
     );
     const row = rows[0];
     if (!row) throw new LeaseLostError(runId, owner.worker);
@@ -389,9 +400,9 @@ export class RunStore implements EngineStore {
       newEvent('tool.finished', { seq, toolUseId: f.toolUseId, isError: f.status === 'ERROR', ...toolOutput(stored) }),
       newEvent('step.finished', { seq, kind: 'TOOL', status: f.status, latencyMs: Math.round(f.latencyMs) }),
       ...this.toolStartEvents(startNext, true),
-    ]);
+    ], this.sealer);
     return this.toolResults.write(stepItem(runId, owner, startNext, events, {
-      use_id: f.toolUseId, status: f.status, response: stored, latency_ms: Math.round(f.latencyMs),
+      use_id: f.toolUseId, status: f.status, response: this.sealer.text(stored), latency_ms: Math.round(f.latencyMs),
     }));
   }
 
@@ -401,7 +412,7 @@ export class RunStore implements EngineStore {
       `UPDATE durable_agent.run SET status = $3, output = $4, error = $5, stop_reason = $6, finished_at = now(), updated_at = now(),
               locked_until = NULL, tokens_used = tokens_used + $8, cost_usd = cost_usd + $9
        WHERE ${FENCE(7)}`,
-      [runId, owner.worker, end.status, ...endTexts(this.redactedEnd(end)), owner.token, end.usage ? budgetTokens(end.usage) : 0, storableCost(end.costUsd ?? 0)],
+      [runId, owner.worker, end.status, ...this.storedEnd(end), owner.token, end.usage ? budgetTokens(end.usage) : 0, storableCost(end.costUsd ?? 0)],
     );
     if (rowCount !== 1) throw new LeaseLostError(runId, owner.worker);
   }
@@ -455,7 +466,7 @@ export class RunStore implements EngineStore {
        WHERE ${FENCE(3)}
        RETURNING status, tokens_used, run_at`,
       [
-        runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error == null ? null : this.redact(storableText(how.error)),
+        runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error == null ? null : this.sealer.text(this.redact(storableText(how.error))),
         how.usage ? budgetTokens(storableUsage(how.usage)) : 0, storableCost(how.costUsd ?? 0),
       ],
     );
@@ -475,7 +486,7 @@ export class RunStore implements EngineStore {
 
   async putBlob(body: string): Promise<string> {
     const digest = sha256(body);
-    await this.db.query('INSERT INTO durable_agent.content_blob (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING', [digest, body]);
+    await this.db.query('INSERT INTO durable_agent.content_blob (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING', [digest, this.sealer.text(body)]);
     return digest;
   }
 
@@ -487,15 +498,15 @@ export class RunStore implements EngineStore {
     const { rows: steps } = await this.prepared<StepRow & { part: number }>(
       'conversation_steps', conversationSteps(qualified(STEP_COLUMNS)), [runId]);
     const byPart = new Map<number, Step[]>(runs.map((r) => [r.part, []]));
-    for (const row of steps) byPart.get(row.part)!.push(toStep(row));
+    for (const row of steps) byPart.get(row.part)!.push(toStep(row, this.sealer));
     // Oldest first: the highest part is the start of the conversation.
     return runs
       .sort((a, b) => b.part - a.part)
-      .map((r) => ({ id: r.id as RunId, input: r.input, status: r.status, steps: byPart.get(r.part)! }));
+      .map((r) => ({ id: r.id as RunId, input: this.sealer.openText(r.input), status: r.status, steps: byPart.get(r.part)! }));
   }
 
   async blob(digest: string): Promise<string | null> {
     const { rows } = await this.db.query<{ body: string }>('SELECT body FROM durable_agent.content_blob WHERE digest = $1', [digest]);
-    return rows[0]?.body ?? null;
+    return this.sealer.openText(rows[0]?.body ?? null);
   }
 }

@@ -18,7 +18,7 @@ function sealField(sealer: FieldSealer, v: unknown): unknown {
 }
 
 /** A model step's content blocks as stored. */
-export function sealBlocks(sealer: FieldSealer, blocks: readonly ContentBlock[]): readonly ContentBlock[] {
+export function sealBlocks(sealer: FieldSealer, blocks: ContentBlock[]): ContentBlock[] {
   if (!sealer.enabled) return blocks;
   return blocks.map((b) => {
     const out: Record<string, unknown> = {};

@@ -8,6 +8,8 @@ import type { DecisionRecord, RunId } from '../domain.ts';
 import { LeaseLostError } from '../errors.ts';
 import { FENCE, OWNED, progress, type ProgressRow, START_NEXT, startParams } from './fenced-sql.ts';
 import type { Lease, WaitStart, Waited } from './ports.ts';
+import type { Sealer } from './encryption.ts';
+import { sealToolCalls } from './sealed-columns.ts';
 
 /**
  * The run's side of a wait: $w the waiting JSON (its `since` set here), $r when it is claimable again
@@ -33,16 +35,16 @@ export const DECISION_ROWS = (d: number) => `decided AS (
   ON CONFLICT (run_id, tool_use_id, kind) DO NOTHING)`;
 
 /** The parameters of a wait: waiting JSON, claimable-again time, decision rows. */
-export function waitParams(start: WaitStart): [string, Date | null, string] {
+export function waitParams(start: WaitStart, sealer: Sealer): [string, Date | null, string] {
   const w = start.waiting;
-  const waiting = { kind: w.kind, since: null, toolCalls: w.toolCalls, wakeAt: w.wakeAt?.toISOString() ?? null, expiresAt: w.expiresAt?.toISOString() ?? null };
+  const waiting = { kind: w.kind, since: null, toolCalls: sealToolCalls(sealer, w.toolCalls), wakeAt: w.wakeAt?.toISOString() ?? null, expiresAt: w.expiresAt?.toISOString() ?? null };
   const decisions = (start.decisions ?? []).map((d) => ({ tool_use_id: d.toolUseId, kind: d.kind, expires_at: d.expiresAt?.toISOString() ?? null }));
   return [JSON.stringify(waiting), w.wakeAt ?? w.expiresAt ?? null, JSON.stringify(decisions)];
 }
 
 type WaitRow = ProgressRow & { status: 'WAITING' | 'CANCELLED' };
 
-export async function startWaiting(db: pg.Pool, runId: RunId, owner: Lease, start: WaitStart): Promise<Waited> {
+export async function startWaiting(db: pg.Pool, runId: RunId, owner: Lease, start: WaitStart, sealer: Sealer): Promise<Waited> {
   const { rows } = await db.query<WaitRow>({
     name: 'durable_agent_wait',
     text: `WITH owner AS (
@@ -52,7 +54,7 @@ export async function startWaiting(db: pg.Pool, runId: RunId, owner: Lease, star
        ${DECISION_ROWS(5)},
        ${START_NEXT(7)}
        SELECT tokens_used, cancel_requested, status FROM owner`,
-    values: [runId, owner.worker, ...waitParams(start), owner.token, ...startParams(start.start)],
+    values: [runId, owner.worker, ...waitParams(start, sealer), owner.token, ...startParams(start.start)],
   });
   const row = rows[0];
   if (!row) throw new LeaseLostError(runId, owner.worker);
@@ -80,12 +82,12 @@ interface DecisionRow {
   expires_at: Date | null;
 }
 
-export async function readDecisions(db: pg.Pool, runId: RunId): Promise<DecisionRecord[]> {
+export async function readDecisions(db: pg.Pool, runId: RunId, sealer: Sealer): Promise<DecisionRecord[]> {
   const { rows } = await db.query<DecisionRow>(
     `SELECT tool_use_id, kind, decision, reason, result, expires_at FROM durable_agent.tool_decision WHERE run_id = $1`,
     [runId],
   );
-  return rows.map((r) => ({ toolUseId: r.tool_use_id, kind: r.kind, decision: r.decision, reason: r.reason, result: r.result, expiresAt: r.expires_at }));
+  return rows.map((r) => ({ toolUseId: r.tool_use_id, kind: r.kind, decision: r.decision, reason: sealer.openText(r.reason), result: sealer.openText(r.result), expiresAt: r.expires_at }));
 }
 
 /**

@@ -1,0 +1,176 @@
+/**
+ * Encryption at rest on real PostgreSQL: with ENCRYPTION_KEY(S) nothing a run saw is readable in the
+ * database, while the API reads it all; a process without the keys refuses to start; a rotation seals
+ * everything with the new key, and a run that started before it finishes after it.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { loadConfig } from '../../src/config.ts';
+import type { RunId } from '../../src/domain.ts';
+import { type Runtime, startRuntime } from '../../src/runtime.ts';
+import { Sealer } from '../../src/store/encryption.ts';
+import { rotateEncryption, storedKeyIds } from '../../src/store/encryption-keys.ts';
+import { tool } from '../../src/tools/zod-tool.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { ScriptedLlm } from '../support/scripted-llm.ts';
+
+const K1 = randomBytes(32).toString('base64');
+const K2 = randomBytes(32).toString('base64');
+const MARK = 'Zebra7Marker';
+
+let db: TestDatabase;
+const runtimes: Runtime[] = [];
+beforeEach(async () => {
+  db = await testDatabase();
+});
+afterEach(async () => {
+  await Promise.all(runtimes.splice(0).map((rt) => rt.close()));
+  await db.close();
+});
+
+const lookup = tool({
+  name: 'lookup',
+  description: 'Looks a thing up.',
+  input: z.object({ q: z.string() }),
+  execute: async ({ q }) => ({ found: `${MARK}-result for ${q}`, count: 2 }),
+});
+const refund = tool({
+  name: 'refund',
+  description: 'Refunds an order.',
+  input: z.object({ order: z.string() }),
+  needsApproval: true,
+  execute: async ({ order }) => `${MARK}-refunded ${order}`,
+});
+
+async function start(env: Record<string, string>, llm: ScriptedLlm): Promise<Runtime> {
+  const config = loadConfig({ DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'silent', LLM_PROVIDER: 'demo', POLL_INTERVAL_MS: '50', ...env });
+  const rt = await startRuntime(config, { api: true, worker: true, agent: { name: 'clerk', system: `${MARK}-system prompt`, tools: [lookup, refund] }, llm });
+  runtimes.push(rt);
+  return rt;
+}
+
+async function api(rt: Runtime, path: string, init?: RequestInit): Promise<unknown> {
+  const res = await fetch(`${rt.url}${path}`, { ...init, headers: { 'content-type': 'application/json', ...init?.headers } });
+  expect(res.status, `${path}: ${res.status}`).toBeLessThan(300);
+  return res.json();
+}
+
+/** Every row of every table of the schema as PostgreSQL prints it: what a dump or a backup holds. */
+async function everyRow(): Promise<string> {
+  const { rows: tables } = await db.pool.query<{ name: string }>(
+    `SELECT format('%I.%I', schemaname, tablename) AS name FROM pg_tables WHERE schemaname = 'durable_agent'`,
+  );
+  expect(tables.length).toBeGreaterThan(5);
+  let all = '';
+  for (const { name } of tables) {
+    const { rows } = await db.pool.query<{ row: string }>(`SELECT t::text AS row FROM ${name} t`);
+    all += rows.map((r) => r.row).join('\n');
+  }
+  return all;
+}
+
+/** pg_dump of the database, when this machine's pg_dump can read its server (same major version or newer). */
+async function pgDump(): Promise<string | null> {
+  let client: string;
+  try {
+    client = execFileSync('pg_dump', ['--version'], { encoding: 'utf8' });
+  } catch {
+    return null;
+  }
+  const server = (await db.pool.query<{ major: number }>(`SELECT current_setting('server_version_num')::int / 10000 AS major`)).rows[0]!.major;
+  if (Number(/(\d+)\./.exec(client)?.[1]) < server) return null;
+  return execFileSync('pg_dump', ['--no-owner', db.url], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+}
+
+async function until<T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
+  for (let i = 0; ; i++) {
+    const v = await read();
+    if (done(v)) return v;
+    if (i > 400) throw new Error(`condition not met: ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('encryption at rest', () => {
+  it('keeps every payload out of the database while the API, timeline, steps and events show it', async () => {
+    const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', { q: `${MARK}-tool input` }).thenText(`${MARK}-reply`);
+    const rt = await start({ ENCRYPTION_KEY: K1 }, llm);
+    const created = (await api(rt, '/api/runs', {
+      method: 'POST',
+      body: JSON.stringify({ input: `${MARK}-input`, metadata: { note: `${MARK}-metadata` } }),
+    })) as { id: RunId };
+    const run = (await until(() => api(rt, `/api/runs/${created.id}`), (r) => (r as { status: string }).status === 'SUCCEEDED')) as Record<string, unknown>;
+    expect(run).toMatchObject({ input: `${MARK}-input`, output: `${MARK}-reply`, metadata: { note: `${MARK}-metadata` } });
+
+    const timeline = (await api(rt, `/api/runs/${created.id}/timeline`)) as unknown[];
+    expect(timeline).toHaveLength(3);
+    const model = (await api(rt, `/api/runs/${created.id}/steps/1`)) as { response: unknown };
+    expect(model.response).toEqual([{ type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { q: `${MARK}-tool input` } }]);
+    const toolStep = (await api(rt, `/api/runs/${created.id}/steps/2`)) as { response: string };
+    expect(JSON.parse(toolStep.response)).toEqual({ found: `${MARK}-result for ${MARK}-tool input`, count: 2 });
+    const { events } = (await api(rt, `/api/runs/${created.id}/events`)) as { events: { type: string; data: Record<string, unknown> }[] };
+    expect(events.find((e) => e.type === 'tool.started')!.data.input).toEqual({ q: `${MARK}-tool input` });
+    expect(events.find((e) => e.type === 'tool.finished')!.data.output).toContain(`${MARK}-result`);
+    expect(events.find((e) => e.type === 'run.finished')!.data.output).toBe(`${MARK}-reply`);
+    // The model saw the conversation in plain text, system prompt included.
+    expect(JSON.stringify(llm.seen.at(-1))).toContain(`${MARK}-result`);
+
+    const rows = await everyRow();
+    expect(rows).toContain(created.id);
+    expect(rows).toContain('da.enc:1:');
+    expect(rows).not.toContain(MARK);
+    const dump = await pgDump();
+    if (dump !== null) {
+      expect(dump).toContain(created.id);
+      expect(dump).not.toContain(MARK);
+    }
+  });
+
+  it('refuses to start without the keys the database holds values under, and says which', async () => {
+    const rt = await start({ ENCRYPTION_KEYS: `old:${K1}` }, new ScriptedLlm().thenText('done'));
+    await rt.runs.create({ input: 'x' });
+    await rt.close();
+    await expect(start({}, new ScriptedLlm())).rejects.toThrow(/holds encrypted values \(key old\): set ENCRYPTION_KEY/);
+    await expect(start({ ENCRYPTION_KEYS: `new:${K2}` }, new ScriptedLlm())).rejects.toThrow(/key old, which ENCRYPTION_KEYS does not have/);
+  });
+
+  it('rotates: a run started under the old key finishes after the rotation, and then only the new key is needed', async () => {
+    const before = new ScriptedLlm().thenToolUse('toolu_r', 'refund', { order: `${MARK}-order` });
+    const rtOld = await start({ ENCRYPTION_KEYS: `old:${K1}` }, before);
+    const run = await rtOld.runs.create({ input: `${MARK}-please refund` });
+    await until(() => rtOld.runs.get(run.id), (r) => r?.status === 'WAITING');
+    await rtOld.close();
+
+    // The new key first everywhere, the old one after it; then the rotation.
+    const after = new ScriptedLlm().thenText(`${MARK}-refund done`);
+    const rtNew = await start({ ENCRYPTION_KEYS: `new:${K2},old:${K1}` }, after);
+    const report = await rotateEncryption(db.pool, new Sealer(loadConfig({ ENCRYPTION_KEYS: `new:${K2},old:${K1}` }).encryptionKeys), 2);
+    expect(report.retired).toEqual(['old']);
+    expect(report.tables.run!.rewritten).toBe(1);
+    expect(report.tables.run_event!.rewritten).toBeGreaterThan(0);
+    expect(await storedKeyIds(db.pool)).toEqual(['new']);
+    const rows = await everyRow();
+    expect(rows).not.toContain(':old:');
+    expect(rows).not.toContain(MARK);
+
+    await api(rtNew, `/api/runs/${run.id}/tool-calls/toolu_r/decision`, { method: 'POST', body: JSON.stringify({ decision: 'approve' }) });
+    const done = await until(() => rtNew.runs.get(run.id), (r) => r?.status === 'SUCCEEDED');
+    expect(done!.output).toBe(`${MARK}-refund done`);
+    // The model was given the old steps, opened: the turn and the tool's result.
+    expect(JSON.stringify(after.seen[0])).toContain(`${MARK}-order`);
+    expect(JSON.stringify(after.seen[0])).toContain(`${MARK}-refunded`);
+    await rtNew.close();
+
+    // Only the new key now: everything reads.
+    const rtOnlyNew = await start({ ENCRYPTION_KEYS: `new:${K2}` }, new ScriptedLlm());
+    const read = (await api(rtOnlyNew, `/api/runs/${run.id}`)) as { input: string; output: string };
+    expect(read).toMatchObject({ input: `${MARK}-please refund`, output: `${MARK}-refund done` });
+    const { events } = (await api(rtOnlyNew, `/api/runs/${run.id}/events`)) as { events: { type: string; data: Record<string, unknown> }[] };
+    expect(events.find((e) => e.type === 'run.waiting')!.data.toolCalls).toEqual([
+      expect.objectContaining({ toolUseId: 'toolu_r', input: { order: `${MARK}-order` } }),
+    ]);
+    expect(JSON.stringify(await everyRow())).not.toContain(MARK);
+  });
+});
