@@ -5,12 +5,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authByKeys } from '../../src/api/auth.ts';
+import { loadConfig } from '../../src/config.ts';
 import type { RunId } from '../../src/domain.ts';
 import { ApiKeys, type NewApiKey } from '../../src/store/api-keys.ts';
 import { RunDeletion } from '../../src/store/retention.ts';
+import { startRuntime } from '../../src/runtime.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, waitFor } from '../support/engine.ts';
 import { startEventsApi, type EventsApi } from '../support/events-api.ts';
+import { ScriptedLlm } from '../support/scripted-llm.ts';
 
 /** @unit milliseconds — how soon a stream must end after its key or run is gone. */
 const LIMIT_MS = 5_000;
@@ -163,6 +166,30 @@ describe('without announcements', () => {
       expect(body).toContain(': closed: the API key was revoked');
     } finally {
       await polling.close();
+    }
+  });
+});
+
+describe('the API process as `serve` starts it', () => {
+  it('ends a stream when its key is revoked from another connection, as `keys revoke` does', async () => {
+    const runtime = await startRuntime(loadConfig({ DATABASE_URL: db.url, PORT: '0', AUTH: 'on', LOG_LEVEL: 'silent', LLM_PROVIDER: 'demo' }), {
+      api: true,
+      worker: false,
+      llm: new ScriptedLlm(),
+      agent: { system: null, tools: [] },
+    });
+    try {
+      const key = await keys.create('default', 'served');
+      const created = await fetch(`${runtime.url}/api/runs`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(key) }, body: JSON.stringify({ input: 'x' }) });
+      expect(created.status).toBe(201);
+      const { id } = (await created.json()) as { id: string };
+      const stream = await openStream(`${runtime.url}/api/runs/${id}/events`, key.key);
+      await keys.revoke(key.id);
+      const body = await endsWithin(stream, LIMIT_MS);
+      expect(body, 'the stream of the revoked key was still open after 5 s').not.toBeNull();
+      expect(body).toContain(': closed: the API key was revoked');
+    } finally {
+      await runtime.close();
     }
   });
 });
