@@ -13,6 +13,8 @@ import type { LlmClient, LlmRequest, LlmResponse } from '../src/llm/types.ts';
 import { createLogger } from '../src/observability/logger.ts';
 import { leaseKeeperThread } from '../src/store/lease-keeper-thread.ts';
 import { RunStore } from '../src/store/run-store.ts';
+import { Sealer } from '../src/store/encryption.ts';
+import type { Lease } from '../src/store/ports.ts';
 import { ToolExecutor } from '../src/tools/executor.ts';
 import type { Tool } from '../src/tools/types.ts';
 import { forkCost } from './fork-cost.ts';
@@ -49,6 +51,8 @@ async function main() {
     const url = new URL(urlText);
     const logger = createLogger({ level: 'silent' });
     const store = new RunStore(pool);
+    // The same writes with ENCRYPTION_KEY set: every payload sealed with AES-256-GCM as it is written.
+    const sealedStore = new RunStore(pool, { sealer: new Sealer([{ id: 'bench', key: randomBytes(32) }]) });
     const newRun = (maxSteps = 1000) => store.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps });
     const owner = { worker: 'bench', leaseMs: 60_000 };
     const results: Record<string, number | string> = { database: description, at: new Date().toISOString() };
@@ -60,33 +64,48 @@ async function main() {
     const commits: number[] = [];
     const checkpoints: number[] = [];
     const toolSteps: number[] = [];
+    const sealedCheckpoints: number[] = [];
+    const sealedToolSteps: number[] = [];
     const tools = new ToolExecutor([noop('ok')], 10_000);
+    // A model turn with some text and a tool call, a tool result of a kilobyte: what sealing works on.
+    const prose = 'The order was shipped on Tuesday and should arrive within three working days. '.repeat(6);
+    const result = JSON.stringify({ order: 'A-1042', items: Array.from({ length: 12 }, (_, i) => ({ sku: `SKU-${i}`, qty: i + 1, note: 'in stock' })) });
+    const steps = async (s: RunStore, run: RunId, lease: Lease, seq: number, into: { checkpoints: number[]; tools: number[] }) => {
+      const t = performance.now();
+      await s.checkpointModel(run, lease, {
+        seq, request: { model: 'bench', maxTokens: 1024, systemDigest: null, toolsDigest: null },
+        content: [{ type: 'text', text: prose }, { type: 'tool_use', id: `t${seq}`, name: 'noop', input: { order: 'A-1042' } }], stopReason: 'tool_use',
+        usage: { inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+        budgetTokens: 120, attempts: 1, costUsd: 0.001, latencyMs: 0,
+      });
+      into.checkpoints.push(performance.now() - t);
+      const t2 = performance.now();
+      await s.startTool(run, lease, { seq: seq + 1, toolUseId: `t${seq}`, toolName: 'noop', input: { order: 'A-1042' } });
+      const out = await tools.execute({ type: 'tool_use', id: `t${seq}`, name: 'noop', input: {} }, { runId: run, signal: new AbortController().signal });
+      await s.finishTool(run, lease, { toolUseId: `t${seq}`, status: out.status, result: out.status === 'DONE' ? result : out.result, latencyMs: 0 });
+      into.tools.push(performance.now() - t2);
+    };
     for (let r = 0; r < 10; r++) {
       const run = await newRun();
-      const lease = (await store.claim(owner, 1))[0]!.lease;
+      const sealedRun = await sealedStore.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 1000 });
+      const leases = await store.claim(owner, 2);
+      const lease = leases.find((c) => c.id === run.id)!.lease;
+      const sealedLease = leases.find((c) => c.id === sealedRun.id)!.lease;
       for (let seq = 1; seq <= 400; seq += 2) {
         const t0 = performance.now();
         await pool.query('INSERT INTO bench_commit (body) VALUES ($1)', ['x']);
         commits.push(performance.now() - t0);
-        const t = performance.now();
-        await store.checkpointModel(run.id, lease, {
-          seq, request: { model: 'bench', maxTokens: 1024, systemDigest: null, toolsDigest: null },
-          content: [{ type: 'tool_use', id: `t${seq}`, name: 'noop', input: {} }], stopReason: 'tool_use',
-          usage: { inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
-          budgetTokens: 120, attempts: 1, costUsd: 0.001, latencyMs: 0,
-        });
-        checkpoints.push(performance.now() - t);
-        const t2 = performance.now();
-        await store.startTool(run.id, lease, { seq: seq + 1, toolUseId: `t${seq}`, toolName: 'noop' });
-        const out = await tools.execute({ type: 'tool_use', id: `t${seq}`, name: 'noop', input: {} }, { runId: run.id, signal: new AbortController().signal });
-        await store.finishTool(run.id, lease, { toolUseId: `t${seq}`, status: out.status, result: out.result, latencyMs: 0 });
-        toolSteps.push(performance.now() - t2);
+        await steps(store, run.id, lease, seq, { checkpoints, tools: toolSteps });
+        await steps(sealedStore, sealedRun.id, sealedLease, seq, { checkpoints: sealedCheckpoints, tools: sealedToolSteps });
       }
       await store.finish(run.id, lease, { status: 'SUCCEEDED', output: 'bench' });
+      await sealedStore.finish(sealedRun.id, sealedLease, { status: 'SUCCEEDED', output: 'bench' });
     }
     results.commitP50Ms = round(p50(commits));
     results.modelCheckpointP50Ms = round(p50(checkpoints));
     results.toolStepP50Ms = round(p50(toolSteps));
+    results.modelCheckpointEncryptedP50Ms = round(p50(sealedCheckpoints));
+    results.toolStepEncryptedP50Ms = round(p50(sealedToolSteps));
 
     const worker = (llm: LlmClient, tool: Tool, concurrency: number, events = {}) =>
       new Worker(
@@ -213,6 +232,8 @@ async function main() {
       ['bare INSERT commit p50 (floor)', `${num('commitP50Ms')} ms`, ''],
       ['model checkpoint p50', `${num('modelCheckpointP50Ms')} ms`, `${round(num('modelCheckpointP50Ms') / num('commitP50Ms'), 2)}× floor (target ≤ 1.5×)`],
       ['tool step overhead p50', `${num('toolStepP50Ms')} ms`, 'STARTED + execute + DONE, zero-latency tool'],
+      ['  with ENCRYPTION_KEY: model', `${num('modelCheckpointEncryptedP50Ms')} ms`, `${round(num('modelCheckpointEncryptedP50Ms') / num('modelCheckpointP50Ms'), 2)}× the plain checkpoint`],
+      ['  with ENCRYPTION_KEY: tool', `${num('toolStepEncryptedP50Ms')} ms`, `${round(num('toolStepEncryptedP50Ms') / num('toolStepP50Ms'), 2)}× the plain tool step`],
       ['steps per second', `${num('stepsPerSecond')}`, '100 runs × 10 steps, one worker (target ≥ 2,100)'],
       ['queued → first step p50', `${num('queuedToFirstStepP50Ms')} ms`, 'NOTIFY wake-up'],
       ['per step at 10 / at 200', `${num('perStepMsAt10')} / ${num('perStepMsAt200')} ms`, `${round(num('perStepMsAt200') / num('perStepMsAt10'), 2)}× (target ≤ 1.2×)`],
