@@ -1,7 +1,7 @@
 /**
  * The API's JSON as the dashboard reads it (the server's zod schemas in src/api are the reference;
  * /openapi.json describes them). Fields that later versions of the API add are optional here, so the
- * page works against both: `waiting` (a WAITING run's pending tool calls).
+ * page works against both: `waiting` (a WAITING run's pending tool calls), `lastError`, `nextAttemptAt`.
  */
 export type RunStatus = 'QUEUED' | 'RUNNING' | 'WAITING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED' | 'TIMED_OUT';
 export type StepKind = 'MODEL' | 'TOOL';
@@ -43,6 +43,10 @@ export interface Run {
   cancelRequested: boolean;
   metadata: Record<string, unknown>;
   waiting?: Waiting | null;
+  /** Why the last attempt ended without finishing the run (a model outage, a crash). */
+  lastError?: { message: string; at: string; attempt: number } | null;
+  /** When a queued run is tried again, while it waits for a later time. */
+  nextAttemptAt?: string | null;
 }
 
 export interface RunListItem extends Run {

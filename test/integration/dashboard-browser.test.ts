@@ -11,12 +11,13 @@ import type { ConsoleMessage, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedRuns } from '../../bench/seed-runs.ts';
 import { dashboardStaleness } from '../../dashboard/build.ts';
-import { formatCost, formatCount, formatDuration } from '../../dashboard/src/format.ts';
+import { formatClock, formatCost, formatCount, formatDuration } from '../../dashboard/src/format.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { RunId } from '../../src/domain.ts';
 import { ToolError } from '../../src/errors.ts';
 import { type Runtime, startRuntime } from '../../src/runtime.ts';
 import { ApiKeys } from '../../src/store/api-keys.ts';
+import { sleepTool } from '../../src/tools/sleep-tool.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
@@ -60,6 +61,7 @@ const tools = [
       throw new ToolError('the ticket system is down');
     },
   }),
+  sleepTool(),
 ];
 
 /** The model's side of each run, chosen by the run's input and how far the conversation is. */
@@ -76,6 +78,9 @@ const llm = new ScriptedLlm(async (req, options) => {
   if (input.startsWith('hold')) {
     await held;
     return response([{ type: 'tool_use', id: `toolu_hold_${turn}`, name: 'lookup', input: {} }], 'tool_use', usage(500, 30));
+  }
+  if (input.startsWith('sleep')) {
+    return response([{ type: 'tool_use', id: 'toolu_sleep_1', name: 'sleep', input: { seconds: 3600 } }], 'tool_use', usage(200, 10));
   }
   if (input.startsWith('close')) {
     if (turn === 0) {
@@ -377,6 +382,16 @@ describe('approvals', () => {
     await p.goto(`${base}/runs/${id}`);
     await p.waitForSelector('.approvals .approval[data-tool-use-id="toolu_close_2"]');
     expect(await p.locator('.approvals .approval').count()).toBe(2);
+    // The header says what the run waits for and since when, not how long it has been running.
+    const since = ((await (await fetch(`${base}/api/runs/${id}`)).json()) as { waiting: { since: string } }).waiting.since;
+    const state = p.locator('.run-head .run-state');
+    expect(await state.getAttribute('data-state')).toBe('waiting');
+    expect(await state.textContent()).toMatch(new RegExp(`^waiting for approval of 2 tool calls since ${formatClock(new Date(since), new Date())} \\(`));
+    expect(await p.textContent('.run-head .sub')).not.toContain('running for');
+    // The model wrote no text before its tool calls: once the page has read the run's events, no
+    // live-text box stands empty.
+    await p.waitForSelector('.live-text[data-seq]', { state: 'attached' });
+    expect(await p.isVisible('.live-text')).toBe(false);
     await p.locator('.approval[data-tool-use-id="toolu_close_1"]').getByRole('button', { name: 'Approve' }).click();
     await p.waitForFunction(() => document.querySelector('.approval[data-tool-use-id="toolu_close_1"] .decision-result')?.textContent === 'Approved.');
     expect(await statusOf(id)).toBe('WAITING'); // one call is still undecided
@@ -394,6 +409,24 @@ describe('approvals', () => {
       { tool_use_id: 'toolu_close_2', decision: 'deny', reason: 'T-2 is not a duplicate' },
     ]);
     await p.waitForSelector('.approvals', { state: 'detached' }); // the page follows the run: nothing waits any more
+    await p.close();
+  });
+
+  it('shows a sleeping run as sleeping until its wake-up time, with no empty live-text box', async () => {
+    const id = await post({ input: 'sleep for an hour' });
+    await waitFor('the run to sleep', async () => (await statusOf(id)) === 'WAITING', UI_TIMEOUT);
+    const { waiting } = (await (await fetch(`${base}/api/runs/${id}`)).json()) as { waiting: { kind: string; since: string; wakeAt: string } };
+    expect(waiting.kind).toBe('timer');
+    const p = await chromium.context.newPage();
+    p.setDefaultTimeout(UI_TIMEOUT);
+    await p.goto(`${base}/runs/${id}`);
+    const state = p.locator('.run-head .run-state[data-state="waiting"]');
+    await state.waitFor();
+    const clock = (iso: string) => formatClock(new Date(iso), new Date());
+    expect(await state.textContent()).toMatch(new RegExp(`^sleeping until ${clock(waiting.wakeAt)} \\(in (59m \\d\\ds|1h 00m)\\) · since ${clock(waiting.since)} \\(`));
+    expect(await p.textContent('.run-head .sub')).not.toContain('running for');
+    await p.waitForSelector('.live-text[data-seq]', { state: 'attached' });
+    expect(await p.isVisible('.live-text')).toBe(false);
     await p.close();
   });
 });

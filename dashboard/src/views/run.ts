@@ -11,6 +11,7 @@ import { css, fill, h } from '../dom.ts';
 import { formatAge, formatClock, formatCost, formatCount, formatDuration, formatPercent, formatTokens, shortId } from '../format.ts';
 import { poll, reportConnection } from '../live.ts';
 import type { Route, View } from '../router.ts';
+import { lastAttemptNote, runStatePhrase } from '../run-state.ts';
 import { isActive, statusPill } from '../status.ts';
 import type { Run, TimelineStep } from '../types.ts';
 import { renderApprovals } from './approvals.ts';
@@ -62,7 +63,14 @@ function outcome(run: Run): HTMLElement {
       h('div', { class: 'prose' }, run.output),
     );
   }
-  return h('section', { class: 'card io output pending' }, h('h2', null, 'Output'), h('p', { class: 'muted' }, isActive(run.status) ? 'Not finished yet.' : 'No output.'));
+  const note = lastAttemptNote(run, new Date());
+  return h(
+    'section',
+    { class: 'card io output pending' },
+    h('h2', null, 'Output'),
+    h('p', { class: 'muted' }, isActive(run.status) ? 'Not finished yet.' : 'No output.'),
+    note ? h('p', { class: 'muted small last-error' }, note) : null,
+  );
 }
 
 function notFound(main: HTMLElement, id: string, message: string): void {
@@ -83,16 +91,19 @@ export const runView: View = (main, route: Route) => {
   const outcomeSlot = h('div');
   const approvalsSlot = h('div');
   // The text of the model call in flight, as it streams (kept once the run ends: it is what was watched).
+  // Shown only once there is text: a step that only called tools, or a run waiting on one, has none.
   const liveTitle = h('h2');
   const liveBody = h('div', { class: 'prose live-body' });
   const liveText = h('section', { class: 'card live-text', hidden: true, 'aria-live': 'polite' }, liveTitle, liveBody);
-  const drawLive = (f: RunFold) => {
-    const step = f.steps.at(-1);
-    if (!step) return;
-    liveText.hidden = false;
+  let fold: RunFold | null = null;
+  const drawLive = () => {
+    const step = fold?.steps.at(-1);
+    if (!fold || !step) return;
     liveText.dataset.seq = String(step.seq);
-    fill(liveTitle, f.finished ? 'Streamed text' : 'Live text', h('span', { class: 'muted small' }, ` · step ${step.seq}${step.attempt > 1 ? ` · attempt ${step.attempt}` : ''}`));
-    liveBody.textContent = f.text;
+    liveText.hidden = fold.text === '';
+    const live = !fold.finished && run?.status !== 'WAITING';
+    fill(liveTitle, live ? 'Live text' : 'Streamed text', h('span', { class: 'muted small' }, ` · step ${step.seq}${step.attempt > 1 ? ` · attempt ${step.attempt}` : ''}`));
+    liveBody.textContent = fold.text;
   };
   let streaming = false;
   let stale = true;
@@ -182,7 +193,7 @@ export const runView: View = (main, route: Route) => {
   const drawHead = (r: Run) => {
     const now = Date.now();
     const created = Date.parse(r.createdAt);
-    const took = (r.finishedAt ? Date.parse(r.finishedAt) : now) - created;
+    const state = runStatePhrase(r, new Date(now));
     if (drawnTitle !== r.status) {
       drawnTitle = r.status;
       fill(title, statusPill(r.status, 'lg'), h('span', { class: 'mono run-id', title: r.id }, r.id));
@@ -191,7 +202,8 @@ export const runView: View = (main, route: Route) => {
       sub,
       h('span', { title: `agent (model ${r.model})` }, r.agent),
       ` · created ${formatClock(new Date(created), new Date(now))} (${formatAge(now - created)})`,
-      ` · ${r.finishedAt ? 'took' : 'running for'} ${formatDuration(took)}`,
+      ' · ',
+      h('span', { class: 'run-state', 'data-state': state.state }, state.text),
       r.attempts > 1 ? ` · claimed ${r.attempts} times` : '',
       r.cancelRequested && isActive(r.status) ? h('span', { class: 'tag warn' }, 'cancel requested') : null,
     );
@@ -217,6 +229,7 @@ export const runView: View = (main, route: Route) => {
       drawnApprovals = pending;
       fill(approvalsSlot, renderApprovals(run, () => poller.refresh()));
     }
+    drawLive();
     drawWaterfall();
   };
 
@@ -244,7 +257,10 @@ export const runView: View = (main, route: Route) => {
       if (!isActive(r.status)) poller.stop();
       else
         unfollow ??= followRunEvents(id, {
-          text: drawLive,
+          text: (f) => {
+            fold = f;
+            drawLive();
+          },
           changed: () => {
             stale = true;
             poller.refresh();
