@@ -87,10 +87,9 @@ async function main() {
     };
     for (let r = 0; r < 10; r++) {
       const run = await newRun();
+      const lease = (await store.claim(owner, 1))[0]!.lease;
       const sealedRun = await sealedStore.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 1000 });
-      const leases = await store.claim(owner, 2);
-      const lease = leases.find((c) => c.id === run.id)!.lease;
-      const sealedLease = leases.find((c) => c.id === sealedRun.id)!.lease;
+      const sealedLease = (await sealedStore.claim(owner, 1))[0]!.lease;
       for (let seq = 1; seq <= 400; seq += 2) {
         const t0 = performance.now();
         await pool.query('INSERT INTO bench_commit (body) VALUES ($1)', ['x']);

@@ -115,6 +115,12 @@ export class WaitTimeoutError extends DurableAgentError {
 export class ConfigError extends DurableAgentError {}
 
 /**
+ * A stored value sealed with a key this process lacks, one that fails to open (altered), or a
+ * database whose encrypted values this process could not read (no ENCRYPTION_KEY, or not its keys).
+ */
+export class EncryptionError extends DurableAgentError {}
+
+/**
  * A database write that fails the same way however often it is tried (a value the database cannot
  * store, a broken constraint): the run ends FAILED with this message instead of being retried.
  */

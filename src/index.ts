@@ -35,6 +35,7 @@ export {
   ConfigError,
   ConflictError,
   DurableAgentError,
+  EncryptionError,
   FatalError,
   InputError,
   LeaseLostError,

@@ -4,7 +4,8 @@
  */
 import type pg from 'pg';
 import type { ContentBlock } from '../domain.ts';
-import { EncryptionError, type FieldSealer, type Sealer } from './encryption.ts';
+import { EncryptionError } from '../errors.ts';
+import type { FieldSealer, Sealer } from './encryption.ts';
 import { sealBlocks, sealEventData, sealToolCalls } from './sealed-columns.ts';
 
 /**

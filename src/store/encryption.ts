@@ -13,6 +13,7 @@
  * position-free: any envelope found anywhere in a value is opened.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { EncryptionError } from '../errors.ts';
 
 export const ENVELOPE_PREFIX = 'da.enc:1:';
 const ENVELOPE = /^da\.enc:1:([tj]):([A-Za-z0-9_-]{1,64}):([A-Za-z0-9_-]+)$/;
@@ -26,10 +27,6 @@ export interface EncryptionKey {
   readonly key: Buffer;
 }
 
-/** A value sealed with a key this process does not have, or an envelope that fails to open. */
-export class EncryptionError extends Error {
-  override readonly name = 'EncryptionError';
-}
 
 /**
  * ENCRYPTION_KEY (one key, base64 of 32 bytes; its id is derived from it) or ENCRYPTION_KEYS

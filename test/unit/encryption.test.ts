@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import { ConfigError } from '../../src/errors.ts';
-import { EncryptionError, NO_ENCRYPTION, parseEncryptionKeys, Sealer } from '../../src/store/encryption.ts';
+import { ConfigError, EncryptionError } from '../../src/errors.ts';
+import { NO_ENCRYPTION, parseEncryptionKeys, Sealer } from '../../src/store/encryption.ts';
 import { sealBlocks, sealEventData, sealToolCalls } from '../../src/store/sealed-columns.ts';
 
 const key = () => randomBytes(32).toString('base64');
