@@ -19,8 +19,8 @@ Commands:
     --no-worker      the API only (run workers as separate processes)
   worker           a worker only: claims runs and drives them
   migrate          apply database migrations, then exit
-  runs             list, show, steps, tail, approve, deny, fork, cancel and delete the runs
-                   of a running server; purge old runs from the database (runs --help)
+  runs             list, show, steps, tail, approve, deny, complete, fork, cancel and delete
+                   the runs of a running server; purge old runs from the database (runs --help)
   keys             create, list and revoke API keys (keys --help)
   encryption       status and rotate: the keys stored values are encrypted with (encryption --help)
   help             this text
@@ -69,9 +69,22 @@ function authLine(mode: 'keys' | 'hook' | 'off', required: boolean): string {
   return 'none yet: no API key exists and the API listens on loopback (durable-agent keys create --tenant <name> turns keys on)';
 }
 
+/**
+ * Where to look next. The `runs` commands find the API at DURABLE_AGENT_URL, by default the default
+ * address of `serve`: on any other address the hint carries the variable, or they would ask the wrong
+ * server (or none).
+ */
+function cliHint(url: string, key: string, cliUrl: string): string[] {
+  if (url === cliUrl) return [`Then: curl -s${key} ${url}/api/runs/<id>   or   durable-agent runs list`];
+  return [
+    `Then: curl -s${key} ${url}/api/runs/<id>   or   DURABLE_AGENT_URL=${url} durable-agent runs list`,
+    `  (the runs commands ask ${cliUrl} unless told: export DURABLE_AGENT_URL=${url} once in your shell)`,
+  ];
+}
+
 function banner(
-  config: Readonly<Config>, url: string, database: string, provider: string, agent: string | null, withWorker: boolean, traces: string | null,
-  auth: string, keyed: boolean,
+  config: Readonly<Config>, url: string, cliUrl: string, database: string, provider: string, agent: string | null, withWorker: boolean,
+  traces: string | null, auth: string, keyed: boolean,
 ): string {
   const example = agent ? '{"input":"Hello!"}' : '{"input":"Which acme tickets are overdue?","tokenBudget":50000,"timeoutSeconds":300}';
   const key = keyed ? ` -H "Authorization: Bearer $DURABLE_AGENT_KEY"` : '';
@@ -88,22 +101,10 @@ function banner(
     'Start a run:',
     `  curl -s -X POST ${url}/api/runs -H 'Content-Type: application/json'${key} \\`,
     `    -d '${example}'`,
-    `Then: curl -s${key} ${url}/api/runs/<id>   or   durable-agent runs list`,
+    ...cliHint(url, key, cliUrl),
     '',
   ];
   return lines.join('\n');
-}
-
-/** Resolves when the process is asked to stop; a second signal exits at once. */
-function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const onSignal = (signal: NodeJS.Signals) => {
-      process.once(signal, () => process.exit(130));
-      resolve(signal);
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-  });
 }
 
 async function migrateCommand(config: Readonly<Config>): Promise<number> {
@@ -136,6 +137,7 @@ async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker
     agents = await loadAgentsConfig(configFile);
   }
   const { startRuntime } = await import('./runtime.ts');
+  const { announceExit, announceShutdown, EXIT_NOW, untilSignal } = await import('./cli/shutdown.ts');
   // Registered before the runtime starts, so the first run claimed is traced too.
   const otel = await otelExport(config);
   try {
@@ -144,8 +146,9 @@ async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker
     if (command === 'serve') {
       const required = await runtime.auth.required();
       const auth = authLine(runtime.auth.mode, required);
+      const { loadClientConfig } = await import('./config.ts');
       process.stdout.write(
-        banner(config, runtime.url!, runtime.database.description, runtime.llm.provider, agents ? agents.map((a) => a.name).join(', ') : null, withWorker, otel?.tracesUrl ?? null, auth, required),
+        banner(config, runtime.url!, loadClientConfig({}).url, runtime.database.description, runtime.llm.provider, agents ? agents.map((a) => a.name).join(', ') : null, withWorker, otel?.tracesUrl ?? null, auth, required),
       );
     } else {
       runtime.logger.info(
@@ -153,8 +156,12 @@ async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker
         `worker ${config.workerName} started`,
       );
     }
-    const signal = await untilSignal();
+    const signal = await untilSignal((second) => {
+      announceExit(runtime.worker, runtime.logger, second);
+      process.exit(EXIT_NOW);
+    });
     runtime.logger.info({ signal }, 'shutting down: handing back runs in flight');
+    announceShutdown(runtime.worker, runtime.logger, config.toolTimeoutMs);
     await runtime.close();
   } finally {
     // The spans of the last runs are still in the batch: sent before the process exits.

@@ -22,12 +22,14 @@ export function table<T>(rows: readonly T[], columns: readonly Column<T>[]): str
 
 /** 1.2s, 45s, 3m 12s, 2h 5m, 3d 4h. */
 export function duration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 999.5) return `${Math.round(ms)}ms`;
   const s = ms / 1000;
-  if (s < 10) return `${s.toFixed(1)}s`;
-  if (s < 60) return `${Math.round(s)}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m ${Math.round(s - m * 60)}s`;
+  if (s < 9.95) return `${s.toFixed(1)}s`;
+  // Whole seconds first, so that 119.97 s is "2m 0s", never "1m 60s".
+  const total = Math.round(s);
+  if (total < 60) return `${total}s`;
+  const m = Math.floor(total / 60);
+  if (m < 60) return `${m}m ${total - m * 60}s`;
   const h = Math.floor(m / 60);
   if (h < 24) return `${h}h ${m - h * 60}m`;
   const d = Math.floor(h / 24);

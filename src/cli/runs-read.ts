@@ -3,6 +3,7 @@ import type { CancelledRun, RunJson, RunListItemJson, TimelineItem } from '../ap
 import type { z } from 'zod';
 import { ago, type Column, cost, count, duration, oneLine, table } from './format.ts';
 import { type RunsContext, type RunsSubcommand, runIdArgument, statusOption } from './runs-context.ts';
+import { waitingActions } from './runs-waiting.ts';
 
 /** A listed run; a server of an earlier release lists runs without their `agent`. */
 type ListedRun = RunListItemJson & { agent?: string };
@@ -54,7 +55,7 @@ export const listCommand: RunsSubcommand = {
   },
 };
 
-function runDetails(r: RunJson & { agent?: string }, now: Date): string {
+function runDetails(r: RunJson & { agent?: string }, now: Date, url: string | undefined): string {
   const rows: [string, string][] = [
     ['id', r.id],
     ['status', r.cancelRequested && r.status === 'RUNNING' ? 'RUNNING (cancel requested)' : r.status],
@@ -77,17 +78,18 @@ function runDetails(r: RunJson & { agent?: string }, now: Date): string {
   if (r.lastError) rows.push(['last error', `${oneLine(r.lastError.message, 200)} (attempt ${r.lastError.attempt}, ${since(r.lastError.at, now)})`]);
   const width = Math.max(...rows.map(([k]) => k.length));
   const block = (title: string, text: string | null) => (text === null ? '' : `\n${title}:\n${text.replace(/^/gm, '  ')}\n`);
-  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n' + block('input', r.input) + block('output', r.output) + block('error', r.error);
+  const actions = r.status === 'WAITING' && r.waiting ? waitingActions(r.id, r.waiting, now, url) : '';
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n' + actions + block('input', r.input) + block('output', r.output) + block('error', r.error);
 }
 
 export const showCommand: RunsSubcommand = {
   name: 'show',
   args: '<id>',
-  summary: 'one run: status, budgets used, input, output or error',
+  summary: 'one run: status, budgets used, input, output or error; what a WAITING run waits for and the commands that act',
   positionals: 1,
   async run(ctx) {
     const run = await ctx.api().get<RunJson>(`/api/runs/${runIdArgument(ctx)}`);
-    ctx.out(ctx.json ? json(run) : runDetails(run, ctx.now));
+    ctx.out(ctx.json ? json(run) : runDetails(run, ctx.now, ctx.options.url as string | undefined));
     return 0;
   },
 };

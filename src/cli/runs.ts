@@ -10,7 +10,7 @@
 import { type ApiClient, ApiCallError, apiClient } from './api-client.ts';
 import type { OptionSpec, RunsContext, RunsSubcommand } from './runs-context.ts';
 import { forkCommand } from './runs-fork.ts';
-import { approveCommand, denyCommand } from './runs-decide.ts';
+import { approveCommand, completeCommand, denyCommand } from './runs-decide.ts';
 import { purgeCommand } from './runs-purge.ts';
 import { tailCommand } from './runs-tail.ts';
 import { cancelCommand, deleteCommand, listCommand, showCommand, stepsCommand } from './runs-read.ts';
@@ -27,6 +27,7 @@ export const SUBCOMMANDS: readonly RunsSubcommand[] = [
   tailCommand,
   approveCommand,
   denyCommand,
+  completeCommand,
 ];
 
 const COMMON = {

@@ -151,6 +151,18 @@ export class Worker {
   }
 
   /**
+   * The non-idempotent tool calls running now: `stop()` waits for each to end however long it takes
+   * (its timeout bounds it), since one cut off would leave its run for a person to decide whether it
+   * ran. Shutdown says so, so that a person pressing Ctrl-C knows what the process waits for.
+   */
+  unstoppableTools(): { runId: RunId; seq: number; tool: string; runningMs: number }[] {
+    const now = performance.now();
+    return [...this.held.values()].flatMap((h) =>
+      h.tool && !h.tool.idempotent ? [{ runId: h.id, seq: h.tool.seq, tool: h.tool.tool, runningMs: now - h.tool.startedAt }] : [],
+    );
+  }
+
+  /**
    * Stores each agent's prompt and tool texts once under their digests; steps then refer to them by
    * digest. An agent's tools include those its sources offer now; when those change, the next attempt
    * prepares again (a run already talking to the model keeps the definitions it started with).

@@ -19,6 +19,8 @@ describe('the runs commands\' text', () => {
     expect([duration(57), duration(1_234), duration(45_000), duration(192_000), duration(7_500_000), duration(100 * 3_600_000)]).toEqual([
       '57ms', '1.2s', '45s', '3m 12s', '2h 5m', '4d 4h',
     ]);
+    // Rounded once, at the smallest unit shown: never "1m 60s", "60s" or "10.0s".
+    expect([duration(119_966), duration(59_700), duration(9_970), duration(999.7)]).toEqual(['2m 0s', '1m 0s', '10s', '1.0s']);
     expect([cost(0), cost(0.0042), cost(1.5)]).toEqual(['$0', '$0.0042', '$1.50']);
   });
 
