@@ -50,9 +50,9 @@ export const denyCommand: RunsSubcommand = {
 export const completeCommand: RunsSubcommand = {
   name: 'complete',
   args: '<id> <toolUseId>',
-  summary: 'say a tool call a crash left unfinished did happen, with its result; it is not run again',
+  summary: 'a call a crash left unfinished did happen: record its result (it is not run again)',
   positionals: 2,
-  options: { result: { type: 'string', help: "its result (required): text, or JSON text, that the model gets as the tool's" } },
+  options: { result: { type: 'string', help: 'what it returned (required): text or JSON text; the model gets it as the result' } },
   async run(ctx) {
     const result = ctx.options.result;
     // The text goes to the model as it is typed; JSON text is not re-serialised, so it stays as given.

@@ -85,7 +85,7 @@ function runDetails(r: RunJson & { agent?: string }, now: Date, url: string | un
 export const showCommand: RunsSubcommand = {
   name: 'show',
   args: '<id>',
-  summary: 'one run: status, budgets used, input, output or error; what a WAITING run waits for and the commands that act',
+  summary: 'one run: status, budgets used, input, output or error; for a WAITING run, how to act',
   positionals: 1,
   async run(ctx) {
     const run = await ctx.api().get<RunJson>(`/api/runs/${runIdArgument(ctx)}`);
