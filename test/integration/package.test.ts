@@ -21,6 +21,8 @@ const TSC = path.join(REPO, 'node_modules/typescript/bin/tsc');
 
 let project: string;
 let packed: string[];
+/** What npm printed on stderr while installing the tarball into the empty project. */
+let installWarnings: string[];
 
 beforeAll(async () => {
   assertBuilt();
@@ -32,11 +34,12 @@ beforeAll(async () => {
   fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
   // From the registry cache that `npm ci` filled; zod and @types/node as a user's project has them.
   // Without the optional binaries of the embedded server (60 MB to copy): this project has DATABASE_URL.
-  await run(
+  const installed = await run(
     'npm',
     ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=optional', `./${info!.filename}`, 'zod@4.6.7', '@types/node@20.19.43'],
     { cwd: project, timeout: 240_000 },
   );
+  installWarnings = installed.stderr.split('\n').filter((line) => line.startsWith('npm warn'));
 }, 300_000);
 
 afterAll(() => {
@@ -53,6 +56,15 @@ describe('the tarball', () => {
     const declarations = fs.readFileSync(path.join(installed, 'dist/index.d.ts'), 'utf8');
     expect(declarations).toContain("from './create-runtime.js'");
     expect(declarations).not.toMatch(/from '\.[^']*\.ts'/);
+  });
+
+  it('installs without a warning: no install script of its own (it ships built), and the engines it declares', () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(project, 'node_modules/durable-agent/package.json'), 'utf8')) as { scripts: Record<string, string>; engines: { node: string } };
+    expect(Object.keys(manifest.scripts).filter((s) => /^(pre|post)?install$|^prepare$/.test(s))).toEqual([]);
+    expect(manifest.engines).toEqual({ node: '>=22.13' });
+    // On a Node older than the engines say, npm rightly warns about them; about nothing else.
+    const tooOld = Number(process.versions.node.split('.')[0]) < 22;
+    expect(installWarnings.filter((line) => !(tooOld && line.includes('EBADENGINE')))).toEqual([]);
   });
 
   it('installs the command, which finds the migrations it ships', async () => {
@@ -156,8 +168,33 @@ console.log('RESULT ' + JSON.stringify({ status: done.status, agent: done.agent,
   });
 });
 
+describe("the README's example", () => {
+  let db: TestDatabase;
+  let fake: FakeAnthropic;
+  beforeAll(async () => {
+    db = await testDatabase();
+    fake = await startFakeAnthropic({ apiKey: 'sk-ant-test-readme-0000' });
+  });
+  afterAll(async () => {
+    await fake?.close();
+    await db?.close();
+  });
+
+  it('runs as written in a project that installed the tarball', async () => {
+    const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
+    const example = /```js\n(\/\/ agent\.mjs\n[\s\S]*?)```/.exec(readme)?.[1];
+    expect(example, 'README.md has a js block starting with "// agent.mjs"').toBeDefined();
+    fs.writeFileSync(path.join(project, 'agent.mjs'), example!);
+    fake.toolUse('toolu_readme_1', 'get_forecast', { city: 'Paris' }).text('Yes: rain all afternoon.');
+    const env = cleanEnv({ DATABASE_URL: db.url, ANTHROPIC_API_KEY: 'sk-ant-test-readme-0000', ANTHROPIC_BASE_URL: fake.url, PORT: '0', LOG_LEVEL: 'warn' });
+    const { stdout } = await run(process.execPath, ['agent.mjs'], { cwd: project, env, timeout: 90_000 });
+    expect(stdout).toMatch(/^SUCCEEDED Yes: rain all afternoon\. http:\/\/[^ ]+:\d+\/api\/runs\/[0-9a-f-]{36}\/timeline$/m);
+    expect(JSON.stringify(fake.requests[1]!.body.messages)).toContain('rain all afternoon');
+  });
+});
+
 describe('a TypeScript consumer', () => {
-  it('type-checks against the installed declarations (strict, nodenext), with the parsed input typed', async () => {
+  it('type-checks against the installed declarations (strict, nodenext), with the parsed input typed and ctx.log always set', async () => {
     fs.writeFileSync(
       path.join(project, 'tsconfig.json'),
       JSON.stringify({
@@ -174,7 +211,10 @@ const weather = tool({
   name: 'get_weather',
   description: 'The forecast for a city.',
   input: z.object({ city: z.string(), days: z.number().int().default(1) }),
-  execute: async ({ city, days }, ctx) => \`\${city.toUpperCase()} \${days.toFixed(0)} \${ctx.idempotencyKey} \${ctx.runId}\`,
+  execute: async ({ city, days }, ctx) => {
+    ctx.log.info({ city }, 'forecast asked');
+    return \`\${city.toUpperCase()} \${days.toFixed(0)} \${ctx.idempotencyKey} \${ctx.runId}\`;
+  },
   needsApproval: ({ city }) => city === 'Paris',
 });
 // @ts-expect-error execute gets the parsed input: city is a string
@@ -182,8 +222,10 @@ tool({ name: 'bad', description: 'x', input: z.object({ city: z.string() }), exe
 const clock = defineTool({ name: 'now', description: 'The time.', inputSchema: { type: 'object' }, execute: async () => new Date().toISOString() });
 
 const helper = defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather, clock], maxTokens: 512, version: '1' });
+// Tools from MCP servers only: no tools of its own.
+const desk = defineAgent({ name: 'desk', system: 'You run the desk.', mcpServers: [{ name: 'files', command: 'node', args: ['files.js'] }] });
 const seen: RuntimeEvent['type'][] = [];
-const rt = await createRuntime({ agents: [helper], api: { port: 0 }, worker: true, onEvent: (e) => seen.push(e.type) });
+const rt = await createRuntime({ agents: [helper, desk], api: { port: 0 }, worker: true, onEvent: (e) => seen.push(e.type) });
 const run: Run = await rt.runs.create({ input: 'Umbrella in Paris?', tokenBudget: 10_000, metadata: { user: 'u1' } });
 try {
   const done = await rt.runs.wait(run.id, { timeoutMs: 30_000 });
