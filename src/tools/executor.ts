@@ -109,6 +109,16 @@ export class ToolExecutor {
     return combined;
   }
 
+  /**
+   * This executor with each tool replaced by `wrap(tool)` (same name and settings: a wrapper changes
+   * how a call runs, not what the model is told), sharing the per-tool limits as `withTools` does.
+   */
+  mapTools(wrap: (tool: Tool) => Tool): ToolExecutor {
+    const mapped = new ToolExecutor([...this.byName.values()].map(wrap), this.timeoutMs, this.maxResultBytes, this.options);
+    for (const [name, limit] of this.toolLimits) mapped.toolLimits.set(name, limit);
+    return mapped;
+  }
+
   definitions(): ToolDefinition[] {
     return [...this.byName.values()].map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
   }

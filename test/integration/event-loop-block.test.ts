@@ -83,6 +83,25 @@ it('a tool that blocks the event loop longer than the lease fails no innocent ru
   expect(new Set(blamed.map((b) => b.run_id))).toEqual(blockers);
 });
 
+it('a stall of the runtime itself blames no tool, though a slow tool is in flight meanwhile', async () => {
+  const lines: Line[] = [];
+  const a = startWorker('runtime-stall', lines, { WORK_MS: '6000', MODEL_BLOCK_MS: '1500', LEASE_MS: '5000' });
+  try {
+    await waitFor('the worker to be ready', async () => lines.some((l) => l.event === 'ready'), 30_000);
+    const waiting = await newRun(db.store, 'innocent, waiting on the network');
+    await waitFor('its tool to be in flight', async () => lines.some((l) => l.event === 'tool' && l.runId === waiting.id), 30_000);
+    await newRun(db.store, 'model-block');
+    await waitFor('the stall to be reported', async () => lines.some((l) => l.event === 'event_loop_blocked'), 30_000);
+    expect(lines.some((l) => l.event === 'unblocked')).toBe(false);
+    const [report] = lines.filter((l) => l.event === 'event_loop_blocked');
+    expect(report!.suspect).toBeUndefined();
+    expect(report!.msg).toMatch(/^event loop blocked for \d+ ms by the runtime itself, not by a tool/);
+    expect((report!.running as string[])[0]).toMatch(/stall-worker-process\.ts:\d+\)$/);
+  } finally {
+    a.kill('SIGKILL');
+  }
+});
+
 it('a worker blocked for good gives its runs up: past the stall limit another worker takes them over', async () => {
   // Lease 500 ms, so the keeper's stall limit is 1.5 s; the tool blocks A's loop for 90 s, far longer
   // than B takes to start even on a loaded machine (the test ends as soon as B finishes the run).

@@ -1,7 +1,8 @@
 /**
  * A real worker process whose runs each call the tool `work` once: for a run whose input starts with
  * "block" the tool busy-loops for BLOCK_MS (a synchronous computation blocking the event loop), for the
- * others it waits WORK_MS without blocking (BLOCKS=0: this process never blocks). Prints a JSON line per
+ * others it waits WORK_MS without blocking (BLOCKS=0: this process never blocks). For a run whose input
+ * starts with "model-block" the model call itself blocks for MODEL_BLOCK_MS. Prints a JSON line per
  * tool start and one when a block ends; its own log lines
  * (warnings and up) go to stdout as JSON too. Configured by environment.
  */
@@ -19,6 +20,11 @@ const llm = new ScriptedLlm((req) => {
   const first = req.messages[0]!.content as string;
   const last = req.messages[req.messages.length - 1]!;
   if (typeof last.content === 'string') {
+    // The runtime's own work blocking the loop (as reading a huge model reply would), in no tool.
+    if (first.startsWith('model-block')) {
+      const until = Date.now() + Number(process.env.MODEL_BLOCK_MS ?? 1500);
+      while (Date.now() < until);
+    }
     const id = `toolu_${Math.random().toString(36).slice(2, 12)}`;
     return response([{ type: 'tool_use', id, name: 'work', input: { block: first.startsWith('block') } }], 'tool_use', usage(100, 20));
   }
