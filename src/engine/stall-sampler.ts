@@ -117,7 +117,10 @@ async function sample(beat) {
   const frames = value.slice(first);
   let call = null;
   for (const [name] of frames) if ((call = callOf(name))) break;
-  const where = frames.filter(([name]) => !name.startsWith(mark)).slice(0, 3).map(([name, file, line]) => (name || '(anonymous)') + ' (' + file + ':' + line + ')');
+  // Node's own internals (a getter, a timer's plumbing) say less than the code that called them.
+  const unmarked = frames.filter(([name]) => !name.startsWith(mark));
+  const code = unmarked.filter(([, file]) => !file.startsWith('node:'));
+  const where = (code.length ? code : unmarked).slice(0, 3).map(([name, file, line]) => (name || '(anonymous)') + ' (' + file + ':' + line + ')');
   port.postMessage({ at: Date.now(), call, where });
 }
 
