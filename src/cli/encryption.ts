@@ -57,10 +57,11 @@ export async function encryptionCommand(argv: string[]): Promise<number> {
     });
     if (values.json) return out(`${JSON.stringify(report, null, 2)}\n`), 0;
     for (const [table, c] of Object.entries(report.tables)) {
-      out(`${table}: ${c.read} rows read, ${c.rewritten} encrypted anew${c.changedMeanwhile ? `, ${c.changedMeanwhile} written meanwhile by a worker (left as written)` : ''}\n`);
+      out(`${table}: ${c.read} rows read, ${c.rewritten} encrypted anew${c.changedMeanwhile ? `, ${c.changedMeanwhile} kept being written by a worker (left as written)` : ''}\n`);
     }
     out(`values are now encrypted with key ${report.keyId}`);
     out(report.retired.length ? `; no longer needed: ${report.retired.join(', ')}\n` : '\n');
+    if (report.stillUsed.length) out(`still in use by rows written meanwhile: ${report.stillUsed.join(', ')}; run encryption rotate again\n`);
     return 0;
   });
 }

@@ -39,6 +39,8 @@ export interface RotationReport {
   tables: Record<string, { read: number; rewritten: number; changedMeanwhile: number }>;
   /** Key ids no longer listed: no value uses them now. */
   retired: string[];
+  /** Older key ids some value still uses (rows a worker kept writing under them): run the rotation again. */
+  stillUsed: string[];
 }
 
 /** One table's payload columns: how its rows are read in key order, and each row sealed anew. */
@@ -94,60 +96,97 @@ const WALKS: readonly Walk[] = [
   { table: 'content_blob', key: ['digest'], columns: ['body'], reseal: (r, s) => ({ body: text(s, r.body) }) },
 ];
 
-/** How each column is read as text (json and jsonb as their JSON text, so a rewrite can be compared). */
+/** How a payload column is read: as text (json and jsonb as their JSON text, so a rewrite can be compared). */
 const asText = (c: string) => `${c}::text AS ${c}`;
 
+/** How often a row a worker keeps writing is read again and sealed anew before it is left as it is. */
+const ROW_TRIES = 5;
+
 /**
- * Seals every stored payload with the sealer's key, `batchSize` rows a transaction, in key order.
- * A row changed meanwhile (a worker wrote it) is left as that write made it: every running process
- * must already seal with the new key (it is first in their ENCRYPTION_KEYS) before a rotation starts.
- * Then the ids no value uses any more are removed from encryption_key.
+ * Seals every stored payload with the sealer's key, reading `batchSize` rows at a time in key order
+ * (each row is written by its own statement). A row written meanwhile (by a worker) is read again
+ * and sealed anew; every running process must already seal with the new key (it is first in their
+ * ENCRYPTION_KEYS) before a rotation starts. Then each older key id that no stored value uses any
+ * more, as a last scan shows, is removed from encryption_key.
  */
 export async function rotateEncryption(db: pg.Pool, sealer: Sealer, batchSize = 500, onBatch?: (table: string, done: number) => void): Promise<RotationReport> {
   if (sealer.keyId === null) throw new EncryptionError('encryption rotate needs ENCRYPTION_KEY or ENCRYPTION_KEYS (the first key seals)');
   await checkEncryptionKeys(db, sealer);
-  const report: RotationReport = { keyId: sealer.keyId, tables: {}, retired: [] };
+  const report: RotationReport = { keyId: sealer.keyId, tables: {}, retired: [], stillUsed: [] };
   for (const walk of WALKS) {
     const counts = (report.tables[walk.table] = { read: 0, rewritten: 0, changedMeanwhile: 0 });
     const keyList = walk.key.join(', ');
-    let after: unknown[] | null = null as unknown[] | null;
+    const select = `SELECT ${keyList}, ${walk.columns.map(asText).join(', ')} FROM durable_agent.${walk.table}`;
+    const byKey = walk.key.map((k, i) => `${k} = $${i + 1}`).join(' AND ');
+    let after: unknown[] | null = null;
     for (;;) {
-      const params: unknown[] = [batchSize];
-      const where: string = after === null ? '' : `WHERE (${keyList}) > (${walk.key.map((_, i) => `$${i + 2}`).join(', ')})`;
-      if (after) params.push(...after);
-      const { rows }: { rows: Record<string, unknown>[] } = await db.query<Record<string, unknown>>(
-        `SELECT ${walk.key.map(asText).join(', ')}, ${walk.columns.map(asText).join(', ')}
-         FROM durable_agent.${walk.table} ${where} ORDER BY ${keyList} LIMIT $1`,
-        params,
-      );
-      if (rows.length === 0) break;
-      counts.read += rows.length;
-      const changed = rows.flatMap((row) => {
-        const parsed = { ...row, metadata: parseJson(row.metadata), waiting: parseJson(row.waiting) };
-        const next = walk.reseal(walk.table === 'run' ? parsed : row, sealer.resealing);
-        const writes = walk.columns.filter((c) => c !== 'kind' && !sameStored(row[c], next[c]));
-        return writes.length ? [{ row, next, writes }] : [];
-      });
-      for (const { row, next, writes } of changed) {
-        // Compared with what was read: a value written meanwhile is not overwritten.
-        const sets = writes.map((c, i) => `${c} = $${i + 1}`).join(', ');
-        const keyParams = walk.key.map((k) => row[k]);
-        const keyWhere = walk.key.map((k, i) => `${k} = $${writes.length + i + 1}`).join(' AND ');
-        const same = writes.map((c, i) => `${c}::text IS NOT DISTINCT FROM $${writes.length + walk.key.length + i + 1}`).join(' AND ');
-        const { rowCount } = await db.query(
-          `UPDATE durable_agent.${walk.table} SET ${sets} WHERE ${keyWhere} AND ${same}`,
-          [...writes.map((c) => next[c]), ...keyParams, ...writes.map((c) => row[c])],
-        );
-        if (rowCount) counts.rewritten += 1;
-        else counts.changedMeanwhile += 1;
+      const cursor: string = after === null ? '' : `WHERE (${keyList}) > (${walk.key.map((_, i) => `$${i + 2}`).join(', ')})`;
+      const batch: pg.QueryResult<Record<string, unknown>> = await db.query<Record<string, unknown>>(`${select} ${cursor} ORDER BY ${keyList} LIMIT $1`, [batchSize, ...(after ?? [])]);
+      if (batch.rows.length === 0) break;
+      counts.read += batch.rows.length;
+      for (let row of batch.rows) {
+        for (let tries = 1; ; tries++) {
+          const outcome = await resealRow(db, walk, row, sealer);
+          if (outcome === 'current') break;
+          if (outcome === 'written') {
+            counts.rewritten += 1;
+            break;
+          }
+          // Written meanwhile: read it again, unless it is gone or keeps changing.
+          const again = await db.query<Record<string, unknown>>(`${select} WHERE ${byKey}`, walk.key.map((k) => row[k]));
+          if (!again.rows[0]) break;
+          if (tries >= ROW_TRIES) {
+            counts.changedMeanwhile += 1;
+            break;
+          }
+          row = again.rows[0];
+        }
       }
-      after = walk.key.map((k) => rows.at(-1)![k]);
+      const last: Record<string, unknown> = batch.rows.at(-1)!;
+      after = walk.key.map((k) => last[k]);
       onBatch?.(walk.table, counts.read);
     }
   }
-  const { rows } = await db.query<{ id: string }>('DELETE FROM durable_agent.encryption_key WHERE id <> $1 RETURNING id', [sealer.keyId]);
-  report.retired = rows.map((r) => r.id);
+  for (const id of await storedKeyIds(db)) {
+    if (id === sealer.keyId) continue;
+    if (await keyInUse(db, id)) {
+      report.stillUsed.push(id);
+    } else {
+      await db.query('DELETE FROM durable_agent.encryption_key WHERE id = $1', [id]);
+      report.retired.push(id);
+    }
+  }
   return report;
+}
+
+/** Writes `row`'s payload columns as the sealer's key would store them, unless a write came first. */
+async function resealRow(db: pg.Pool, walk: Walk, row: Record<string, unknown>, sealer: Sealer): Promise<'current' | 'written' | 'changed'> {
+  const parsed = walk.table === 'run' ? { ...row, metadata: parseJson(row.metadata), waiting: parseJson(row.waiting) } : row;
+  const next = walk.reseal(parsed, sealer.resealing);
+  const writes = walk.columns.filter((c) => c !== 'kind' && !sameStored(row[c], next[c]));
+  if (writes.length === 0) return 'current';
+  const n = writes.length;
+  const { rowCount } = await db.query(
+    `UPDATE durable_agent.${walk.table} SET ${writes.map((c, i) => `${c} = $${i + 1}`).join(', ')}
+     WHERE ${walk.key.map((k, i) => `${k} = $${n + i + 1}`).join(' AND ')}
+       AND ${writes.map((c, i) => `${c}::text IS NOT DISTINCT FROM $${n + walk.key.length + i + 1}`).join(' AND ')}`,
+    [...writes.map((c) => next[c]), ...walk.key.map((k) => row[k]), ...writes.map((c) => row[c])],
+  );
+  return rowCount ? 'written' : 'changed';
+}
+
+/** Whether any payload column still holds a value sealed with key `id`. */
+async function keyInUse(db: pg.Pool, id: string): Promise<boolean> {
+  const pattern = `%da.enc:1:_:${id.replace(/[\\%_]/g, (c) => `\\${c}`)}:%`;
+  for (const walk of WALKS) {
+    const columns = walk.columns.filter((c) => c !== 'kind');
+    const { rows } = await db.query<{ used: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM durable_agent.${walk.table} WHERE ${columns.map((c) => `${c}::text LIKE $1`).join(' OR ')}) AS used`,
+      [pattern],
+    );
+    if (rows[0]?.used) return true;
+  }
+  return false;
 }
 
 /** Whether a column read as text (`stored`) already holds `next`: JSON compared as JSON, key order kept. */

@@ -9,13 +9,19 @@
  * authenticated data binds the ciphertext to its form and key id.
  *
  * Only payloads are sealed, never what queries filter or join on (ids, statuses, times, counts, a
- * content block's type and id): see sealed-columns.ts for which parts of which column. Opening is
- * position-free: any envelope found anywhere in a value is opened.
+ * content block's type and id): see sealed-columns.ts for which parts of which column. Opening looks
+ * at those positions only, so a plain field elsewhere (a tool's name, an id) is never taken for a
+ * sealed one, whatever it holds.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { EncryptionError } from '../errors.ts';
 
 export const ENVELOPE_PREFIX = 'da.enc:1:';
+/** What every stored form other than a plain value starts with. */
+const MARK = 'da.';
+/** Before a plain value that would otherwise read as an envelope or as escaped. */
+const RAW = 'da.raw:';
+const escaped = (plain: string) => (plain.startsWith('da.enc:') || plain.startsWith(RAW) ? RAW + plain : plain);
 const ENVELOPE = /^da\.enc:1:([tj]):([A-Za-z0-9_-]{1,64}):([A-Za-z0-9_-]+)$/;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -67,7 +73,12 @@ export interface FieldSealer {
   json(value: unknown): unknown;
 }
 
-/** Seals and opens values; `NO_ENCRYPTION` seals nothing and refuses to open a sealed value. */
+/**
+ * Seals and opens the values of payload positions (sealed-columns.ts says which). Without a key,
+ * values are stored plain, except that a plain string which itself starts like an envelope (or like
+ * the escape) is stored behind the escape `da.raw:`, so that no stored plain value is ever taken for
+ * a sealed one. `NO_ENCRYPTION` seals nothing and refuses to open a sealed value.
+ */
 export class Sealer implements FieldSealer {
   private readonly byId: ReadonlyMap<string, Buffer>;
   private readonly sealing: EncryptionKey | null;
@@ -96,14 +107,17 @@ export class Sealer implements FieldSealer {
   text(plain: string): string;
   text(plain: string | null): string | null;
   text(plain: string | null): string | null {
-    return plain === null || this.sealing === null ? plain : this.seal('t', plain);
+    if (plain === null) return null;
+    return this.sealing === null ? escaped(plain) : this.seal('t', plain);
   }
 
   /** A JSON value as stored: sealed into one string when encryption is on (undefined and null stay). */
   json<T>(value: T): T | string;
   json(value: unknown): unknown;
   json<T>(value: T): T | string {
-    return value === undefined || value === null || this.sealing === null ? value : this.seal('j', JSON.stringify(value));
+    if (value === undefined || value === null) return value;
+    if (this.sealing === null) return (typeof value === 'string' ? escaped(value) : value) as T;
+    return this.seal('j', JSON.stringify(value));
   }
 
   /** Whether `text` is an envelope this sealer would open (or refuse to). */
@@ -111,43 +125,21 @@ export class Sealer implements FieldSealer {
     return text.startsWith(ENVELOPE_PREFIX) && ENVELOPE.test(text);
   }
 
-  /** A stored text opened (the same string when it was not sealed). */
+  /** A stored text opened: `text` read back. */
   openText(stored: string): string;
   openText(stored: string | null): string | null;
   openText(stored: string | null): string | null {
-    if (stored === null || !stored.startsWith(ENVELOPE_PREFIX)) return stored;
-    const opened = this.openEnvelope(stored);
+    if (stored === null) return null;
+    const opened = this.open(stored);
     return typeof opened === 'string' ? opened : JSON.stringify(opened);
   }
 
-  /** Every envelope inside a stored value opened; the same reference when there was none. */
+  /** A stored value opened: `text` or `json` read back. Only its top is looked at, never inside it. */
   open<T>(stored: T): T {
-    if (typeof stored === 'string') return (stored.startsWith(ENVELOPE_PREFIX) ? this.openEnvelope(stored) : stored) as T;
-    if (Array.isArray(stored)) {
-      let out: unknown[] | null = null;
-      for (let i = 0; i < stored.length; i++) {
-        const item: unknown = stored[i];
-        const opened = this.open(item);
-        if (opened !== item) (out ??= [...stored])[i] = opened;
-      }
-      return (out ?? stored) as T;
-    }
-    if (stored !== null && typeof stored === 'object') {
-      const source = stored as Record<string, unknown>;
-      let out: Record<string, unknown> | null = null;
-      for (const k in source) {
-        if (!Object.hasOwn(source, k)) continue;
-        const opened = this.open(source[k]);
-        if (opened !== source[k]) (out ??= { ...source })[k] = opened;
-      }
-      return (out ?? stored) as T;
-    }
+    if (typeof stored !== 'string' || !stored.startsWith(MARK)) return stored;
+    if (stored.startsWith(RAW)) return stored.slice(RAW.length) as T;
+    if (stored.startsWith(ENVELOPE_PREFIX)) return this.openEnvelope(stored) as T;
     return stored;
-  }
-
-  /** A stored JSON text with its envelopes opened; the same text (not re-serialised) when it has none. */
-  openJsonText(stored: string): string {
-    return stored.includes(ENVELOPE_PREFIX) ? JSON.stringify(this.open(JSON.parse(stored) as unknown)) : stored;
   }
 
   /**
@@ -160,13 +152,20 @@ export class Sealer implements FieldSealer {
     json: (stored) => this.reseal(stored),
   };
 
+  /** The key id of a stored envelope; null for anything else. */
+  static keyIdOf(stored: unknown): string | null {
+    return typeof stored === 'string' ? (ENVELOPE.exec(stored)?.[2] ?? null) : null;
+  }
+
   private reseal(stored: unknown): unknown {
+    if (stored === null || stored === undefined) return stored;
+    if (typeof stored === 'string' && Sealer.keyIdOf(stored) === this.sealing!.id) return stored;
     if (typeof stored === 'string' && Sealer.isSealed(stored)) {
-      if (stored.startsWith(`${ENVELOPE_PREFIX}${stored[ENVELOPE_PREFIX.length]}:${this.sealing!.id}:`)) return stored;
       const opened = this.openEnvelope(stored);
       return stored[ENVELOPE_PREFIX.length] === 't' ? this.seal('t', opened as string) : this.seal('j', JSON.stringify(opened));
     }
-    return typeof stored === 'string' ? this.seal('t', stored) : stored === null || stored === undefined ? stored : this.seal('j', JSON.stringify(stored));
+    const plain = this.open(stored);
+    return typeof plain === 'string' ? this.seal('t', plain) : this.seal('j', JSON.stringify(plain));
   }
 
   private seal(form: 't' | 'j', plain: string): string {

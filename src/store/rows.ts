@@ -1,6 +1,7 @@
 /** Rows (snake_case, as PostgreSQL returns them) converted to domain types in one place. */
 import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, StepKind, StepStatus, StepSummary, Waiting } from '../domain.ts';
 import type { Sealer } from './encryption.ts';
+import { openBlocks, openToolCalls } from './sealed-columns.ts';
 
 export interface RunRow {
   id: string;
@@ -51,7 +52,7 @@ export interface WaitingColumn {
 
 export function toWaiting(stored: WaitingColumn | null | undefined, sealer: Sealer): Waiting | null {
   if (!stored) return null;
-  const w = sealer.open(stored);
+  const w = { ...stored, toolCalls: openToolCalls(sealer, stored.toolCalls ?? []) };
   const date = (s: string | null | undefined) => (s ? new Date(s) : null);
   return { kind: w.kind, since: new Date(w.since), toolCalls: w.toolCalls ?? [], wakeAt: date(w.wakeAt), expiresAt: date(w.expiresAt) };
 }
@@ -154,6 +155,6 @@ export function toStep(r: StepRow, sealer: Sealer): Step {
   return {
     ...summary,
     request: r.request,
-    response: summary.kind === 'MODEL' && r.response !== null ? sealer.open(JSON.parse(r.response) as ContentBlock[]) : sealer.openText(r.response),
+    response: summary.kind === 'MODEL' && r.response !== null ? openBlocks(sealer, JSON.parse(r.response) as ContentBlock[]) : sealer.openText(r.response),
   };
 }

@@ -12,8 +12,8 @@ import { FENCE, FOLLOWED } from './fenced-sql.ts';
 import type { EventsClaimed, Lease } from './ports.ts';
 import { CLAIMS, type ClaimedItem, claimedOutcomes, type ClaimedRow, forItems } from './step-batch-sql.ts';
 import { storableValue } from './storable.ts';
-import { ENVELOPE_PREFIX, NO_ENCRYPTION, type Sealer } from './encryption.ts';
-import { sealEventData } from './sealed-columns.ts';
+import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
+import { openEventText, sealEventData } from './sealed-columns.ts';
 import { WriteBatches } from './write-batches.ts';
 import { withFields } from '../with-fields.ts';
 
@@ -143,7 +143,9 @@ export class RunEvents {
       text: `SELECT id, type, data::text AS data FROM durable_agent.run_event WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
       values: [runId, after, limit],
     });
-    if (!this.sealer.enabled && !rows.some((r) => r.data.includes(ENVELOPE_PREFIX))) return rows;
-    return rows.map((r) => withFields(r, { data: this.sealer.openJsonText(r.data) }));
+    return rows.map((r) => {
+      const data = openEventText(this.sealer, r.data);
+      return data === r.data ? r : withFields(r, { data });
+    });
   }
 }

@@ -11,9 +11,11 @@ import { loadConfig } from '../../src/config.ts';
 import type { RunId } from '../../src/domain.ts';
 import { type Runtime, startRuntime } from '../../src/runtime.ts';
 import { Sealer } from '../../src/store/encryption.ts';
-import { rotateEncryption, storedKeyIds } from '../../src/store/encryption-keys.ts';
+import { checkEncryptionKeys, rotateEncryption, storedKeyIds } from '../../src/store/encryption-keys.ts';
+import { RunStore } from '../../src/store/run-store.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { waitFor } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
 
 const K1 = randomBytes(32).toString('base64');
@@ -84,15 +86,6 @@ async function pgDump(): Promise<string | null> {
   return execFileSync('pg_dump', ['--no-owner', db.url], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
 }
 
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-  for (let i = 0; ; i++) {
-    const v = await read();
-    if (done(v)) return v;
-    if (i > 400) throw new Error(`condition not met: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 describe('encryption at rest', () => {
   it('keeps every payload out of the database while the API, timeline, steps and events show it', async () => {
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', { q: `${MARK}-tool input` }).thenText(`${MARK}-reply`);
@@ -101,7 +94,10 @@ describe('encryption at rest', () => {
       method: 'POST',
       body: JSON.stringify({ input: `${MARK}-input`, metadata: { note: `${MARK}-metadata` } }),
     })) as { id: RunId };
-    const run = (await until(() => api(rt, `/api/runs/${created.id}`), (r) => (r as { status: string }).status === 'SUCCEEDED')) as Record<string, unknown>;
+    const run = await waitFor('the run to succeed', async () => {
+      const r = (await api(rt, `/api/runs/${created.id}`)) as Record<string, unknown>;
+      return r.status === 'SUCCEEDED' && r;
+    });
     expect(run).toMatchObject({ input: `${MARK}-input`, output: `${MARK}-reply`, metadata: { note: `${MARK}-metadata` } });
 
     const timeline = (await api(rt, `/api/runs/${created.id}/timeline`)) as unknown[];
@@ -140,7 +136,7 @@ describe('encryption at rest', () => {
     const before = new ScriptedLlm().thenToolUse('toolu_r', 'refund', { order: `${MARK}-order` });
     const rtOld = await start({ ENCRYPTION_KEYS: `old:${K1}` }, before);
     const run = await rtOld.runs.create({ input: `${MARK}-please refund` });
-    await until(() => rtOld.runs.get(run.id), (r) => r?.status === 'WAITING');
+    await waitFor('the run to wait', async () => (await rtOld.runs.get(run.id))?.status === 'WAITING');
     await rtOld.close();
 
     // The new key first everywhere, the old one after it; then the rotation.
@@ -156,8 +152,11 @@ describe('encryption at rest', () => {
     expect(rows).not.toContain(MARK);
 
     await api(rtNew, `/api/runs/${run.id}/tool-calls/toolu_r/decision`, { method: 'POST', body: JSON.stringify({ decision: 'approve' }) });
-    const done = await until(() => rtNew.runs.get(run.id), (r) => r?.status === 'SUCCEEDED');
-    expect(done!.output).toBe(`${MARK}-refund done`);
+    const done = await waitFor('the run to succeed', async () => {
+      const r = await rtNew.runs.get(run.id);
+      return r?.status === 'SUCCEEDED' && r;
+    });
+    expect(done.output).toBe(`${MARK}-refund done`);
     // The model was given the old steps, opened: the turn and the tool's result.
     expect(JSON.stringify(after.seen[0])).toContain(`${MARK}-order`);
     expect(JSON.stringify(after.seen[0])).toContain(`${MARK}-refunded`);
@@ -172,5 +171,55 @@ describe('encryption at rest', () => {
       expect.objectContaining({ toolUseId: 'toolu_r', input: { order: `${MARK}-order` } }),
     ]);
     expect(JSON.stringify(await everyRow())).not.toContain(MARK);
+  });
+  it('rotates runs of many steps and events in small batches, and retires the old key only when no value uses it', async () => {
+    const old = new Sealer([{ id: 'old', key: Buffer.from(K1, 'base64') }]);
+    await checkEncryptionKeys(db.pool, old);
+    const store = new RunStore(db.pool, { sealer: old });
+    const owner = { worker: 'w', leaseMs: 60_000 };
+    for (let r = 0; r < 2; r++) {
+      const run = await store.create({ input: `${MARK}-${r}`, model: 'm', tokenBudget: 10_000_000, timeoutSeconds: 600, maxSteps: 100 });
+      const lease = (await store.claim(owner, 1))[0]!.lease;
+      for (let seq = 1; seq <= 24; seq += 2) {
+        await store.checkpointModel(run.id, lease, {
+          seq, request: { model: 'm', maxTokens: 10, systemDigest: null, toolsDigest: null },
+          content: [{ type: 'text', text: `${MARK} turn ${seq}` }, { type: 'tool_use', id: `t${seq}`, name: 'lookup', input: { q: MARK } }],
+          stopReason: 'tool_use', usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+          budgetTokens: 2, attempts: 1, costUsd: 0, latencyMs: 0,
+        }, { startNext: { seq: seq + 1, toolUseId: `t${seq}`, toolName: 'lookup', input: { q: MARK } } });
+        await store.finishTool(run.id, lease, { seq: seq + 1, toolUseId: `t${seq}`, status: 'DONE', result: `${MARK} result ${seq}`, latencyMs: 0 });
+      }
+    }
+    const stepRows = (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM durable_agent.run_step')).rows[0]!.n;
+    expect(stepRows).toBe(48);
+
+    const both = new Sealer([{ id: 'new', key: Buffer.from(K2, 'base64') }, { id: 'old', key: Buffer.from(K1, 'base64') }]);
+    const report = await rotateEncryption(db.pool, both, 2);
+    expect(report.tables.run_step).toEqual({ read: 48, rewritten: 48, changedMeanwhile: 0 });
+    // Events without a payload (step.started, step.finished, run.started) have nothing to seal.
+    expect(report.tables.run_event!.rewritten).toBe(48);
+    expect(report).toMatchObject({ retired: ['old'], stillUsed: [] });
+    const rows = await everyRow();
+    expect(rows).not.toContain(':old:');
+    expect(rows).not.toContain(MARK);
+    const onlyNew = new RunStore(db.pool, { sealer: new Sealer([{ id: 'new', key: Buffer.from(K2, 'base64') }]) });
+    const [first] = (await onlyNew.stepsThrough((await db.pool.query<{ id: RunId }>('SELECT id FROM durable_agent.run LIMIT 1')).rows[0]!.id, 24));
+    expect(first!.response).toEqual([{ type: 'text', text: `${MARK} turn 1` }, { type: 'tool_use', id: 't1', name: 'lookup', input: { q: MARK } }]);
+  });
+
+  it('keeps a plain value that looks sealed as it is, with or without a key', async () => {
+    for (const env of [{}, { ENCRYPTION_KEY: K1 }] as Record<string, string>[]) {
+      const rt = await start(env, new ScriptedLlm().thenText('da.raw:the reply'));
+      const run = await rt.runs.create({ input: 'da.enc:1:t:x:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', metadata: { m: 'da.enc:1:j:y:AAAA' } });
+      const done = await waitFor('the run to succeed', async () => {
+        const r = await rt.runs.get(run.id);
+        return r?.status === 'SUCCEEDED' && r;
+      });
+      expect(done).toMatchObject({ input: 'da.enc:1:t:x:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', metadata: { m: 'da.enc:1:j:y:AAAA' }, output: 'da.raw:the reply' });
+      await rt.close();
+      runtimes.splice(runtimes.indexOf(rt), 1);
+      await db.close();
+      db = await testDatabase();
+    }
   });
 });

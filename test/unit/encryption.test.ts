@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { ConfigError, EncryptionError } from '../../src/errors.ts';
 import { NO_ENCRYPTION, parseEncryptionKeys, Sealer } from '../../src/store/encryption.ts';
-import { sealBlocks, sealEventData, sealToolCalls } from '../../src/store/sealed-columns.ts';
+import { openBlocks, openEventText, sealBlocks, sealEventData, sealToolCalls } from '../../src/store/sealed-columns.ts';
 
 const key = () => randomBytes(32).toString('base64');
 
@@ -73,7 +73,7 @@ describe('Sealer', () => {
     ]);
     expect(JSON.stringify(blocks)).not.toContain('marker');
     expect(blocks.map((b) => [b.type, 'id' in b ? b.id : null])).toEqual([['text', null], ['tool_use', 'toolu_1']]);
-    expect(sealer.open(blocks)).toEqual([
+    expect(openBlocks(sealer, blocks)).toEqual([
       { type: 'text', text: 'marker text' },
       { type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { q: 'marker input' } },
     ]);
@@ -82,7 +82,7 @@ describe('Sealer', () => {
     expect(JSON.stringify(data)).not.toContain('marker');
     const calls = sealToolCalls(sealer, [{ toolUseId: 'toolu_2', toolName: 'refund', input: { amount: 'marker' } }]);
     expect(calls[0]).toMatchObject({ toolUseId: 'toolu_2', toolName: 'refund' });
-    expect(sealer.openJsonText(JSON.stringify({ kind: 'approval', toolCalls: calls }))).toBe(
+    expect(openEventText(sealer, JSON.stringify({ kind: 'approval', toolCalls: calls }))).toBe(
       JSON.stringify({ kind: 'approval', toolCalls: [{ toolUseId: 'toolu_2', toolName: 'refund', input: { amount: 'marker' } }] }),
     );
   });
@@ -97,5 +97,19 @@ describe('Sealer', () => {
     expect(both.openText(resealed)).toBe('old');
     expect(both.open(both.resealing.json(sealer.json({ n: 1 })))).toEqual({ n: 1 });
     expect(both.openText(both.resealing.text('plain'))).toBe('plain');
+  });
+  it('stores a plain value that starts like a sealed one behind an escape, and reads it back as it was', () => {
+    for (const plain of ['da.enc:1:t:k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', 'da.raw:x', 'da.enc:', 'da.other']) {
+      const stored = NO_ENCRYPTION.text(plain);
+      expect(stored === plain).toBe(plain === 'da.other');
+      expect(NO_ENCRYPTION.openText(stored)).toBe(plain);
+      expect(sealer.openText(sealer.text(plain))).toBe(plain);
+    }
+    expect(NO_ENCRYPTION.text('an ordinary text')).toBe('an ordinary text');
+    // Opening looks at payload positions only: a plain field that looks sealed is left alone.
+    const block = { type: 'tool_use', id: 'da.enc:1:t:k9:AAAA', name: 'da.enc:1:t:k9:AAAA', input: {} };
+    expect(openBlocks(NO_ENCRYPTION, sealBlocks(NO_ENCRYPTION, [block]))).toEqual([block]);
+    const plainBlocks = [{ type: 'text', text: 'nothing to change' }];
+    expect(sealBlocks(NO_ENCRYPTION, plainBlocks)).toBe(plainBlocks);
   });
 });
