@@ -7,7 +7,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { budgetTokens, type Decision, type DecisionRecord, DEFAULT_TENANT, DEMO_AGENT, type ForkPoint, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
-import { ConflictError, InputError, LeaseLostError, NotFoundError } from '../errors.ts';
+import { ConflictError, EncryptionError, InputError, LeaseLostError, NotFoundError } from '../errors.ts';
 import type { EarlierRun } from '../engine/chain-replay.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
 import { type Decided, recordDecision } from './decisions.ts';
@@ -307,8 +307,22 @@ export class RunStore implements EngineStore {
       CLAIM_SQL,
       claimParams(owner.worker, owner.leaseMs, limit, holding, agents, liveness?.ownerLock, liveness?.orphaned),
     );
-    // Fields added to the row's own object: a copy of ~30 fields would be a dictionary (see with-fields.ts).
-    return rows.map((r) => Object.assign(toRun(r, this.sealer), { hasSteps: r.has_steps, lease: withFields(owner, { token: r.lease_token }) }));
+    const claimed: ClaimedRun[] = [];
+    for (const r of rows) {
+      const lease = withFields(owner, { token: r.lease_token });
+      let run: Run;
+      try {
+        run = toRun(r, this.sealer);
+      } catch (e) {
+        if (!(e instanceof EncryptionError)) throw e;
+        // A run whose stored values do not open cannot be driven: it ends here, not claimed again and again.
+        await this.finish(r.id as RunId, lease, { status: 'FAILED', error: e.message }).catch(() => {});
+        continue;
+      }
+      // Fields added to the row's own object: a copy of ~30 fields would be a dictionary (see with-fields.ts).
+      claimed.push(Object.assign(run, { hasSteps: r.has_steps, lease }));
+    }
+    return claimed;
   }
 
   async checkpointModel(runId: RunId, owner: Lease, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {

@@ -222,4 +222,20 @@ describe('encryption at rest', () => {
       db = await testDatabase();
     }
   });
+  it('ends a run whose stored value does not open (altered) instead of claiming it again and again', async () => {
+    const sealer = new Sealer([{ id: 'k', key: Buffer.from(K1, 'base64') }]);
+    const store = new RunStore(db.pool, { sealer });
+    const good = await store.create({ input: 'fine', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5 });
+    const bad = await store.create({ input: 'altered', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5 });
+    await db.pool.query(
+      `UPDATE durable_agent.run SET input = left(input, -2) || CASE WHEN right(input, 2) = 'AA' THEN 'BB' ELSE 'AA' END WHERE id = $1`,
+      [bad.id],
+    );
+    const claimed = await store.claim({ worker: 'w', leaseMs: 60_000 }, 5);
+    expect(claimed.map((r) => r.id)).toEqual([good.id]);
+    const { rows } = await db.pool.query<{ status: string; error: string }>('SELECT status, error FROM durable_agent.run WHERE id = $1', [bad.id]);
+    expect(rows[0]!.status).toBe('FAILED');
+    expect(sealer.openText(rows[0]!.error)).toMatch(/sealed with key k does not open/);
+    expect(await store.claim({ worker: 'w', leaseMs: 60_000 }, 5)).toEqual([]);
+  });
 });
