@@ -11,7 +11,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Message } from '../src/domain.ts';
+import type { Message } from '../src/domain/types.ts';
 import { encode, messageEvents } from '../test/support/fake-anthropic-sse.ts';
 
 process.setSourceMapsEnabled(false);

@@ -4,8 +4,8 @@
  * (conversationBefore) and then folds each new step onto what it holds, so the two should match; the
  * chain read itself is measured apart (it is paid once per claim, not per step).
  */
-import type { RunId } from '../src/domain.ts';
-import type { EngineEvents } from '../src/engine/events.ts';
+import type { RunId } from '../src/domain/types.ts';
+import type { EngineEvents } from '../src/ports/engine-events.ts';
 import type { Worker } from '../src/engine/worker.ts';
 import type { LlmClient, LlmRequest, LlmResponse } from '../src/llm/types.ts';
 import type { RunStore } from '../src/store/run-store.ts';

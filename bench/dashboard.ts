@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { createServer } from '../src/api/server.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/environment.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createPool, resolveDatabase } from '../src/db/pool.ts';
 import { encodeCursor, RunListing } from '../src/store/run-listing.ts';

@@ -4,8 +4,8 @@
  * the source's length; reading the fork's log does (it is the conversation), and is shown for scale.
  */
 import type pg from 'pg';
-import { forkRun } from '../src/api/fork-run.ts';
-import type { RunId } from '../src/domain.ts';
+import { forkRun } from '../src/runs/fork-run.ts';
+import type { RunId } from '../src/domain/types.ts';
 import type { RunStore } from '../src/store/run-store.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/environment.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createPool, resolveDatabase } from '../src/db/pool.ts';
 import { RunDeletion } from '../src/store/retention.ts';

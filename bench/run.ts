@@ -6,15 +6,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { listenForWorker } from '../src/db/notifications.ts';
-import type { RunId } from '../src/domain.ts';
+import type { RunId } from '../src/domain/types.ts';
 import { Worker } from '../src/engine/worker.ts';
 import { chainBench } from './chain.ts';
 import type { LlmClient, LlmRequest, LlmResponse } from '../src/llm/types.ts';
 import { createLogger } from '../src/observability/logger.ts';
-import { leaseKeeperThread } from '../src/store/lease-keeper-thread.ts';
+import { leaseKeeperThread } from '../src/leases/lease-keeper-thread.ts';
 import { RunStore } from '../src/store/run-store.ts';
 import { Sealer } from '../src/store/encryption.ts';
-import type { Lease } from '../src/store/ports.ts';
+import type { Lease } from '../src/ports/engine-store.ts';
 import { ToolExecutor } from '../src/tools/executor.ts';
 import type { Tool } from '../src/tools/types.ts';
 import { forkCost } from './fork-cost.ts';

@@ -4,7 +4,7 @@
  * Both are the worker's own doing: one timer for the nearest due run, and NOTIFY.
  */
 import type pg from 'pg';
-import type { RunId } from '../src/domain.ts';
+import type { RunId } from '../src/domain/types.ts';
 import type { Worker } from '../src/engine/worker.ts';
 import type { LlmClient, LlmRequest, LlmResponse } from '../src/llm/types.ts';
 import type { RunStore } from '../src/store/run-store.ts';

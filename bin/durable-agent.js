@@ -3,9 +3,9 @@
 // `npm pack` build it first). In a clone nothing has built yet, say so rather than fail on an import.
 import fs from 'node:fs';
 
-const cli = new URL('../dist/cli.js', import.meta.url);
+const cli = new URL('../dist/cli/main.js', import.meta.url);
 if (!fs.existsSync(cli)) {
-  process.stderr.write('durable-agent: the CLI is not built (dist/cli.js is missing): run `npm run build` first\n');
+  process.stderr.write('durable-agent: the CLI is not built (dist/cli/main.js is missing): run `npm run build` first\n');
   process.exit(1);
 }
 const { main } = await import(cli.href);

@@ -4,7 +4,7 @@
  * tool results), with the latencies and the token usage of a real model (a cached prompt prefix that
  * grows turn by turn). Chosen by the run's input; anything else gets a one-line answer.
  */
-import type { ContentBlock, Message, ToolResultBlock } from '../src/domain.ts';
+import type { ContentBlock, Message, ToolResultBlock } from '../src/domain/types.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from '../src/llm/types.ts';
 
 type Turn = (results: unknown[]) => ContentBlock[];

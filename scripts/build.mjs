@@ -30,7 +30,7 @@ const dist = path.join(root, 'dist');
 const STAMP = path.join(dist, '.build-inputs');
 const INPUTS = ['src', 'dashboard', 'scripts/build.mjs', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'node_modules/.package-lock.json'];
 /** Outputs whose absence means dist/ was cleared by hand, whatever the stamp says. */
-const OUTPUTS = ['index.js', 'cli.js', '.tsbuildinfo', 'dashboard/index.html'];
+const OUTPUTS = ['index.js', 'cli/main.js', '.tsbuildinfo', 'dashboard/index.html'];
 
 /** Every file under `dir`, as paths relative to it. */
 function files(dir) {

@@ -14,21 +14,21 @@
  *
  * The parts (`startRuntime` with a Config, `RunStore`, `Worker`) stay available for custom wiring.
  */
-export { createRuntime, type AgentRuntime, type CreateRuntimeOptions, type RuntimeEvent } from './create-runtime.ts';
-export { defineAgent, type Agent, type DefineAgentOptions } from './agent.ts';
+export { createRuntime, type AgentRuntime, type CreateRuntimeOptions, type RuntimeEvent } from './runtime/create-runtime.ts';
+export { defineAgent, type Agent, type DefineAgentOptions } from './agents/define-agent.ts';
 export { tool, type ToolOptions, type ZodTool } from './tools/zod-tool.ts';
-export type { CreateRunInput, ForkRunInput, ListRunsInput, RunPage, Runs, WaitOptions } from './runs.ts';
-export { loadConfig, type Config } from './config.ts';
-export { startRuntime, type Runtime, type RuntimeOptions, type AgentOptions } from './runtime.ts';
+export type { CreateRunInput, ForkRunInput, ListRunsInput, RunPage, Runs, WaitOptions } from './runs/runs.ts';
+export { loadConfig, type Config } from './config/environment.ts';
+export { startRuntime, type Runtime, type RuntimeOptions, type AgentOptions } from './runtime/start-runtime.ts';
 export { defineTool, type NeedsApproval, type Tool, type ToolContext } from './tools/types.ts';
 export type { McpHttpServer, McpServerOptions, McpStdioServer, McpToolOverride } from './tools/mcp-config.ts';
-export type { EngineEvents } from './engine/events.ts';
+export type { EngineEvents } from './ports/engine-events.ts';
 export type { LlmClient, LlmCallOptions, LlmRequest, LlmResponse, ToolDefinition } from './llm/types.ts';
 export { anthropic, openAiCompatible, type AnthropicOptions, type OpenAiCompatibleOptions } from './llm/factories.ts';
 export type { Logger } from './observability/logger.ts';
 export type { AuthenticateHook, AuthRequest } from './api/auth.ts';
-export type { Run, RunId, RunStatus, TerminalStatus, Step, StepKind, StepStatus, Message, ContentBlock, Usage, ForkPoint, BudgetKind } from './domain.ts';
-export type { Decision, PendingToolCall, Waiting, WaitingKind } from './domain.ts';
+export type { Run, RunId, RunStatus, TerminalStatus, Step, StepKind, StepStatus, Message, ContentBlock, Usage, ForkPoint, BudgetKind } from './domain/types.ts';
+export type { Decision, PendingToolCall, Waiting, WaitingKind } from './domain/types.ts';
 export type { Decided } from './store/decisions.ts';
 export { sleepTool, SLEEP_TOOL_NAME } from './tools/sleep-tool.ts';
 export {
@@ -43,7 +43,7 @@ export {
   NotFoundError,
   ToolError,
   WaitTimeoutError,
-} from './errors.ts';
+} from './domain/errors.ts';
 export { RunStore } from './store/run-store.ts';
 export { Worker } from './engine/worker.ts';
 export { foldEvents, EventFold, type RunFold, type StepText } from './events/fold.ts';
@@ -56,4 +56,4 @@ export {
   type RunEventType,
   type UnknownRunEvent,
 } from './events/protocol.ts';
-export { livenessSession, leaseOnlyLiveness, type LivenessSessionOptions } from './store/liveness-session.ts';
+export { livenessSession, leaseOnlyLiveness, type LivenessSessionOptions } from './leases/liveness-session.ts';

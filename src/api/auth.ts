@@ -15,7 +15,7 @@
  * silent fall-back to seeing everything.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { UnauthorizedError } from '../errors.ts';
+import { UnauthorizedError } from '../domain/errors.ts';
 import type { ApiKeys } from '../store/api-keys.ts';
 import { isLoopbackHostname } from './loopback-guard.ts';
 

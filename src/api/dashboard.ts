@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { PROJECT_ROOT } from '../config.ts';
+import { PROJECT_ROOT } from '../config/environment.ts';
 
 export const DASHBOARD_DIR = path.join(PROJECT_ROOT, 'dist', 'dashboard');
 

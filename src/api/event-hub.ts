@@ -23,7 +23,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { KEY_REVOKED_CHANNEL, listen, RUN_DELETED_CHANNEL, RUN_EVENT_CHANNEL, type Subscription } from '../db/notifications.ts';
-import type { RunId } from '../domain.ts';
+import type { RunId } from '../domain/types.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ReaderAccess } from '../store/reader-access.ts';
 import type { StoredEvent } from '../store/run-events.ts';

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { PROJECT_ROOT } from '../config.ts';
+import { PROJECT_ROOT } from '../config/environment.ts';
 import type { ApiRoute } from './route.ts';
 import { requestSchemas, responseSchemas } from './schemas.ts';
 

@@ -1,5 +1,5 @@
 /** Domain types → the API's JSON, in one place: camelCase keys, dates as ISO strings, no internals (leases). */
-import type { Run, StepSummary, Waiting } from '../domain.ts';
+import type { Run, StepSummary, Waiting } from '../domain/types.ts';
 import type { ListedRun } from '../store/run-listing.ts';
 import type { RunJson, RunListItemJson, TimelineItem, WaitingJson } from './schemas.ts';
 

@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
-import type { Run } from '../domain.ts';
+import type { Run } from '../domain/types.ts';
 import type { Caller } from './auth.ts';
 
 export interface RouteInput<P, Q, B> {

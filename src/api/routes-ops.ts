@@ -1,6 +1,6 @@
 /** Operations: liveness with database reachability, Prometheus metrics, and the API's own description. */
 import { z } from 'zod';
-import { NotFoundError } from '../errors.ts';
+import { NotFoundError } from '../domain/errors.ts';
 import { DATABASE_RETRY_AFTER_SECONDS } from './errors.ts';
 import { defineRoute, type ApiRoute } from './route.ts';
 import { ErrorBody, HealthDown, HealthOk } from './schemas.ts';

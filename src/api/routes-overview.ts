@@ -1,5 +1,5 @@
 /** The dashboard's overview as an API route: the figures of store/run-overview.ts as JSON. */
-import { NotFoundError } from '../errors.ts';
+import { NotFoundError } from '../domain/errors.ts';
 import type { Overview, OverviewWindow, RunOverview } from '../store/run-overview.ts';
 import { defineRoute, type ApiRoute } from './route.ts';
 import { ErrorBody } from './schemas.ts';

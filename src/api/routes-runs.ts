@@ -4,14 +4,14 @@
  * that run from the server, already checked to be the caller's (run-access.ts).
  */
 import { z } from 'zod';
-import { DEFAULT_TENANT } from '../domain.ts';
+import { DEFAULT_TENANT } from '../domain/types.ts';
 import type { RunListing } from '../store/run-listing.ts';
 import type { RunDeletion } from '../store/retention.ts';
 import type { RunStore } from '../store/run-store.ts';
-import { forkRun } from './fork-run.ts';
+import { forkRun } from '../runs/fork-run.ts';
 import { parseInput } from './errors.ts';
 import { decisionRoute } from './routes-decisions.ts';
-import { createRun, type RunDefaults } from './new-run.ts';
+import { createRun, type RunDefaults } from '../runs/new-run.ts';
 import { runJson, runListItem, timelineItem } from './present.ts';
 import { defineRoute, defineRunRoute, type ApiRoute } from './route.ts';
 import {
@@ -32,7 +32,7 @@ import {
 } from './schemas.ts';
 import { stepDetail } from './step-detail.ts';
 
-export type { RunDefaults } from './new-run.ts';
+export type { RunDefaults } from '../runs/new-run.ts';
 
 export type RunsStore = Pick<
   RunStore,

@@ -9,8 +9,8 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import type { Run, RunId } from '../domain.ts';
-import { NotFoundError } from '../errors.ts';
+import type { Run, RunId } from '../domain/types.ts';
+import { NotFoundError } from '../domain/errors.ts';
 import type { RunStore } from '../store/run-store.ts';
 import type { Authenticator, Caller } from './auth.ts';
 import { parseInput } from './errors.ts';

@@ -1,6 +1,6 @@
 /** The shape of `GET /api/overview`: runs by status, and usage and step latency of the last hour and day. */
 import { z } from 'zod';
-import { STEP_KINDS } from '../domain.ts';
+import { STEP_KINDS } from '../domain/types.ts';
 import { responseSchemas } from './schemas.ts';
 
 const timestamp = z.string().meta({ format: 'date-time' });

@@ -8,7 +8,7 @@ import { STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 'fastify';
-import { InputError } from '../errors.ts';
+import { InputError } from '../domain/errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import { authOff, type Authenticator } from './auth.ts';
 import { type DashboardFiles, registerDashboard } from './dashboard.ts';

@@ -4,9 +4,9 @@
  * storage quadratic), so its request is rebuilt here: the same replay the worker ran, over the steps
  * before it (after the earlier runs of its conversation), gives exactly the messages that were sent.
  */
-import { isToolUse, type Run, type Step } from '../domain.ts';
-import { replayRun } from '../engine/chain-replay.ts';
-import { NotFoundError } from '../errors.ts';
+import { isToolUse, type Run, type Step } from '../domain/types.ts';
+import { replayRun } from '../core/chain-replay.ts';
+import { NotFoundError } from '../domain/errors.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { timelineItem } from './present.ts';
 import type { ModelRequestJson, StepDetail } from './schemas.ts';

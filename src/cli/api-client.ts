@@ -3,7 +3,7 @@
  * and every failure as one line that says what went wrong (the server's own error message, or why
  * the server could not be reached).
  */
-import type { ClientConfig } from '../config.ts';
+import type { ClientConfig } from '../config/environment.ts';
 
 /** A request the server refused, or a server that could not be reached (exit code 1). */
 export class ApiCallError extends Error {

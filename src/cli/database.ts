@@ -5,7 +5,7 @@
 import type pg from 'pg';
 
 export async function withDatabase<T>(work: (pool: pg.Pool, description: string) => Promise<T>): Promise<T> {
-  const { loadConfig } = await import('../config.ts');
+  const { loadConfig } = await import('../config/environment.ts');
   const { checkConnection, createPool, resolveDatabase } = await import('../db/pool.ts');
   const { migrate } = await import('../db/migrate.ts');
   const config = loadConfig();

@@ -38,7 +38,7 @@ export async function encryptionCommand(argv: string[]): Promise<number> {
   if (!Number.isInteger(batch) || batch < 1 || batch > 100_000) throw usage('--batch must be a whole number from 1 to 100000');
 
   const { withDatabase } = await import('./database.ts');
-  const { loadConfig } = await import('../config.ts');
+  const { loadConfig } = await import('../config/environment.ts');
   const { Sealer } = await import('../store/encryption.ts');
   const { rotateEncryption, storedKeyIds } = await import('../store/encryption-keys.ts');
   const sealer = new Sealer(loadConfig().encryptionKeys);

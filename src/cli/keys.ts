@@ -51,7 +51,7 @@ export async function keysCommand(argv: string[]): Promise<number> {
 
   const { withDatabase } = await import('./database.ts');
   const { ApiKeys, checkTenant } = await import('../store/api-keys.ts');
-  const { InputError } = await import('../errors.ts');
+  const { InputError } = await import('../domain/errors.ts');
   const out = (text: string) => process.stdout.write(text);
   try {
     if (name === 'create') checkTenant(values.tenant!);

@@ -1,5 +1,5 @@
 /** What a `runs` subcommand is given, and the checks of its arguments that several share. */
-import { RUN_STATUSES } from '../domain.ts';
+import { RUN_STATUSES } from '../domain/types.ts';
 import type { ApiClient } from './api-client.ts';
 import type { UsageError } from './usage.ts';
 

@@ -4,7 +4,7 @@
  * works on the database directly (DATABASE_URL, or the embedded one), not through the API: it is the
  * operator's command across tenants, like `keys`, and the API has no route that deletes in bulk.
  */
-import { DEFAULT_TENANT } from '../domain.ts';
+import { DEFAULT_TENANT } from '../domain/types.ts';
 import { TENANT_PATTERN } from '../store/api-keys.ts';
 import { count, parseDuration } from './format.ts';
 import type { RunsSubcommand } from './runs-context.ts';

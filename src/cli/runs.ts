@@ -69,7 +69,7 @@ export async function runsCommand(argv: string[], env: Record<string, string | u
   if (positionals.length < command.positionals) throw new UsageError(`runs ${name}: missing ${command.args}`, usage);
   if (positionals.length > command.positionals) throw new UsageError(`runs ${name}: unexpected argument "${positionals[command.positionals]}"`, usage);
   let client: ApiClient | null = null;
-  const { loadClientConfig } = await import('../config.ts');
+  const { loadClientConfig } = await import('../config/environment.ts');
   const ctx: RunsContext = {
     api: () => (client ??= apiClient(loadClientConfig(env, { url: values.url as string | undefined }))),
     args: positionals,

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConfigError } from '../errors.ts';
+import { ConfigError } from '../domain/errors.ts';
 
 /** When a process started (clock ticks since boot), so a pid reused after a restart is not taken for the owner. */
 function startTime(pid: number): string | null {

@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { ConfigError } from '../errors.ts';
+import { ConfigError } from '../domain/errors.ts';
 import { withDirectoryLock } from './dir-lock.ts';
 import { applyServerLogSettings, protectServerLog, serverLogConf } from './embedded-log.ts';
 import { PG_TYPES } from './pg-types.ts';

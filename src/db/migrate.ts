@@ -16,8 +16,6 @@ import { DEFAULT_SCHEMA } from './schema.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const MIGRATIONS_DIR = path.join(here, 'migrations');
-/** The demo agent's tickets: created only where the demo agent is served. */
-export const DEMO_MIGRATIONS_DIR = path.join(here, 'demo-migrations');
 /** Arbitrary, fixed: every migrator of this project takes the same advisory lock. */
 const MIGRATION_LOCK_KEY = 7_391_204_117;
 

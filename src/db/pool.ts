@@ -1,6 +1,6 @@
 import pg from 'pg';
-import type { Config } from '../config.ts';
-import { ConfigError } from '../errors.ts';
+import type { Config } from '../config/environment.ts';
+import { ConfigError } from '../domain/errors.ts';
 import { PG_TYPES } from './pg-types.ts';
 import { clientForSchema, DEFAULT_SCHEMA } from './schema.ts';
 

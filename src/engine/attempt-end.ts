@@ -9,14 +9,14 @@
  *   the attempt limit — then with that cause in its error.
  * A run with a cancel pending that goes back to the queue ends CANCELLED instead (see `release`).
  */
-import type { TerminalStatus } from '../domain.ts';
-import { DatabaseUnavailableError, FatalError, LeaseLostError } from '../errors.ts';
+import type { TerminalStatus } from '../domain/types.ts';
+import { DatabaseUnavailableError, FatalError, LeaseLostError } from '../domain/errors.ts';
 import type { Logger } from '../observability/logger.ts';
-import { classifyDatabaseError } from '../store/db-errors.ts';
-import type { EngineStore, LeaseOwner, Release, RunEnd } from '../store/ports.ts';
-import { storableText } from '../store/storable.ts';
-import { HandBackSignal, RequeueSignal, WaitingSignal } from './driver.ts';
-import type { EngineEvents } from './events.ts';
+import { classifyDatabaseError } from '../core/database-errors.ts';
+import type { EngineStore, LeaseOwner, Release, RunEnd } from '../ports/engine-store.ts';
+import { storableText } from '../core/storable.ts';
+import { AttemptHandedBack, AttemptRequeued, AttemptWaiting } from './driver-types.ts';
+import type { EngineEvents } from '../ports/engine-events.ts';
 import { CancelSignal, DeadlineSignal, type HeldRun } from './run-stops.ts';
 
 export interface AttemptEndDeps {
@@ -67,10 +67,10 @@ export class AttemptEnds {
     const { run } = h;
     const worker = this.d.owner.worker;
     // The run waits, holding nothing: the write that made it wait gave the lease up already.
-    if (e instanceof WaitingSignal) return null;
+    if (e instanceof AttemptWaiting) return null;
     const reason: unknown = h.signal.aborted ? h.signal.reason : e;
-    if (reason instanceof HandBackSignal) return this.handBack(h);
-    if (reason instanceof RequeueSignal) {
+    if (reason instanceof AttemptHandedBack) return this.handBack(h);
+    if (reason instanceof AttemptRequeued) {
       const delayMs = Math.max(this.d.requeueDelayMs, reason.retryAfterMs ?? 0);
       return this.release(h, { countAttempt: false, providerRequeue: true, delayMs, error: reason.message, ...reason.unrecorded }, 'requeued', reason);
     }

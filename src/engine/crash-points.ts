@@ -17,8 +17,8 @@
  * Armed from configuration (DURABLE_AGENT_CRASH_AT=<name>[:<n>]), the n-th hit kills the process with
  * SIGKILL: no finally block, no shutdown, no lease released.
  */
-import type { RunId } from '../domain.ts';
-import { FatalError } from '../errors.ts';
+import type { RunId } from '../domain/types.ts';
+import { FatalError } from '../domain/errors.ts';
 
 export const CRASH_POINTS = [
   'after-model-response',

@@ -7,9 +7,9 @@
  * them and then finishing would drop results the model never saw. The one exception is `max_tokens`,
  * whose last tool_use may be cut off mid-input: that turn is not run at all.
  */
-import { textOf } from '../domain.ts';
-import type { RunEnd } from '../store/ports.ts';
-import type { Conversation, PendingTool } from './replay.ts';
+import { textOf } from '../domain/types.ts';
+import type { RunEnd } from '../ports/engine-store.ts';
+import type { Conversation, PendingTool } from '../core/replay.ts';
 
 export type NextAction =
   | { type: 'model' }

@@ -8,65 +8,26 @@
  * the database will refuse however often it is tried (PermanentDatabaseError) ends the run FAILED with
  * the cause, at once: crashing on it would only repeat it, and repeat the paid model call before it.
  */
-import { budgetTokens, type DecisionRecord, type Run, type RunProgress, type TerminalStatus, type ToolUseBlock, type Usage } from '../domain.ts';
-import { InconsistentLogError, LlmError, PermanentDatabaseError } from '../errors.ts';
-import type { LlmClient, LlmResponse, ToolDefinition } from '../llm/types.ts';
-import { type EngineStore, type FencedWrite, type Lease, NO_ATTEMPTS, type RunEnd, type ToolStart, type WaitStart } from '../store/ports.ts';
-import { retryingWrites } from '../store/retrying-writes.ts';
-import { storableCost, storableUsage } from '../store/storable.ts';
-import type { ToolExecutor, ToolOutcome } from '../tools/executor.ts';
+import { budgetTokens, type DecisionRecord, type Run, type RunProgress, type TerminalStatus, type ToolUseBlock, type Usage } from '../domain/types.ts';
+import { InconsistentLogError, LlmError, PermanentDatabaseError } from '../domain/errors.ts';
+import type { LlmResponse } from '../llm/types.ts';
+import { type FencedWrite, NO_ATTEMPTS, type RunEnd, type ToolStart, type WaitStart } from '../ports/engine-store.ts';
+import { retryingWrites } from './retrying-store.ts';
+import { AttemptHandedBack, AttemptRequeued, AttemptWaiting, type DriverDeps, type Unrecorded } from './driver-types.ts';
+import { storableCost, storableUsage } from '../core/storable.ts';
+import type { ToolOutcome } from '../tools/executor.ts';
 import { crashPoint, crashPointDuring } from './crash-points.ts';
 import { decide, toolUseUnderOtherStopReason } from './decide.ts';
 import { type Gate, gateTool } from './gate.ts';
 import { acceptReply } from './model-reply.ts';
-import type { EngineEvents } from './events.ts';
-import { guard } from './guard.ts';
+import { guard } from '../core/guard.ts';
 import { idempotentBatch, runToolBatch } from './tool-batch.ts';
-import { clampToCost, estimateInputTokens, type KnownInput, ratesOf } from './cost-clamp.ts';
-import { replayRun } from './chain-replay.ts';
+import { clampToCost, estimateInputTokens, type KnownInput, ratesOf } from '../core/cost-clamp.ts';
+import { replayRun } from '../core/chain-replay.ts';
 import { describeAttemptError, Followers, StepStream } from './step-stream.ts';
-import { type Conversation, foldStep, type PendingTool } from './replay.ts';
+import { type Conversation, foldStep, type PendingTool } from '../core/replay.ts';
 import { agentAsStarted } from './started-with.ts';
-import { withFields } from '../with-fields.ts';
-
-/** The agent a worker runs: its prompt and tools, with the digests under which their texts are stored. */
-export interface PreparedAgent {
-  system: string | null;
-  systemDigest: string | null;
-  tools: ToolExecutor;
-  /** The tools as the model is told of them, computed once. */
-  toolDefinitions: readonly ToolDefinition[];
-  toolsDigest: string | null;
-  maxTokens: number;
-}
-
-export interface DriverDeps {
-  store: EngineStore;
-  llm: LlmClient;
-  agent: PreparedAgent;
-  /** The lease of this claim: every write presents it. */
-  owner: Lease;
-  events: Required<EngineEvents>;
-  costOf: (model: string, usage: Usage) => number;
-  now: () => Date;
-  /** Aborted when the run must be given up at once; in-flight calls are cancelled. */
-  signal: AbortSignal;
-  /** True when the worker is shutting down: hand the run back at the next step boundary. */
-  shouldYield: () => boolean;
-  /**
-   * Null while the worker may drive; else settles when it may again. Its liveness session dropped: no
-   * step starts until the session is back under the same lock (or the run is stopped, its runs being
-   * taken over). A step in flight finishes; its writes are fenced as ever.
-   */
-  untilLive?: () => Promise<void> | null;
-  /**
-   * A model call cut off by the signal (cancel, deadline, lost lease, hand-back) had already reported
-   * usage: billed, and recorded in no step. The write that ends the attempt adds it to the run.
-   */
-  onUnrecorded?: (u: Unrecorded) => void;
-  /** Whether somebody follows the run's live events (see step-stream.ts); nobody, when absent. */
-  followers?: Followers;
-}
+import { withFields } from '../util/with-fields.ts';
 
 /** Waits for `p`, or until `signal` aborts (then returns too: the caller checks the signal). */
 function untilSettledOrAborted(p: Promise<void>, signal: AbortSignal): Promise<void> {
@@ -81,37 +42,6 @@ function untilSettledOrAborted(p: Promise<void>, signal: AbortSignal): Promise<v
   });
 }
 
-/** The worker is shutting down; the run goes back to the queue with nothing lost. */
-export class HandBackSignal extends Error {
-  constructor() {
-    super('run handed back at a step boundary');
-  }
-}
-
-/** The run started to wait (for a person or a timer) and holds nothing now: the attempt is over. */
-export class WaitingSignal extends Error {
-  constructor() {
-    super('the run is waiting');
-  }
-}
-
-/** Model calls paid for but recorded in no step: the write that ends or requeues the attempt adds them. */
-export interface Unrecorded {
-  usage: Usage;
-  costUsd: number;
-}
-
-/** The model provider kept failing in a way that passes; put the run back in the queue for later. */
-export class RequeueSignal extends Error {
-  constructor(
-    message: string,
-    readonly retryAfterMs: number | null,
-    /** What the failed attempts of the call were billed (pass it on in the release: `Release.usage`/`costUsd`). */
-    readonly unrecorded: Unrecorded | null = null,
-  ) {
-    super(message);
-  }
-}
 
 const pendingCall = (use: ToolUseBlock) => ({ toolUseId: use.id, toolName: use.name, input: use.input });
 
@@ -201,7 +131,7 @@ class RunDriver {
   async loop(): Promise<TerminalStatus> {
     const { c, d } = this;
     for (;;) {
-      if (d.shouldYield()) throw new HandBackSignal();
+      if (d.shouldYield()) throw new AttemptHandedBack();
       const paused = d.untilLive?.();
       if (paused) {
         await untilSettledOrAborted(paused, d.signal);
@@ -323,7 +253,7 @@ class RunDriver {
       const unrecorded = this.unrecorded(e.usage);
       // Out of retries on a passing failure (rate limit, overload, outage): not the run's fault, so the
       // run waits in the queue and tries again; the attempt limit still ends a run that never gets through.
-      if (e.retryable) throw new RequeueSignal(describeLlmFailure(e), e.retryAfterMs, unrecorded);
+      if (e.retryable) throw new AttemptRequeued(describeLlmFailure(e), e.retryAfterMs, unrecorded);
       return { end: { status: 'FAILED', error: describeLlmFailure(e), ...unrecorded }, written: false };
     }
     const latencyMs = performance.now() - started;
@@ -429,7 +359,7 @@ class RunDriver {
   private waited(wait: WaitStart, status: 'WAITING' | 'CANCELLED'): StepOutcome {
     if (status === 'CANCELLED') return { end: { status: 'CANCELLED', error: 'cancelled on request' }, written: true };
     this.d.events.runWaiting({ run: this.run, worker: this.d.owner.worker, waiting: wait.waiting });
-    throw new WaitingSignal();
+    throw new AttemptWaiting();
   }
 
   private async consumeDecision(toolUseId: string): Promise<void> {

@@ -10,8 +10,8 @@
  *   with this result).
  * - A call of the built-in `sleep` tool waits for its time, holding nothing.
  */
-import type { DecisionRecord, Waiting } from '../domain.ts';
-import type { PendingTool } from './replay.ts';
+import type { DecisionRecord, Waiting } from '../domain/types.ts';
+import type { PendingTool } from '../core/replay.ts';
 
 export type Gate =
   /** Execute it (again, with the same idempotency key, when it was started). */

@@ -4,11 +4,11 @@
  * (src/store/lease-keeper-thread.ts) instead; this one serves embedders and tests that give the
  * worker a store but no database URL.
  */
-import type { RunId } from '../domain.ts';
-import type { HeldLease, LeaseKeeper, LeaseKeeperFactory, LeaseOwner, RenewedLease } from '../store/ports.ts';
-import { renewWithinMs } from '../store/lease-renewal.ts';
+import type { RunId } from '../domain/types.ts';
+import type { HeldLease, LeaseKeeper, LeaseKeeperFactory, LeaseOwner, RenewedLease } from '../ports/engine-store.ts';
+import { renewWithinMs } from '../core/lease-policy.ts';
 
-export type { LeaseKeeper, LeaseKeeperFactory, LeaseKeeperListener } from '../store/ports.ts';
+export type { LeaseKeeper, LeaseKeeperFactory, LeaseKeeperListener } from '../ports/engine-store.ts';
 
 export function inProcessLeaseKeeper(
   renew: (owner: LeaseOwner, held: readonly HeldLease[], withinMs: number) => Promise<RenewedLease[]>,
@@ -24,7 +24,7 @@ export function inProcessLeaseKeeper(
       inFlight = true;
       const leases = [...held].map(([runId, token]) => ({ runId, token }));
       try {
-        const renewed = await renew(owner, leases, renewWithinMs(owner, intervalMs));
+        const renewed = await renew(owner, leases, renewWithinMs(owner.leaseMs, intervalMs));
         const alive = new Set(renewed.map((r) => `${r.runId} ${r.token}`));
         for (const l of leases) {
           if (alive.has(`${l.runId} ${l.token}`) || held.get(l.runId) !== l.token) continue;

@@ -4,10 +4,10 @@
  * to the reply's own, so the step's tokens and cost are what the call was billed, not a lower bound.
  */
 import type { LlmResponse } from '../llm/types.ts';
-import { addUsage } from '../domain.ts';
-import { sameUsage, storableContent, storableCount, storableText, storableUsage } from '../store/storable.ts';
-import type { StepWarning } from './events.ts';
-import { withFields } from '../with-fields.ts';
+import { addUsage } from '../domain/types.ts';
+import { sameUsage, storableContent, storableCount, storableText, storableUsage } from '../core/storable.ts';
+import type { StepWarning } from '../ports/engine-events.ts';
+import { withFields } from '../util/with-fields.ts';
 
 export interface AcceptedReply {
   response: LlmResponse;

@@ -6,10 +6,10 @@
  * the attempt by the reason. The first reason wins.
  */
 import { performance } from 'node:perf_hooks';
-import { budgetTokens, type RunId } from '../domain.ts';
-import type { ClaimedRun } from '../store/ports.ts';
-import type { EngineEvents } from './events.ts';
-import type { Unrecorded } from './driver.ts';
+import { budgetTokens, type RunId } from '../domain/types.ts';
+import type { ClaimedRun } from '../ports/engine-store.ts';
+import type { EngineEvents } from '../ports/engine-events.ts';
+import type { Unrecorded } from './driver-types.ts';
 import { Followers } from './step-stream.ts';
 
 /** A cancel was requested while the run was being driven: it ends CANCELLED now, not at its next guard. */

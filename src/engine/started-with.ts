@@ -6,9 +6,9 @@
  * it calls run the new code's implementations, by name: a tool the new code no longer has answers
  * the model with an is_error result (see ToolExecutor), never a crash.
  */
-import type { Step } from '../domain.ts';
+import type { Step } from '../domain/types.ts';
 import type { ToolDefinition } from '../llm/types.ts';
-import type { PreparedAgent } from './driver.ts';
+import type { PreparedAgent } from './driver-types.ts';
 
 /** `agent` with the prompt and tool definitions the run's first model step was sent, when they differ. */
 export async function agentAsStarted(

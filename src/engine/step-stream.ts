@@ -14,11 +14,11 @@
  * the run is resumed from its last checkpoint, and the worker that claims it abandons what this
  * attempt streamed). A lost lease fences these writes like any other.
  */
-import type { RunId } from '../domain.ts';
-import type { LlmError } from '../errors.ts';
+import type { RunId } from '../domain/types.ts';
+import type { LlmError } from '../domain/errors.ts';
 import { type AbandonReason, DELTA_BATCH } from '../events/protocol.ts';
-import { newEvent, type NewEvent } from '../store/run-events.ts';
-import type { Lease } from '../store/ports.ts';
+import { newEvent, type NewEvent } from '../ports/new-event.ts';
+import type { Lease } from '../ports/engine-store.ts';
 import { crashPoint } from './crash-points.ts';
 
 export type AppendEvents = (runId: RunId, owner: Lease, events: readonly NewEvent[]) => Promise<void>;

@@ -15,11 +15,11 @@
  * Each call's STARTED write carries its step.started/tool.started events, and its result write its
  * tool.finished/step.finished events, inside the same statement (run-store.ts), as on the single path.
  */
-import type { Run, RunProgress, ToolUseBlock } from '../domain.ts';
+import type { Run, RunProgress, ToolUseBlock } from '../domain/types.ts';
 import { Semaphore } from '../tools/semaphore.ts';
 import { crashPoint } from './crash-points.ts';
-import type { DriverDeps } from './driver.ts';
-import { type Conversation, foldStep, type PendingTool } from './replay.ts';
+import type { DriverDeps } from './driver-types.ts';
+import { type Conversation, foldStep, type PendingTool } from '../core/replay.ts';
 
 /**
  * The pending calls at the head of the turn, in turn order, up to the first that may not join a batch:

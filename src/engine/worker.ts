@@ -6,17 +6,18 @@
  * steps finish for a grace period, hands every run back, and stops waiting for steps that ignore
  * their signal at a force limit.
  */
-import { DEMO_AGENT, type RunId, type TerminalStatus, type Usage } from '../domain.ts';
-import { LeaseLostError } from '../errors.ts';
+import { DEMO_AGENT, type RunId, type TerminalStatus, type Usage } from '../domain/types.ts';
+import { LeaseLostError } from '../domain/errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { ClaimedRun, EngineStore, LeaseKeeper, LeaseKeeperFactory, LeaseOwner, OwnerLiveness, OwnerLivenessFactory } from '../store/ports.ts';
+import type { ClaimedRun, EngineStore, LeaseKeeper, LeaseKeeperFactory, LeaseOwner, OwnerLiveness, OwnerLivenessFactory } from '../ports/engine-store.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
 import { type ToolSource, withSourceTools } from '../tools/tool-source.ts';
 import { AttemptEnds } from './attempt-end.ts';
-import { drive, HandBackSignal, type PreparedAgent } from './driver.ts';
+import { drive } from './driver.ts';
+import { AttemptHandedBack, type PreparedAgent } from './driver-types.ts';
 import { EventLoopWatch } from './event-loop-watch.ts';
-import { combineEvents, type EngineEvents } from './events.ts';
+import { combineEvents, type EngineEvents } from '../ports/engine-events.ts';
 import { inProcessLeaseKeeper } from './lease-keeper.ts';
 import { CancelSignal, followSteps, HeldRun } from './run-stops.ts';
 
@@ -267,7 +268,7 @@ export class Worker {
     this.resumeSteps(); // runs paused for the liveness session hand themselves back
     await this.loopDone;
     if (!(await this.settledWithin(this.opts.shutdownGraceMs))) {
-      for (const h of this.held.values()) h.stop(new HandBackSignal());
+      for (const h of this.held.values()) h.stop(new AttemptHandedBack());
       if (!(await this.settledWithin(this.opts.shutdownForceMs ?? 10_000))) await this.cutIgnoringSteps();
     }
     this.loopWatch.stop();

@@ -8,7 +8,7 @@
  * retry can fix. The message is the API's own; headers and bodies are left out so no credential can
  * leak into logs or stored steps.
  */
-import { LlmError } from '../errors.ts';
+import { LlmError } from '../domain/errors.ts';
 import { brokenOrUnsent, describeCause, type FailureContext, ownFailure, redactor } from './failure.ts';
 import { parseRetryAfterMs } from './retrying.ts';
 

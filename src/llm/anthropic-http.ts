@@ -11,7 +11,7 @@
 import http, { type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
-import type { LlmError } from '../errors.ts';
+import type { LlmError } from '../domain/errors.ts';
 import { aborted, connectionFailed, errorBodyFields, fromErrorAnswer, isTimeout, timedOut } from './anthropic-failures.ts';
 import { discard, forEachChunk, headerSource, readText } from './http-answer.ts';
 import { isStaleConnection, keepAliveAgent } from './http-pool.ts';

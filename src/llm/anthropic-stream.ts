@@ -1,6 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
-import type { Usage } from '../domain.ts';
-import { LlmError } from '../errors.ts';
+import type { Usage } from '../domain/types.ts';
+import { LlmError } from '../domain/errors.ts';
 import { toLlmResponse } from './anthropic-wire.ts';
 import { normaliseUsage } from './normalise.ts';
 import type { LlmResponse } from './types.ts';

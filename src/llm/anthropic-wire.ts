@@ -1,6 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
-import type { ContentBlock, Message } from '../domain.ts';
-import { LlmError } from '../errors.ts';
+import type { ContentBlock, Message } from '../domain/types.ts';
+import { LlmError } from '../domain/errors.ts';
 import { statusOfErrorType } from './anthropic-failures.ts';
 import { normaliseContent, normaliseUsage } from './normalise.ts';
 import type { LlmRequest, LlmResponse } from './types.ts';

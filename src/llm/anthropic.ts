@@ -4,7 +4,7 @@ import { MessagesEndpoint, MessagesExchange, readBody, readEvents } from './anth
 import { header } from './http-answer.ts';
 import { StreamAssembler } from './anthropic-stream.ts';
 import { toLlmResponse, toMessageParams } from './anthropic-wire.ts';
-import { MAX_TIMER_MS } from './sleep.ts';
+import { MAX_TIMER_MS } from '../util/sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
 import type { Call } from './failure.ts';
 

@@ -5,8 +5,8 @@
  * RETRY_BASE_MS, RETRY_CAP_MS, LLM_STREAMING) unless the options say otherwise.
  */
 import { z } from 'zod';
-import { loadModelCallSettings, type ModelCallSettings } from '../config.ts';
-import { ConfigError } from '../errors.ts';
+import { loadModelCallSettings, type ModelCallSettings } from '../config/environment.ts';
+import { ConfigError } from '../domain/errors.ts';
 import { AnthropicClient } from './anthropic.ts';
 import { OpenAiClient } from './openai.ts';
 import { RetryingLlmClient, type RetryingOptions, type RetryListener } from './retrying.ts';

@@ -1,6 +1,6 @@
 /** What every provider's error classification shares: the call's context and how a cause is told. */
-import type { Usage } from '../domain.ts';
-import { LlmError } from '../errors.ts';
+import type { Usage } from '../domain/types.ts';
+import { LlmError } from '../domain/errors.ts';
 
 /** What is known about the call when it failed. */
 export interface FailureContext {

@@ -1,7 +1,7 @@
-import type { Config } from '../config.ts';
-import { ConfigError } from '../errors.ts';
+import type { Config } from '../config/environment.ts';
+import { ConfigError } from '../domain/errors.ts';
 import { AnthropicClient } from './anthropic.ts';
-import { DemoLlmClient } from './demo.ts';
+import { DemoLlmClient } from '../demo/demo-llm.ts';
 import { decorate, SDK_TIMEOUT_MARGIN_MS } from './factories.ts';
 import { OpenAiClient } from './openai.ts';
 import type { RetryingOptions } from './retrying.ts';
@@ -10,7 +10,7 @@ import type { LlmClient } from './types.ts';
 export type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ToolDefinition } from './types.ts';
 export { AnthropicClient } from './anthropic.ts';
 export { StreamAssembler } from './anthropic-stream.ts';
-export { DemoLlmClient, DEMO_LABEL } from './demo.ts';
+export { DemoLlmClient, DEMO_LABEL } from '../demo/demo-llm.ts';
 export { OpenAiClient, DEFAULT_OPENAI_BASE_URL, type OpenAiClientOptions } from './openai.ts';
 export { ChatStreamAssembler } from './openai-stream.ts';
 export { anthropic, openAiCompatible, type AnthropicOptions, type OpenAiCompatibleOptions, type ProviderClientOptions } from './factories.ts';
@@ -19,7 +19,7 @@ export { normaliseChatUsage, normaliseContent, normaliseUsage } from './normalis
 export type { RandomSource, RetryListener, RetryPolicy, RetryingOptions, Sleeper } from './retrying.ts';
 export { TimeLimitedLlmClient } from './time-limited.ts';
 export { PriceTable, loadPrices, parsePrices, type ModelPrice } from './prices.ts';
-export { MAX_TIMER_MS, timerSleeper } from './sleep.ts';
+export { MAX_TIMER_MS, timerSleeper } from '../util/sleep.ts';
 
 export type LlmConfig = Pick<
   Config,

@@ -1,4 +1,4 @@
-import { type ContentBlock, MAX_TOKEN_COUNT, type Usage } from '../domain.ts';
+import { type ContentBlock, MAX_TOKEN_COUNT, type Usage } from '../domain/types.ts';
 
 /**
  * The provider's numbers and content, made safe to count and store, in one place for the streamed and

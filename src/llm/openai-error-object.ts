@@ -3,7 +3,7 @@
  * answer, in the middle of a stream, or in a 200's body). Pure, and free of the OpenAI SDK: the wire
  * format needs it on every answer, the SDK is loaded only when an OpenAI-compatible agent calls.
  */
-import { LlmError } from '../errors.ts';
+import { LlmError } from '../domain/errors.ts';
 
 /**
  * The HTTP status an error object stands for when it came without one: in the middle of a stream

@@ -1,5 +1,5 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
-import { LlmError } from '../errors.ts';
+import { LlmError } from '../domain/errors.ts';
 import { brokenOrUnsent, describeCause, type FailureContext, ownFailure, redactor } from './failure.ts';
 import { type ChatErrorObject, kindOfChatError, shouldRetry, statusOfChatError } from './openai-error-object.ts';
 import { parseRetryAfterMs } from './retrying.ts';

@@ -1,6 +1,6 @@
 import type OpenAI from 'openai';
-import type { Usage } from '../domain.ts';
-import { LlmError } from '../errors.ts';
+import type { Usage } from '../domain/types.ts';
+import { LlmError } from '../domain/errors.ts';
 import { normaliseChatUsage } from './normalise.ts';
 import { toLlmResponse } from './openai-wire.ts';
 import type { LlmResponse } from './types.ts';

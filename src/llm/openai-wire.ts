@@ -12,8 +12,8 @@
  * cannot express fails the call before it is sent, rather than being dropped without a word.
  */
 import type OpenAI from 'openai';
-import type { ContentBlock, Message } from '../domain.ts';
-import { LlmError } from '../errors.ts';
+import type { ContentBlock, Message } from '../domain/types.ts';
+import { LlmError } from '../domain/errors.ts';
 import { normaliseChatUsage } from './normalise.ts';
 import { type ChatErrorObject, errorOfBody } from './openai-error-object.ts';
 import type { LlmRequest, LlmResponse } from './types.ts';

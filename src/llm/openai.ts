@@ -1,8 +1,8 @@
 import type OpenAI from 'openai';
-import { LlmError } from '../errors.ts';
+import { LlmError } from '../domain/errors.ts';
 import { ChatStreamAssembler } from './openai-stream.ts';
 import { toChatParams, toLlmResponse } from './openai-wire.ts';
-import { MAX_TIMER_MS } from './sleep.ts';
+import { MAX_TIMER_MS } from '../util/sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
 import { type Call, report } from './failure.ts';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import type { Usage } from '../domain.ts';
-import { ConfigError } from '../errors.ts';
+import type { Usage } from '../domain/types.ts';
+import { ConfigError } from '../domain/errors.ts';
 
 const rate = z.number().finite().nonnegative();
 

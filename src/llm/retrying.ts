@@ -1,11 +1,11 @@
-import type { Usage } from '../domain.ts';
-import { LlmError } from '../errors.ts';
-import { addUsage } from '../domain.ts';
-import { MAX_TIMER_MS, timerSleeper, type Sleeper } from './sleep.ts';
+import type { Usage } from '../domain/types.ts';
+import { LlmError } from '../domain/errors.ts';
+import { addUsage } from '../domain/types.ts';
+import { MAX_TIMER_MS, timerSleeper, type Sleeper } from '../util/sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
-import { withFields } from '../with-fields.ts';
+import { withFields } from '../util/with-fields.ts';
 
-export type { Sleeper } from './sleep.ts';
+export type { Sleeper } from '../util/sleep.ts';
 
 export interface RetryPolicy {
   /** Calls to the delegate at most, the first one included. */

@@ -1,8 +1,8 @@
-import type { Usage } from '../domain.ts';
-import { LlmError } from '../errors.ts';
-import { MAX_TIMER_MS } from './sleep.ts';
+import type { Usage } from '../domain/types.ts';
+import { LlmError } from '../domain/errors.ts';
+import { MAX_TIMER_MS } from '../util/sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
-import { withFields } from '../with-fields.ts';
+import { withFields } from '../util/with-fields.ts';
 
 /**
  * Limits one attempt of the delegate. It sits inside the retry loop, so a hung connection costs one

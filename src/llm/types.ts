@@ -1,5 +1,5 @@
-import type { ContentBlock, Message, Usage } from '../domain.ts';
-import type { LlmError } from '../errors.ts';
+import type { ContentBlock, Message, Usage } from '../domain/types.ts';
+import type { LlmError } from '../domain/errors.ts';
 
 /** A tool as the model sees it (the Messages API's `tools` entry). */
 export interface ToolDefinition {

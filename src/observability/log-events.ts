@@ -7,8 +7,8 @@
  *
  * Each line has an `event` field; the pretty formatter (pretty.ts) renders each event as one short line.
  */
-import type { EngineEvents } from '../engine/events.ts';
-import { LlmError } from '../errors.ts';
+import type { EngineEvents } from '../ports/engine-events.ts';
+import { LlmError } from '../domain/errors.ts';
 import type { Logger } from './logger.ts';
 
 /** Cost rounded as the database stores it (numeric(18, 8)), so log and row agree. */

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { prettyStream } from './pretty.ts';
-import { type Redact, redactValue } from './redact.ts';
+import { type Redact, redactValue } from '../core/redact.ts';
 
 export type Logger = pino.Logger;
 

@@ -10,8 +10,8 @@
  * time series.
  */
 import client from 'prom-client';
-import { RUN_STATUSES } from '../domain.ts';
-import type { EngineEvents } from '../engine/events.ts';
+import { RUN_STATUSES } from '../domain/types.ts';
+import type { EngineEvents } from '../ports/engine-events.ts';
 
 export interface MetricsSources {
   /** Runs per status, from the database. */

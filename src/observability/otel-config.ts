@@ -3,7 +3,7 @@
  * are exported. Pure: config.ts reads the environment and passes the values in. Values of headers are
  * never echoed in an error: they usually hold a collector's token.
  */
-import { ConfigError } from '../errors.ts';
+import { ConfigError } from '../domain/errors.ts';
 
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];

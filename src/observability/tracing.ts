@@ -10,9 +10,9 @@
  * `latency` before now. No prompt or response text is put on spans: content capture is off.
  */
 import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
-import type { Run, TerminalStatus } from '../domain.ts';
-import type { EngineEvents } from '../engine/events.ts';
-import { LlmError } from '../errors.ts';
+import type { Run, TerminalStatus } from '../domain/types.ts';
+import type { EngineEvents } from '../ports/engine-events.ts';
+import { LlmError } from '../domain/errors.ts';
 
 export interface TraceOptions {
   /** gen_ai.provider.name, e.g. "anthropic" (the LlmClient's `provider`). */

@@ -8,7 +8,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { InputError } from '../errors.ts';
+import { InputError } from '../domain/errors.ts';
 
 export const API_KEY_PREFIX = 'dak_';
 /** A key as it is issued; kept in step with the default redaction patterns. */

@@ -8,11 +8,11 @@
  * the same decision again is accepted and changes nothing.
  */
 import type pg from 'pg';
-import type { Decision, RunId, RunStatus } from '../domain.ts';
-import { ConflictError, NotFoundError } from '../errors.ts';
+import type { Decision, RunId, RunStatus } from '../domain/types.ts';
+import { ConflictError, NotFoundError } from '../domain/errors.ts';
 import { STATUS_IS } from './fenced-sql.ts';
 import type { WaitingColumn } from './rows.ts';
-import { storableText } from './storable.ts';
+import { storableText } from '../core/storable.ts';
 
 export interface Decided {
   id: RunId;

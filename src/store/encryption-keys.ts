@@ -3,8 +3,8 @@
  * and the rotation that seals every stored payload with the newest key.
  */
 import type pg from 'pg';
-import type { ContentBlock } from '../domain.ts';
-import { EncryptionError } from '../errors.ts';
+import type { ContentBlock } from '../domain/types.ts';
+import { EncryptionError } from '../domain/errors.ts';
 import type { FieldSealer, Sealer } from './encryption.ts';
 import { sealBlocks, sealEventData, sealToolCalls } from './sealed-columns.ts';
 

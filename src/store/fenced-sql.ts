@@ -4,9 +4,9 @@
  * (a data-modifying CTE): the fence and the lease renewal (`owner`), the step row, and when it is known
  * already, the STARTED row of the next tool call — one round trip, one commit.
  */
-import type { RunProgress, RunStatus } from '../domain.ts';
-import type { RunEnd, ToolStart } from './ports.ts';
-import { storableText } from './storable.ts';
+import type { RunProgress, RunStatus } from '../domain/types.ts';
+import type { RunEnd, ToolStart } from '../ports/engine-store.ts';
+import { storableText } from '../core/storable.ts';
 
 export interface ProgressRow {
   tokens_used: number;

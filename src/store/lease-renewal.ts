@@ -4,8 +4,8 @@
  * RunStore) and the keeper thread, which runs the same text on its own connection.
  */
 import type pg from 'pg';
-import type { RunId } from '../domain.ts';
-import type { HeldLease, LeaseOwner, RenewedLease } from './ports.ts';
+import type { RunId } from '../domain/types.ts';
+import type { HeldLease, LeaseOwner, RenewedLease } from '../ports/engine-store.ts';
 import { FOLLOWED, STATUS_IS } from './fenced-sql.ts';
 
 /**
@@ -51,15 +51,6 @@ export interface RenewedRow {
   followed: boolean;
 }
 
-/**
- * @unit milliseconds — how soon a lease must run out for a keeper that renews every `intervalMs` to
- * renew it: every lease not written in the last third of an interval (3.3 s with the default lease: a
- * run taking a step every second or three is left alone). A lease left alone has more than this left,
- * so a round later it still has more than `leaseMs - 4/3 × intervalMs`, and if that round fails too,
- * more than `leaseMs - 7/3 × intervalMs` (⅔ of an interval, with the keepers' interval of a third of the
- * lease) for the one after; a lease renewed every round had one interval there.
- */
-export const renewWithinMs = (owner: LeaseOwner, intervalMs: number) => owner.leaseMs - intervalMs / 3;
 
 export async function renewLeases(db: Pick<pg.Pool, 'query'>, owner: LeaseOwner, held: readonly HeldLease[], withinMs: number | null): Promise<RenewedLease[]> {
   if (held.length === 0) return [];

@@ -6,7 +6,7 @@
  * poll, for what a lost notification did not tell it.
  */
 import type pg from 'pg';
-import type { RunId } from '../domain.ts';
+import type { RunId } from '../domain/types.ts';
 
 export interface LostAccess {
   keys: string[];

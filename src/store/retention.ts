@@ -17,8 +17,8 @@
  * never touched (only finished runs qualify), so workers claiming and checkpointing are not held up.
  */
 import type pg from 'pg';
-import { TERMINAL_STATUSES, type RunId, type RunStatus } from '../domain.ts';
-import { ConflictError, NotFoundError } from '../errors.ts';
+import { TERMINAL_STATUSES, type RunId, type RunStatus } from '../domain/types.ts';
+import { ConflictError, NotFoundError } from '../domain/errors.ts';
 
 const TERMINAL = TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ');
 

@@ -1,5 +1,5 @@
 /** Rows (snake_case, as PostgreSQL returns them) converted to domain types in one place. */
-import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, StepKind, StepStatus, StepSummary, Waiting } from '../domain.ts';
+import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, StepKind, StepStatus, StepSummary, Waiting } from '../domain/types.ts';
 import type { Sealer } from './encryption.ts';
 import { openBlocks, openToolCalls } from './sealed-columns.ts';
 

@@ -4,27 +4,20 @@
  * write of a batch of streamed text, the claim's run.started, and the reads of the API.
  */
 import type pg from 'pg';
-import type { RunId } from '../domain.ts';
-import { LeaseLostError } from '../errors.ts';
-import { TOOL_OUTPUT_MAX_CHARS, type RunEventData, type RunEventType } from '../events/protocol.ts';
+import type { RunId } from '../domain/types.ts';
+import { LeaseLostError } from '../domain/errors.ts';
+import { TOOL_OUTPUT_MAX_CHARS } from '../events/protocol.ts';
 import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
 import { FENCE, FOLLOWED } from './fenced-sql.ts';
-import type { EventsClaimed, Lease } from './ports.ts';
+import type { EventsClaimed, Lease } from '../ports/engine-store.ts';
+import type { NewEvent } from '../ports/new-event.ts';
 import { CLAIMS, type ClaimedItem, claimedOutcomes, type ClaimedRow, forItems } from './step-batch-sql.ts';
-import { storableValue } from './storable.ts';
+import { storableValue } from '../core/storable.ts';
 import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
 import { openEventText, sealEventData } from './sealed-columns.ts';
-import { WriteBatches } from './write-batches.ts';
-import { withFields } from '../with-fields.ts';
+import { WriteBatches } from '../util/write-batches.ts';
+import { withFields } from '../util/with-fields.ts';
 
-/** An event to write; `withNext` ones are written only when the statement also wrote the next tool's STARTED row. */
-export interface NewEvent {
-  type: RunEventType;
-  data: object;
-  withNext?: boolean;
-}
-
-export const newEvent = <T extends RunEventType>(type: T, data: RunEventData[T], withNext = false): NewEvent => ({ type, data, withNext });
 
 /**
  * The parameter of EVENTS: the events as one JSON array of {type, data, with_next}. One JSON text

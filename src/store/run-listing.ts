@@ -12,8 +12,8 @@
  */
 import type pg from 'pg';
 import { z } from 'zod';
-import type { Run, RunStatus } from '../domain.ts';
-import { InputError } from '../errors.ts';
+import type { Run, RunStatus } from '../domain/types.ts';
+import { InputError } from '../domain/errors.ts';
 import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
 import { RUN_COLUMNS, type RunRow, toRun } from './rows.ts';
 

@@ -13,7 +13,7 @@
  * indexes (run_tenant_status_created_idx), the day's steps joined to their runs.
  */
 import type pg from 'pg';
-import { RUN_STATUSES, STEP_KINDS, type StepKind } from '../domain.ts';
+import { RUN_STATUSES, STEP_KINDS, type StepKind } from '../domain/types.ts';
 import { countRunsByStatus } from './run-stats.ts';
 
 type Queryable = Pick<pg.Pool, 'query'>;

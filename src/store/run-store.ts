@@ -6,35 +6,36 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { budgetTokens, type Decision, type DecisionRecord, DEFAULT_TENANT, DEMO_AGENT, type ForkPoint, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain.ts';
-import { ConflictError, EncryptionError, InputError, LeaseLostError, NotFoundError } from '../errors.ts';
-import type { EarlierRun } from '../engine/chain-replay.ts';
+import { budgetTokens, type Decision, type DecisionRecord, DEFAULT_TENANT, DEMO_AGENT, type ForkPoint, type Run, type RunId, type RunProgress, type RunStatus, type Step, type StepSummary } from '../domain/types.ts';
+import { ConflictError, EncryptionError, InputError, LeaseLostError, NotFoundError } from '../domain/errors.ts';
+import type { EarlierRun } from '../core/chain-replay.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
 import { type Decided, recordDecision } from './decisions.ts';
 import { renewLeases } from './lease-renewal.ts';
 import type {
   AfterCheckpoint, ClaimedRun, ClaimLiveness, EngineStore, EventsClaimed, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
   RenewedLease, RunEnd, ToolFinish, ToolStart, WaitStart, Waited, WriteProbe,
-} from './ports.ts';
+} from '../ports/engine-store.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
 import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow } from './fenced-sql.ts';
-import { storableCost, storableText, storableUsage } from './storable.ts';
+import { storableCost, storableText, storableUsage } from '../core/storable.ts';
 import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
 import { sealBlocks } from './sealed-columns.ts';
 import { CONVERSATION_RUNS, conversationSteps, lineageSteps, qualified, TOOL_USES, TURN_AT } from './lineage-sql.ts';
-import type { TurnRow } from '../engine/fork-points.ts';
+import type { TurnRow } from '../core/fork-points.ts';
 
 type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status']; tool_uses: number | null };
 const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
-import { ANNOUNCED, EVENTS, eventParams, eventValues, newEvent, type NewEvent, RunEvents, toolOutput } from './run-events.ts';
-import { noRedaction, type Redact, redactValue, textRedactor } from '../observability/redact.ts';
+import { ANNOUNCED, EVENTS, eventParams, eventValues, RunEvents, toolOutput } from './run-events.ts';
+import { newEvent, type NewEvent } from '../ports/new-event.ts';
+import { noRedaction, type Redact, redactValue, textRedactor } from '../core/redact.ts';
 import {
   FINAL_MODEL_STEPS, forItems, MODEL_STEPS, stepItem, type RunEndFields, type ModelStepItem, modelStepOutcomes, type ModelStepRow, TOOL_RESULTS, type ToolResultItem,
   toolResultOutcomes, type ToolResultRow,
 } from './step-batch-sql.ts';
-import { WriteBatches } from './write-batches.ts';
+import { WriteBatches } from '../util/write-batches.ts';
 import { consumeDecision, DECISION_ROWS, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitParams } from './waiting-sql.ts';
-import { withFields } from '../with-fields.ts';
+import { withFields } from '../util/with-fields.ts';
 
 export interface NewRun {
   input: string;

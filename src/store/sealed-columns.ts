@@ -9,7 +9,7 @@
  * Each function returns its argument itself when nothing changed: without a key that is nearly
  * always (a plain value is only escaped when it starts like a sealed one).
  */
-import type { ContentBlock } from '../domain.ts';
+import type { ContentBlock } from '../domain/types.ts';
 import type { FieldSealer, Sealer } from './encryption.ts';
 
 /** A content block's fields that stay plain; every other field is payload. */

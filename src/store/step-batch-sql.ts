@@ -9,10 +9,10 @@
  * A batch of several runs locks their rows first, in id order, so two batches that each hold several of
  * them never wait for each other in a cycle (the lease renewal never waits: it skips a locked row).
  */
-import type { RunId } from '../domain.ts';
-import { LeaseLostError, StepNotStartedError } from '../errors.ts';
+import type { RunId } from '../domain/types.ts';
+import { LeaseLostError, StepNotStartedError } from '../domain/errors.ts';
 import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
-import { type EventsClaimed, type FencedWrite, type Lease, type ModelCheckpoint, NO_ATTEMPTS, type ToolFinish, type ToolStart } from './ports.ts';
+import { type EventsClaimed, type FencedWrite, type Lease, type ModelCheckpoint, NO_ATTEMPTS, type ToolFinish, type ToolStart } from '../ports/engine-store.ts';
 import { FOLLOWED, progress, STATUS_IS } from './fenced-sql.ts';
 
 /** The run an item writes and the claim it writes under. */

@@ -4,10 +4,10 @@
  * run not yet claimable becomes due (an idle worker's one timer).
  */
 import type pg from 'pg';
-import type { DecisionRecord, RunId } from '../domain.ts';
-import { LeaseLostError } from '../errors.ts';
+import type { DecisionRecord, RunId } from '../domain/types.ts';
+import { LeaseLostError } from '../domain/errors.ts';
 import { FENCE, OWNED, progress, type ProgressRow, START_NEXT, startParams } from './fenced-sql.ts';
-import type { Lease, WaitStart, Waited } from './ports.ts';
+import type { Lease, WaitStart, Waited } from '../ports/engine-store.ts';
 import type { Sealer } from './encryption.ts';
 import { sealToolCalls } from './sealed-columns.ts';
 

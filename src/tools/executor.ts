@@ -6,11 +6,11 @@
  * A result is made storable (storable.ts) and cut to `maxResultBytes` here, before the engine sees it:
  * the model is sent exactly the text the log keeps, and a resumed run replays that same text.
  */
-import type { RunId, ToolUseBlock } from '../domain.ts';
-import { ConfigError, DatabaseUnavailableError, FatalError } from '../errors.ts';
+import type { RunId, ToolUseBlock } from '../domain/types.ts';
+import { ConfigError, DatabaseUnavailableError, FatalError } from '../domain/errors.ts';
 import type { ToolDefinition } from '../llm/types.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
-import { storableText } from '../store/storable.ts';
+import { storableText } from '../core/storable.ts';
 import { Semaphore } from './semaphore.ts';
 import { isTimerTool, sleepSeconds } from './sleep-tool.ts';
 import type { Tool, ToolContext } from './types.ts';

@@ -11,8 +11,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { ToolError } from '../errors.ts';
-import { MAX_TIMER_MS } from '../llm/sleep.ts';
+import { ToolError } from '../domain/errors.ts';
+import { MAX_TIMER_MS } from '../util/sleep.ts';
 import type { Logger } from '../observability/logger.ts';
 import { describeServer, type McpServer } from './mcp-config.ts';
 import type { McpToolInfo } from './mcp-tools.ts';

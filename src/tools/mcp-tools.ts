@@ -9,7 +9,7 @@
  * A tool without annotations is taken as non-idempotent and not needing approval.
  */
 import type { CallToolResult, Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
-import { ToolError } from '../errors.ts';
+import { ToolError } from '../domain/errors.ts';
 import type { McpServer } from './mcp-config.ts';
 import type { NeedsApproval, Tool, ToolContext } from './types.ts';
 

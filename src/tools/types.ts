@@ -1,4 +1,4 @@
-import type { RunId } from '../domain.ts';
+import type { RunId } from '../domain/types.ts';
 import type { Logger } from '../observability/logger.ts';
 
 export interface ToolContext {

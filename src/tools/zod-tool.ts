@@ -5,7 +5,7 @@
  * is_error result naming each failing field, and can correct itself.
  */
 import { z } from 'zod';
-import { ConfigError, ToolError } from '../errors.ts';
+import { ConfigError, ToolError } from '../domain/errors.ts';
 import type { NeedsApproval, Tool, ToolContext } from './types.ts';
 
 export interface ToolOptions<Schema extends z.ZodType> {

@@ -4,9 +4,9 @@
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '../../src/agent.ts';
-import { type AgentRuntime, createRuntime, type CreateRuntimeOptions } from '../../src/create-runtime.ts';
-import { InputError } from '../../src/errors.ts';
+import { defineAgent } from '../../src/agents/define-agent.ts';
+import { type AgentRuntime, createRuntime, type CreateRuntimeOptions } from '../../src/runtime/create-runtime.ts';
+import { InputError } from '../../src/domain/errors.ts';
 import type { LlmClient, LlmRequest } from '../../src/llm/types.ts';
 import { queueDepth } from '../../src/store/run-stats.ts';
 import { tool } from '../../src/tools/zod-tool.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiDeps, createServer } from '../../src/api/server.ts';
-import type { RunId } from '../../src/domain.ts';
+import type { RunId } from '../../src/domain/types.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
 import { countRunsByStatus, queueDepth } from '../../src/store/run-stats.ts';

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../../src/api/server.ts';
-import type { RunId } from '../../src/domain.ts';
+import type { RunId } from '../../src/domain/types.ts';
 import { logEvents } from '../../src/observability/log-events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { RunListing } from '../../src/store/run-listing.ts';

@@ -38,7 +38,7 @@ describe('npm start on a clone', () => {
   it('builds on the first start, not on the next, and again after an edit, a deleted module or a dashboard change', async () => {
     fs.writeFileSync(inCopy('src/build-probe.ts'), "export const probe = 'a module deleted later';\n");
     await prestart();
-    expect(fs.existsSync(inCopy('dist/cli.js'))).toBe(true);
+    expect(fs.existsSync(inCopy('dist/cli/main.js'))).toBe(true);
     expect(fs.existsSync(inCopy('dist/build-probe.js'))).toBe(true);
     expect(fs.existsSync(inCopy('dist/dashboard/index.html'))).toBe(true);
 
@@ -48,7 +48,7 @@ describe('npm start on a clone', () => {
     expect({ tsc: mtime('dist/.tsbuildinfo'), dashboard: mtime('dist/dashboard/index.html') }).toEqual(built);
 
     // An edit (as `git pull` leaves it), a module deleted, and a static file of the dashboard changed.
-    fs.appendFileSync(inCopy('src/errors.ts'), "\nexport const BUILD_PROBE = 'edited';\n");
+    fs.appendFileSync(inCopy('src/domain/errors.ts'), "\nexport const BUILD_PROBE = 'edited';\n");
     fs.rmSync(inCopy('src/build-probe.ts'));
     fs.appendFileSync(inCopy('dashboard/static/app.css'), '\n/* probe */\n');
     await prestart();

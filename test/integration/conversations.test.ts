@@ -5,10 +5,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createRun, type RunDefaults } from '../../src/api/new-run.ts';
+import { createRun, type RunDefaults } from '../../src/runs/new-run.ts';
 import { createServer } from '../../src/api/server.ts';
-import type { Message, RunId } from '../../src/domain.ts';
-import { ConflictError, InputError } from '../../src/errors.ts';
+import type { Message, RunId } from '../../src/domain/types.ts';
+import { ConflictError, InputError } from '../../src/domain/errors.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
 import { RunDeletion } from '../../src/store/retention.ts';
 import { defineTool } from '../../src/tools/types.ts';

@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../../src/api/server.ts';
-import { MIN_REPLY_TOKENS } from '../../src/engine/cost-clamp.ts';
+import { MIN_REPLY_TOKENS } from '../../src/core/cost-clamp.ts';
 import { PriceTable } from '../../src/llm/prices.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
 import { countRunsByStatus, queueDepth } from '../../src/store/run-stats.ts';
 import { defineTool } from '../../src/tools/types.ts';
-import { createRuns } from '../../src/runs.ts';
-import { InputError } from '../../src/errors.ts';
+import { createRuns } from '../../src/runs/runs.ts';
+import { InputError } from '../../src/domain/errors.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker } from '../support/engine.ts';
 import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';

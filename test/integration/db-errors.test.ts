@@ -2,7 +2,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
-import { isTransientDatabaseError } from '../../src/db/errors.ts';
+import { isTransientDatabaseError } from '../../src/core/transient-errors.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 
 let db: TestDatabase;

@@ -6,10 +6,10 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../../src/api/server.ts';
-import { loadConfig } from '../../src/config.ts';
-import type { RunId } from '../../src/domain.ts';
+import { loadConfig } from '../../src/config/environment.ts';
+import type { RunId } from '../../src/domain/types.ts';
 import type { Worker } from '../../src/engine/worker.ts';
-import { startRuntime } from '../../src/runtime.ts';
+import { startRuntime } from '../../src/runtime/start-runtime.ts';
 import { RunDeletion } from '../../src/store/retention.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
 import { defineTool, type Tool } from '../../src/tools/types.ts';

@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { armCrashPoint, CrashPointError, disarmCrashPoints } from '../../src/engine/crash-points.ts';
-import { TicketStore } from '../../src/store/demo-tickets.ts';
-import { demoTools } from '../../src/tools/demo-tools.ts';
+import { TicketStore } from '../../src/demo/tickets-store.ts';
+import { demoTools } from '../../src/demo/demo-tools.ts';
 import { ToolExecutor } from '../../src/tools/executor.ts';
 import type { Tool } from '../../src/tools/types.ts';
-import type { RunId } from '../../src/domain.ts';
+import type { RunId } from '../../src/domain/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease, newRun, testWorker } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';

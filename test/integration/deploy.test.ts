@@ -7,7 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ToolResultBlock } from '../../src/domain.ts';
+import type { ToolResultBlock } from '../../src/domain/types.ts';
 import { stepDetail } from '../../src/api/step-detail.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';

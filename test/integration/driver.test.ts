@@ -3,9 +3,9 @@
  * when the content says otherwise, what the budget and the cost count, and the deadline between steps.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Usage } from '../../src/domain.ts';
-import type { EngineEvents } from '../../src/engine/events.ts';
-import { LlmError } from '../../src/errors.ts';
+import type { Usage } from '../../src/domain/types.ts';
+import type { EngineEvents } from '../../src/ports/engine-events.ts';
+import { LlmError } from '../../src/domain/errors.ts';
 import type { LlmCallOptions } from '../../src/llm/types.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';

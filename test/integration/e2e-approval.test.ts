@@ -5,7 +5,7 @@
  * is not repeated.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { RunId } from '../../src/domain.ts';
+import type { RunId } from '../../src/domain/types.ts';
 import { CliProcesses, cleanEnv, exitWithin, freePort, until, waitForOutput } from '../support/cli-process.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 

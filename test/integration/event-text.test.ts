@@ -4,8 +4,8 @@
  * compact JSON, as JSON.stringify writes the worker's events.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunId } from '../../src/domain.ts';
-import { newEvent } from '../../src/store/run-events.ts';
+import type { RunId } from '../../src/domain/types.ts';
+import { newEvent } from '../../src/ports/new-event.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker } from '../support/engine.ts';

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../../src/api/server.ts';
-import type { Message, RunId } from '../../src/domain.ts';
-import { InputError } from '../../src/errors.ts';
+import type { Message, RunId } from '../../src/domain/types.ts';
+import { InputError } from '../../src/domain/errors.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
-import { createRuns } from '../../src/runs.ts';
+import { createRuns } from '../../src/runs/runs.ts';
 import { RunDeletion } from '../../src/store/retention.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
 import { defineTool } from '../../src/tools/types.ts';

@@ -5,11 +5,11 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '../../src/agent.ts';
-import { loadConfig } from '../../src/config.ts';
-import { type AgentRuntime, createRuntime, type CreateRuntimeOptions, type RuntimeEvent } from '../../src/create-runtime.ts';
-import type { ToolResultBlock } from '../../src/domain.ts';
-import { ConfigError, ConflictError, InputError, NotFoundError, WaitTimeoutError } from '../../src/errors.ts';
+import { defineAgent } from '../../src/agents/define-agent.ts';
+import { loadConfig } from '../../src/config/environment.ts';
+import { type AgentRuntime, createRuntime, type CreateRuntimeOptions, type RuntimeEvent } from '../../src/runtime/create-runtime.ts';
+import type { ToolResultBlock } from '../../src/domain/types.ts';
+import { ConfigError, ConflictError, InputError, NotFoundError, WaitTimeoutError } from '../../src/domain/errors.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';

@@ -4,7 +4,7 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { livenessSession } from '../../src/store/liveness-session.ts';
+import { livenessSession } from '../../src/leases/liveness-session.ts';
 import { PROBE, type ProbeRow, TAKE_NEW_KEY } from '../../src/store/liveness-sql.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, waitFor } from '../support/engine.ts';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';
-import { livenessSession } from '../../src/store/liveness-session.ts';
+import { livenessSession } from '../../src/leases/liveness-session.ts';
 import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
 
 let db: TestDatabase;

@@ -3,8 +3,8 @@
  * speaking the Messages API's wire format, streamed (`stream: true`, the default) and not.
  */
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Message } from '../../src/domain.ts';
-import { LlmError } from '../../src/errors.ts';
+import type { Message } from '../../src/domain/types.ts';
+import { LlmError } from '../../src/domain/errors.ts';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { createLlmClient, retryReason, TimeLimitedLlmClient, type LlmConfig } from '../../src/llm/index.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';

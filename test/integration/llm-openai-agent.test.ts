@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent } from '../../src/agent.ts';
-import { type AgentRuntime, createRuntime } from '../../src/create-runtime.ts';
+import { defineAgent } from '../../src/agents/define-agent.ts';
+import { type AgentRuntime, createRuntime } from '../../src/runtime/create-runtime.ts';
 import { openAiCompatible } from '../../src/llm/factories.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';

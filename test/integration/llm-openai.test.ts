@@ -7,7 +7,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { timelineItem } from '../../src/api/present.ts';
-import type { Run, Step } from '../../src/domain.ts';
+import type { Run, Step } from '../../src/domain/types.ts';
 import { createLlmClient, loadPrices, type LlmConfig } from '../../src/llm/index.ts';
 import { defineTool, type Tool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';

@@ -5,7 +5,7 @@
  * as the non-streaming answer.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { LlmError } from '../../src/errors.ts';
+import { LlmError } from '../../src/domain/errors.ts';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { createLlmClient, type LlmConfig } from '../../src/llm/index.ts';
 import type { LlmCallOptions, LlmRequest } from '../../src/llm/types.ts';

@@ -14,9 +14,9 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { defineAgent } from '../../src/agent.ts';
-import { type AgentRuntime, createRuntime } from '../../src/create-runtime.ts';
-import type { RunId, ToolResultBlock } from '../../src/domain.ts';
+import { defineAgent } from '../../src/agents/define-agent.ts';
+import { type AgentRuntime, createRuntime } from '../../src/runtime/create-runtime.ts';
+import type { RunId, ToolResultBlock } from '../../src/domain/types.ts';
 import type { McpServerOptions } from '../../src/tools/mcp-config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/engine.ts';

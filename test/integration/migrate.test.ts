@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { DEMO_MIGRATIONS_DIR, listMigrations, migrate, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
+import { listMigrations, migrate, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
+import { DEMO_MIGRATIONS_DIR } from '../../src/demo/migrations-dir.ts';
 import { createPool } from '../../src/db/pool.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 

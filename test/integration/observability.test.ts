@@ -1,8 +1,8 @@
 import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { RUN_STATUSES, type Usage } from '../../src/domain.ts';
-import { LlmError } from '../../src/errors.ts';
+import { RUN_STATUSES, type Usage } from '../../src/domain/types.ts';
+import { LlmError } from '../../src/domain/errors.ts';
 import { logEvents } from '../../src/observability/log-events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';

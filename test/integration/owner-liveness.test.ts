@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import type { RunId } from '../../src/domain.ts';
+import type { RunId } from '../../src/domain/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, waitFor } from '../support/engine.ts';
 

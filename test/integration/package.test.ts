@@ -48,7 +48,7 @@ afterAll(() => {
 
 describe('the tarball', () => {
   it('holds the compiled code, its declarations, migrations, prices and the command; no tests, benchmarks or sources', () => {
-    expect(packed).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli.js', 'dist/db/migrations/0001_runs.sql', 'bin/durable-agent.js', 'prices.json', 'README.md', 'package.json']));
+    expect(packed).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js', 'dist/db/migrations/0001_runs.sql', 'bin/durable-agent.js', 'prices.json', 'README.md', 'package.json']));
     expect(packed.filter((p) => /^(test|bench|src|scripts)\//.test(p) || p.endsWith('.tsbuildinfo'))).toEqual([]);
     const installed = path.join(project, 'node_modules/durable-agent');
     expect(fs.existsSync(path.join(project, 'node_modules/tsx'))).toBe(false);

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Message, StepSummary } from '../../src/domain.ts';
+import type { Message, StepSummary } from '../../src/domain/types.ts';
 import { defineTool, type Tool } from '../../src/tools/types.ts';
 import { killAll } from '../support/child-processes.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';

@@ -3,9 +3,9 @@
  * each test drives a run with a real worker (short lease, attempt limit 3) and counts the model calls.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Run } from '../../src/domain.ts';
-import { replay } from '../../src/engine/replay.ts';
-import { LlmError } from '../../src/errors.ts';
+import type { Run } from '../../src/domain/types.ts';
+import { replay } from '../../src/core/replay.ts';
+import { LlmError } from '../../src/domain/errors.ts';
 import type { LlmClient } from '../../src/llm/types.ts';
 import { defineTool, type Tool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';

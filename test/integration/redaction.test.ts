@@ -9,14 +9,14 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { createServer } from '../../src/api/server.ts';
-import type { RunId } from '../../src/domain.ts';
+import type { RunId } from '../../src/domain/types.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
 import { startEventsApi, readSse, type EventsApi } from '../support/events-api.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { armCrashPoint, disarmCrashPoints } from '../../src/engine/crash-points.ts';
 import { logEvents } from '../../src/observability/log-events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { DEFAULT_REDACT_PATTERNS, redactor } from '../../src/observability/redact.ts';
+import { DEFAULT_REDACT_PATTERNS, redactor } from '../../src/core/redact.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';

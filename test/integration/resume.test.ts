@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RunId } from '../../src/domain.ts';
+import type { RunId } from '../../src/domain/types.ts';
 import { armCrashPoint, CrashPointError, disarmCrashPoints } from '../../src/engine/crash-points.ts';
-import { LeaseLostError } from '../../src/errors.ts';
+import { LeaseLostError } from '../../src/domain/errors.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease, newRun, SimulatedCrash, testWorker } from '../support/engine.ts';

@@ -11,7 +11,7 @@ import { foldEvents } from '../../src/events/fold.ts';
 import { followRun } from '../../src/events/follow.ts';
 import { createLlmClient } from '../../src/llm/index.ts';
 import type { Worker } from '../../src/engine/worker.ts';
-import type { RunId } from '../../src/domain.ts';
+import type { RunId } from '../../src/domain/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker } from '../support/engine.ts';
 import { startEventsApi, readSse, type EventsApi, type SseEvent } from '../support/events-api.ts';

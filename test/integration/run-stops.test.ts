@@ -3,10 +3,10 @@
  * reaches the model call or tool it is in the middle of, and the run ends the way its cause says.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { RunId, TerminalStatus } from '../../src/domain.ts';
-import type { EngineEvents } from '../../src/engine/events.ts';
+import type { RunId, TerminalStatus } from '../../src/domain/types.ts';
+import type { EngineEvents } from '../../src/ports/engine-events.ts';
 import { CancelSignal, DeadlineSignal } from '../../src/engine/run-stops.ts';
-import { LeaseLostError } from '../../src/errors.ts';
+import { LeaseLostError } from '../../src/domain/errors.ts';
 import type { LlmCallOptions, LlmRequest } from '../../src/llm/types.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';

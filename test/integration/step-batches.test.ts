@@ -4,8 +4,8 @@
  */
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseLostError, StepNotStartedError } from '../../src/errors.ts';
-import type { Lease, ModelCheckpoint, ToolStart } from '../../src/store/ports.ts';
+import { LeaseLostError, StepNotStartedError } from '../../src/domain/errors.ts';
+import type { Lease, ModelCheckpoint, ToolStart } from '../../src/ports/engine-store.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease, newRun, waitFor } from '../support/engine.ts';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { listMigrations, migrate } from '../../src/db/migrate.ts';
 import { createPool } from '../../src/db/pool.ts';
-import { StepNotStartedError } from '../../src/errors.ts';
+import { StepNotStartedError } from '../../src/domain/errors.ts';
 import { CLAIM_SQL, claimParams } from '../../src/store/claim-sql.ts';
 import { queueDepth } from '../../src/store/run-stats.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';

@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authByKeys } from '../../src/api/auth.ts';
-import { loadConfig } from '../../src/config.ts';
-import type { RunId } from '../../src/domain.ts';
+import { loadConfig } from '../../src/config/environment.ts';
+import type { RunId } from '../../src/domain/types.ts';
 import { ApiKeys, type NewApiKey } from '../../src/store/api-keys.ts';
 import { RunDeletion } from '../../src/store/retention.ts';
-import { startRuntime } from '../../src/runtime.ts';
+import { startRuntime } from '../../src/runtime/start-runtime.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, waitFor } from '../support/engine.ts';
 import { startEventsApi, type EventsApi } from '../support/events-api.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunId } from '../../src/domain.ts';
+import type { RunId } from '../../src/domain/types.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease, newRun, SimulatedCrash, testWorker, waitFor } from '../support/engine.ts';
@@ -195,7 +195,7 @@ describe('worker', () => {
 
 describe('model outages', () => {
   it('puts a run back in the queue when the model keeps failing in a passing way, and finishes it later', async () => {
-    const { LlmError } = await import('../../src/errors.ts');
+    const { LlmError } = await import('../../src/domain/errors.ts');
     const run = await newRun(db.store, 'overloaded');
     const llm = new ScriptedLlm()
       .thenFail(new LlmError(529, 'Overloaded', { type: 'overloaded_error', retryAfterMs: 300 }))
@@ -216,7 +216,7 @@ describe('model outages', () => {
   });
 
   it('does not count requeues caused by the provider against the attempt limit', async () => {
-    const { LlmError } = await import('../../src/errors.ts');
+    const { LlmError } = await import('../../src/domain/errors.ts');
     const run = await newRun(db.store, 'a long outage');
     const llm = new ScriptedLlm();
     for (let i = 0; i < 4; i++) llm.thenFail(new LlmError(529, 'Overloaded', { type: 'overloaded_error' }));
@@ -228,7 +228,7 @@ describe('model outages', () => {
   });
 
   it('keeps trying through an outage that never ends until the deadline, then times out with the cause', async () => {
-    const { LlmError } = await import('../../src/errors.ts');
+    const { LlmError } = await import('../../src/domain/errors.ts');
     const run = await newRun(db.store, 'never gets through', { timeoutSeconds: 3 });
     const llm = new ScriptedLlm(() => {
       throw new LlmError(503, 'Service Unavailable', { type: 'api_error' });
@@ -248,7 +248,7 @@ describe('model outages', () => {
   });
 
   it('requeues a run whose provider asks for a wait past its deadline to the deadline, where it times out', async () => {
-    const { LlmError } = await import('../../src/errors.ts');
+    const { LlmError } = await import('../../src/domain/errors.ts');
     const run = await newRun(db.store, 'retry in an hour', { timeoutSeconds: 2 });
     const llm = new ScriptedLlm().thenFail(new LlmError(429, 'Rate limited', { type: 'rate_limit_error', retryAfterMs: 3_600_000 }));
     const w = testWorker(db.store, llm, [], { name: 'A' });

@@ -4,11 +4,11 @@
  * taken over meanwhile still fences the retry.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DatabaseUnavailableError, LeaseLostError } from '../../src/errors.ts';
+import { DatabaseUnavailableError, LeaseLostError } from '../../src/domain/errors.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { RunStore } from '../../src/store/run-store.ts';
-import { TicketStore } from '../../src/store/demo-tickets.ts';
-import { demoTools } from '../../src/tools/demo-tools.ts';
+import { TicketStore } from '../../src/demo/tickets-store.ts';
+import { demoTools } from '../../src/demo/demo-tools.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease, newRun, testWorker } from '../support/engine.ts';

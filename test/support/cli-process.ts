@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ENV_VARIABLES } from '../../src/config.ts';
+import { ENV_VARIABLES } from '../../src/config/environment.ts';
 export { freePort } from '../../src/db/embedded.ts';
 
 export const BIN = path.resolve('bin/durable-agent.js');

@@ -1,16 +1,16 @@
 import { listenForWorker } from '../../src/db/notifications.ts';
-import { FatalError } from '../../src/errors.ts';
+import { FatalError } from '../../src/domain/errors.ts';
 import { Worker, type WorkerNotifications, type WorkerOptions } from '../../src/engine/worker.ts';
 import type { LlmClient } from '../../src/llm/types.ts';
 import { createLogger, type Logger } from '../../src/observability/logger.ts';
-import { leaseKeeperThread } from '../../src/store/lease-keeper-thread.ts';
-import { livenessSession } from '../../src/store/liveness-session.ts';
-import type { EngineStore, LeaseKeeperFactory, OwnerLivenessFactory } from '../../src/store/ports.ts';
+import { leaseKeeperThread } from '../../src/leases/lease-keeper-thread.ts';
+import { livenessSession } from '../../src/leases/liveness-session.ts';
+import type { EngineStore, LeaseKeeperFactory, OwnerLivenessFactory } from '../../src/ports/engine-store.ts';
 import type { RunStore } from '../../src/store/run-store.ts';
 import { ToolExecutor } from '../../src/tools/executor.ts';
 import type { Tool } from '../../src/tools/types.ts';
-import type { EngineEvents } from '../../src/engine/events.ts';
-import type { Usage } from '../../src/domain.ts';
+import type { EngineEvents } from '../../src/ports/engine-events.ts';
+import type { Usage } from '../../src/domain/types.ts';
 
 /** A crash: escapes the tool executor and the driver, as an unexpected error would. */
 export class SimulatedCrash extends FatalError {}

@@ -9,7 +9,8 @@ import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { ensureEmbeddedPostgres, stopEmbeddedPostgres } from '../../src/db/embedded.ts';
-import { DEMO_MIGRATIONS_DIR, migrate, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
+import { migrate, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
+import { DEMO_MIGRATIONS_DIR } from '../../src/demo/migrations-dir.ts';
 import { createPool } from '../../src/db/pool.ts';
 
 declare module 'vitest' {

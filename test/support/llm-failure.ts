@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { LlmError } from '../../src/errors.ts';
+import { LlmError } from '../../src/domain/errors.ts';
 
 /** The LlmError a model call fails with (the test fails if it succeeds or throws anything else). */
 export async function failure(promise: Promise<unknown>): Promise<LlmError> {

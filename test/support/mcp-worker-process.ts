@@ -5,8 +5,8 @@
  * MCP_TEST_* variables of the server (passed on to it).
  */
 import { fileURLToPath } from 'node:url';
-import { defineAgent } from '../../src/agent.ts';
-import { createRuntime } from '../../src/create-runtime.ts';
+import { defineAgent } from '../../src/agents/define-agent.ts';
+import { createRuntime } from '../../src/runtime/create-runtime.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { toolThenTextLlm } from './scripted-llm.ts';
 

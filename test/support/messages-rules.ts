@@ -11,7 +11,7 @@
  * - the last message may be an assistant message (a paused turn sent back to continue), but not one
  *   whose tool_use blocks are still unanswered
  */
-import type { ContentBlock, Message } from '../../src/domain.ts';
+import type { ContentBlock, Message } from '../../src/domain/types.ts';
 
 const blocks = (m: Message): ContentBlock[] => (typeof m.content === 'string' ? [] : m.content);
 const toolUseIds = (m: Message) => blocks(m).filter((b) => b.type === 'tool_use').map((b) => String(b.id));

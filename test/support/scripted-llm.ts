@@ -3,8 +3,8 @@
  * (deep-copied, since the engine keeps appending to the message list it passes). Like the real API,
  * it refuses a request whose messages break the Messages API's rules (messages-rules.ts).
  */
-import type { ContentBlock, Usage } from '../../src/domain.ts';
-import type { LlmError } from '../../src/errors.ts';
+import type { ContentBlock, Usage } from '../../src/domain/types.ts';
+import type { LlmError } from '../../src/domain/errors.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from '../../src/llm/types.ts';
 import { expectValidMessages } from './messages-rules.ts';
 

@@ -7,7 +7,7 @@
  * (warnings and up) go to stdout as JSON too. Configured by environment.
  */
 import { createLogger } from '../../src/observability/logger.ts';
-import { leaseKeeperThread } from '../../src/store/lease-keeper-thread.ts';
+import { leaseKeeperThread } from '../../src/leases/lease-keeper-thread.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testWorker } from './engine.ts';

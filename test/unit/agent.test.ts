@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { checkAgents, defineAgent } from '../../src/agent.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { checkAgents, defineAgent } from '../../src/agents/define-agent.ts';
+import { ConfigError } from '../../src/domain/errors.ts';
 import { anthropic, openAiCompatible } from '../../src/llm/factories.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { tool } from '../../src/tools/zod-tool.ts';

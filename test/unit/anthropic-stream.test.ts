@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LlmError } from '../../src/errors.ts';
+import { LlmError } from '../../src/domain/errors.ts';
 import { StreamAssembler } from '../../src/llm/anthropic-stream.ts';
 import { toLlmResponse } from '../../src/llm/anthropic-wire.ts';
 import { messageEvents } from '../support/fake-anthropic-sse.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_TOKEN_COUNT, type Message } from '../../src/domain.ts';
-import { LlmError } from '../../src/errors.ts';
+import { MAX_TOKEN_COUNT, type Message } from '../../src/domain/types.ts';
+import { LlmError } from '../../src/domain/errors.ts';
 import { toLlmResponse, toMessageParams } from '../../src/llm/anthropic-wire.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { chainHistory, NOT_RUN, replayRun, type EarlierRun } from '../../src/engine/chain-replay.ts';
-import type { RunId } from '../../src/domain.ts';
-import type { FoldableStep } from '../../src/engine/replay.ts';
+import { chainHistory, NOT_RUN, replayRun, type EarlierRun } from '../../src/core/chain-replay.ts';
+import type { RunId } from '../../src/domain/types.ts';
+import type { FoldableStep } from '../../src/core/replay.ts';
 
 const model = (seq: number, content: unknown[], stopReason = 'end_turn'): FoldableStep =>
   ({ seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: content, stopReason }) as FoldableStep;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig, loadModelCallSettings } from '../../src/config.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { loadConfig, loadModelCallSettings } from '../../src/config/environment.ts';
+import { ConfigError } from '../../src/domain/errors.ts';
 
 describe('loadConfig', () => {
   it("has the README's defaults, with the demo model when no key is set", () => {

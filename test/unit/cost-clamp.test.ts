@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clampToCost, estimateInputTokens, MIN_REPLY_TOKENS, ratesOf } from '../../src/engine/cost-clamp.ts';
+import { clampToCost, estimateInputTokens, MIN_REPLY_TOKENS, ratesOf } from '../../src/core/cost-clamp.ts';
 import { PriceTable } from '../../src/llm/prices.ts';
 
 const rates = { input: 1e-6, output: 1e-5 };

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import type { RunId } from '../../src/domain.ts';
+import { loadConfig } from '../../src/config/environment.ts';
+import type { RunId } from '../../src/domain/types.ts';
 import { armCrashPoint, CrashPointError, crashPoint, disarmCrashPoints, parseCrashPlan } from '../../src/engine/crash-points.ts';
-import { ConfigError, FatalError } from '../../src/errors.ts';
+import { ConfigError, FatalError } from '../../src/domain/errors.ts';
 
 const run = 'run-1' as RunId;
 afterEach(() => disarmCrashPoints());

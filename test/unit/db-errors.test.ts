@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { LeaseLostError } from '../../src/errors.ts';
-import { classifyDatabaseError, describeDatabaseError } from '../../src/store/db-errors.ts';
+import { LeaseLostError } from '../../src/domain/errors.ts';
+import { classifyDatabaseError, describeDatabaseError } from '../../src/core/database-errors.ts';
 
 const pgError = (code: string, message = 'server says no') => Object.assign(new Error(message), { code });
 

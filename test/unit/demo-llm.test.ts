@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { textOf, type Message, type ToolUseBlock } from '../../src/domain.ts';
-import { LlmError } from '../../src/errors.ts';
-import { askedFor, DEMO_LABEL, DEMO_STREAM_CHUNKS, DemoLlmClient, pickTool, streamChunks, toolInput } from '../../src/llm/demo.ts';
+import { textOf, type Message, type ToolUseBlock } from '../../src/domain/types.ts';
+import { LlmError } from '../../src/domain/errors.ts';
+import { askedFor, DEMO_LABEL, DEMO_STREAM_CHUNKS, DemoLlmClient, pickTool, streamChunks, toolInput } from '../../src/demo/demo-llm.ts';
 import type { LlmRequest, ToolDefinition } from '../../src/llm/types.ts';
 
 const listTickets: ToolDefinition = {

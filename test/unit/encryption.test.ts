@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import { ConfigError, EncryptionError } from '../../src/errors.ts';
-import { NO_ENCRYPTION, parseEncryptionKeys, Sealer } from '../../src/store/encryption.ts';
+import { loadConfig } from '../../src/config/environment.ts';
+import { ConfigError, EncryptionError } from '../../src/domain/errors.ts';
+import { parseEncryptionKeys } from '../../src/config/encryption-keys.ts';
+import { NO_ENCRYPTION, Sealer } from '../../src/store/encryption.ts';
 import { openBlocks, openEventText, sealBlocks, sealEventData, sealToolCalls } from '../../src/store/sealed-columns.ts';
 
 const key = () => randomBytes(32).toString('base64');

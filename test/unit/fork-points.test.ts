@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeSeqs, type TurnRow, wholeTurnEnds } from '../../src/engine/fork-points.ts';
+import { describeSeqs, type TurnRow, wholeTurnEnds } from '../../src/core/fork-points.ts';
 
 const model = (seq: number, toolUses: number): TurnRow => ({ seq, kind: 'MODEL', status: 'DONE', toolUses });
 const tool = (seq: number, status: TurnRow['status'] = 'DONE'): TurnRow => ({ seq, kind: 'TOOL', status, toolUses: null });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { DecisionRecord, Waiting } from '../../src/domain.ts';
+import type { DecisionRecord, Waiting } from '../../src/domain/types.ts';
 import { APPROVAL_TIMED_OUT, type GateContext, gateTool } from '../../src/engine/gate.ts';
-import type { PendingTool } from '../../src/engine/replay.ts';
+import type { PendingTool } from '../../src/core/replay.ts';
 
 const now = new Date('2026-01-01T12:00:00Z');
 const call = (startedSeq: number | null = null, name = 'close'): PendingTool => ({ use: { type: 'tool_use', id: 'a', name, input: {} }, startedSeq });

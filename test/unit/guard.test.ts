@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { guard, type GuardInput } from '../../src/engine/guard.ts';
+import { guard, type GuardInput } from '../../src/core/guard.ts';
 
 const now = new Date('2026-01-01T12:00:00Z');
 const ok: GuardInput = { cancelRequested: false, deadlineAt: new Date('2026-01-01T12:05:00Z'), tokensUsed: 10, tokenBudget: 100, steps: 3, maxSteps: 10 };

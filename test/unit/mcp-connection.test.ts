@@ -4,7 +4,7 @@
  */
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ToolError } from '../../src/errors.ts';
+import { ToolError } from '../../src/domain/errors.ts';
 import type { McpServer } from '../../src/tools/mcp-config.ts';
 import { McpConnection } from '../../src/tools/mcp-connection.ts';
 import { silentLogger } from '../support/engine.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { checkAgents, defineAgent } from '../../src/agent.ts';
-import { ConfigError, ToolError } from '../../src/errors.ts';
+import { checkAgents, defineAgent } from '../../src/agents/define-agent.ts';
+import { ConfigError, ToolError } from '../../src/domain/errors.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { type McpServer, type McpServerOptions } from '../../src/tools/mcp-config.ts';
 import { agentToolName, durabilityOf, type McpToolInfo, mcpTools, resultText } from '../../src/tools/mcp-tools.ts';

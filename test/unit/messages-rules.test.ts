@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../../src/domain.ts';
+import type { Message } from '../../src/domain/types.ts';
 import { messagesApiViolations } from '../support/messages-rules.ts';
 
 const user = (content: Message['content']): Message => ({ role: 'user', content });

@@ -1,7 +1,7 @@
 import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../../src/domain.ts';
-import { LlmError } from '../../src/errors.ts';
+import type { Message } from '../../src/domain/types.ts';
+import { LlmError } from '../../src/domain/errors.ts';
 import { statusOfChatError } from '../../src/llm/openai-error-object.ts';
 import { ChatStreamAssembler } from '../../src/llm/openai-stream.ts';
 import { toChatParams, toLlmResponse } from '../../src/llm/openai-wire.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Run, RunId } from '../../src/domain.ts';
+import type { Run, RunId } from '../../src/domain/types.ts';
 import type { LlmResponse } from '../../src/llm/types.ts';
 import { logEvents } from '../../src/observability/log-events.ts';
 import { createLogger } from '../../src/observability/logger.ts';

@@ -2,8 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_OPENAI_MODEL, PROJECT_ROOT } from '../../src/config.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { DEFAULT_OPENAI_MODEL, PROJECT_ROOT } from '../../src/config/environment.ts';
+import { ConfigError } from '../../src/domain/errors.ts';
 import { PriceTable, loadPrices } from '../../src/llm/prices.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'prices-'));

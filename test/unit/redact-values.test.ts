@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/logger.ts';
-import { DEFAULT_REDACT_PATTERNS, noRedaction, redactText, redactValue, redactor } from '../../src/observability/redact.ts';
+import { DEFAULT_REDACT_PATTERNS, noRedaction, redactText, redactValue, redactor } from '../../src/core/redact.ts';
 
 const redact = redactor(DEFAULT_REDACT_PATTERNS);
 const UNTERMINATED = '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import { DEFAULT_REDACT_PATTERNS, parseRedactSetting, redactor } from '../../src/observability/redact.ts';
+import { loadConfig } from '../../src/config/environment.ts';
+import { DEFAULT_REDACT_PATTERNS, parseRedactSetting, redactor } from '../../src/core/redact.ts';
 import { API_KEY_PATTERN } from '../../src/store/api-keys.ts';
 
 const redact = redactor(DEFAULT_REDACT_PATTERNS);

@@ -6,9 +6,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { RunStatus } from '../../src/domain.ts';
+import type { RunStatus } from '../../src/domain/types.ts';
 import { decide } from '../../src/engine/decide.ts';
-import { type FoldableStep, replay } from '../../src/engine/replay.ts';
+import { type FoldableStep, replay } from '../../src/core/replay.ts';
 import { expectValidMessages } from '../support/messages-rules.ts';
 
 interface RecordedLog {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decide } from '../../src/engine/decide.ts';
-import { type FoldableStep, replay } from '../../src/engine/replay.ts';
+import { type FoldableStep, replay } from '../../src/core/replay.ts';
 
 const model = (seq: number, content: object[], stopReason: string): FoldableStep => ({
   seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: content as never, stopReason,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { LeaseLostError, PermanentDatabaseError } from '../../src/errors.ts';
-import type { RunId } from '../../src/domain.ts';
-import type { EngineStore } from '../../src/store/ports.ts';
-import { retryingWrites, retryTransient } from '../../src/store/retrying-writes.ts';
+import { LeaseLostError, PermanentDatabaseError } from '../../src/domain/errors.ts';
+import type { RunId } from '../../src/domain/types.ts';
+import type { EngineStore } from '../../src/ports/engine-store.ts';
+import { retryingWrites, retryTransient } from '../../src/engine/retrying-store.ts';
 
 const fast = { attempts: 4, baseMs: 1, capMs: 2 };
 const reset = () => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Usage } from '../../src/domain.ts';
-import { LlmError } from '../../src/errors.ts';
+import type { Usage } from '../../src/domain/types.ts';
+import { LlmError } from '../../src/domain/errors.ts';
 import { RetryingLlmClient, backoffMs, giveUpReason, parseRetryAfterMs, retryReason, type Sleeper } from '../../src/llm/retrying.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from '../../src/llm/types.ts';
 

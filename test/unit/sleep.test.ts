@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MAX_TIMER_MS, timerSleeper } from '../../src/llm/sleep.ts';
+import { MAX_TIMER_MS, timerSleeper } from '../../src/util/sleep.ts';
 
 describe('timerSleeper', () => {
   afterEach(() => {

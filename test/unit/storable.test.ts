@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { acceptReply } from '../../src/engine/model-reply.ts';
-import { MAX_TOKEN_COUNT as INT4_MAX } from '../../src/domain.ts';
-import { storableContent, storableCost, storableText, storableUsage, storableValue } from '../../src/store/storable.ts';
+import { MAX_TOKEN_COUNT as INT4_MAX } from '../../src/domain/types.ts';
+import { storableContent, storableCost, storableText, storableUsage, storableValue } from '../../src/core/storable.ts';
 import { response, usage } from '../support/scripted-llm.ts';
 
 describe('storable text', () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LlmError } from '../../src/errors.ts';
-import { MAX_TIMER_MS } from '../../src/llm/sleep.ts';
+import { LlmError } from '../../src/domain/errors.ts';
+import { MAX_TIMER_MS } from '../../src/util/sleep.ts';
 import { TimeLimitedLlmClient } from '../../src/llm/time-limited.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from '../../src/llm/types.ts';
 

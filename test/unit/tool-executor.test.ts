@@ -1,6 +1,6 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { RunId, ToolUseBlock } from '../../src/domain.ts';
-import { FatalError } from '../../src/errors.ts';
+import type { RunId, ToolUseBlock } from '../../src/domain/types.ts';
+import { FatalError } from '../../src/domain/errors.ts';
 import { createLogger, type Logger } from '../../src/observability/logger.ts';
 import { capResult, ToolExecutor } from '../../src/tools/executor.ts';
 import { defineTool, type ToolContext } from '../../src/tools/types.ts';

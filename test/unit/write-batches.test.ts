@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WriteBatches, type WriteAll } from '../../src/store/write-batches.ts';
+import { WriteBatches, type WriteAll } from '../../src/util/write-batches.ts';
 
 interface Item {
   run: string;

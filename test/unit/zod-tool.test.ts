@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import type { RunId, ToolUseBlock } from '../../src/domain.ts';
-import { ConfigError } from '../../src/errors.ts';
+import type { RunId, ToolUseBlock } from '../../src/domain/types.ts';
+import { ConfigError } from '../../src/domain/errors.ts';
 import { ToolExecutor } from '../../src/tools/executor.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
 

@@ -1,0 +1,310 @@
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { type CrashPlan, parseCrashPlan } from '../engine/crash-points.ts';
+import { ConfigError } from '../domain/errors.ts';
+import { OTLP_PROTOCOLS, type OtelExportConfig, otelExportConfig } from '../observability/otel-config.ts';
+import { parseRedactSetting, type RedactPattern } from '../core/redact.ts';
+import { type EncryptionKey, parseEncryptionKeys } from './encryption-keys.ts';
+
+/** The root of the installed project (where package.json and prices.json live). */
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+const number = () => z.coerce.number({ error: 'must be a number' });
+const int = (min: number, max: number) =>
+  number().int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+const positive = number().positive('must be greater than 0');
+/** "localhost:11434/v1" parses as a URL of scheme "localhost:"; an endpoint needs its http:// written out. */
+const httpUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
+
+/** Every environment variable the project reads, with its default (the README's configuration table). */
+const EnvSchema = z.object({
+  DATABASE_URL: z.string().min(1).optional(),
+  /** Where the embedded PostgreSQL keeps its data when DATABASE_URL is unset. */
+  DATA_DIR: z.string().min(1).default('.data'),
+  /** The PostgreSQL schema of the project's tables. */
+  DATABASE_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case identifier (letters, digits, _; at most 63)').default('durable_agent'),
+  PORT: int(0, 65535).default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  WORKER_NAME: z.string().min(1).max(200).optional(),
+  WORKER_CONCURRENCY: int(1, 10_000).default(32),
+  LEASE_SECONDS: positive.default(30),
+  /** `session`: a session lock tells at once that a worker died; `lease`: the lease alone (behind a pooler in transaction mode). */
+  WORKER_LIVENESS: z.enum(['session', 'lease'], { error: 'must be session or lease' }).default('session'),
+  /** Claims a run may take without finishing before it is failed as abandoned (a poison run). */
+  MAX_RUN_ATTEMPTS: int(1, 1000).default(5),
+  /** Fallback poll when no notification arrives; LISTEN/NOTIFY wakes workers sooner. */
+  POLL_INTERVAL_MS: int(10, 3_600_000).default(2000),
+  LLM_PROVIDER: z.enum(['anthropic', 'openai', 'demo']).optional(),
+  ANTHROPIC_API_KEY: z.string().min(1).optional(),
+  ANTHROPIC_BASE_URL: z.string().url().optional(),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  /** Any server speaking the Chat Completions API: OpenAI, vLLM, Ollama, LM Studio … (up to /v1). */
+  OPENAI_BASE_URL: httpUrl().optional(),
+  DEFAULT_MODEL: z.string().min(1).optional(),
+  /** Ask the model for its answer as a stream of events, so text is seen as it is written. */
+  LLM_STREAMING: z.stringbool({ error: 'must be true or false' }).default(true),
+  MAX_TOKENS: int(1, 200_000).default(4096),
+  STEP_TIMEOUT_SECONDS: positive.default(120),
+  MAX_ATTEMPTS: int(1, 100).default(5),
+  RETRY_BASE_MS: int(0, 3_600_000).default(500),
+  RETRY_CAP_MS: int(0, 3_600_000).default(30_000),
+  MAX_STEPS: int(1, 1000).default(50),
+  DEFAULT_TOKEN_BUDGET: int(1, 10_000_000).default(100_000),
+  DEFAULT_TIMEOUT_SECONDS: int(1, 86_400).default(600),
+  TOOL_TIMEOUT_SECONDS: positive.default(60),
+  /** USD a run may spend when its request names no budget; unset: no money limit. */
+  DEFAULT_COST_BUDGET_USD: positive.max(10_000, 'must be at most 10000').optional(),
+  /** Idempotent tool calls of one model turn run at once, at most this many. */
+  TOOL_CONCURRENCY: int(1, 256).default(4),
+  /** The most of a tool's result that is stored (and sent to the model); the rest is cut, with a note. */
+  TOOL_RESULT_MAX_BYTES: int(1024, 100 * 1024 * 1024).default(1024 * 1024),
+  /** A named crash point that kills the process with SIGKILL when reached (fault-injection tests). */
+  DURABLE_AGENT_CRASH_AT: z.string().min(1).optional(),
+  PRICES_FILE: z.string().min(1).default(path.join(PROJECT_ROOT, 'prices.json')),
+  /** How long a stopping worker lets in-flight steps finish before handing their runs back. */
+  SHUTDOWN_GRACE_SECONDS: number().nonnegative('must not be negative').default(20),
+  /** After the grace period, how long steps told to stop may take before their runs are handed back without them. */
+  SHUTDOWN_FORCE_SECONDS: number().nonnegative('must not be negative').default(10),
+  DEMO_LATENCY_MS: int(0, 600_000).default(800),
+  METRICS_PORT: int(0, 65535).optional(),
+  LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // The standard OpenTelemetry variables the CLI honours (see observability/otel-config.ts).
+  OTEL_SDK_DISABLED: z.stringbool({ error: 'must be true or false' }).optional(),
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none'], { error: 'must be otlp or none' }).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl().optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: z.string().optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(OTLP_PROTOCOLS, { error: 'must be http/protobuf, http/json or grpc' }).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(OTLP_PROTOCOLS, { error: 'must be http/protobuf, http/json or grpc' }).optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+  OTEL_RESOURCE_ATTRIBUTES: z.string().optional(),
+  /** API keys: unset → required once a key exists or off loopback; `on` → always; `off` → never (loudly). */
+  AUTH: z.enum(['on', 'off'], { error: 'must be on or off (unset: keys are required once one exists, or when HOST is not loopback)' }).optional(),
+  /** Finished runs older than this many days are deleted by workers; unset keeps them for ever. */
+  RETENTION_DAYS: positive.max(36_500, 'must be at most 36500').optional(),
+  /** Patterns of secrets to redact from run input and tool results, besides the defaults; `off` for none. */
+  REDACT: z.string().optional(),
+  /** A 32-byte key (base64) that encrypts what runs store; ENCRYPTION_KEYS (`id:key,…`, the first encrypting) to rotate. */
+  ENCRYPTION_KEY: z.string().optional(),
+  ENCRYPTION_KEYS: z.string().optional(),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+/** What the commands that talk to a running server (`durable-agent runs …`) read. */
+const ClientEnvSchema = z.object({
+  DURABLE_AGENT_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+  DURABLE_AGENT_KEY: z.string().min(1).optional(),
+});
+
+/** The names of every environment variable the project reads. */
+export const ENV_VARIABLES: readonly string[] = [...Object.keys(EnvSchema.shape), ...Object.keys(ClientEnvSchema.shape)];
+
+export interface ClientConfig {
+  /** The API's base URL, without a trailing slash. */
+  url: string;
+  /** The API key sent as `Authorization: Bearer`; null sends none. */
+  key: string | null;
+}
+
+/** A client's settings: flags first, then DURABLE_AGENT_URL / DURABLE_AGENT_KEY, then the local server. */
+export function loadClientConfig(
+  env: Record<string, string | undefined> = process.env,
+  flags: { url?: string | undefined } = {},
+): Readonly<ClientConfig> {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([k, v]) => k in ClientEnvSchema.shape && v !== undefined && v !== ''));
+  if (flags.url !== undefined) cleaned.DURABLE_AGENT_URL = flags.url;
+  const parsed = ClientEnvSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]!;
+    const name = flags.url !== undefined && first.path[0] === 'DURABLE_AGENT_URL' ? '--url' : first.path.join('.');
+    throw new ConfigError(`invalid configuration: ${name}: ${first.message}`);
+  }
+  return Object.freeze({
+    url: (parsed.data.DURABLE_AGENT_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''),
+    key: parsed.data.DURABLE_AGENT_KEY ?? null,
+  });
+}
+
+export interface Config {
+  databaseUrl: string | null;
+  dataDir: string;
+  databaseSchema: string;
+  port: number;
+  host: string;
+  workerName: string;
+  workerConcurrency: number;
+  leaseMs: number;
+  /** How a dead worker is noticed: its session lock vanishing (`session`), or its leases lapsing (`lease`). */
+  workerLiveness: 'session' | 'lease';
+  maxRunAttempts: number;
+  pollIntervalMs: number;
+  llmProvider: 'anthropic' | 'openai' | 'demo';
+  /** True when the provider was chosen because no key was set, so the banner can warn. */
+  llmProviderDefaulted: boolean;
+  anthropicApiKey: string | null;
+  anthropicBaseUrl: string | null;
+  openaiApiKey: string | null;
+  openaiBaseUrl: string | null;
+  llmStreaming: boolean;
+  defaultModel: string;
+  maxTokens: number;
+  stepTimeoutMs: number;
+  maxAttempts: number;
+  retryBaseMs: number;
+  retryCapMs: number;
+  maxSteps: number;
+  defaultTokenBudget: number;
+  defaultTimeoutSeconds: number;
+  /** USD a run may spend when its request names no budget; null: no money limit. */
+  defaultCostBudgetUsd: number | null;
+  toolTimeoutMs: number;
+  /** Idempotent tool calls of one model turn run at once, at most this many. */
+  toolConcurrency: number;
+  toolResultMaxBytes: number;
+  /** Armed at start: the process kills itself at this crash point. Null in normal operation. */
+  crashAt: CrashPlan | null;
+  pricesFile: string;
+  shutdownGraceMs: number;
+  shutdownForceMs: number;
+  demoLatencyMs: number;
+  metricsPort: number | null;
+  logFormat: 'json' | 'pretty';
+  logLevel: Env['LOG_LEVEL'];
+  /** Where the CLI exports its spans over OTLP; null: no export, and the OpenTelemetry SDK is not loaded. */
+  otel: OtelExportConfig | null;
+  /** `on`/`off` when set; null decides by keys and HOST (see api/auth.ts). */
+  auth: 'on' | 'off' | null;
+  /** @unit milliseconds — finished runs older than this are deleted by workers; null keeps them. */
+  retentionMs: number | null;
+  /** What is redacted from stored text; null when REDACT=off. */
+  redact: readonly RedactPattern[] | null;
+  /** The keys that encrypt stored payloads, the first for new values; null stores them plain. */
+  encryptionKeys: readonly EncryptionKey[] | null;
+}
+
+export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-6';
+export const DEFAULT_OPENAI_MODEL = 'gpt-5.4-mini';
+export const DEMO_MODEL = 'demo';
+const DEFAULT_MODELS = { anthropic: DEFAULT_ANTHROPIC_MODEL, openai: DEFAULT_OPENAI_MODEL, demo: DEMO_MODEL } as const;
+
+/** Reads the environment (and flag overrides) once into a frozen Config; the only reader of process.env. */
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Env> = {}): Readonly<Config> {
+  // An empty variable means "unset", as in most shells' `VAR= command`.
+  const cleaned = Object.fromEntries(Object.entries({ ...env, ...overrides }).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = EnvSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]!;
+    throw new ConfigError(`invalid configuration: ${first.path.join('.')}: ${first.message}`);
+  }
+  const e = parsed.data;
+  const llmProvider = e.LLM_PROVIDER ?? (e.ANTHROPIC_API_KEY ? 'anthropic' : 'demo');
+  if (llmProvider === 'anthropic' && !e.ANTHROPIC_API_KEY) {
+    throw new ConfigError('invalid configuration: LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY');
+  }
+  if (llmProvider === 'openai' && !e.OPENAI_API_KEY) {
+    // Local servers ignore the key, but the protocol has one: any non-empty value will do for them.
+    throw new ConfigError('invalid configuration: LLM_PROVIDER=openai needs OPENAI_API_KEY (any value for a local server that checks none)');
+  }
+  let crashAt: CrashPlan | null = null;
+  if (e.DURABLE_AGENT_CRASH_AT) {
+    try {
+      crashAt = { ...parseCrashPlan(e.DURABLE_AGENT_CRASH_AT), action: 'kill' };
+    } catch (err) {
+      throw new ConfigError(`invalid configuration: DURABLE_AGENT_CRASH_AT: ${(err as Error).message}`);
+    }
+  }
+  let redact: RedactPattern[] | null;
+  try {
+    redact = parseRedactSetting(e.REDACT);
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: REDACT: ${(err as Error).message}`);
+  }
+  let encryptionKeys: EncryptionKey[] | null;
+  try {
+    encryptionKeys = parseEncryptionKeys(e.ENCRYPTION_KEY, e.ENCRYPTION_KEYS);
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: ${(err as Error).message}`);
+  }
+  if (e.RETRY_CAP_MS < e.RETRY_BASE_MS) {
+    throw new ConfigError('invalid configuration: RETRY_CAP_MS must be at least RETRY_BASE_MS');
+  }
+  return Object.freeze({
+    databaseUrl: e.DATABASE_URL ?? null,
+    dataDir: path.resolve(e.DATA_DIR),
+    databaseSchema: e.DATABASE_SCHEMA,
+    port: e.PORT,
+    host: e.HOST,
+    workerName: e.WORKER_NAME ?? `${os.hostname()}-${process.pid}`,
+    workerConcurrency: e.WORKER_CONCURRENCY,
+    leaseMs: Math.round(e.LEASE_SECONDS * 1000),
+    workerLiveness: e.WORKER_LIVENESS,
+    maxRunAttempts: e.MAX_RUN_ATTEMPTS,
+    pollIntervalMs: e.POLL_INTERVAL_MS,
+    llmProvider,
+    llmProviderDefaulted: e.LLM_PROVIDER === undefined && llmProvider === 'demo',
+    anthropicApiKey: e.ANTHROPIC_API_KEY ?? null,
+    anthropicBaseUrl: e.ANTHROPIC_BASE_URL ?? null,
+    openaiApiKey: e.OPENAI_API_KEY ?? null,
+    openaiBaseUrl: e.OPENAI_BASE_URL ?? null,
+    llmStreaming: e.LLM_STREAMING,
+    defaultModel: e.DEFAULT_MODEL ?? DEFAULT_MODELS[llmProvider],
+    maxTokens: e.MAX_TOKENS,
+    stepTimeoutMs: Math.round(e.STEP_TIMEOUT_SECONDS * 1000),
+    maxAttempts: e.MAX_ATTEMPTS,
+    retryBaseMs: e.RETRY_BASE_MS,
+    retryCapMs: e.RETRY_CAP_MS,
+    maxSteps: e.MAX_STEPS,
+    defaultTokenBudget: e.DEFAULT_TOKEN_BUDGET,
+    defaultTimeoutSeconds: e.DEFAULT_TIMEOUT_SECONDS,
+    defaultCostBudgetUsd: e.DEFAULT_COST_BUDGET_USD ?? null,
+    toolTimeoutMs: Math.round(e.TOOL_TIMEOUT_SECONDS * 1000),
+    toolConcurrency: e.TOOL_CONCURRENCY,
+    toolResultMaxBytes: e.TOOL_RESULT_MAX_BYTES,
+    crashAt,
+    pricesFile: path.resolve(e.PRICES_FILE),
+    shutdownGraceMs: Math.round(e.SHUTDOWN_GRACE_SECONDS * 1000),
+    shutdownForceMs: Math.round(e.SHUTDOWN_FORCE_SECONDS * 1000),
+    demoLatencyMs: e.DEMO_LATENCY_MS,
+    metricsPort: e.METRICS_PORT ?? null,
+    logFormat: e.LOG_FORMAT,
+    logLevel: e.LOG_LEVEL,
+    otel: otelExportConfig(e),
+    auth: e.AUTH ?? null,
+    retentionMs: e.RETENTION_DAYS === undefined ? null : Math.round(e.RETENTION_DAYS * 86_400_000),
+    redact,
+    encryptionKeys,
+  });
+}
+
+/** What one model call may take and how it is retried: a runtime's settings, for model clients made in code. */
+export type ModelCallSettings = Pick<Config, 'stepTimeoutMs' | 'maxAttempts' | 'retryBaseMs' | 'retryCapMs' | 'llmStreaming'>;
+
+const ModelCallSchema = EnvSchema.pick({ STEP_TIMEOUT_SECONDS: true, MAX_ATTEMPTS: true, RETRY_BASE_MS: true, RETRY_CAP_MS: true, LLM_STREAMING: true });
+
+/**
+ * The model call settings alone (STEP_TIMEOUT_SECONDS, MAX_ATTEMPTS, RETRY_BASE_MS, RETRY_CAP_MS,
+ * LLM_STREAMING), with the runtime's defaults: what a model client defined next to an agent is given,
+ * so it retries and times out as the runtime's own does. The rest of the environment is not looked at.
+ */
+export function loadModelCallSettings(env: Record<string, string | undefined> = process.env): Readonly<ModelCallSettings> {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = ModelCallSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]!;
+    throw new ConfigError(`invalid configuration: ${first.path.join('.')}: ${first.message}`);
+  }
+  const e = parsed.data;
+  if (e.RETRY_CAP_MS < e.RETRY_BASE_MS) throw new ConfigError('invalid configuration: RETRY_CAP_MS must be at least RETRY_BASE_MS');
+  return Object.freeze({
+    stepTimeoutMs: Math.round(e.STEP_TIMEOUT_SECONDS * 1000),
+    maxAttempts: e.MAX_ATTEMPTS,
+    retryBaseMs: e.RETRY_BASE_MS,
+    retryCapMs: e.RETRY_CAP_MS,
+    llmStreaming: e.LLM_STREAMING,
+  });
+}

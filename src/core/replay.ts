@@ -1,0 +1,152 @@
+/**
+ * Replay: the conversation is a fold over the ordered steps of a run. No I/O, no clock.
+ *
+ * The fold builds the message list exactly as the Messages API requires: each model step adds an
+ * assistant message with its content blocks verbatim; the tool_result blocks of one turn are gathered
+ * into a single user message, in the order of that turn's tool_use blocks, once every tool_use has a
+ * result. A tool step still STARTED is pending (to be run again with the same idempotency key).
+ *
+ * A worker folds each new step onto the state it already has (`foldStep`), so the cost of a step does
+ * not grow with the length of the log; a resumed run folds the whole log (`replay`): the same code.
+ */
+import {
+  type ContentBlock,
+  isToolUse,
+  type Message,
+  type Step,
+  type StepKind,
+  type StepStatus,
+  type ToolResultBlock,
+  type ToolUseBlock,
+} from '../domain/types.ts';
+import { InconsistentLogError } from '../domain/errors.ts';
+
+export interface PendingTool {
+  use: ToolUseBlock;
+  /** Seq of its STARTED row when an earlier attempt began it and never recorded the result. */
+  startedSeq: number | null;
+}
+
+/** A tool_use id the model used a second time: the Messages API needs them unique in a conversation. */
+export interface ReusedToolUseId {
+  id: string;
+  /** The model step that used it first, and the one that used it again (the same step: twice in one turn). */
+  firstSeq: number;
+  seq: number;
+}
+
+export interface Conversation {
+  /** The messages to send with the next model call. */
+  readonly messages: Message[];
+  /** Tool calls of the latest model turn that have no result yet, in the order the model made them. */
+  readonly pending: Map<string, PendingTool>;
+  /** Results of the latest turn, waiting until the turn is complete. */
+  readonly results: Map<string, ToolResultBlock>;
+  /** tool_use blocks of the latest turn, in order: the order its results must be sent in. */
+  turn: ToolUseBlock[];
+  lastSeq: number;
+  /** Stop reason of the latest model step; null before the first. */
+  stopReason: string | null;
+  /** Content of the latest assistant turn (a paused turn's parts together). */
+  lastContent: ContentBlock[] | null;
+  /** Every tool_use id of the run so far, with the model step that made it. */
+  readonly toolUseIds: Map<string, number>;
+  /** Set when the latest model step reused a tool_use id; the run cannot go on from such a turn. */
+  reusedToolUseId: ReusedToolUseId | null;
+}
+
+/** The fields of a step the fold reads; a worker can fold a step it just wrote without reading it back. */
+export type FoldableStep = Pick<Step, 'seq' | 'kind' | 'status' | 'toolUseId' | 'response' | 'stopReason'> & {
+  kind: StepKind;
+  status: StepStatus;
+};
+
+/**
+ * A conversation before its first step: `history` (the messages of the runs it continues, see
+ * chain-replay.ts), then `input` as the next user turn.
+ */
+export function emptyConversation(input: string, history: readonly Message[] = []): Conversation {
+  return {
+    messages: withUserInput(history, input),
+    pending: new Map(),
+    results: new Map(),
+    turn: [],
+    lastSeq: 0,
+    stopReason: null,
+    lastContent: null,
+    toolUseIds: new Map(),
+    reusedToolUseId: null,
+  };
+}
+
+function flushResults(c: Conversation): void {
+  if (c.results.size === 0) return;
+  const ordered = c.turn.map((u) => c.results.get(u.id)).filter((r): r is ToolResultBlock => r !== undefined);
+  c.messages.push({ role: 'user', content: ordered });
+  c.results.clear();
+}
+
+function foldModel(c: Conversation, step: FoldableStep): void {
+  const content = step.response as ContentBlock[];
+  flushResults(c);
+  const last = c.messages[c.messages.length - 1]!;
+  let turnContent = content;
+  if (last.role === 'assistant' && c.stopReason === 'pause_turn') {
+    // A paused turn continues: the API treats consecutive assistant content as one turn, so we keep one message.
+    turnContent = [...(last.content as ContentBlock[]), ...content];
+    c.messages[c.messages.length - 1] = { role: 'assistant', content: turnContent };
+  } else {
+    c.messages.push({ role: 'assistant', content });
+  }
+  c.turn = content.filter(isToolUse);
+  c.pending.clear();
+  c.reusedToolUseId = null;
+  for (const use of c.turn) {
+    const firstSeq = c.toolUseIds.get(use.id);
+    if (firstSeq !== undefined) c.reusedToolUseId ??= { id: use.id, firstSeq, seq: step.seq };
+    else c.toolUseIds.set(use.id, step.seq);
+    c.pending.set(use.id, { use, startedSeq: null });
+  }
+  c.stopReason = step.stopReason;
+  c.lastContent = turnContent;
+}
+
+function foldTool(c: Conversation, step: FoldableStep): void {
+  const id = step.toolUseId ?? '';
+  const pending = c.pending.get(id);
+  if (!pending) {
+    throw new InconsistentLogError(`step ${step.seq}: tool step for ${id}, which the latest model turn did not ask for`);
+  }
+  if (step.status === 'STARTED') {
+    pending.startedSeq = step.seq;
+    return;
+  }
+  c.pending.delete(id);
+  const result: ToolResultBlock = { type: 'tool_result', tool_use_id: id, content: String(step.response ?? '') };
+  if (step.status === 'ERROR') result.is_error = true;
+  c.results.set(id, result);
+  if (c.pending.size === 0) flushResults(c);
+}
+
+/** Folds one step onto the conversation, in place. Steps must come in seq order. */
+export function foldStep(c: Conversation, step: FoldableStep): Conversation {
+  if (step.kind === 'MODEL') foldModel(c, step);
+  else foldTool(c, step);
+  c.lastSeq = Math.max(c.lastSeq, step.seq);
+  return c;
+}
+
+export function replay(input: string, steps: readonly FoldableStep[], history: readonly Message[] = []): Conversation {
+  return steps.reduce(foldStep, emptyConversation(input, history));
+}
+
+/**
+ * `history` followed by the user's `input`. A history that ends on a user turn (tool results the
+ * model never answered) takes the input into that turn: the Messages API wants the roles to alternate.
+ */
+export function withUserInput(history: readonly Message[], input: string): Message[] {
+  const last = history.at(-1);
+  if (last?.role !== 'user') return [...history, { role: 'user', content: input }];
+  const blocks: ContentBlock[] = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content;
+  return [...history.slice(0, -1), { role: 'user', content: [...blocks, { type: 'text', text: input }] }];
+}

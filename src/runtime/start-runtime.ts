@@ -1,0 +1,305 @@
+/**
+ * Wires configuration into running parts: database (embedded or DATABASE_URL) → migrations → store →
+ * model client → worker and/or HTTP API, with logs, metrics and traces attached. `serve`, `worker`
+ * and library users all start here.
+ */
+import http from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import { type AuthenticateHook, authFor, type Authenticator } from '../api/auth.ts';
+import { loadDashboard } from '../api/dashboard.ts';
+import type { RunDefaults } from '../runs/new-run.ts';
+import type { Config } from '../config/environment.ts';
+import { ConfigError, UnauthorizedError } from '../domain/errors.ts';
+import { migrate, MIGRATIONS_DIR } from '../db/migrate.ts';
+import { DEMO_MIGRATIONS_DIR } from '../demo/migrations-dir.ts';
+import { listenForWorker } from '../db/notifications.ts';
+import { checkConnection, createPool, type Database, poolSizeFor, resolveDatabase } from '../db/pool.ts';
+import { armCrashPoint } from '../engine/crash-points.ts';
+import type { EngineEvents } from '../ports/engine-events.ts';
+import { Worker } from '../engine/worker.ts';
+import { createLlmClient, loadPrices, retryReason } from '../llm/index.ts';
+import type { LlmClient } from '../llm/types.ts';
+import { logEvents } from '../observability/log-events.ts';
+import { createLogger, type Logger } from '../observability/logger.ts';
+import { createMetrics, type Metrics } from '../observability/metrics.ts';
+import { noRedaction, redactor } from '../core/redact.ts';
+import { startRetention, type RetentionSweeper } from './retention-sweeper.ts';
+import { ApiKeys } from '../store/api-keys.ts';
+import { ReaderAccess } from '../store/reader-access.ts';
+import { RunDeletion } from '../store/retention.ts';
+import { EventHub } from '../api/event-hub.ts';
+import { RunEvents } from '../store/run-events.ts';
+import { traceEvents } from '../observability/tracing.ts';
+import { RunWaits } from '../runs/run-waits.ts';
+import { createRuns, type Runs } from '../runs/runs.ts';
+import { TicketStore } from '../demo/tickets-store.ts';
+import { leaseKeeperThread } from '../leases/lease-keeper-thread.ts';
+import { leaseOnlyLiveness, livenessSession } from '../leases/liveness-session.ts';
+import { RunListing } from '../store/run-listing.ts';
+import { Sealer } from '../store/encryption.ts';
+import { checkEncryptionKeys } from '../store/encryption-keys.ts';
+import { RunOverview } from '../store/run-overview.ts';
+import { RunStore } from '../store/run-store.ts';
+import { countRunsByStatus, queueDepth } from '../store/run-stats.ts';
+import { DEFAULT_SYSTEM_PROMPT, demoTools } from '../demo/demo-tools.ts';
+import { ToolExecutor } from '../tools/executor.ts';
+import type { McpServer } from '../tools/mcp-config.ts';
+import { mcpToolSources } from '../tools/mcp-source.ts';
+import type { Tool } from '../tools/types.ts';
+import { DEMO_AGENT } from '../domain/types.ts';
+
+export { DEMO_AGENT };
+
+export interface AgentOptions {
+  /** The name runs are created under; defaults to "demo". */
+  name?: string;
+  /** The system prompt; defaults to the built-in support assistant's. */
+  system?: string | null;
+  /** The tools the model may call; defaults to the built-in demo ticket tools. */
+  tools?: readonly Tool[];
+  /** The model runs call when they name none; defaults to DEFAULT_MODEL. */
+  model?: string | null;
+  /** `max_tokens` of each model call; defaults to MAX_TOKENS. */
+  maxTokens?: number | null;
+  /** The model client its runs call; defaults to the configured provider. */
+  llm?: LlmClient | null;
+  /** The version label recorded with each run created for it. */
+  version?: string | null;
+  /** MCP servers whose tools it takes besides `tools` (checked by defineAgent); the worker connects to them. */
+  mcpServers?: readonly McpServer[];
+}
+
+export interface RuntimeOptions {
+  api: boolean;
+  worker: boolean;
+  /**
+   * The agents served (distinct names; the first is the default of a run that names none). A worker
+   * claims only their runs. Absent: `agent`, or else the built-in demo agent.
+   */
+  agents?: readonly AgentOptions[];
+  /** One agent: the same as `agents: [agent]`. */
+  agent?: AgentOptions;
+  /** A model client to use instead of the configured provider (tests, custom providers). */
+  llm?: LlmClient;
+  /** Where the runtime logs; every line written while a run is driven gets its run_id, step_seq and worker. */
+  logger?: Logger;
+  /** Listeners of the engine's events, besides the logs, metrics and traces. */
+  events?: EngineEvents[];
+  /** Authenticates API requests instead of the API keys of the database: the caller's tenant, or null (401). */
+  authenticate?: AuthenticateHook;
+}
+
+export interface Runtime {
+  config: Readonly<Config>;
+  database: Database;
+  store: RunStore;
+  llm: LlmClient;
+  logger: Logger;
+  metrics: Metrics;
+  worker: Worker | null;
+  server: FastifyInstance | null;
+  /** Create, read, list, cancel and wait for runs, with the rules of the HTTP API. */
+  runs: Runs;
+  /** `http://host:port` of the API (or of the metrics endpoint of a worker-only process). */
+  url: string | null;
+  /** How API requests are authenticated. */
+  auth: Authenticator;
+  /** Stops claiming, hands runs back, closes the API and the database pool. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+function metricsServer(metrics: Metrics, auth: Authenticator, host: string, port: number): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
+      // The same rule as the API's /metrics: a key when keys are required.
+      auth.authenticate(req).then(() => metrics.render()).then(
+        ({ contentType, body }) => res.writeHead(200, { 'content-type': contentType }).end(body),
+        (e: Error) => {
+          if (!(e instanceof UnauthorizedError)) return res.writeHead(500).end();
+          res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="durable-agent"' });
+          res.end(JSON.stringify({ error: { code: 'unauthorized', message: e.message } }));
+        },
+      );
+    } else {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"not_found","message":"only /metrics here"}}');
+    }
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve(server));
+  });
+}
+
+export async function startRuntime(config: Readonly<Config>, opts: RuntimeOptions): Promise<Runtime> {
+  const redact = config.redact ? redactor(config.redact) : noRedaction;
+  const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat, redact });
+  const database = await resolveDatabase(config);
+  const pool = createPool(database.url, poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0), config.databaseSchema);
+  let worker: Worker | null = null;
+  let server: FastifyInstance | null = null;
+  let plainMetrics: http.Server | null = null;
+  let waits: RunWaits | null = null;
+  let retention: RetentionSweeper | null = null;
+  let eventHub: EventHub | null = null;
+  let closing: Promise<void> | null = null;
+  const close = () =>
+    (closing ??= (async () => {
+      await retention?.close();
+      await waits?.close();
+      // Live event streams end first: the server's close waits for open responses.
+      await eventHub?.close();
+      await server?.close();
+      await new Promise((r) => (plainMetrics ? plainMetrics.close(r) : r(undefined)));
+      await worker?.stop();
+      await pool.end();
+      await database.release().catch(() => {});
+      logger.flush?.();
+    })());
+
+  try {
+    await checkConnection(pool, database);
+    const agents = opts.agents ?? [opts.agent ?? {}];
+    const names = agents.map((a) => a.name ?? DEMO_AGENT);
+    if (agents.length === 0 || new Set(names).size !== names.length) throw new ConfigError(`agents must be a non-empty list of distinct names (got ${names.join(', ')})`);
+    // The demo agent's tickets exist only where the demo agent is served.
+    const demo = agents.some((a) => a.tools === undefined);
+    await migrate(pool, {
+      schema: config.databaseSchema,
+      dirs: demo ? [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] : [MIGRATIONS_DIR],
+      legacyAgent: names[0]!,
+    });
+    const sealer = new Sealer(config.encryptionKeys);
+    await checkEncryptionKeys(pool, sealer);
+    const store = new RunStore(pool, { redact, sealer });
+    const listing = new RunListing(pool, sealer);
+    const deletion = new RunDeletion(pool);
+    const auth = authFor(config, new ApiKeys(pool), opts.authenticate);
+    // Clients given in code (with an agent, or to the runtime) instead of the configured provider.
+    const needsConfigured = !opts.llm && agents.some((a) => !a.llm);
+    const llmOf = (a: AgentOptions) => a.llm ?? opts.llm ?? null;
+    const agentDefaults = new Map(
+      agents.map((a, i) => [names[i]!, { model: a.model ?? llmOf(a)?.defaultModel ?? config.defaultModel, version: a.version ?? null }]),
+    );
+    const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
+    const defaults: RunDefaults = {
+      agent: names[0]!,
+      model: agentDefaults.get(names[0]!)!.model,
+      agents: agentDefaults,
+      tokenBudget: config.defaultTokenBudget,
+      timeoutSeconds: config.defaultTimeoutSeconds,
+      maxSteps: config.maxSteps,
+      costBudgetUsd: config.defaultCostBudgetUsd,
+      isPriced: (model) => prices.priceOf(model) !== null,
+    };
+    waits = new RunWaits(database.url, (id) => store.get(id), logger);
+    const runs = createRuns({ store, listing, defaults, waits });
+    const metrics = createMetrics(
+      { countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) },
+      { models: [...prices.models, config.defaultModel], agents: names },
+    );
+    // The client of agents without their own (the first agent's own when every agent has one).
+    const llm: LlmClient = !needsConfigured
+      ? (opts.llm ?? agents[0]!.llm!)
+      : createLlmClient(config, {
+        onRetry: (error, attempt, waitMs, call) => {
+          metrics.onLlmRetry(retryReason(error));
+          logger.warn({ ...call.logFields, attempt, wait_ms: waitMs, status: error.status, request_id: error.requestId, err_message: error.message }, 'model call retried');
+        },
+      });
+
+    if (opts.worker && needsConfigured && config.llmProviderDefaulted) {
+      logger.warn('ANTHROPIC_API_KEY is not set: using the offline demo model (LLM_PROVIDER=demo)');
+    }
+
+    let url: string | null = null;
+    // Listen before the worker claims anything: a port already taken must fail before runs are held.
+    if ((opts.api || config.metricsPort !== null) && auth.mode === 'off') {
+      logger.warn(
+        { host: config.host },
+        `AUTH=off: authentication is OFF. Anyone who can reach ${config.host}:${config.port} reads, cancels and deletes every run of every tenant`,
+      );
+    }
+    if (opts.api) {
+      // Loaded only where the API is served: a worker-only process carries no HTTP framework or routes.
+      const { createServer } = await import('../api/server.ts');
+      const dashboard = loadDashboard();
+      if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
+      eventHub = new EventHub(new RunEvents(pool, sealer), { databaseUrl: database.url, logger, access: new ReaderAccess(pool) });
+      server = createServer({
+        store,
+        listing,
+        defaults,
+        checkDatabase: async () => {
+          await pool.query('SELECT 1');
+        },
+        metrics: () => metrics.render(),
+        overview: new RunOverview(pool),
+        deletion,
+        dashboard,
+        logger,
+        auth,
+        runEvents: { events: new RunEvents(pool, sealer), hub: eventHub },
+      });
+      url = await server.listen({ host: config.host, port: config.port }).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') throw e;
+        throw new ConfigError(`cannot listen on ${config.host}:${config.port} (${e.code === 'EADDRINUSE' ? 'in use' : 'not allowed'}); set PORT or --port`);
+      });
+    } else if (config.metricsPort !== null) {
+      plainMetrics = await metricsServer(metrics, auth, config.host, config.metricsPort);
+      const addr = plainMetrics.address() as { port: number };
+      url = `http://${config.host}:${addr.port}`;
+    }
+
+    if (opts.worker) {
+      // Fault injection for crash tests: the process kills itself at that point of the step path.
+      if (config.crashAt) armCrashPoint(config.crashAt);
+      const tickets = demo ? new TicketStore(pool) : null;
+      worker = new Worker(
+        {
+          store,
+          llm,
+          agents: agents.map((a, i) => ({
+            name: names[i]!,
+            system: a.system === undefined ? DEFAULT_SYSTEM_PROMPT : a.system,
+            tools: new ToolExecutor(a.tools ?? demoTools(tickets!), config.toolTimeoutMs, config.toolResultMaxBytes, { concurrency: config.toolConcurrency, logger }),
+            maxTokens: a.maxTokens ?? config.maxTokens,
+            ...(a.llm ? { llm: a.llm } : {}),
+            toolSources: mcpToolSources(a.mcpServers ?? [], { logger: logger.child({ agent: names[i]! }) }),
+          })),
+          costOf: (model, usage) => prices.costOf(model, usage),
+          logger,
+          events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider, redact }), ...(opts.events ?? [])],
+          subscribe: (on) =>
+            listenForWorker(database.url, on, (e, retryInMs) =>
+              logger.warn({ err_message: e.message, retry_in_ms: retryInMs }, 'LISTEN connection failed; reconnecting'),
+            ),
+          leaseKeeper: leaseKeeperThread(database.url, {
+            schema: config.databaseSchema,
+            stallLimitMs: Math.max(3 * config.leaseMs, config.toolTimeoutMs + config.leaseMs),
+          }),
+          liveness:
+            config.workerLiveness === 'session'
+              ? livenessSession(database.url, { schema: config.databaseSchema, log: (level, msg, fields) => logger[level](fields ?? {}, msg) })
+              : leaseOnlyLiveness((level, msg) => logger[level](msg)),
+        },
+        {
+          name: config.workerName,
+          concurrency: config.workerConcurrency,
+          leaseMs: config.leaseMs,
+          maxRunAttempts: config.maxRunAttempts,
+          pollIntervalMs: config.pollIntervalMs,
+          shutdownGraceMs: config.shutdownGraceMs,
+          shutdownForceMs: config.shutdownForceMs,
+          requeueDelayMs: config.retryCapMs,
+        },
+      );
+      await worker.start();
+      // Workers keep the database within RETENTION_DAYS: once now, then periodically.
+      if (config.retentionMs !== null) retention = startRetention(deletion, { retentionMs: config.retentionMs }, logger);
+    }
+    return { config, database, store, llm, logger, metrics, worker, server, runs, url, auth, close };
+  } catch (e) {
+    await close().catch(() => {});
+    throw e;
+  }
+}
