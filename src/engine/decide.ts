@@ -26,8 +26,8 @@ export function toolUseUnderOtherStopReason(c: Conversation): boolean {
 
 export function decide(c: Conversation): NextAction {
   const next = c.pending.values().next();
-  // Whether a call may run now (an approval, a call a crash left unfinished, a timer) is the gate's
-  // business (gate.ts): it needs the decisions recorded for the run, which the log does not hold.
+  // Whether a call may run now (an approval, a call a crash left unfinished, a timer) is judged in
+  // tool-call-verdict.ts: it needs the decisions recorded for the run, which the log does not hold.
   const runTools = (): NextAction => (next.done ? { type: 'model' } : { type: 'tool', pending: next.value });
   const output = () => textOf(c.lastContent ?? []);
 

@@ -18,7 +18,7 @@ import { storableCost, storableUsage } from '../core/storable.ts';
 import type { ToolOutcome } from '../tools/executor.ts';
 import { crashPoint, crashPointDuring } from './crash-points.ts';
 import { decide, toolUseUnderOtherStopReason } from './decide.ts';
-import { type Gate, gateTool } from './gate.ts';
+import { judgeToolCall, type ToolCallVerdict } from './tool-call-verdict.ts';
 import { acceptReply } from './model-reply.ts';
 import { guard } from '../core/guard.ts';
 import { idempotentBatch, runToolBatch } from './tool-batch.ts';
@@ -78,8 +78,8 @@ class RunDriver {
 
   constructor(
     private readonly run: Run,
-    private readonly c: Conversation,
-    private readonly d: DriverDeps,
+    private readonly conversation: Conversation,
+    private readonly deps: DriverDeps,
     decisions: readonly DecisionRecord[] = [],
     /** The highest attempt each model step used before this claim (from the events), so numbering goes on. */
     private readonly attemptsBefore: ReadonlyMap<number, number> = NO_ATTEMPTS,
@@ -92,27 +92,28 @@ class RunDriver {
     }
   }
 
-  private gate(p: PendingTool): Gate {
-    const { tools } = this.d.agent;
-    return gateTool(p, {
+  /** What to do with pending call `p` now: run it, record a result without running it, or wait. */
+  private verdictOn(p: PendingTool): ToolCallVerdict {
+    const { tools } = this.deps.agent;
+    return judgeToolCall(p, {
       idempotent: tools.isIdempotent(p.use.name),
       timer: tools.timer(p.use),
       approval: this.approvals?.get(p.use.id),
       crash: this.crashDecisions?.get(p.use.id),
       waiting: this.run.waiting,
-      now: this.d.now(),
+      now: this.deps.now(),
     });
   }
 
-  /** A call that must not be started ahead of its turn in the loop: it is gated (a decision, a timer). */
-  private gated(use: ToolUseBlock): boolean {
-    return this.approvals?.has(use.id) || this.crashDecisions?.has(use.id) || this.d.agent.tools.timer(use) !== null;
+  /** A call that must not be started ahead of its turn in the loop: one with a decision or a timer. */
+  private hasDecisionOrTimer(use: ToolUseBlock): boolean {
+    return this.approvals?.has(use.id) || this.crashDecisions?.has(use.id) || this.deps.agent.tools.timer(use) !== null;
   }
 
   /** The live events of model step `seq`, when the store keeps events. */
   private stepStream(seq: number): StepStream | null {
-    const append = this.d.store.appendEvents?.bind(this.d.store);
-    return append ? new StepStream(append, this.run.id, this.d.owner, seq, this.attemptsBefore.get(seq) ?? 0, this.d.followers ?? new Followers()) : null;
+    const append = this.deps.store.appendEvents?.bind(this.deps.store);
+    return append ? new StepStream(append, this.run.id, this.deps.owner, seq, this.attemptsBefore.get(seq) ?? 0, this.deps.followers ?? new Followers()) : null;
   }
 
   /** `lastSeq`: of the log; a fork's step cap counts its own steps, not those it continues from. */
@@ -124,45 +125,45 @@ class RunDriver {
         tokensUsed: progress.tokensUsed, cancelRequested: progress.cancelRequested, deadlineAt: run.deadlineAt, tokenBudget: run.tokenBudget,
         costUsd: this.costUsd, costBudgetUsd: run.costBudgetUsd, steps, maxSteps: run.maxSteps,
       },
-      this.d.now(),
+      this.deps.now(),
     );
   }
 
   async loop(): Promise<TerminalStatus> {
-    const { c, d } = this;
+    const { conversation, deps } = this;
     for (;;) {
-      if (d.shouldYield()) throw new AttemptHandedBack();
-      const paused = d.untilLive?.();
+      if (deps.shouldYield()) throw new AttemptHandedBack();
+      const paused = deps.untilLive?.();
       if (paused) {
-        await untilSettledOrAborted(paused, d.signal);
-        d.signal.throwIfAborted();
+        await untilSettledOrAborted(paused, deps.signal);
+        deps.signal.throwIfAborted();
         continue; // looked at again: a stop, still paused
       }
-      d.signal.throwIfAborted();
-      const preStarted = this.preStarted !== null ? c.pending.get(this.preStarted) : undefined;
+      deps.signal.throwIfAborted();
+      const preStarted = this.preStarted !== null ? conversation.pending.get(this.preStarted) : undefined;
       this.preStarted = null;
       // Finishing is not a step: a run whose last step answered ends with that answer, whatever it cost.
-      const action = preStarted ? ({ type: 'tool', pending: preStarted } as const) : decide(c);
+      const action = preStarted ? ({ type: 'tool', pending: preStarted } as const) : decide(conversation);
       if (action.type === 'finish') return this.finish(action.end);
       if (!preStarted) {
-        const stop = this.guardAt(this.progress, c.lastSeq);
+        const stop = this.guardAt(this.progress, conversation.lastSeq);
         if (stop) return this.finish(stop);
       }
-      // Ungated idempotent calls run together; a call that waits for a person or a timer never joins them.
-      if (action.type === 'tool' && d.agent.tools.isIdempotent(action.pending.use.name) && !this.gated(action.pending.use)) {
+      // Idempotent calls with no decision and no timer run together; a call that waits for a person or a timer never joins them.
+      if (action.type === 'tool' && deps.agent.tools.isIdempotent(action.pending.use.name) && !this.hasDecisionOrTimer(action.pending.use)) {
         const ended = await this.toolBatch(preStarted?.use.id ?? null);
         if (ended) return ended;
         continue;
       }
-      const seq = action.type === 'tool' ? (action.pending.startedSeq ?? c.lastSeq + 1) : c.lastSeq + 1;
-      const gate = action.type === 'tool' && !preStarted ? this.gate(action.pending) : null;
+      const seq = action.type === 'tool' ? (action.pending.startedSeq ?? conversation.lastSeq + 1) : conversation.lastSeq + 1;
+      const verdict = action.type === 'tool' && !preStarted ? this.verdictOn(action.pending) : null;
       const step =
         action.type === 'model'
           ? () => this.modelStep(seq)
-          : gate && gate.type !== 'run'
-            ? () => this.gatedStep(action.pending, seq, gate)
+          : verdict && verdict.type !== 'run'
+            ? () => this.stepWithoutRunning(action.pending, seq, verdict)
             : async () => {
-                if (gate?.consumeDecision) await this.consumeDecision(action.pending.use.id);
+                if (verdict?.consumeDecision) await this.consumeDecision(action.pending.use.id);
                 return this.toolStep(action.pending, seq, preStarted !== undefined);
               };
       let outcome: StepOutcome;
@@ -178,7 +179,7 @@ class RunDriver {
   }
 
   private async finish(end: RunEnd): Promise<TerminalStatus> {
-    await this.d.store.finish(this.run.id, this.d.owner, end);
+    await this.deps.store.finish(this.run.id, this.deps.owner, end);
     if (end.usage) this.progress = withFields(this.progress, { tokensUsed: this.progress.tokensUsed + budgetTokens(end.usage) });
     this.costUsd += end.costUsd ?? 0;
     return this.finished(end);
@@ -188,12 +189,12 @@ class RunDriver {
   private unrecorded(usage: Usage | null | undefined): Unrecorded | null {
     if (!usage) return null;
     const clean = storableUsage(usage);
-    return { usage: clean, costUsd: storableCost(this.d.costOf(this.run.model, clean)) };
+    return { usage: clean, costUsd: storableCost(this.deps.costOf(this.run.model, clean)) };
   }
 
   private finished(end: RunEnd): TerminalStatus {
     const budget = end.budget ? { budget: end.budget } : {};
-    this.d.events.runFinished({ run: this.run, worker: this.d.owner.worker, status: end.status, error: end.error ?? null, tokensUsed: this.progress.tokensUsed, ...budget });
+    this.deps.events.runFinished({ run: this.run, worker: this.deps.owner.worker, status: end.status, error: end.error ?? null, tokensUsed: this.progress.tokensUsed, ...budget });
     return end.status;
   }
 
@@ -203,21 +204,21 @@ class RunDriver {
    * runs once on resume) and only when the guard would let it run.
    */
   private nextToStart(use: ToolUseBlock | undefined, progressAfter: RunProgress, stepsAfter: number): ToolStart | undefined {
-    if (!use || !this.d.agent.tools.isIdempotent(use.name) || this.gated(use) || this.guardAt(progressAfter, stepsAfter)) return undefined;
+    if (!use || !this.deps.agent.tools.isIdempotent(use.name) || this.hasDecisionOrTimer(use) || this.guardAt(progressAfter, stepsAfter)) return undefined;
     return { seq: stepsAfter + 1, toolUseId: use.id, toolName: use.name, input: use.input };
   }
 
   private foldStarted(write: FencedWrite, start: ToolStart | undefined): void {
     this.progress = write;
     if (!start || !write.nextStarted) return;
-    foldStep(this.c, { seq: start.seq, kind: 'TOOL', status: 'STARTED', toolUseId: start.toolUseId, response: null, stopReason: null });
+    foldStep(this.conversation, { seq: start.seq, kind: 'TOOL', status: 'STARTED', toolUseId: start.toolUseId, response: null, stopReason: null });
     this.preStarted = start.toolUseId;
   }
 
   /** Returns how the run ends (`written` when the checkpoint already recorded it), or undefined to go on. */
   private async modelStep(seq: number): Promise<StepOutcome> {
-    const { run, c, d } = this;
-    const { agent } = d;
+    const { run, conversation, deps } = this;
+    const { agent } = deps;
     // The reply can use no more than the budget has left, so the last step overshoots the budget by
     // its input at most, not by a whole MAX_TOKENS of output.
     const tokenClamp = Math.max(1, Math.min(agent.maxTokens, run.tokenBudget - this.progress.tokensUsed));
@@ -229,12 +230,12 @@ class RunDriver {
     stream?.start();
     let reply: LlmResponse;
     try {
-      reply = await d.llm.send(
-        { model: run.model, maxTokens, system: agent.system, messages: c.messages, tools: agent.toolDefinitions },
+      reply = await deps.llm.send(
+        { model: run.model, maxTokens, system: agent.system, messages: conversation.messages, tools: agent.toolDefinitions },
         {
-          signal: d.signal,
+          signal: deps.signal,
           deadlineAt: run.deadlineAt,
-          logFields: { run_id: run.id, worker: d.owner.worker, step_seq: seq },
+          logFields: { run_id: run.id, worker: deps.owner.worker, step_seq: seq },
           ...(stream && {
             onText: (text: string, attempt: number) => stream.text(text, attempt),
             onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)),
@@ -243,12 +244,12 @@ class RunDriver {
       );
     } catch (e) {
       await stream?.fail(e instanceof LlmError ? describeAttemptError(e) : undefined);
-      if (d.signal.aborted) {
+      if (deps.signal.aborted) {
         const cutOff = e instanceof LlmError ? this.unrecorded(e.usage) : null;
-        if (cutOff) d.onUnrecorded?.(cutOff);
-        throw d.signal.reason;
+        if (cutOff) deps.onUnrecorded?.(cutOff);
+        throw deps.signal.reason;
       }
-      d.events.modelFailed({ run, worker: d.owner.worker, seq, error: e as Error, latencyMs: performance.now() - started });
+      deps.events.modelFailed({ run, worker: deps.owner.worker, seq, error: e as Error, latencyMs: performance.now() - started });
       if (!(e instanceof LlmError)) throw e;
       const unrecorded = this.unrecorded(e.usage);
       // Out of retries on a passing failure (rate limit, overload, outage): not the run's fault, so the
@@ -262,19 +263,19 @@ class RunDriver {
     const streamed = (await stream?.rest()) ?? [];
     crashPoint('after-model-response', run.id);
     const { response, warnings } = acceptReply(reply);
-    for (const w of warnings) d.events.stepWarning({ run, worker: d.owner.worker, seq, ...w });
-    const costUsd = storableCost(d.costOf(run.model, response.usage));
+    for (const w of warnings) deps.events.stepWarning({ run, worker: deps.owner.worker, seq, ...w });
+    const costUsd = storableCost(deps.costOf(run.model, response.usage));
     const tokens = budgetTokens(response.usage);
     // Fold first: what comes next decides what the checkpoint can do in the same statement. If the
     // write fails, this attempt ends and its in-memory state is dropped with it.
-    foldStep(c, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
+    foldStep(conversation, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
     this.costUsd += costUsd;
     const u = response.usage;
-    this.knownInput = { tokens: u.inputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens + u.outputTokens, messages: c.messages.length };
-    if (toolUseUnderOtherStopReason(c)) {
-      d.events.stepWarning({ run, worker: d.owner.worker, seq, warning: 'tool-use-under-stop-reason', detail: `the reply asks for tools under stop_reason "${response.stopReason}"; running them` });
+    this.knownInput = { tokens: u.inputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens + u.outputTokens, messages: conversation.messages.length };
+    if (toolUseUnderOtherStopReason(conversation)) {
+      deps.events.stepWarning({ run, worker: deps.owner.worker, seq, warning: 'tool-use-under-stop-reason', detail: `the reply asks for tools under stop_reason "${response.stopReason}"; running them` });
     }
-    const next = decide(c);
+    const next = decide(conversation);
     const end = next.type === 'finish' ? next.end : undefined;
     const wait = next.type === 'tool' ? await this.approvalsNeeded() : undefined;
     const startNext =
@@ -283,7 +284,7 @@ class RunDriver {
         : undefined;
     const checkpoint = {
       seq,
-      request: { model: run.model, maxTokens, systemDigest: agent.systemDigest, toolsDigest: agent.toolsDigest, provider: d.llm.provider },
+      request: { model: run.model, maxTokens, systemDigest: agent.systemDigest, toolsDigest: agent.toolsDigest, provider: deps.llm.provider },
       content: response.content,
       stopReason: response.stopReason,
       usage: response.usage,
@@ -295,7 +296,7 @@ class RunDriver {
     };
     let write: FencedWrite;
     try {
-      const writing = d.store.checkpointModel(run.id, d.owner, checkpoint, { startNext, end, wait });
+      const writing = deps.store.checkpointModel(run.id, deps.owner, checkpoint, { startNext, end, wait });
       await crashPointDuring('mid-checkpoint', run.id, writing);
       write = await writing;
     } catch (e) {
@@ -305,7 +306,7 @@ class RunDriver {
     }
     crashPoint('after-checkpoint', run.id);
     this.foldStarted(write, startNext);
-    d.events.modelStep({ run, worker: d.owner.worker, seq, response, latencyMs, costUsd });
+    deps.events.modelStep({ run, worker: deps.owner.worker, seq, response, latencyMs, costUsd });
     if (wait) return this.waited(wait, write.waited ?? 'WAITING');
     return end && { end, written: true };
   }
@@ -315,10 +316,10 @@ class RunDriver {
    * cost-clamp.ts), or why not even a minimal call fits. Runs without a money budget keep `maxTokens`.
    */
   private costClamp(maxTokens: number) {
-    const { run, c, d } = this;
+    const { run, conversation, deps } = this;
     if (run.costBudgetUsd === null) return { maxTokens };
-    const input = estimateInputTokens({ system: d.agent.system, tools: d.agent.toolDefinitions, messages: c.messages }, this.knownInput);
-    return clampToCost(run.costBudgetUsd - this.costUsd, input, ratesOf(d.costOf, run.model), maxTokens);
+    const input = estimateInputTokens({ system: deps.agent.system, tools: deps.agent.toolDefinitions, messages: conversation.messages }, this.knownInput);
+    return clampToCost(run.costBudgetUsd - this.costUsd, input, ratesOf(deps.costOf, run.model), maxTokens);
   }
 
   /**
@@ -326,10 +327,10 @@ class RunDriver {
    * can never succeed ends the run, as it does for a single step.
    */
   private async toolBatch(preStarted: string | null): Promise<TerminalStatus | undefined> {
-    const { run, c, d } = this;
-    const batch = idempotentBatch(c, (use) => d.agent.tools.isIdempotent(use.name) && !this.gated(use));
+    const { run, conversation, deps } = this;
+    const batch = idempotentBatch(conversation, (use) => deps.agent.tools.isIdempotent(use.name) && !this.hasDecisionOrTimer(use));
     try {
-      await runToolBatch(batch, { run, c, d, preStarted, progress: (p) => (this.progress = { tokensUsed: p.tokensUsed, cancelRequested: p.cancelRequested }) });
+      await runToolBatch(batch, { run, conversation, deps, preStarted, progress: (p) => (this.progress = { tokensUsed: p.tokensUsed, cancelRequested: p.cancelRequested }) });
     } catch (e) {
       if (!(e instanceof PermanentDatabaseError)) throw e;
       return this.finish({ status: 'FAILED', error: e.message });
@@ -342,13 +343,13 @@ class RunDriver {
    * step that asked for them; undefined when none does. Nothing of the turn runs until all are decided.
    */
   private async approvalsNeeded(): Promise<WaitStart | undefined> {
-    const { tools } = this.d.agent;
-    const calls = [...this.c.pending.values()].map((p) => p.use);
+    const { tools } = this.deps.agent;
+    const calls = [...this.conversation.pending.values()].map((p) => p.use);
     const needing: ToolUseBlock[] = [];
     for (const use of calls) if (await tools.needsApproval(use)) needing.push(use);
     if (needing.length === 0) return undefined;
     const timeouts = needing.map((u) => tools.approvalTimeoutMs(u.name)).filter((ms): ms is number => ms !== null);
-    const expiresAt = timeouts.length ? new Date(this.d.now().getTime() + Math.min(...timeouts)) : null;
+    const expiresAt = timeouts.length ? new Date(this.deps.now().getTime() + Math.min(...timeouts)) : null;
     return {
       waiting: { kind: 'approval', toolCalls: needing.map(pendingCall), wakeAt: null, expiresAt },
       decisions: needing.map((u) => ({ toolUseId: u.id, kind: 'approval', expiresAt })),
@@ -358,81 +359,81 @@ class RunDriver {
   /** The run went WAITING (the attempt ends), or CANCELLED when a cancel was pending. */
   private waited(wait: WaitStart, status: 'WAITING' | 'CANCELLED'): StepOutcome {
     if (status === 'CANCELLED') return { end: { status: 'CANCELLED', error: 'cancelled on request' }, written: true };
-    this.d.events.runWaiting({ run: this.run, worker: this.d.owner.worker, waiting: wait.waiting });
+    this.deps.events.runWaiting({ run: this.run, worker: this.deps.owner.worker, waiting: wait.waiting });
     throw new AttemptWaiting();
   }
 
   private async consumeDecision(toolUseId: string): Promise<void> {
-    await this.d.store.consumeDecision(this.run.id, this.d.owner, toolUseId);
+    await this.deps.store.consumeDecision(this.run.id, this.deps.owner, toolUseId);
     this.crashDecisions?.delete(toolUseId);
   }
 
-  /** A call the gate holds back: its result recorded without running it, or the run made to wait. */
-  private async gatedStep(p: PendingTool, seq: number, gate: Exclude<Gate, { type: 'run' }>): Promise<StepOutcome> {
-    const { run, c, d } = this;
-    if (gate.type === 'resolve') return this.resolveStep(p, seq, { status: gate.status, result: gate.result });
+  /** A call that may not run now: its result recorded without running it, or the run made to wait. */
+  private async stepWithoutRunning(p: PendingTool, seq: number, verdict: Exclude<ToolCallVerdict, { type: 'run' }>): Promise<StepOutcome> {
+    const { run, conversation, deps } = this;
+    if (verdict.type === 'resolve') return this.resolveStep(p, seq, { status: verdict.status, result: verdict.result });
     let wait: WaitStart;
-    if (gate.type === 'wait') {
+    if (verdict.type === 'wait') {
       // Every call of the turn the same person must decide about is listed, not just the next one.
       const waitsAlike = (q: PendingTool) => {
-        const g = this.gate(q);
-        return g.type === 'wait' && g.kind === gate.kind;
+        const other = this.verdictOn(q);
+        return other.type === 'wait' && other.kind === verdict.kind;
       };
-      const calls = [...c.pending.values()].filter((q) => q === p || waitsAlike(q));
-      const expiresAt = gate.kind === 'approval' ? (this.approvals?.get(p.use.id)?.expiresAt ?? null) : null;
+      const calls = [...conversation.pending.values()].filter((q) => q === p || waitsAlike(q));
+      const expiresAt = verdict.kind === 'approval' ? (this.approvals?.get(p.use.id)?.expiresAt ?? null) : null;
       wait = {
-        waiting: { kind: gate.kind, toolCalls: calls.map((q) => pendingCall(q.use)), wakeAt: null, expiresAt },
-        decisions: calls.map((q) => ({ toolUseId: q.use.id, kind: gate.kind, expiresAt })),
+        waiting: { kind: verdict.kind, toolCalls: calls.map((q) => pendingCall(q.use)), wakeAt: null, expiresAt },
+        decisions: calls.map((q) => ({ toolUseId: q.use.id, kind: verdict.kind, expiresAt })),
       };
     } else {
-      const start = gate.type === 'sleep' ? { seq, toolUseId: p.use.id, toolName: p.use.name } : undefined;
-      wait = { waiting: { kind: 'timer', toolCalls: [pendingCall(p.use)], wakeAt: gate.wakeAt, expiresAt: null }, ...(start ? { start } : {}) };
+      const start = verdict.type === 'sleep' ? { seq, toolUseId: p.use.id, toolName: p.use.name } : undefined;
+      wait = { waiting: { kind: 'timer', toolCalls: [pendingCall(p.use)], wakeAt: verdict.wakeAt, expiresAt: null }, ...(start ? { start } : {}) };
     }
-    const written = await d.store.wait(run.id, d.owner, wait);
+    const written = await deps.store.wait(run.id, deps.owner, wait);
     this.progress = written;
     return this.waited(wait, written.status);
   }
 
   /** Records a call's result without running it (denied, timed out, completed by a person, a timer that is up). */
   private async resolveStep(p: PendingTool, seq: number, outcome: ToolOutcome): Promise<StepOutcome> {
-    const { run, c, d } = this;
+    const { run, conversation, deps } = this;
     const { id: toolUseId, name: toolName } = p.use;
     if (p.startedSeq === null) {
-      const started = await d.store.startTool(run.id, d.owner, { seq, toolUseId, toolName });
+      const started = await deps.store.startTool(run.id, deps.owner, { seq, toolUseId, toolName });
       this.progress = started;
       seq = started.seq;
-      foldStep(c, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
+      foldStep(conversation, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
     }
-    const write = await d.store.finishTool(run.id, d.owner, { toolUseId, status: outcome.status, result: outcome.result, latencyMs: 0 });
+    const write = await deps.store.finishTool(run.id, deps.owner, { toolUseId, status: outcome.status, result: outcome.result, latencyMs: 0 });
     this.progress = write;
-    foldStep(c, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
-    d.events.toolStep({ run, worker: d.owner.worker, seq, toolName, toolUseId, status: outcome.status, latencyMs: 0 });
+    foldStep(conversation, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
+    deps.events.toolStep({ run, worker: deps.owner.worker, seq, toolName, toolUseId, status: outcome.status, latencyMs: 0 });
     return undefined;
   }
 
   private async toolStep(p: PendingTool, seq: number, startedHere: boolean): Promise<StepOutcome> {
-    const { run, c, d } = this;
+    const { run, conversation, deps } = this;
     const { id: toolUseId, name: toolName } = p.use;
     const resumed = p.startedSeq !== null && !startedHere;
     crashPoint('before-tool-start', run.id);
     if (p.startedSeq === null) {
-      const started = await d.store.startTool(run.id, d.owner, { seq, toolUseId, toolName, input: p.use.input });
+      const started = await deps.store.startTool(run.id, deps.owner, { seq, toolUseId, toolName, input: p.use.input });
       this.progress = started;
       seq = started.seq;
-      foldStep(c, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
+      foldStep(conversation, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
     }
-    d.events.toolStarted({ run, worker: d.owner.worker, seq, toolName, toolUseId, resumed });
+    deps.events.toolStarted({ run, worker: deps.owner.worker, seq, toolName, toolUseId, resumed });
     const t0 = performance.now();
-    const outcome = await d.agent.tools.execute(p.use, { runId: run.id, signal: d.signal, worker: d.owner.worker, seq });
+    const outcome = await deps.agent.tools.execute(p.use, { runId: run.id, signal: deps.signal, worker: deps.owner.worker, seq });
     crashPoint('after-tool-effect', run.id);
     const latencyMs = performance.now() - t0;
-    const following = [...c.pending.values()].find((q) => q.use.id !== toolUseId);
-    const start = following?.startedSeq === null ? this.nextToStart(following.use, this.progress, c.lastSeq) : undefined;
+    const following = [...conversation.pending.values()].find((q) => q.use.id !== toolUseId);
+    const start = following?.startedSeq === null ? this.nextToStart(following.use, this.progress, conversation.lastSeq) : undefined;
     crashPoint('before-tool-finish', run.id);
-    const write = await d.store.finishTool(run.id, d.owner, { toolUseId, seq, status: outcome.status, result: outcome.result, latencyMs }, start);
-    foldStep(c, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
+    const write = await deps.store.finishTool(run.id, deps.owner, { toolUseId, seq, status: outcome.status, result: outcome.result, latencyMs }, start);
+    foldStep(conversation, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
     this.foldStarted(write, start);
-    d.events.toolStep({ run, worker: d.owner.worker, seq, toolName, toolUseId, status: outcome.status, latencyMs });
+    deps.events.toolStep({ run, worker: deps.owner.worker, seq, toolName, toolUseId, status: outcome.status, latencyMs });
     return undefined;
   }
 }
@@ -443,30 +444,30 @@ class RunDriver {
  * while it holds the lease. A resumed run talks to the model with the prompt and tool definitions it
  * started with (started-with.ts), whatever the code that resumes it defines now.
  */
-export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps): Promise<TerminalStatus> {
-  const d: DriverDeps = withFields(deps, { store: retryingWrites(deps.store, deps.signal) });
+export async function drive(run: Run & { hasSteps?: boolean }, given: DriverDeps): Promise<TerminalStatus> {
+  const deps: DriverDeps = withFields(given, { store: retryingWrites(given.store, given.signal) });
   let conversation;
   try {
     // A fork with no steps of its own still has its source's: its log is read like any other. A run that
     // continues others (previousRunId, its own or its fork source's) replays their conversations first.
     const [steps, earlier] = await Promise.all([
-      run.hasSteps === false && !run.forkedFrom ? [] : d.store.steps(run.id),
-      run.previousRunId || run.forkedFrom ? d.store.conversationBefore(run.id) : [],
+      run.hasSteps === false && !run.forkedFrom ? [] : deps.store.steps(run.id),
+      run.previousRunId || run.forkedFrom ? deps.store.conversationBefore(run.id) : [],
     ]);
-    d.agent = await agentAsStarted(d.agent, steps, (digest) => d.store.blob(digest));
+    deps.agent = await agentAsStarted(deps.agent, steps, (digest) => deps.store.blob(digest));
     conversation = replayRun(run.input, steps, earlier);
   } catch (e) {
     // No attempt can do better with the same log: end the run now rather than crash on it again and again.
     if (!(e instanceof InconsistentLogError)) throw e;
-    await d.store.finish(run.id, d.owner, { status: 'FAILED', error: `the run's log is inconsistent: ${e.message}` });
-    d.events.runFinished({ run, worker: d.owner.worker, status: 'FAILED', error: e.message, tokensUsed: run.tokensUsed });
+    await deps.store.finish(run.id, deps.owner, { status: 'FAILED', error: `the run's log is inconsistent: ${e.message}` });
+    deps.events.runFinished({ run, worker: deps.owner.worker, status: 'FAILED', error: e.message, tokensUsed: run.tokensUsed });
     return 'FAILED';
   }
   // Decisions exist only for a run that has waited for one (or waits now).
-  const decisions = run.waiting ? await d.store.decisions(run.id) : [];
+  const decisions = run.waiting ? await deps.store.decisions(run.id) : [];
   // run.started, and the text a previous owner left streaming marked abandoned, before anything else.
-  const claimed = await d.store.eventsClaimed?.(run.id, d.owner, run.attempts);
-  if (claimed?.followed) d.followers?.follow();
-  d.events.runClaimed({ run, worker: d.owner.worker, resumedAtSeq: conversation.lastSeq });
-  return new RunDriver(run, conversation, d, decisions, claimed?.attempts).loop();
+  const claimed = await deps.store.eventsClaimed?.(run.id, deps.owner, run.attempts);
+  if (claimed?.followed) deps.followers?.follow();
+  deps.events.runClaimed({ run, worker: deps.owner.worker, resumedAtSeq: conversation.lastSeq });
+  return new RunDriver(run, conversation, deps, decisions, claimed?.attempts).loop();
 }

@@ -9,8 +9,9 @@
  *
  * At most `ToolExecutor.concurrency` calls of the batch run at once (TOOL_CONCURRENCY), and a tool
  * with a `concurrency` of its own is held to it across every run of the process. Non-idempotent calls
- * never join a batch, nor do gated ones (an approval, a crash decision, a timer): they run one at a
- * time, in turn order, by the driver's single-call path, which gates them.
+ * never join a batch, nor do calls with a decision or a timer (an approval, a crash decision, a
+ * sleep): they run one at a time, in turn order, by the driver's single-call path, which judges each
+ * first (tool-call-verdict.ts).
  *
  * Each call's STARTED write carries its step.started/tool.started events, and its result write its
  * tool.finished/step.finished events, inside the same statement (run-store.ts), as on the single path.
@@ -23,11 +24,11 @@ import { type Conversation, foldStep, type PendingTool } from '../core/replay.ts
 
 /**
  * The pending calls at the head of the turn, in turn order, up to the first that may not join a batch:
- * `joins` is the driver's "idempotent and ungated" (no approval, no crash decision, no timer).
+ * `joins` is the driver's "idempotent, with no decision and no timer" (no approval, no crash decision).
  */
-export function idempotentBatch(c: Conversation, joins: (use: ToolUseBlock) => boolean): PendingTool[] {
+export function idempotentBatch(conversation: Conversation, joins: (use: ToolUseBlock) => boolean): PendingTool[] {
   const batch: PendingTool[] = [];
-  for (const p of c.pending.values()) {
+  for (const p of conversation.pending.values()) {
     if (!joins(p.use)) break;
     batch.push(p);
   }
@@ -36,8 +37,8 @@ export function idempotentBatch(c: Conversation, joins: (use: ToolUseBlock) => b
 
 export interface BatchScope {
   run: Run;
-  c: Conversation;
-  d: DriverDeps;
+  conversation: Conversation;
+  deps: DriverDeps;
   /** The tool_use id whose STARTED row the previous checkpoint wrote (it is not a resumed call). */
   preStarted: string | null;
   /** Told the run's progress after every write. */
@@ -50,15 +51,15 @@ export interface BatchScope {
  * lease, the run being stopped): the attempt ends with the finished calls recorded.
  */
 export async function runToolBatch(batch: readonly PendingTool[], s: BatchScope): Promise<void> {
-  const turn = new Semaphore(s.d.agent.tools.concurrency);
-  let lastSeq = s.c.lastSeq;
+  const turn = new Semaphore(s.deps.agent.tools.concurrency);
+  let lastSeq = s.conversation.lastSeq;
   // Seqs are taken in the order calls get their place; a number is never given twice.
-  const nextSeq = () => (lastSeq = Math.max(lastSeq, s.c.lastSeq) + 1);
+  const nextSeq = () => (lastSeq = Math.max(lastSeq, s.conversation.lastSeq) + 1);
   const settled = await Promise.allSettled(
     batch.map(async (p) => {
-      const leaveTurn = await turn.acquire(s.d.signal);
+      const leaveTurn = await turn.acquire(s.deps.signal);
       try {
-        const leaveTool = await s.d.agent.tools.acquire(p.use.name, s.d.signal);
+        const leaveTool = await s.deps.agent.tools.acquire(p.use.name, s.deps.signal);
         try {
           await runOne(p, nextSeq, s);
         } finally {
@@ -74,26 +75,26 @@ export async function runToolBatch(batch: readonly PendingTool[], s: BatchScope)
 }
 
 async function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Promise<void> {
-  const { run, c, d } = s;
+  const { run, conversation, deps } = s;
   const { id: toolUseId, name: toolName } = p.use;
   const resumed = p.startedSeq !== null && toolUseId !== s.preStarted;
   crashPoint('before-tool-start', run.id);
   let seq = p.startedSeq;
   if (seq === null) {
-    const started = await d.store.startTool(run.id, d.owner, { seq: nextSeq(), toolUseId, toolName, input: p.use.input });
+    const started = await deps.store.startTool(run.id, deps.owner, { seq: nextSeq(), toolUseId, toolName, input: p.use.input });
     s.progress(started);
     seq = started.seq;
-    foldStep(c, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
+    foldStep(conversation, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
   }
   const at = seq;
-  d.events.toolStarted({ run, worker: d.owner.worker, seq: at, toolName, toolUseId, resumed });
+  deps.events.toolStarted({ run, worker: deps.owner.worker, seq: at, toolName, toolUseId, resumed });
   const t0 = performance.now();
-  const outcome = await d.agent.tools.execute(p.use, { runId: run.id, signal: d.signal, worker: d.owner.worker, seq: at });
+  const outcome = await deps.agent.tools.execute(p.use, { runId: run.id, signal: deps.signal, worker: deps.owner.worker, seq: at });
   crashPoint('after-tool-effect', run.id);
   const latencyMs = performance.now() - t0;
   crashPoint('before-tool-finish', run.id);
-  const write = await d.store.finishTool(run.id, d.owner, { toolUseId, seq: at, status: outcome.status, result: outcome.result, latencyMs });
-  foldStep(c, { seq: at, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
+  const write = await deps.store.finishTool(run.id, deps.owner, { toolUseId, seq: at, status: outcome.status, result: outcome.result, latencyMs });
+  foldStep(conversation, { seq: at, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
   s.progress(write);
-  d.events.toolStep({ run, worker: d.owner.worker, seq: at, toolName, toolUseId, status: outcome.status, latencyMs });
+  deps.events.toolStep({ run, worker: deps.owner.worker, seq: at, toolName, toolUseId, status: outcome.status, latencyMs });
 }

@@ -1,5 +1,6 @@
 /**
- * Whether a pending tool call may run now, from the log and the decisions recorded for the run. Pure.
+ * The verdict on a pending tool call: run it now, record its result without running it, or make the
+ * run wait (for a person or a timer); judged from the log and the decisions recorded for the run. Pure.
  *
  * - A call whose tool needs approval runs once a person approved it; denied (or not decided before
  *   its approval timed out) it is never run and the model gets an is_error result with the reason.
@@ -13,7 +14,7 @@
 import type { DecisionRecord, Waiting } from '../domain/types.ts';
 import type { PendingTool } from '../core/replay.ts';
 
-export type Gate =
+export type ToolCallVerdict =
   /** Execute it (again, with the same idempotency key, when it was started). */
   | { type: 'run'; consumeDecision: boolean }
   /** Record this result without executing anything. */
@@ -25,7 +26,8 @@ export type Gate =
   /** A timer that has not come yet (the run was claimed early): wait again until it does. */
   | { type: 'sleep-again'; wakeAt: Date };
 
-export interface GateContext {
+/** What the verdict is judged from. */
+export interface ToolCallFacts {
   idempotent: boolean;
   /** The call's seconds when its tool is the built-in timer; an error text for an input it cannot take. */
   timer: number | string | null;
@@ -44,11 +46,11 @@ export const crashDeniedResult = (reason: string) =>
   `error: this call was interrupted by a crash and was not run again; it may or may not have happened (reason: ${reason})`;
 export const sleptResult = (seconds: number) => `slept ${seconds} second${seconds === 1 ? '' : 's'}`;
 
-export function gateTool(p: PendingTool, g: GateContext): Gate {
-  if (g.timer !== null) return gateTimer(p, g, g.timer);
+export function judgeToolCall(p: PendingTool, facts: ToolCallFacts): ToolCallVerdict {
+  if (facts.timer !== null) return judgeTimerCall(p, facts, facts.timer);
   // First: a call that was not approved is never run, even when a crash left its denial half-written
   // (the STARTED row of its is_error result recorded, the result not).
-  const a = g.approval;
+  const a = facts.approval;
   if (a && a.decision !== 'approve') {
     switch (a.decision) {
       case 'deny':
@@ -56,12 +58,12 @@ export function gateTool(p: PendingTool, g: GateContext): Gate {
       case 'complete': // never accepted for an approval; treated as the safer "no"
         return { type: 'resolve', status: 'ERROR', result: deniedResult('not approved') };
       case null:
-        if (a.expiresAt && a.expiresAt.getTime() <= g.now.getTime()) return { type: 'resolve', status: 'ERROR', result: deniedResult(APPROVAL_TIMED_OUT) };
+        if (a.expiresAt && a.expiresAt.getTime() <= facts.now.getTime()) return { type: 'resolve', status: 'ERROR', result: deniedResult(APPROVAL_TIMED_OUT) };
         return { type: 'wait', kind: 'approval' };
     }
   }
-  if (p.startedSeq === null || g.idempotent) return { type: 'run', consumeDecision: false };
-  const d = g.crash;
+  if (p.startedSeq === null || facts.idempotent) return { type: 'run', consumeDecision: false };
+  const d = facts.crash;
   switch (d?.decision ?? null) {
     case null:
       return { type: 'wait', kind: 'decision' };
@@ -75,11 +77,11 @@ export function gateTool(p: PendingTool, g: GateContext): Gate {
   }
 }
 
-function gateTimer(p: PendingTool, g: GateContext, timer: number | string): Gate {
+function judgeTimerCall(p: PendingTool, facts: ToolCallFacts, timer: number | string): ToolCallVerdict {
   if (typeof timer === 'string') return { type: 'resolve', status: 'ERROR', result: `error: ${timer}` };
-  if (p.startedSeq === null) return { type: 'sleep', wakeAt: new Date(g.now.getTime() + timer * 1000) };
-  const w = g.waiting;
+  if (p.startedSeq === null) return { type: 'sleep', wakeAt: new Date(facts.now.getTime() + timer * 1000) };
+  const w = facts.waiting;
   const wakeAt = w?.kind === 'timer' && w.toolCalls.some((c) => c.toolUseId === p.use.id) ? w.wakeAt : null;
-  if (wakeAt && wakeAt.getTime() > g.now.getTime()) return { type: 'sleep-again', wakeAt };
+  if (wakeAt && wakeAt.getTime() > facts.now.getTime()) return { type: 'sleep-again', wakeAt };
   return { type: 'resolve', status: 'DONE', result: sleptResult(timer) };
 }

@@ -1,7 +1,7 @@
 /**
  * The built-in `sleep` tool: the model asks to wait, and the run waits as a row, not a process. The
  * engine never executes it; it makes the run WAITING (kind `timer`) until `seconds` from now, when any
- * worker claims it again and the model gets the tool_result (see engine/gate.ts).
+ * worker claims it again and the model gets the tool_result (see engine/tool-call-verdict.ts).
  */
 import { z } from 'zod';
 import { describeIssues } from './zod-tool.ts';

@@ -40,7 +40,7 @@ const overlap = (a: StepSummary, b: StepSummary) => a.startedAt < b.finishedAt! 
 const toolResultIds = (m: Message) => (m.content as unknown as { tool_use_id: string }[]).map((b) => b.tool_use_id);
 
 describe('tool calls of one turn', () => {
-  it('never start a gated call (one needing approval) in a batch, and write the live events of every call', async () => {
+  it('never start a call that needs approval in a batch, and write the live events of every call', async () => {
     const gauge = { now: 0, max: 0 };
     const slow = slowTool('slow', () => 400, gauge);
     const guarded = slowTool('guarded', () => 400, gauge, { needsApproval: true });
