@@ -51,6 +51,11 @@ export interface Tool<Input = any> {
   execute(input: Input, context: ToolContext): Promise<unknown>;
 }
 
+/**
+ * A tool from a JSON Schema, taken as it is.
+ * @deprecated Use `tool({ name, description, inputSchema, execute })`, which checks the definition
+ * when it is made; or `tool({ …, input: z.object({ … }) })` for an input parsed and typed by zod.
+ */
 export function defineTool<Input>(tool: Tool<Input>): Tool<Input> {
   return tool;
 }

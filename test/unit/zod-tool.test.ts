@@ -82,7 +82,53 @@ describe('tool() with a zod schema', () => {
     expect(define({ name: 'get weather' })).toThrow(new ConfigError('tool name "get weather": use 1 to 64 letters, digits, "_" or "-"'));
     expect(define({ description: ' ' })).toThrow(new ConfigError('tool "get_weather": description must be a non-empty string'));
     expect(define({ input: z.string() })).toThrow(new ConfigError('tool "get_weather": input must be a zod object schema (z.object({…}))'));
-    expect(define({ input: { type: 'object' } })).toThrow(new ConfigError('tool "get_weather": input must be a zod schema'));
+    expect(define({ input: { type: 'object' } })).toThrow(new ConfigError('tool "get_weather": input must be a zod schema (or give a JSON Schema as inputSchema)'));
+    expect(define({ inputSchema: { type: 'object' } })).toThrow(new ConfigError('tool "get_weather": give either input (a zod schema) or inputSchema (a JSON Schema), not both'));
     expect(define({ input: z.object({ when: z.date() }) })).toThrow(/tool "get_weather": its input schema cannot be told to the model as JSON Schema: Date cannot be represented/);
+  });
+});
+
+describe('tool() with a JSON Schema', () => {
+  const forecast = {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    properties: { city: { type: 'string' } },
+    required: ['city'],
+  };
+
+  it('tells the model the schema as given (without its dialect line) and gives execute the input as the model sent it', async () => {
+    const execute = vi.fn(async (input: { city: string }) => `${input.city}: rain`);
+    const decide = vi.fn((input: { city: string }) => input.city === 'Paris');
+    const t = tool<{ city: string }>({ name: 'get_forecast', description: 'The forecast.', inputSchema: forecast, execute, idempotent: false, concurrency: 2, needsApproval: decide });
+    const executor = new ToolExecutor([t], 1_000);
+    expect(executor.definitions()).toEqual([
+      { name: 'get_forecast', description: 'The forecast.', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+    ]);
+    expect(await executor.execute({ type: 'tool_use', id: 'toolu_2', name: 'get_forecast', input: { city: 'Oslo', extra: 1 } }, ctx)).toEqual({ status: 'DONE', result: 'Oslo: rain' });
+    expect(execute).toHaveBeenCalledWith({ city: 'Oslo', extra: 1 }, expect.objectContaining({ idempotencyKey: 'toolu_2' }));
+    expect({ idempotent: t.idempotent, concurrency: t.concurrency, needsApproval: await (t.needsApproval as (i: unknown) => boolean)({ city: 'Paris' }) }).toEqual({
+      idempotent: false,
+      concurrency: 2,
+      needsApproval: true,
+    });
+  });
+
+  it('types the input unknown unless the caller names its type (checked by tsc)', async () => {
+    const t = tool({
+      name: 'echo',
+      description: 'd',
+      inputSchema: { type: 'object' },
+      // @ts-expect-error the input is unknown until the tool checks it
+      execute: async (input) => input.city,
+    });
+    expect(t.inputSchema).toEqual({ type: 'object' });
+  });
+
+  it('refuses a schema that is not of an object, naming the tool', () => {
+    const define = (inputSchema: unknown) => () => tool({ name: 'get_forecast', description: 'd', inputSchema: inputSchema as Record<string, unknown>, execute: async () => 1 });
+    const refusal = new ConfigError(`tool "get_forecast": inputSchema must be a JSON Schema of an object ({ type: 'object', … })`);
+    expect(define({ type: 'string' })).toThrow(refusal);
+    expect(define([])).toThrow(refusal);
+    expect(define(null)).toThrow(refusal);
   });
 });
