@@ -30,7 +30,10 @@ function assemble(sse: string): { content: any[]; stopReason: string } {
   for (const line of sse.split('\n')) {
     if (!line.startsWith('data: ')) continue;
     const e = JSON.parse(line.slice(6));
-    if (e.type === 'content_block_start') (content[e.index] = e.content_block), (json[e.index] = '');
+    if (e.type === 'content_block_start') {
+      content[e.index] = e.content_block;
+      json[e.index] = '';
+    }
     else if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') content[e.index].text += e.delta.text;
     else if (e.type === 'content_block_delta' && e.delta.type === 'input_json_delta') json[e.index] += e.delta.partial_json;
     else if (e.type === 'content_block_stop' && json[e.index]) content[e.index].input = JSON.parse(json[e.index]!);

@@ -52,7 +52,7 @@ export function loopbackRefusal(method: string, host: string | undefined, origin
     }
   }
   if (origin !== undefined && !SAFE_METHODS.has(method)) {
-    let sameSite = false;
+    let sameSite: boolean;
     try {
       sameSite = origin !== 'null' && isLoopbackHostname(new URL(origin).hostname);
     } catch {

@@ -102,7 +102,7 @@ export function createServer(deps: ApiDeps): FastifyInstance {
     connectionTimeout: timeouts.idleMs,
     http: { headersTimeout: timeouts.headersMs, connectionsCheckingInterval: timeouts.checkIntervalMs },
     // Malformed URLs (bad percent-encoding) fail before routing; they still get our error shape.
-    frameworkErrors: (err, _req, reply) => send(reply, toHttpError(err)),
+    frameworkErrors: (err, _req, reply) => void send(reply, toHttpError(err)),
     clientErrorHandler: clientError,
   }) as unknown as FastifyInstance;
 
@@ -133,7 +133,7 @@ export function createServer(deps: ApiDeps): FastifyInstance {
     } catch {
       return done(notUtf8(), undefined);
     }
-    parseJson(req, text, done);
+    void parseJson(req, text, done);
   });
 
   app.setErrorHandler((err, req, reply) => {

@@ -3,6 +3,7 @@
  * and every failure as one line that says what went wrong (the server's own error message, or why
  * the server could not be reached).
  */
+import { errorDetailOf, sendJson } from '../client/http.ts';
 import type { ClientConfig } from '../config/environment.ts';
 
 /** A request the server refused, or a server that could not be reached (exit code 1). */
@@ -25,36 +26,16 @@ export interface ApiClient {
 const TIMEOUT_MS = 30_000;
 
 export function apiClient(config: Readonly<ClientConfig>, fetchFn: typeof fetch = fetch): ApiClient {
-  async function call(method: string, path: string, body?: unknown): Promise<unknown> {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (config.key) headers.authorization = `Bearer ${config.key}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    let res: Response;
-    try {
-      res = await fetchFn(`${config.url}${path}`, {
-        method,
-        headers,
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        signal: AbortSignal.timeout(TIMEOUT_MS),
-      });
-    } catch (e) {
-      const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).name;
-      throw new ApiCallError(`cannot reach ${config.url} (${cause}): is the server running? (--url or DURABLE_AGENT_URL)`, null);
+  async function call(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
+    const outcome = await sendJson({ baseUrl: config.url, apiKey: config.key, method, path, body, timeoutMs: TIMEOUT_MS, fetch: fetchFn });
+    if (!outcome.reached) {
+      throw new ApiCallError(`cannot reach ${config.url} (${outcome.cause}): is the server running? (--url or DURABLE_AGENT_URL)`, null);
     }
-    if (res.status === 204) return undefined;
-    const text = await res.text();
-    let json: unknown = null;
-    try {
-      json = text ? JSON.parse(text) : null;
-    } catch {
-      json = null;
+    if (outcome.status < 200 || outcome.status > 299) {
+      const hint = outcome.status === 401 ? (config.key ? ' (check DURABLE_AGENT_KEY)' : ' (set DURABLE_AGENT_KEY)') : '';
+      throw new ApiCallError(`${method} ${path}: ${outcome.status} ${errorDetailOf(outcome.json)?.message ?? outcome.statusText}${hint}`, outcome.status);
     }
-    if (!res.ok) {
-      const error = (json as { error?: { message?: string } } | null)?.error;
-      const hint = res.status === 401 ? (config.key ? ' (check DURABLE_AGENT_KEY)' : ' (set DURABLE_AGENT_KEY)') : '';
-      throw new ApiCallError(`${method} ${path}: ${res.status} ${error?.message ?? res.statusText}${hint}`, res.status);
-    }
-    return json;
+    return outcome.json;
   }
   return {
     url: config.url,

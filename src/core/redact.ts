@@ -49,7 +49,7 @@ export function redactor(patterns: readonly RedactPattern[]): Redact {
     try {
       return new RegExp(p.source, 'g');
     } catch (e) {
-      throw new SyntaxError(`${p.name}: ${(e as Error).message}`);
+      throw new SyntaxError(`${p.name}: ${(e as Error).message}`, { cause: e });
     }
   });
   if (compiled.length === 0) return noRedaction;

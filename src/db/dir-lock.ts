@@ -166,7 +166,7 @@ async function withMkdirLock<T>(lockDir: string, fn: () => Promise<T>, timeoutMs
         fs.rmSync(lockDir, { recursive: true, force: true });
         continue;
       }
-      if (Date.now() > until) throw new Error(`timed out waiting for ${lockDir} (held by a live process)`);
+      if (Date.now() > until) throw new Error(`timed out waiting for ${lockDir} (held by a live process)`, { cause: e });
       await sleep(50);
     }
   }

@@ -160,7 +160,7 @@ describe('worker', () => {
 
   it('stops at the next guard: cancel, token budget, step cap', async () => {
     const cancelled = await newRun(db.store, 'cancel me');
-    const llm = new ScriptedLlm().then(async (req) => {
+    const llm = new ScriptedLlm().then(async () => {
       await db.store.cancel(cancelled.id as RunId);
       return (await import('../support/scripted-llm.ts')).response([{ type: 'tool_use', id: 't1', name: 'sleep', input: {} }], 'tool_use', { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 });
     });
