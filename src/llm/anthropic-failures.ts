@@ -3,7 +3,7 @@
  * (anthropic-http.ts).
  *
  * The status is the HTTP status, or the one an error event's type stands for; -1 means no usable
- * answer (connection refused or reset, a reply cut off or not the API's, the client's own time
+ * response (connection refused or reset, a reply cut off or not the API's, the client's own time
  * limit, an abort) and is retryable; 0 means the request was refused before it was sent, which no
  * retry can fix. The message is the API's own; headers and bodies are left out so no credential can
  * leak into logs or stored steps.
@@ -12,7 +12,7 @@ import { LlmError } from '../domain/errors.ts';
 import { brokenOrUnsent, describeCause, type FailureContext, ownFailure, redactor } from './failure.ts';
 import { parseRetryAfterMs } from './retrying.ts';
 
-/** The answer's headers, looked up by lower-case name (see http-answer.ts's `headerSource`; fetch's Headers fit too). */
+/** The response's headers, looked up by lower-case name (see http-response.ts's `headerSource`; fetch's Headers fit too). */
 export interface HeaderSource {
   get(name: string): string | null | undefined;
 }
@@ -20,7 +20,7 @@ export interface HeaderSource {
 /**
  * The HTTP status each of the API's error types is sent with. An `error` event in the middle of a
  * stream carries only the type (the stream itself began with a 200), so this is how it is classified:
- * overloaded mid-answer is retried as a 529 would be. An unknown type counts as the server's trouble.
+ * overloaded mid-response is retried as a 529 would be. An unknown type counts as the server's trouble.
  */
 const STATUS_OF_ERROR_TYPE: Readonly<Record<string, number>> = {
   invalid_request_error: 400,
@@ -40,8 +40,8 @@ export function statusOfErrorType(type: string | null | undefined): number {
   return (type && STATUS_OF_ERROR_TYPE[type]) || 500;
 }
 
-/** What an error answer says: its HTTP status (none for an error event), the API's type and message. */
-export interface ErrorAnswer {
+/** What an error response says: its HTTP status (none for an error event), the API's type and message. */
+export interface ErrorResponse {
   status: number | undefined;
   type: string | null;
   message: string | null;
@@ -59,14 +59,14 @@ export function errorBodyFields(body: unknown): { type: string | null; message: 
   return { type: typeof type === 'string' ? type : null, message: typeof message === 'string' ? message : null };
 }
 
-/** An HTTP error answer, or (without a status) an `error` event in the middle of a stream. */
-export function fromErrorAnswer(answer: ErrorAnswer, context: FailureContext = {}): LlmError {
-  const status = typeof answer.status === 'number' ? answer.status : statusOfErrorType(answer.type);
-  const shouldRetry = answer.headers?.get('x-should-retry');
-  return new LlmError(status, redactor(context.apiKey)(answer.message ?? `HTTP ${status}`), {
-    type: answer.type,
-    requestId: answer.headers?.get('request-id') ?? context.requestId ?? null,
-    retryAfterMs: parseRetryAfterMs(answer.headers),
+/** An HTTP error response, or (without a status) an `error` event in the middle of a stream. */
+export function fromErrorResponse(response: ErrorResponse, context: FailureContext = {}): LlmError {
+  const status = typeof response.status === 'number' ? response.status : statusOfErrorType(response.type);
+  const shouldRetry = response.headers?.get('x-should-retry');
+  return new LlmError(status, redactor(context.apiKey)(response.message ?? `HTTP ${status}`), {
+    type: response.type,
+    requestId: response.headers?.get('request-id') ?? context.requestId ?? null,
+    retryAfterMs: parseRetryAfterMs(response.headers),
     shouldRetry: shouldRetry === 'true' ? true : shouldRetry === 'false' ? false : null,
     usage: context.usage ?? null,
   });
@@ -76,12 +76,12 @@ export function aborted(context: FailureContext = {}): LlmError {
   return new LlmError(-1, 'request aborted', { type: 'aborted', usage: context.usage ?? null });
 }
 
-/** The client's own limit on the wait for an answer ran out (the decorators' step timeout is another). */
+/** The client's own limit on the wait for a response ran out (the decorators' step timeout is another). */
 export function timedOut(context: FailureContext = {}): LlmError {
   return new LlmError(-1, 'request timed out', { type: 'timeout', usage: context.usage ?? null });
 }
 
-/** No answer at all: the connection was refused, reset or hung up before the answer's headers. */
+/** No response at all: the connection was refused, reset or hung up before the response's headers. */
 export function connectionFailed(cause: unknown, context: FailureContext = {}): LlmError {
   // The useful part is the cause (ECONNREFUSED, socket hang up …).
   const detail = cause instanceof Error ? `: ${describeCause(cause)}` : '';
@@ -89,7 +89,7 @@ export function connectionFailed(cause: unknown, context: FailureContext = {}): 
 }
 
 /**
- * Whether a request that got no answer's headers failed on a time limit: an abort nobody asked for
+ * Whether a request that got no response's headers failed on a time limit: an abort nobody asked for
  * (the caller's own abort is checked first), or a connect timeout of the HTTP stack (the connection
  * pool's, or the system's ETIMEDOUT).
  */
@@ -99,17 +99,17 @@ export function isTimeout(error: unknown): boolean {
   return /timed? ?out/i.test(String(error) + cause);
 }
 
-/** An AbortError: what an aborted call's request and answer are destroyed with (as fetch's are). */
+/** An AbortError: what an aborted call's request and response are destroyed with (as fetch's are). */
 export function isAbortError(error: unknown): boolean {
   return error !== null && typeof error === 'object' && (error as { name?: unknown }).name === 'AbortError';
 }
 
 /**
- * Any other failure: ours (an LlmError raised while reading the answer), or one of the HTTP stack or
- * JSON. After the answer's headers it broke the answer (retryable); before, the request was never
+ * Any other failure: ours (an LlmError raised while reading the response), or one of the HTTP stack or
+ * JSON. After the response's headers it broke the response (retryable); before, the request was never
  * sent (a bad option, a bad URL), which no retry can fix.
  */
 export function classifyFailure(error: unknown, context: FailureContext = {}): LlmError {
   if (error instanceof LlmError) return ownFailure(error, context);
-  return brokenOrUnsent(error, context); // "terminated": the connection closed mid-body (http-answer.ts)
+  return brokenOrUnsent(error, context); // "terminated": the connection closed mid-body (http-response.ts)
 }

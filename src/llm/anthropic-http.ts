@@ -1,24 +1,24 @@
 /**
  * The Messages API over `node:http` / `node:https`: one POST /v1/messages on a kept-alive connection
- * (http-pool.ts), its answer read as JSON or as the API's event stream. It sends what the official
+ * (http-pool.ts), its response read as JSON or as the API's event stream. It sends what the official
  * SDK sent for our calls (which stays a dependency for its types) and fails the way the SDK's errors
  * were classified, but costs less per call: no retry and middleware layers, no web streams, no
  * AbortController, each event's JSON parsed once.
  *
  * Every failure is an LlmError (see anthropic-failures.ts) or an error of the HTTP stack or JSON,
- * which the client classifies knowing whether the answer had begun.
+ * which the client classifies knowing whether the response had begun.
  */
 import http, { type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
 import type { LlmError } from '../domain/errors.ts';
-import { aborted, connectionFailed, errorBodyFields, fromErrorAnswer, isTimeout, timedOut } from './anthropic-failures.ts';
-import { discard, forEachChunk, headerSource, readText } from './http-answer.ts';
+import { aborted, connectionFailed, errorBodyFields, fromErrorResponse, isTimeout, timedOut } from './anthropic-failures.ts';
+import { discard, forEachChunk, headerSource, readText } from './http-response.ts';
 import { isStaleConnection, keepAliveAgent } from './http-pool.ts';
 import { SseReader } from './sse.ts';
 
 /**
- * The API version the official SDK in package.json sends, so the answers' shape is the one the
+ * The API version the official SDK in package.json sends, so the responses' shape is the one the
  * assembler and the wire code were written and tested against. A new version is a deliberate change.
  */
 export const ANTHROPIC_VERSION = '2026-10-21';
@@ -29,7 +29,7 @@ export interface MessagesEndpointOptions {
   apiKey: string;
   /** Null, absent or empty: DEFAULT_BASE_URL. With or without a trailing slash; a path is kept. */
   baseUrl?: string | null;
-  /** @unit milliseconds — how long to wait for an answer's headers (not for its whole body). */
+  /** @unit milliseconds — how long to wait for a response's headers (not for its whole body). */
   timeoutMs: number;
 }
 
@@ -67,7 +67,7 @@ export class MessagesEndpoint {
     // own, so it is here (URL.host: brackets kept, the protocol's default port left out, as Node does).
     // What the API reads; the SDK's others (user agent, x-stainless-* platform and retry telemetry) say
     // nothing the API needs. The key only ever goes here: errors never show headers. No
-    // accept-encoding: the answers are small, and inflating them would cost CPU on every call.
+    // accept-encoding: the responses are small, and inflating them would cost CPU on every call.
     this.headers = Object.freeze([
       'host', url.host,
       'accept', 'application/json',
@@ -109,15 +109,15 @@ function flattenHead(request: ClientRequest): void {
   if (typeof head === 'string') head.charCodeAt(0);
 }
 
-/** The error a call's request or answer is destroyed with when it is aborted: an AbortError, as fetch's. */
+/** The error a call's request or response is destroyed with when it is aborted: an AbortError, as fetch's. */
 function abortError(): DOMException {
   return new DOMException('This operation was aborted', 'AbortError');
 }
 
 /**
- * One call: the request, then its answer's body. The caller's signal aborts it at any point; the
- * endpoint's time limit only until the answer's headers arrive (a long stream is the decorators'
- * business, not a transport's). `abort` closes an answer the client gives up on, `release` lets go
+ * One call: the request, then its response's body. The caller's signal aborts it at any point; the
+ * endpoint's time limit only until the response's headers arrive (a long stream is the decorators'
+ * business, not a transport's). `abort` closes a response the client gives up on, `release` lets go
  * of the caller's signal: a long-lived signal must not collect one listener per call.
  *
  * The exchange is itself the signal's listener (`handleEvent`), so a call allocates no closure for it.
@@ -125,12 +125,12 @@ function abortError(): DOMException {
 export class MessagesExchange {
   /** The request being sent (after a retry on a stale connection, the latest). */
   private request: ClientRequest | null = null;
-  /** The answer, once its headers arrived. */
+  /** The response, once its headers arrived. */
   private response: IncomingMessage | null = null;
   /** Set by the time limit; read when the request fails. */
   private expired = false;
 
-  /** The endpoint's time limit ran out while the request waited for its answer's headers. A function, not a closure per call. */
+  /** The endpoint's time limit ran out while the request waited for its response's headers. A function, not a closure per call. */
   private static expire(exchange: MessagesExchange): void {
     exchange.expired = true;
     exchange.request?.destroy();
@@ -149,12 +149,12 @@ export class MessagesExchange {
   }
 
   /**
-   * Sends the JSON `body` returns and waits for the answer's headers. Resolves with a 2xx answer, its
-   * body unread; an error answer is read and thrown as an LlmError with the API's status and message,
-   * as is a request that got no answer (refused, reset, timed out, aborted).
+   * Sends the JSON `body` returns and waits for the response's headers. Resolves with a 2xx response, its
+   * body unread; an error response is read and thrown as an LlmError with the API's status and message,
+   * as is a request that got no response (refused, reset, timed out, aborted).
    *
    * `body` is called for each send (again only when a stale connection makes one resend): the text is
-   * made as it goes out and not kept while the answer is awaited, which is most of a call's life. It is
+   * made as it goes out and not kept while the response is awaited, which is most of a call's life. It is
    * the whole conversation, kilobytes a call, while what `body` needs to make it again (the request)
    * is the conversation's objects, which the run holds anyway.
    */
@@ -164,28 +164,28 @@ export class MessagesExchange {
     const timer = setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this);
     let response: IncomingMessage;
     try {
-      response = await this.answerOf(body);
+      response = await this.responseOf(body);
     } finally {
       clearTimeout(timer);
     }
     this.response = response;
     const status = response.statusCode ?? 0;
-    if (status < 200 || status > 299) throw await errorAnswer(response);
+    if (status < 200 || status > 299) throw await errorOfResponse(response);
     return response;
   }
 
   /**
-   * Sends the request and waits for its answer's headers; when the request met a kept-alive
+   * Sends the request and waits for its response's headers; when the request met a kept-alive
    * connection the server had just closed, sends it again on another (each stale socket is gone once
    * it failed, so this ends; the time limit and the caller's abort still apply).
    */
-  private async answerOf(body: () => string): Promise<IncomingMessage> {
+  private async responseOf(body: () => string): Promise<IncomingMessage> {
     for (;;) {
       // What fails before anything is sent (the body's JSON, a header Node refuses) is thrown from
       // here as it is: it is no connection's fault, and sending again would fail the same way.
-      const answer = this.sent(body());
+      const responding = this.sent(body());
       try {
-        return await answer;
+        return await responding;
       } catch (error) {
         if (this.signal?.aborted) throw aborted();
         // The endpoint's time limit, or the pool's limit on opening a connection.
@@ -196,7 +196,7 @@ export class MessagesExchange {
   }
 
   /**
-   * Opens a request and sends `text` on it; settles with its answer's headers or its error. Not an
+   * Opens a request and sends `text` on it; settles with its response's headers or its error. Not an
    * async function: nothing suspended here holds the text once it is handed to the socket.
    */
   private sent(text: string): Promise<IncomingMessage> {
@@ -204,14 +204,14 @@ export class MessagesExchange {
     this.request = request;
     return new Promise<IncomingMessage>((resolve, reject) => {
       // Stays for the request's life: a socket error after the headers comes here too (and to
-      // the answer, where it is read), and an 'error' nobody listens to would crash the process.
+      // the response, where it is read), and an 'error' nobody listens to would crash the process.
       request.on('error', reject);
       request.once('response', resolve);
       request.end(text);
     });
   }
 
-  /** Closes the request, or the answer if it is still being sent: the call was aborted or the client gave up on it. */
+  /** Closes the request, or the response if it is still being sent: the call was aborted or the client gave up on it. */
   abort(): void {
     if (this.response) this.response.destroy(abortError());
     else this.request?.destroy(abortError());
@@ -222,10 +222,10 @@ export class MessagesExchange {
   }
 }
 
-/** An error answer as an LlmError. A body that is not the API's JSON (or that broke) leaves "HTTP <status>". */
-async function errorAnswer(response: IncomingMessage): Promise<LlmError> {
+/** An error response as an LlmError. A body that is not the API's JSON (or that broke) leaves "HTTP <status>". */
+async function errorOfResponse(response: IncomingMessage): Promise<LlmError> {
   const text = await readText(response).catch((error: unknown) => (error instanceof Error ? error.message : String(error)));
-  return fromErrorAnswer({ status: response.statusCode, ...errorBodyFields(parseJson(text)), headers: headerSource(response.headers) });
+  return fromErrorResponse({ status: response.statusCode, ...errorBodyFields(parseJson(text)), headers: headerSource(response.headers) });
 }
 
 function parseJson(text: string): unknown {
@@ -237,7 +237,7 @@ function parseJson(text: string): unknown {
 }
 
 /**
- * The body of a non-streamed 2xx answer: parsed when it says it is JSON (an empty one is undefined),
+ * The body of a non-streamed 2xx response: parsed when it says it is JSON (an empty one is undefined),
  * else the text, for the wire code to reject as not a message. JSON that does not parse throws.
  */
 export async function readBody(response: IncomingMessage): Promise<unknown> {
@@ -257,11 +257,11 @@ export async function readBody(response: IncomingMessage): Promise<unknown> {
 }
 
 /**
- * Reads a streamed 2xx answer to its end and passes each of its events, parsed, to `onEvent`, in
- * order and as they arrive; what `onEvent` throws stops the reading (the answer is closed) and comes
+ * Reads a streamed 2xx response to its end and passes each of its events, parsed, to `onEvent`, in
+ * order and as they arrive; what `onEvent` throws stops the reading (the response is closed) and comes
  * out of here. `ping` and events without a name are skipped; an `error` event throws as the error its
  * type stands for. Data that is not JSON throws JSON's SyntaxError. When the call is aborted it
- * returns quietly, whatever was left unread: the client tells an aborted answer by its signal.
+ * returns quietly, whatever was left unread: the client tells an aborted response by its signal.
  */
 export async function readEvents(response: IncomingMessage, onEvent: (event: unknown) => void): Promise<void> {
   // The statuses that have no body (as fetch treats them, whatever was sent).
@@ -269,7 +269,7 @@ export async function readEvents(response: IncomingMessage, onEvent: (event: unk
   const headers = response.headers;
   const sse = new SseReader((event, data) => {
     if (event === null || event === 'ping') return;
-    if (event === 'error') throw fromErrorAnswer({ status: undefined, ...errorBodyFields(parseJson(data)), headers: headerSource(headers) });
+    if (event === 'error') throw fromErrorResponse({ status: undefined, ...errorBodyFields(parseJson(data)), headers: headerSource(headers) });
     if (data === '') return;
     onEvent(JSON.parse(data));
   });

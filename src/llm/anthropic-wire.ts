@@ -130,7 +130,7 @@ export function toLlmResponse(message: unknown, requestId: string | null, reques
   return response;
 }
 
-/** What an answer brought instead of a message, for the error (never the body itself: it may be large). */
+/** What a response brought instead of a message, for the error (never the body itself: it may be large). */
 function notAMessage(body: unknown): string {
   if (body === undefined || (typeof body === 'string' && body.trim() === '')) return 'an empty body';
   if (typeof body === 'string') return 'a body that is not JSON, such as an HTML page';

@@ -1,7 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { aborted, classifyFailure } from './anthropic-failures.ts';
 import { MessagesEndpoint, MessagesExchange, readBody, readEvents } from './anthropic-http.ts';
-import { header } from './http-answer.ts';
+import { header } from './http-response.ts';
 import { StreamAssembler } from './anthropic-stream.ts';
 import { toLlmResponse, toMessageParams } from './anthropic-wire.ts';
 import { MAX_TIMER_MS } from '../util/sleep.ts';
@@ -13,7 +13,7 @@ export interface AnthropicClientOptions {
   /** The API's endpoint; null or absent means https://api.anthropic.com. */
   baseUrl?: string | null;
   /**
-   * @unit milliseconds — how long one request may wait for its answer to begin (its headers), a
+   * @unit milliseconds — how long one request may wait for its response to begin (its headers), a
    * backstop only: the time-limited decorator aborts sooner. Default 10 minutes.
    */
   timeoutMs?: number;
@@ -43,12 +43,12 @@ export class AnthropicClient implements LlmClient {
   }
 
   async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
-    const call: Call = { answered: false, requestId: null, usage: null, callbackError: undefined };
+    const call: Call = { responded: false, requestId: null, usage: null, callbackError: undefined };
     const exchange = new MessagesExchange(this.endpoint, options.signal);
     try {
       return this.streaming ? await this.stream(request, options, call, exchange) : await this.create(request, call, exchange);
     } catch (error) {
-      // Whatever is left of the answer is not wanted: close it rather than leave the connection busy.
+      // Whatever is left of the response is not wanted: close it rather than leave the connection busy.
       exchange.abort();
       // The caller's own callback failed: not the provider's fault, so not classified as one.
       if (call.callbackError !== undefined && error === call.callbackError) throw error;
@@ -60,7 +60,7 @@ export class AnthropicClient implements LlmClient {
 
   private async create(request: LlmRequest, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
     const response = await exchange.post(() => JSON.stringify(toMessageParams(request)));
-    call.answered = true;
+    call.responded = true;
     call.requestId = header(response.headers, 'request-id');
     // An HTML page or an empty body comes back as a string or undefined, not a message.
     return toLlmResponse(await readBody(response), call.requestId, request.model);
@@ -68,7 +68,7 @@ export class AnthropicClient implements LlmClient {
 
   private async stream(request: LlmRequest, options: LlmCallOptions, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
     const response = await exchange.post(() => JSON.stringify(streamed(request)));
-    call.answered = true;
+    call.responded = true;
     call.requestId = header(response.headers, 'request-id');
     const assembler = new StreamAssembler(request.model);
     const { onText, onUsage } = options;
@@ -87,7 +87,7 @@ export class AnthropicClient implements LlmClient {
         throw error;
       }
     });
-    // An aborted answer is no answer, however much of it came.
+    // An aborted response counts as none, however much of it came.
     if (options.signal?.aborted) throw aborted();
     return assembler.finish(call.requestId);
   }

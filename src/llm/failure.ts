@@ -6,10 +6,10 @@ import { LlmError } from '../domain/errors.ts';
 export interface FailureContext {
   /** The API key, cut out of every message (a proxy or a misconfigured gateway may echo it). */
   apiKey?: string;
-  /** The answer's headers had arrived: whatever fails now was sent, and may have been billed. */
-  answered?: boolean;
+  /** The response's headers had arrived: whatever fails now was sent, and may have been billed. */
+  responded?: boolean;
   requestId?: string | null;
-  /** What the answer had reported before it failed. */
+  /** What the response had reported before it failed. */
   usage?: Usage | null;
 }
 
@@ -28,7 +28,7 @@ export function describeCause(cause: Error): string {
   return cause.message;
 }
 
-/** Ours, raised while reading the answer (an error body, a stream that ended early): the key cut out, the usage so far kept. */
+/** Ours, raised while reading the response (an error body, a stream that ended early): the key cut out, the usage so far kept. */
 export function ownFailure(error: LlmError, context: FailureContext): LlmError {
   error.message = redactor(context.apiKey)(error.message);
   if (error.usage === null) error.usage = context.usage ?? null;
@@ -36,15 +36,15 @@ export function ownFailure(error: LlmError, context: FailureContext): LlmError {
 }
 
 /**
- * A failure that is neither an answer of the API nor the caller's: after the answer's headers, the
- * request was sent and the answer broke (the connection closed mid-body, a body that is not JSON),
+ * A failure that is neither a response of the API nor the caller's: after the response's headers, the
+ * request was sent and the response broke (the connection closed mid-body, a body that is not JSON),
  * which the next attempt may well not repeat; before, it was never sent (a bad option, a bad URL),
  * which no retry can fix.
  */
 export function brokenOrUnsent(error: unknown, context: FailureContext): LlmError {
   const redact = redactor(context.apiKey);
   const detail = error instanceof Error ? describeCause(error) : String(error);
-  if (context.answered) {
+  if (context.responded) {
     return new LlmError(-1, redact(`the answer was cut off or unreadable: ${detail}`), {
       type: 'incomplete_response',
       requestId: context.requestId ?? null,
@@ -57,7 +57,7 @@ export function brokenOrUnsent(error: unknown, context: FailureContext): LlmErro
 
 /** What one call has learnt so far, for classifying its failure. */
 export interface Call {
-  answered: boolean;
+  responded: boolean;
   requestId: string | null;
   usage: Usage | null;
   callbackError: unknown;

@@ -70,7 +70,7 @@ function limitConnect(socket: Socket, opened: 'connect' | 'secureConnect'): Sock
 }
 
 /**
- * Whether `error`, which ended `request` before any answer, means the server closed the kept-alive
+ * Whether `error`, which ended `request` before any response, means the server closed the kept-alive
  * connection just as the request went out on it: reset or hung up (both ECONNRESET) or a write to a
  * closed socket (EPIPE), on a socket taken from the pool. An idle connection's close and a new
  * request cross on the wire now and then, however the idle limit is chosen; the server then most

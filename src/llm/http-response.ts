@@ -1,5 +1,5 @@
 /**
- * Reading an answer of `node:http` (an IncomingMessage): a header's value, and the body, chunk by
+ * Reading a response of `node:http` (an IncomingMessage): a header's value, and the body, chunk by
  * chunk or whole, with "read to its end", "closed by our abort" and "cut off" told apart.
  *
  * A body must be read to its end or destroyed: only then does its kept-alive socket go back to the
@@ -30,10 +30,10 @@ export function headerSource(headers: IncomingHttpHeaders): HeaderSource {
  * wanted of it) or, when the connection closed before the end, with an Error "terminated" whose cause
  * is the HTTP stack's (usually "aborted", ECONNRESET).
  *
- * Once settled it takes its listeners off the body. Node may hold a finished answer a while longer:
+ * Once settled it takes its listeners off the body. Node may hold a finished response a while longer:
  * the parser of its connection, past the 1,000 Node keeps for reuse, is closed on the next turn of the
- * event loop and holds the request and its answer until then. With thousands of answers read in one
- * turn that is thousands of answers, and through these listeners each would hold what reads it (the
+ * event loop and holds the request and its response until then. With thousands of responses read in one
+ * turn that is thousands of responses, and through these listeners each would hold what reads it (the
  * stream parser, the message being assembled, the call's callbacks and, through them, its step).
  */
 export function forEachChunk(message: IncomingMessage, onChunk: (chunk: Buffer) => void): Promise<boolean> {
@@ -43,7 +43,7 @@ export function forEachChunk(message: IncomingMessage, onChunk: (chunk: Buffer) 
       message.off('data', onData);
       message.off('end', onEnd);
       message.off('close', closed);
-      // Node's answer emits 'error' only to listeners, but another Readable (or a direct emit) would
+      // Node's response emits 'error' only to listeners, but another Readable (or a direct emit) would
       // crash the process with one nobody hears: one that comes after this is ignored.
       message.off('error', closed);
       message.on('error', ignore);
@@ -80,7 +80,7 @@ export function forEachChunk(message: IncomingMessage, onChunk: (chunk: Buffer) 
   });
 }
 
-/** What an answer's 'error' comes to once its reader has settled: nothing (the reader has its outcome). */
+/** What a response's 'error' comes to once its reader has settled: nothing (the reader has its outcome). */
 function ignore(): void {}
 
 /** Reads the rest of the body, without looking at it: its socket can then serve the next call. */

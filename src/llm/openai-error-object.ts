@@ -1,7 +1,7 @@
 /**
- * What an error object of a Chat Completions answer stands for (`{message, type, code}`, in an error
- * answer, in the middle of a stream, or in a 200's body). Pure, and free of the OpenAI SDK: the wire
- * format needs it on every answer, the SDK is loaded only when an OpenAI-compatible agent calls.
+ * What an error object of a Chat Completions response stands for (`{message, type, code}`, in an error
+ * response, in the middle of a stream, or in a 200's body). Pure, and free of the OpenAI SDK: the wire
+ * format needs it on every response, the SDK is loaded only when an OpenAI-compatible agent calls.
  */
 import { LlmError } from '../domain/errors.ts';
 
@@ -29,7 +29,7 @@ const STATUS_OF_KIND: Readonly<Record<string, number>> = {
   service_unavailable: 503,
 };
 
-/** The error object of an answer (`{message, type, code, param}`), as far as it can be read. */
+/** The error object of a response (`{message, type, code, param}`), as far as it can be read. */
 export interface ChatErrorObject {
   message?: unknown;
   type?: unknown;

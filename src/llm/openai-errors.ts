@@ -6,8 +6,8 @@ import { parseRetryAfterMs } from './retrying.ts';
 
 /**
  * Every failure of a Chat Completions call as one LlmError, with the statuses of the Anthropic
- * provider: the HTTP status (or the one an error object stands for), -1 for no usable answer
- * (connection refused or reset, an answer cut off or not the API's, a timeout, an abort; retried),
+ * provider: the HTTP status (or the one an error object stands for), -1 for no usable response
+ * (connection refused or reset, a response cut off or not the API's, a timeout, an abort; retried),
  * 0 for a request never sent (not retried). The message is the server's own, without the key.
  */
 export function toLlmError(error: unknown, context: FailureContext = {}): LlmError {
@@ -26,7 +26,7 @@ export function toLlmError(error: unknown, context: FailureContext = {}): LlmErr
     return new LlmError(-1, redact(`connection error${detail}`), { type: 'connection_error', cause, usage });
   }
   if (error instanceof APIError) {
-    // With a status: an HTTP error answer. Without: an error object in the middle of a stream.
+    // With a status: an HTTP error response. Without: an error object in the middle of a stream.
     const body = (error.error ?? null) as ChatErrorObject | null;
     const status = typeof error.status === 'number' ? error.status : statusOfChatError(body);
     const message = typeof body?.message === 'string' && body.message !== '' ? body.message : `HTTP ${status}`;

@@ -63,7 +63,7 @@ export class OpenAiClient implements LlmClient {
   }
 
   async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
-    const call: Call = { answered: false, requestId: null, usage: null, callbackError: undefined };
+    const call: Call = { responded: false, requestId: null, usage: null, callbackError: undefined };
     try {
       return this.streaming ? await this.stream(request, options, call) : await this.create(request, options, call);
     } catch (error) {
@@ -77,7 +77,7 @@ export class OpenAiClient implements LlmClient {
   private async create(request: LlmRequest, options: LlmCallOptions, call: Call): Promise<LlmResponse> {
     const pending = (await this.sdk()).chat.completions.create(toChatParams(request), { signal: options.signal });
     const response = await pending.asResponse();
-    call.answered = true;
+    call.responded = true;
     call.requestId = response.headers.get('x-request-id');
     // An HTML page or an empty body comes back as a string or undefined, not a completion.
     return toLlmResponse((await pending) as unknown, call.requestId, request.model);
@@ -86,7 +86,7 @@ export class OpenAiClient implements LlmClient {
   private async stream(request: LlmRequest, options: LlmCallOptions, call: Call): Promise<LlmResponse> {
     const params = { ...toChatParams(request), stream: true as const, stream_options: { include_usage: true } };
     const { data: chunks, request_id } = await (await this.sdk()).chat.completions.create(params, { signal: options.signal }).withResponse();
-    call.answered = true;
+    call.responded = true;
     call.requestId = request_id ?? null;
     const assembler = new ChatStreamAssembler(request.model);
     for await (const chunk of chunks) {
@@ -97,7 +97,7 @@ export class OpenAiClient implements LlmClient {
       }
       if (text) report(call, () => options.onText?.(text, 1));
     }
-    // The SDK ends the iteration quietly when the request is aborted; an aborted answer is no answer.
+    // The SDK ends the iteration quietly when the request is aborted; an aborted response counts as none.
     if (options.signal?.aborted) throw new LlmError(-1, 'request aborted', { type: 'aborted' });
     return assembler.finish(call.requestId);
   }

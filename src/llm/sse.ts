@@ -11,7 +11,7 @@
  * Two choices are left to the caller instead of the format's defaults: an event without `event:`
  * is passed on with a null name (not "message"), and an event with a name but no data is passed on
  * with empty data (not dropped). The Messages API client skips the first and must see the second
- * (an `error` event ends the answer whatever its data).
+ * (an `error` event ends the response whatever its data).
  *
  * Hot path: a chunk usually holds several whole events. Lines are found with indexOf and read in
  * place, so an event costs the strings its name and data are made of, nothing more.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { connectionFailed, errorBodyFields, fromErrorAnswer, isTimeout } from '../../src/llm/anthropic-failures.ts';
+import { connectionFailed, errorBodyFields, fromErrorResponse, isTimeout } from '../../src/llm/anthropic-failures.ts';
 
 describe('errorBodyFields', () => {
   it("reads the type and message of the API's error body, and nothing from anything else", () => {
@@ -11,13 +11,13 @@ describe('errorBodyFields', () => {
   });
 });
 
-describe('fromErrorAnswer', () => {
+describe('fromErrorResponse', () => {
   it('without an HTTP status (an error event) takes the status its type stands for, and "HTTP <status>" without a message', () => {
     const headers = new Headers({ 'request-id': 'req_1', 'retry-after': '2', 'x-should-retry': 'true' });
-    expect(fromErrorAnswer({ status: undefined, type: 'overloaded_error', message: null, headers }, { apiKey: 'k' })).toMatchObject({
+    expect(fromErrorResponse({ status: undefined, type: 'overloaded_error', message: null, headers }, { apiKey: 'k' })).toMatchObject({
       status: 529, message: 'HTTP 529', type: 'overloaded_error', requestId: 'req_1', retryAfterMs: 2000, retryable: true,
     });
-    expect(fromErrorAnswer({ status: 418, type: null, message: 'teapot', headers: null }, { requestId: 'req_ctx' })).toMatchObject({ status: 418, requestId: 'req_ctx', retryable: false });
+    expect(fromErrorResponse({ status: 418, type: null, message: 'teapot', headers: null }, { requestId: 'req_ctx' })).toMatchObject({ status: 418, requestId: 'req_ctx', retryable: false });
   });
 });
 

@@ -1,11 +1,11 @@
 /**
- * Reading an answer's body chunk by chunk (http-answer.ts): the outcome, and that once it is settled
- * the reader holds nothing through the body it read (Node may keep a finished answer a while longer).
+ * Reading a response's body chunk by chunk (http-response.ts): the outcome, and that once it is settled
+ * the reader holds nothing through the body it read (Node may keep a finished response a while longer).
  */
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { forEachChunk } from '../../src/llm/http-answer.ts';
+import { forEachChunk } from '../../src/llm/http-response.ts';
 
 /** A body as forEachChunk reads it: a Readable is all of an IncomingMessage it uses. */
 const body = () => new Readable({ read() {} }) as unknown as IncomingMessage & Readable;
