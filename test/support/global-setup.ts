@@ -2,6 +2,10 @@
  * One PostgreSQL for the whole suite: DATABASE_URL when set (CI's second pass), otherwise a throwaway
  * embedded cluster in a temporary directory. A template database is migrated once; every test file
  * clones it (see db.ts), which takes milliseconds and isolates the files from each other.
+ *
+ * The integration and process projects both name this file; vitest loads it once per project, so the
+ * cluster lives on globalThis and the last project to tear down stops it. Unit tests name no setup and
+ * never start PostgreSQL.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -27,7 +31,18 @@ function withDatabase(url: string, db: string): string {
   return u.toString();
 }
 
-export default async function setup(project: TestProject) {
+interface SharedDatabase {
+  adminUrl: string;
+  templateDb: string;
+  dbPrefix: string;
+  users: number;
+  stop(): Promise<void>;
+}
+
+const SHARED = Symbol.for('durable-agent.test.database');
+type WithShared = typeof globalThis & { [SHARED]?: Promise<SharedDatabase> };
+
+async function startDatabase(): Promise<SharedDatabase> {
   let dataDir: string | null = null;
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
@@ -43,19 +58,37 @@ export default async function setup(project: TestProject) {
   const pool = createPool(withDatabase(adminUrl, templateDb), 2);
   await migrate(pool, { dirs: [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] });
   await pool.end();
-  project.provide('adminUrl', adminUrl);
-  project.provide('templateDb', templateDb);
-  project.provide('dbPrefix', dbPrefix);
+  return {
+    adminUrl,
+    templateDb,
+    dbPrefix,
+    users: 0,
+    async stop() {
+      const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${dbPrefix}%`]);
+      for (const { datname } of rows) {
+        await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`).catch(() => {});
+      }
+      await admin.end();
+      if (dataDir) {
+        await stopEmbeddedPostgres(dataDir);
+        fs.rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+export default async function setup(project: TestProject) {
+  const shared = globalThis as WithShared;
+  shared[SHARED] ??= startDatabase();
+  const db = await shared[SHARED];
+  db.users++;
+  project.provide('adminUrl', db.adminUrl);
+  project.provide('templateDb', db.templateDb);
+  project.provide('dbPrefix', db.dbPrefix);
 
   return async () => {
-    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${dbPrefix}%`]);
-    for (const { datname } of rows) {
-      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`).catch(() => {});
-    }
-    await admin.end();
-    if (dataDir) {
-      await stopEmbeddedPostgres(dataDir);
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    }
+    if (--db.users > 0) return;
+    delete shared[SHARED];
+    await db.stop();
   };
 }
