@@ -91,12 +91,4 @@ export async function expireLease(pool: import('pg').Pool, runId: string): Promi
   await pool.query(`UPDATE durable_agent.run SET locked_until = now() - interval '1 second' WHERE id = $1`, [runId]);
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { waitFor } from './wait-for.ts';
