@@ -12,28 +12,28 @@
  *   const done = await rt.runs.wait(run.id);        // SUCCEEDED, with done.output
  *   await rt.close();
  *
- * The parts (`startRuntime` with a Config, `RunStore`, `Worker`) stay available for custom wiring.
+ * This entry is the public path, and what it exports changes only by adding. A front end takes
+ * `durable-agent/client` (browser-safe); the parts the runtime is wired from are in
+ * `durable-agent/internals`, without that promise.
  */
 export { createRuntime, type AgentRuntime, type CreateRuntimeOptions, type RuntimeEvent } from './runtime/create-runtime.ts';
 export { defineAgent, type Agent, type DefineAgentOptions } from './agents/define-agent.ts';
-export { tool, type ToolOptions, type ZodTool } from './tools/zod-tool.ts';
-export type { CreateRunInput, ForkRunInput, ListRunsInput, RunPage, Runs, WaitOptions } from './runs/runs.ts';
-export { loadConfig, type Config } from './config/environment.ts';
-export { startRuntime, type Runtime, type RuntimeOptions, type AgentOptions } from './runtime/start-runtime.ts';
+export { tool, type JsonSchemaToolOptions, type ToolOptions, type ZodTool } from './tools/zod-tool.ts';
 export { defineTool, type NeedsApproval, type Tool, type ToolContext } from './tools/types.ts';
-export type { McpHttpServer, McpServerOptions, McpStdioServer, McpToolOverride } from './tools/mcp-config.ts';
-export type { EngineEvents } from './ports/engine-events.ts';
-export type { LlmClient, LlmCallOptions, LlmRequest, LlmResponse, ToolDefinition } from './llm/types.ts';
+export { sleepTool, SLEEP_TOOL_NAME } from './tools/sleep-tool.ts';
 export { anthropic, openAiCompatible, type AnthropicOptions, type OpenAiCompatibleOptions } from './llm/factories.ts';
+export type { CreateRunInput, ForkRunInput, ListRunsInput, RunPage, Runs, WaitOptions } from './runs/runs.ts';
+export type { Decided } from './store/decisions.ts';
+export type { McpHttpServer, McpServer, McpServerOptions, McpStdioServer, McpToolOverride } from './tools/mcp-config.ts';
+export type { LlmClient, LlmCallOptions, LlmRequest, LlmResponse, ToolDefinition } from './llm/types.ts';
 export type { Logger } from './observability/logger.ts';
 export type { AuthenticateHook, AuthRequest } from './api/auth.ts';
 export type { Run, RunId, RunStatus, TerminalStatus, Step, StepKind, StepStatus, Message, ContentBlock, Usage, ForkPoint, BudgetKind } from './domain/types.ts';
 export type { Decision, PendingToolCall, Waiting, WaitingKind } from './domain/types.ts';
-export type { Decided } from './store/decisions.ts';
-export { sleepTool, SLEEP_TOOL_NAME } from './tools/sleep-tool.ts';
 export {
   ConfigError,
   ConflictError,
+  DatabaseUnavailableError,
   DurableAgentError,
   EncryptionError,
   FatalError,
@@ -42,10 +42,10 @@ export {
   LlmError,
   NotFoundError,
   ToolError,
+  UnauthorizedError,
   WaitTimeoutError,
 } from './domain/errors.ts';
-export { RunStore } from './store/run-store.ts';
-export { Worker } from './engine/worker.ts';
+// Following a run's events, as from `durable-agent/client` (the same code), for a Node program.
 export { foldEvents, EventFold, type RunFold, type StepText } from './events/fold.ts';
 export { followRun, FollowRunError, type FollowRunOptions } from './events/follow.ts';
 export {
@@ -56,4 +56,3 @@ export {
   type RunEventType,
   type UnknownRunEvent,
 } from './events/protocol.ts';
-export { livenessSession, leaseOnlyLiveness, type LivenessSessionOptions } from './leases/liveness-session.ts';
