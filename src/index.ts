@@ -28,7 +28,20 @@ export type { McpHttpServer, McpServer, McpServerOptions, McpStdioServer, McpToo
 export type { LlmClient, LlmCallOptions, LlmRequest, LlmResponse, ToolDefinition } from './llm/types.ts';
 export type { Logger } from './observability/logger.ts';
 export type { AuthenticateHook, AuthRequest } from './api/auth.ts';
-export type { Run, RunId, RunStatus, TerminalStatus, Step, StepKind, StepStatus, Message, ContentBlock, Usage, ForkPoint, BudgetKind } from './domain/types.ts';
+export type {
+  Run,
+  RunId,
+  RunStatus,
+  TerminalStatus,
+  Step,
+  StepKind,
+  StepStatus,
+  Message,
+  ContentBlock,
+  Usage,
+  ForkPoint,
+  BudgetKind,
+} from './domain/types.ts';
 export type { Decision, PendingToolCall, Waiting, WaitingKind } from './domain/types.ts';
 export {
   ConfigError,

@@ -97,7 +97,12 @@ export function createClient(options: ClientOptions): Client {
   const fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
   const timeoutMs = options.timeoutMs ?? TIMEOUT_MS;
 
-  async function call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body: unknown, request: RequestOptions & { headers?: Record<string, string> } = {}): Promise<T> {
+  async function call<T>(
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    body: unknown,
+    request: RequestOptions & { headers?: Record<string, string> } = {},
+  ): Promise<T> {
     const outcome = await sendJson({
       baseUrl,
       apiKey: options.apiKey,
@@ -112,7 +117,12 @@ export function createClient(options: ClientOptions): Client {
     if (!outcome.reached) throw new ApiError(`${method} ${path}: cannot reach ${baseUrl || 'the API'} (${outcome.cause})`, null);
     if (outcome.status < 200 || outcome.status > 299) {
       const detail = errorDetailOf(outcome.json);
-      throw new ApiError(`${method} ${path}: ${outcome.status} ${detail?.message ?? outcome.statusText}`, outcome.status, detail?.code ?? null, detail?.issues ?? []);
+      throw new ApiError(
+        `${method} ${path}: ${outcome.status} ${detail?.message ?? outcome.statusText}`,
+        outcome.status,
+        detail?.code ?? null,
+        detail?.issues ?? [],
+      );
     }
     return outcome.json as T;
   }
@@ -120,7 +130,10 @@ export function createClient(options: ClientOptions): Client {
   const run = (id: string) => `/api/runs/${segment(id)}`;
   const runs: RunsClient = {
     create: (request, { idempotencyKey, ...rest } = {}) =>
-      call('POST', '/api/runs', request, { ...rest, ...(idempotencyKey === undefined ? {} : { headers: { 'idempotency-key': idempotencyKey } }) }),
+      call('POST', '/api/runs', request, {
+        ...rest,
+        ...(idempotencyKey === undefined ? {} : { headers: { 'idempotency-key': idempotencyKey } }),
+      }),
     get: (id, request) => call('GET', run(id), undefined, request),
     list: (query = {}, request) => call('GET', `/api/runs${queryString(query)}`, undefined, request),
     cancel: (id, request) => call('POST', `${run(id)}/cancel`, undefined, request),
@@ -132,7 +145,8 @@ export function createClient(options: ClientOptions): Client {
       await call('DELETE', run(id), undefined, request);
     },
     eventPage: (id, page = {}, request) => call('GET', `${run(id)}/events${queryString(page)}`, undefined, request),
-    events: (id, follow = {}) => followRun(baseUrl, id, { ...follow, ...(options.apiKey ? { apiKey: options.apiKey } : {}), fetch: fetchFn }),
+    events: (id, follow = {}) =>
+      followRun(baseUrl, id, { ...follow, ...(options.apiKey ? { apiKey: options.apiKey } : {}), fetch: fetchFn }),
   };
   return { baseUrl, runs };
 }

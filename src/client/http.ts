@@ -60,7 +60,7 @@ export async function sendJson(request: JsonRequest): Promise<JsonOutcome> {
   }
   if (res.status === 204) return { reached: true, status: 204, statusText: res.statusText, json: undefined };
   const text = await res.text();
-  let json: unknown = null;
+  let json: unknown;
   try {
     json = text ? JSON.parse(text) : null;
   } catch {

@@ -62,18 +62,28 @@ describe('createClient', () => {
     const created = await api.runs.create({ input: 'Close T-7.', metadata: { user: 'u1' } }, { idempotencyKey: 'close-t7' });
     expect(created).toEqual({ id: expect.any(String), status: 'QUEUED' });
     // The same key and body answer the same run.
-    expect(await api.runs.create({ input: 'Close T-7.', metadata: { user: 'u1' } }, { idempotencyKey: 'close-t7' })).toEqual({ id: created.id, status: expect.any(String) });
+    expect(await api.runs.create({ input: 'Close T-7.', metadata: { user: 'u1' } }, { idempotencyKey: 'close-t7' })).toEqual({
+      id: created.id,
+      status: expect.any(String),
+    });
 
     const seen: (RunEvent | UnknownRunEvent)[] = [];
     for await (const e of api.runs.events(created.id, { retryMs: 50 })) {
       seen.push(e);
       if (e.type === 'run.waiting') {
         const waiting = await api.runs.get(created.id);
-        expect(waiting).toMatchObject({ status: 'WAITING', tenant: 'acme', metadata: { user: 'u1' }, waiting: { kind: 'approval', toolCalls: [{ toolUseId: 'toolu_c1', toolName: 'close_ticket', input: { ticketId: 'T-7' } }] } });
+        expect(waiting).toMatchObject({
+          status: 'WAITING',
+          tenant: 'acme',
+          metadata: { user: 'u1' },
+          waiting: { kind: 'approval', toolCalls: [{ toolUseId: 'toolu_c1', toolName: 'close_ticket', input: { ticketId: 'T-7' } }] },
+        });
         expect(await api.runs.decide(created.id, 'toolu_c1', { decision: 'approve' })).toEqual({ id: created.id, status: 'QUEUED' });
       }
     }
-    expect(seen.map((e) => e.type)).toEqual(expect.arrayContaining(['run.started', 'tool.started', 'tool.finished', 'run.waiting', 'run.resumed', 'run.finished']));
+    expect(seen.map((e) => e.type)).toEqual(
+      expect.arrayContaining(['run.started', 'tool.started', 'tool.finished', 'run.waiting', 'run.resumed', 'run.finished']),
+    );
     expect(foldEvents(seen).finished).toMatchObject({ status: 'SUCCEEDED', output: 'Closed T-7.' });
     expect(executed).toEqual([{ ticketId: 'T-7' }]);
 
@@ -85,7 +95,11 @@ describe('createClient', () => {
       [2, 'TOOL', 'DONE', 'close_ticket'],
       [3, 'MODEL', 'DONE', null],
     ]);
-    expect(await api.runs.step(created.id, 2)).toMatchObject({ seq: 2, request: { toolUseId: 'toolu_c1', name: 'close_ticket', input: { ticketId: 'T-7' } }, response: 'closed T-7' });
+    expect(await api.runs.step(created.id, 2)).toMatchObject({
+      seq: 2,
+      request: { toolUseId: 'toolu_c1', name: 'close_ticket', input: { ticketId: 'T-7' } },
+      response: 'closed T-7',
+    });
     const page = await api.runs.eventPage(created.id, { after: seen[0]!.id, limit: 2 });
     expect(page).toEqual({ events: seen.slice(1, 3), finished: false });
 
@@ -98,17 +112,25 @@ describe('createClient', () => {
     await expect(api.runs.get(created.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
   });
 
-  it('cancels a queued run, and refuses a second cancel with the server\'s code and message', async () => {
+  it("cancels a queued run, and refuses a second cancel with the server's code and message", async () => {
     const { id } = await api.runs.create({ input: 'Later.', startAt: new Date(Date.now() + 3_600_000).toISOString() });
     expect(await api.runs.cancel(id)).toEqual({ id, status: 'CANCELLED', cancelRequested: true });
     const refused = await api.runs.cancel(id).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ApiError);
-    expect(refused).toMatchObject({ status: 409, code: 'conflict', message: expect.stringMatching(new RegExp(`^POST /api/runs/${id}/cancel: 409 `)) });
+    expect(refused).toMatchObject({
+      status: 409,
+      code: 'conflict',
+      message: expect.stringMatching(new RegExp(`^POST /api/runs/${id}/cancel: 409 `)),
+    });
   });
 
   it('gives the failing fields of a 400, the 401 of a missing key, and an unreachable server as status null', async () => {
     const invalid = await api.runs.create({ input: '', tokenBudget: -1 }).catch((e: unknown) => e);
-    expect(invalid).toMatchObject({ status: 400, code: 'invalid_request', issues: expect.arrayContaining([expect.objectContaining({ path: 'tokenBudget' })]) });
+    expect(invalid).toMatchObject({
+      status: 400,
+      code: 'invalid_request',
+      issues: expect.arrayContaining([expect.objectContaining({ path: 'tokenBudget' })]),
+    });
 
     await expect(createClient({ baseUrl: rt.url! }).runs.list()).rejects.toMatchObject({ status: 401 });
 
@@ -116,7 +138,10 @@ describe('createClient', () => {
     const closed = createClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: KEY });
     const unreachable = await closed.runs.get('00000000-0000-4000-8000-000000000000').catch((e: unknown) => e);
     expect(unreachable).toBeInstanceOf(ApiError);
-    expect(unreachable).toMatchObject({ status: null, message: expect.stringMatching(/^GET \/api\/runs\/[0-9a-f-]+: cannot reach http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)$/) });
+    expect(unreachable).toMatchObject({
+      status: null,
+      message: expect.stringMatching(/^GET \/api\/runs\/[0-9a-f-]+: cannot reach http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)$/),
+    });
     expect(JSON.stringify(unreachable) + String(unreachable)).not.toContain(KEY);
   });
 });

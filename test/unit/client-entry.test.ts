@@ -17,10 +17,14 @@ function runtimeImports(file: string): string[] {
   const found: string[] = [];
   const visit = (node: ts.Node): void => {
     if (ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly) found.push((node.moduleSpecifier as ts.StringLiteral).text);
-    else if (ts.isExportDeclaration(node) && node.moduleSpecifier && !node.isTypeOnly) found.push((node.moduleSpecifier as ts.StringLiteral).text);
+    else if (ts.isExportDeclaration(node) && node.moduleSpecifier && !node.isTypeOnly)
+      found.push((node.moduleSpecifier as ts.StringLiteral).text);
     else if (ts.isImportEqualsDeclaration(node) && !node.isTypeOnly && ts.isExternalModuleReference(node.moduleReference)) {
       found.push((node.moduleReference.expression as ts.StringLiteral).text);
-    } else if (ts.isCallExpression(node) && (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))) {
+    } else if (
+      ts.isCallExpression(node) &&
+      (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))
+    ) {
       const [arg] = node.arguments;
       found.push(arg && ts.isStringLiteralLike(arg) ? arg.text : '(a computed specifier)');
     }
@@ -57,7 +61,9 @@ function moduleGraph(entry: string): { modules: string[]; outside: string[] } {
 describe('the client entry', () => {
   it('loads no Node module and no package, at any depth: it can be bundled for a browser', () => {
     const { modules, outside } = moduleGraph(ENTRY);
-    expect(modules).toEqual(expect.arrayContaining(['src/client/index.ts', 'src/client/client.ts', 'src/events/follow.ts', 'src/events/protocol.ts']));
+    expect(modules).toEqual(
+      expect.arrayContaining(['src/client/index.ts', 'src/client/client.ts', 'src/events/follow.ts', 'src/events/protocol.ts']),
+    );
     expect(outside).toEqual([]);
   });
 
@@ -66,7 +72,10 @@ describe('the client entry', () => {
     try {
       fs.writeFileSync(path.join(dir, 'entry.ts'), "import type { Pool } from 'pg';\nexport { a } from './a.ts';\n");
       fs.writeFileSync(path.join(dir, 'a.ts'), "import { b } from './b.ts';\nexport const a = b;\n");
-      fs.writeFileSync(path.join(dir, 'b.ts'), "import fs from 'node:fs';\nimport { type X } from 'fastify';\nexport const b = () => import('crypto');\n");
+      fs.writeFileSync(
+        path.join(dir, 'b.ts'),
+        "import fs from 'node:fs';\nimport { type X } from 'fastify';\nexport const b = () => import('crypto');\n",
+      );
       const { outside } = moduleGraph(path.join(dir, 'entry.ts'));
       expect(outside.map((o) => o.split(' ')[0])).toEqual(['node:fs', 'fastify', 'crypto']);
       expect(outside[0]).toMatch(/entry\.ts → .*a\.ts → .*b\.ts\)$/);
