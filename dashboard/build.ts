@@ -6,6 +6,10 @@
  * events with the server's own code, served from the same directory), the static files, the Inter font with its licence, and
  * index.html with a modulepreload link for every module, so the browser fetches them all at once
  * instead of discovering them import by import.
+ *
+ * The page's types are the API schemas' (types.ts imports them, as types only): tsc compiles those
+ * server modules too, but only the modules of src/ that the page imports at run time are shipped, and
+ * a shipped module that imports a package (zod, say) fails the build.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -18,6 +22,8 @@ export const DASHBOARD_OUT = path.resolve(HERE, '../dist/dashboard');
 const require = createRequire(import.meta.url);
 /** The server's modules the dashboard imports (through tsconfig's rootDirs): a change to them rebuilds it. */
 const SHARED = path.resolve(HERE, '../src/events');
+/** Where the page's types come from (types.ts): a change to them checks it again. */
+const TYPE_SOURCES = ['../src/api/schemas.ts', '../src/api/schemas-overview.ts', '../src/runs/requests.ts', '../src/domain/types.ts'].map((f) => path.resolve(HERE, f));
 
 function modules(dir: string, base = dir): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -36,11 +42,45 @@ export function dashboardStaleness(): string | null {
   const shell = path.join(DASHBOARD_OUT, 'index.html');
   if (!fs.existsSync(shell)) return `the dashboard is not built (${shell} is missing): run npm run build`;
   const built = fs.statSync(shell).mtimeMs;
-  const sources = Math.max(newest(path.join(HERE, 'src')), newest(path.join(HERE, 'static')), newest(SHARED), fs.statSync(fileURLToPath(import.meta.url)).mtimeMs);
+  const types = TYPE_SOURCES.map((f) => fs.statSync(f, { throwIfNoEntry: false })?.mtimeMs ?? Infinity);
+  const sources = Math.max(newest(path.join(HERE, 'src')), newest(path.join(HERE, 'static')), newest(SHARED), ...types, fs.statSync(fileURLToPath(import.meta.url)).mtimeMs);
   if (sources > built) {
     return 'the dashboard was built before its last change: run npm run build';
   }
   return null;
+}
+
+/** The static imports of a compiled module: relative ones (`./x.js`) and packages (`zod`). */
+function importsOf(code: string): string[] {
+  return [...code.matchAll(/(?:^|[;\s])(?:import|export)\s*(?:[\w*${}\s,]*?\s*from\s*)?(['"])([^'"]+)\1/g)].map((m) => m[2]!);
+}
+
+/**
+ * Copies into `out` the modules of `server` (the compiled src/) that the modules in `out` import, and
+ * theirs in turn; nothing else of the server is shipped. Throws on an import of a package, which the
+ * browser could not load, and on one that names no module.
+ */
+function shipImported(out: string, server: string): void {
+  const pending = modules(out);
+  const seen = new Set(pending);
+  while (pending.length) {
+    const module = pending.pop()!;
+    const from = fs.existsSync(path.join(out, module)) ? out : server;
+    for (const specifier of importsOf(fs.readFileSync(path.join(from, module), 'utf8'))) {
+      if (!specifier.startsWith('.')) throw new Error(`${module} imports "${specifier}": the browser gets no packages (import its types with \`import type\`)`);
+      const target = path.posix.normalize(path.posix.join(path.posix.dirname(module), specifier));
+      if (seen.has(target)) continue;
+      seen.add(target);
+      if (fs.existsSync(path.join(out, target))) {
+        pending.push(target);
+        continue;
+      }
+      if (!fs.existsSync(path.join(server, target))) throw new Error(`${module} imports ${specifier}, which is neither the page's nor the server's`);
+      fs.mkdirSync(path.dirname(path.join(out, target)), { recursive: true });
+      fs.copyFileSync(path.join(server, target), path.join(out, target));
+      pending.push(target);
+    }
+  }
 }
 
 export function buildDashboard(): string {
@@ -54,7 +94,7 @@ export function buildDashboard(): string {
     execFileSync(process.execPath, [tsc, '-p', path.join(HERE, 'tsconfig.json'), '--outDir', compiled], { stdio: 'inherit' });
     // tsc lays the output out like the repository; the browser sees dashboard/src and src/ as one directory.
     fs.renameSync(path.join(compiled, 'dashboard', 'src'), out);
-    fs.cpSync(path.join(compiled, 'src'), out, { recursive: true, errorOnExist: true, force: false });
+    shipImported(out, path.join(compiled, 'src'));
 
     for (const file of fs.readdirSync(path.join(HERE, 'static'))) {
       if (file !== 'index.html') fs.copyFileSync(path.join(HERE, 'static', file), path.join(out, file));

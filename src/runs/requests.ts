@@ -74,8 +74,9 @@ const Metadata = z
       return;
     }
     const problem = problemInside(m);
+    // TextEncoder rather than Buffer: these schemas are type-checked for the browser too (the dashboard's types).
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    else if (Buffer.byteLength(JSON.stringify(m)) > LIMITS.metadataBytes) {
+    else if (new TextEncoder().encode(JSON.stringify(m)).length > LIMITS.metadataBytes) {
       ctx.addIssue({ code: 'custom', message: `must be at most ${LIMITS.metadataBytes} bytes as JSON` });
     }
   })
