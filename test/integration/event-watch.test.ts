@@ -60,8 +60,11 @@ it('announces the events of a run only while a hub follows it, and delivers them
     await waitFor('the hub to drop the registration', async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1', [followed.id])).rowCount === 0, 5_000);
     const before = heard.length;
     await events.append(followed.id, lease(followed.id), text(2, 'after the reader left'));
-    await new Promise((r) => setTimeout(r, 300));
-    expect(heard.length).toBe(before);
+    // PostgreSQL delivers notifications in commit order: once a marker sent after the write is heard, an
+    // announcement of the write would have been heard before it.
+    await db.pool.query('SELECT pg_notify($1, $2)', [RUN_EVENT_CHANNEL, 'marker']);
+    await waitFor('the marker', async () => heard.includes('marker'), 5_000);
+    expect(heard.slice(before)).toEqual(['marker']);
   } finally {
     await hub.close();
     await listener.end();
@@ -155,7 +158,8 @@ describe('a model step of a run nobody follows', () => {
     const run = await newRun(db.store, 'say two parts');
     const driving = worker.runOnce();
     await model.atGate;
-    await new Promise((r) => setTimeout(r, 300)); // past the 100 ms a followed run's first batch waits
+    // Kept: that nothing is written meanwhile is the test; 300 ms is past the 100 ms a followed run's first batch waits.
+    await new Promise((r) => setTimeout(r, 300));
     expect((await types(run.id)).map((e) => e.type)).toEqual(['run.started']);
     model.release();
     expect((await driving)?.status).toBe('SUCCEEDED');
@@ -256,8 +260,10 @@ describe('a follower the worker did not hear of at once', () => {
       await events.watch([run.id], hub, -1_000); // registered, already expired
       await events.watch([run.id], hub, 60_000); // renewed after expiry: news to the worker
       await events.watch([run.id], hub, 60_000); // renewed while live: nothing new
-      await new Promise((r) => setTimeout(r, 300));
-      expect(heard).toEqual([run.id, run.id]);
+      // Notifications arrive in commit order: a marker heard means an announcement of the last renewal would have been too.
+      await db.pool.query(`SELECT pg_notify('durable_agent_run_followed', 'marker')`);
+      await waitFor('the marker', async () => heard.includes('marker'), 5_000);
+      expect(heard).toEqual([run.id, run.id, 'marker']);
     } finally {
       await listener.end();
     }

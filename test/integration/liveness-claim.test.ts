@@ -40,11 +40,10 @@ it('a run whose owner session ended is found orphaned and taken over before its 
   expect(await db.store.claim({ worker: 'B', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: b.key, orphaned: [] })).toEqual([]);
 
   await a.client.end(); // A's process dies: PostgreSQL drops its lock with its session
-  let found: ProbeRow = await probe();
-  for (let i = 0; i < 50 && found.orphaned.length === 0; i++) {
-    await new Promise((r) => setTimeout(r, 20));
-    found = await probe();
-  }
+  const found = await waitFor('A\'s lock to be gone', async () => {
+    const row = await probe();
+    return row.orphaned.length > 0 && row;
+  }, 5_000);
   expect(found.orphaned).toEqual([a.key]);
 
   const [taken] = await db.store.claim({ worker: 'B', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: b.key, orphaned: found.orphaned });

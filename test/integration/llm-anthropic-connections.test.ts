@@ -77,7 +77,7 @@ describe.each([
     server.closeIdleConnections();
     expect(await text(anthropic.send(ask))).toBe('b');
     server.closeIdleConnections();
-    await sleep(50);
+    await sleep(50); // kept: "a while before" is the scenario, the close seen by the client before its next call
     expect(await text(anthropic.send(ask))).toBe('c');
     expect(server.requests.map((r) => r.status)).toEqual([200, 200, 200]);
     expect(server.connections()).toBe(3);

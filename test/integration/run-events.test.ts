@@ -13,7 +13,7 @@ import { createLlmClient } from '../../src/llm/index.ts';
 import type { Worker } from '../../src/engine/worker.ts';
 import type { RunId } from '../../src/domain/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
-import { newRun, testWorker } from '../support/engine.ts';
+import { newRun, testWorker, waitFor } from '../support/engine.ts';
 import { startEventsApi, readSse, type EventsApi, type SseEvent } from '../support/events-api.ts';
 import { fake, startFakeAnthropic, warmUp, type FakeAnthropic } from '../support/fake-anthropic.ts';
 
@@ -55,11 +55,10 @@ async function runWith(...answers: Parameters<FakeAnthropic['enqueue']>): Promis
 }
 
 async function finished(id: RunId) {
-  for (;;) {
+  return waitFor(`run ${id} to end`, async () => {
     const run = await db.store.state(id);
-    if (['SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'].includes(run.status)) return run;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    return ['SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'].includes(run.status) && run;
+  }, 30_000);
 }
 
 const strip = (events: SseEvent[]) => events.map((e) => ({ id: e.id, type: e.type, data: e.data }));
@@ -133,11 +132,17 @@ describe('the event stream of a run', () => {
     const connections = async () =>
       Number((await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database()`)).rows[0]!.n);
     const id = await runWith({ ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 60 } });
-    const one = readSse(eventsUrl(id));
-    await new Promise((r) => setTimeout(r, 300));
+    const listeners = async () =>
+      Number((await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN%'`)).rows[0]!.n);
+    let oneServed = false;
+    const one = readSse(eventsUrl(id), {}, Infinity, () => (oneServed = true));
+    // One reader served and the hub's LISTEN connection up (beside the worker's): what a first reader costs.
+    await waitFor('the first reader\'s first event', () => oneServed, 10_000);
+    await waitFor('the hub\'s LISTEN connection', async () => (await listeners()) >= 2, 10_000);
     const withOne = await connections();
-    const readers = Array.from({ length: 300 }, () => readSse(eventsUrl(id)));
-    await new Promise((r) => setTimeout(r, 500));
+    const served = new Set<number>();
+    const readers = Array.from({ length: 300 }, (_, i) => readSse(eventsUrl(id), {}, Infinity, () => served.add(i)));
+    await waitFor('every reader\'s first event', () => served.size === 300, 20_000);
     const withMany = await connections();
     const all = await Promise.all([one, ...readers]);
     const reference = strip((await readSse(eventsUrl(id))).events);

@@ -209,6 +209,7 @@ describe('the shutdown grace expiring', () => {
       idempotent: false,
       async execute() {
         paying();
+        // Kept: a charge that outlasts the grace and the force limit is the scenario.
         await new Promise((r) => setTimeout(r, 1_500));
         charges++;
         return 'charged';

@@ -20,6 +20,7 @@ const sleepTool = (ms: number, onRun?: (runId: string) => void) =>
     inputSchema: { type: 'object' },
     async execute(_input, ctx) {
       onRun?.(ctx.runId);
+      // Kept: a step that takes this long (longer than a lease, say) is the scenario.
       await new Promise((r) => setTimeout(r, ms));
       return 'slept';
     },
@@ -54,6 +55,7 @@ describe('worker', () => {
         async execute(_input, ctx) {
           if (live.has(ctx.runId)) overlaps++;
           live.set(ctx.runId, worker);
+          // Kept: the work takes a moment, a window in which a second owner would be seen.
           await new Promise((r) => setTimeout(r, 2));
           live.delete(ctx.runId);
           return worker;
@@ -184,9 +186,18 @@ describe('worker', () => {
   });
 
   it('wakes on NOTIFY instead of waiting for the poll', async () => {
-    const w = testWorker(db.store, toolThenTextLlm('sleep'), [sleepTool(0)], { name: 'N', pollIntervalMs: 60_000, subscribeUrl: db.url });
+    let claims = 0;
+    const store = new Proxy(db.store, {
+      get: (target, key) =>
+        key === 'claim' ? (...args: Parameters<typeof target.claim>) => target.claim(...args).finally(() => claims++) : Reflect.get(target, key, target),
+    });
+    const w = testWorker(store, toolThenTextLlm('sleep'), [sleepTool(0)], { name: 'N', pollIntervalMs: 60_000, subscribeUrl: db.url });
     await w.start();
-    await new Promise((r) => setTimeout(r, 300)); // the first poll found nothing; the next is a minute away
+    // Its LISTEN connection up, and the claims of its start and of that connection over (both found
+    // nothing): the next poll is a minute away.
+    await waitFor('the worker\'s LISTEN connection', async () =>
+      (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN %run_cancel%'`)).rowCount! > 0, 5_000);
+    await waitFor('the claims of its start and its connection', () => claims >= 2, 5_000);
     const run = await newRun(db.store, 'notify');
     await waitFor('the notified worker to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 10_000);
     await w.stop();
@@ -273,6 +284,7 @@ describe('shutdown and bad logs', () => {
       idempotent: false,
       async execute(_input, ctx) {
         started();
+        // Kept: a charge that outlasts the 50 ms grace is the scenario.
         await new Promise((r) => setTimeout(r, 400));
         charges++;
         return ctx.signal.aborted ? 'charged (the worker was stopping)' : 'charged';

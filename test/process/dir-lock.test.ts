@@ -18,6 +18,7 @@ it('lets one holder in at a time', async () => {
   const hold = (name: string) =>
     withDirectoryLock(lock, async () => {
       trace.push(`${name} in`);
+      // Kept: holding the lock a while, so the others contend for it, is the scenario.
       await new Promise((r) => setTimeout(r, 100));
       trace.push(`${name} out`);
     });

@@ -111,7 +111,7 @@ it('worker-A is killed mid-step; worker-B resumes from the checkpoint and the ru
   const workerB = startCli('worker-B', ['worker'], cleanEnv({ ...common, WORKER_NAME: 'worker-B' }));
   await waitForOutput(workerB, /worker worker-B started/, 30_000);
   mark('worker-B up');
-  await sleep(3_500);
+  await sleep(3_500); // kept: that B takes nothing for longer than a lease is the test
   expect(workerB.out).not.toContain(`run=${short}`);
   expect(fakeApi.requests).toHaveLength(2);
   expect(fakeApi.requests[1]!.status).toBeNull();

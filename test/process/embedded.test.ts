@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ensureEmbeddedPostgres, stopEmbeddedPostgres } from '../../src/db/embedded.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const run = promisify(execFile);
 let dataDir: string;
@@ -21,6 +22,21 @@ afterAll(async () => {
   await stopEmbeddedPostgres(dataDir).catch(() => {});
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
+
+/** The process is gone, or a zombie nobody reaped yet (it serves nothing). */
+function exited(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return true;
+  }
+}
+
+const postmasterPid = () => {
+  const file = path.join(dataDir, 'pg', 'postmaster.pid');
+  return fs.existsSync(file) ? Number(fs.readFileSync(file, 'utf8').split('\n')[0]) : null;
+};
 
 async function query(url: string, sql: string): Promise<unknown[]> {
   const c = new pg.Client({ connectionString: url });
@@ -49,7 +65,7 @@ it('comes back after its server was killed with SIGKILL, with its data', async (
   await query(first.adminUrl, 'CREATE TABLE IF NOT EXISTS kept (v text); INSERT INTO kept VALUES (\'before the kill\')');
   const pid = Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
   process.kill(pid, 'SIGKILL');
-  for (let i = 0; i < 100 && fs.existsSync(`/proc/${pid}`); i++) await new Promise((r) => setTimeout(r, 50));
+  await waitFor('the killed server to be gone', () => exited(pid), 10_000);
   expect(fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(true); // stale
 
   const again = await ensureEmbeddedPostgres(dataDir);
@@ -85,14 +101,12 @@ it('a process whose server died comes back to it (restarting it), so it still co
   const api = await attachEmbeddedPostgres(dataDir);
   const pid = Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
   process.kill(pid, 'SIGKILL');
-  for (let i = 0; i < 200; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    const now = fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))
-      ? Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0])
-      : null;
-    if (now && now !== pid && (await query(api.adminUrl, 'SELECT 1 AS up').catch(() => null))) break;
-  }
-  await new Promise((r) => setTimeout(r, 300)); // the presence connection is back
+  await waitFor('a new server to answer', async () => {
+    const now = postmasterPid();
+    return now !== null && now !== pid && (await query(api.adminUrl, 'SELECT 1 AS up').catch(() => null));
+  }, 20_000);
+  await waitFor('the presence connection to be back', async () =>
+    (await query(api.adminUrl, `SELECT 1 FROM pg_stat_activity WHERE application_name = 'durable-agent-presence'`).catch(() => [])).length > 0, 20_000);
   const worker = await attachEmbeddedPostgres(dataDir);
   expect(await worker.detach()).toBe(false); // the first process still counts
   expect(await api.detach()).toBe(true);
@@ -109,9 +123,9 @@ it('keeps postgres.log private and free of the values a failed statement quotes,
   await query(c.adminUrl, `ALTER SYSTEM SET log_min_error_statement = 'error'`);
   await query(c.adminUrl, `ALTER SYSTEM SET log_error_verbosity = 'verbose'`);
   await query(c.adminUrl, 'SELECT pg_reload_conf()');
-  for (let i = 0; i < 100 && (await query(c.adminUrl, `SELECT 1 FROM pg_settings WHERE name = 'log_error_verbosity' AND setting = 'verbose'`)).length === 0; i++) {
-    await new Promise((r) => setTimeout(r, 20)); // the reload is a signal: wait until it was taken
-  }
+  // The reload is a signal: wait until it was taken.
+  await waitFor('the reload to be taken', async () =>
+    (await query(c.adminUrl, `SELECT 1 FROM pg_settings WHERE name = 'log_error_verbosity' AND setting = 'verbose'`)).length > 0, 10_000);
   const again = await ensureEmbeddedPostgres(dataDir);
   expect(again.startedHere).toBe(false); // found running, and brought up to date
   expect(mode()).toBe('600');

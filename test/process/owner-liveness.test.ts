@@ -4,6 +4,7 @@
  * driving and comes back; a worker stopped past its lease writes nothing after it wakes.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
@@ -36,6 +37,8 @@ interface Started {
   ready: Promise<void>;
   /** Idempotency keys of the tool calls this process started. */
   toolKeys: string[];
+  /** Those of its calls that ended (their effect written). */
+  toolsDone: string[];
 }
 
 function startWorker(name: string, env: Record<string, string> = {}): Started {
@@ -45,14 +48,16 @@ function startWorker(name: string, env: Record<string, string> = {}): Started {
   });
   children.push(child);
   const toolKeys: string[] = [];
+  const toolsDone: string[] = [];
   const ready = new Promise<void>((resolve) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       const m = JSON.parse(line) as { event: string; key?: string };
       if (m.event === 'ready') resolve();
       if (m.event === 'tool') toolKeys.push(m.key!);
+      if (m.event === 'tool done') toolsDone.push(m.key!);
     });
   });
-  return { child, ready, toolKeys };
+  return { child, ready, toolKeys, toolsDone };
 }
 
 /** Workers A and B, both started (slowly on a loaded machine); B is stopped (SIGSTOP) so A claims the next run. */
@@ -65,6 +70,19 @@ async function bothReady(): Promise<[Started, Started]> {
 }
 
 const toolStarted = (runId: RunId) => async () => (await db.store.steps(runId)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED');
+/** The process's state letter in /proc (T: stopped). */
+function processState(pid: number): string {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+}
+
+/** The liveness locks held now, by key. */
+const livenessKeys = async () =>
+  (await db.pool.query<{ key: number }>(
+    `SELECT objid::int AS key FROM pg_locks
+      WHERE locktype = 'advisory' AND objsubid = 2 AND granted AND classid = hashtext('durable_agent.worker_liveness')::oid
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+  )).rows.map((r) => r.key);
 const ownerLock = async (runId: RunId) =>
   (await db.pool.query<{ owner_lock: number | null }>('SELECT owner_lock FROM durable_agent.run WHERE id = $1', [runId])).rows[0]!.owner_lock;
 
@@ -89,7 +107,7 @@ it('a worker killed with SIGKILL under the default 30 s lease has its run resume
   await waitFor('worker A to start the tool', toolStarted(run.id), 30_000);
   expect(await ownerLock(run.id)).not.toBeNull(); // the run carries its owner's lock
   b.child.kill('SIGCONT');
-  await new Promise((r) => setTimeout(r, 200));
+  await waitFor('worker B to run again', () => processState(b.child.pid!) !== 'T', 5_000);
   a.child.kill('SIGKILL');
   await new Promise((r) => a.child.once('exit', r));
   const killedAt = Date.now();
@@ -111,6 +129,7 @@ it('a worker whose liveness session is terminated while it lives stops driving, 
   await waitFor('worker A to start the tool', toolStarted(run.id), 30_000);
   b.child.kill('SIGCONT');
   const key = (await ownerLock(run.id))!;
+  const before = new Set(await livenessKeys());
   // Terminate A's liveness session and keep its lock from it (held here until A has given it up).
   const holder = await db.pool.connect();
   try {
@@ -121,7 +140,8 @@ it('a worker whose liveness session is terminated while it lives stops driving, 
       [key],
     );
     await holder.query(`SELECT pg_advisory_lock(hashtext('durable_agent.worker_liveness'), $1)`, [key]);
-    await new Promise((r) => setTimeout(r, 2_500)); // past A's grace: it gives the lock up and stops driving
+    // Past its grace, A gives the lock up, stops driving and takes a new one.
+    await waitFor('worker A to take a new liveness lock', async () => (await livenessKeys()).some((k) => !before.has(k)), 15_000);
     await holder.query(`SELECT pg_advisory_unlock(hashtext('durable_agent.worker_liveness'), $1)`, [key]);
   } finally {
     holder.release();
@@ -135,7 +155,8 @@ it('a worker whose liveness session is terminated while it lives stops driving, 
     ['TOOL', 'DONE'], // recorded once: the result of the attempt that stopped driving was fenced off
     ['MODEL', 'DONE'],
   ]);
-  await new Promise((r) => setTimeout(r, 1_000)); // A's own tool call ends meanwhile; its effect is the key's
+  // A's own tool call ends meanwhile; its effect is the key's.
+  await waitFor('worker A\'s tool calls to end', () => a.toolKeys.every((k) => a.toolsDone.includes(k)), 15_000);
   expect((await effects(run.id)).length).toBe(1);
   expect(a.child.exitCode).toBeNull(); // A lived through it
 

@@ -27,6 +27,7 @@ function slowTool(name: string, ms: (input: { ms?: number }) => number, gauge: {
       gauge.now++;
       gauge.max = Math.max(gauge.max, gauge.now);
       try {
+        // Kept: how long each call takes is the scenario (the overlaps are measured on it).
         await new Promise((r) => setTimeout(r, ms(input)));
         return `${name}:${ctx.idempotencyKey}`;
       } finally {

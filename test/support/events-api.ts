@@ -57,8 +57,8 @@ export interface SseEvent {
   data: Record<string, unknown>;
 }
 
-/** Reads an SSE response to its end (or until `stopAfter` events), parsing frames. */
-export async function readSse(url: string, headers: Record<string, string> = {}, stopAfter = Infinity): Promise<{ events: SseEvent[]; comments: number; closedByServer: boolean }> {
+/** Reads an SSE response to its end (or until `stopAfter` events), parsing frames; `onEvent` hears each as it comes. */
+export async function readSse(url: string, headers: Record<string, string> = {}, stopAfter = Infinity, onEvent?: (e: SseEvent) => void): Promise<{ events: SseEvent[]; comments: number; closedByServer: boolean }> {
   const controller = new AbortController();
   const res = await fetch(url, { headers: { accept: 'text/event-stream', ...headers }, signal: controller.signal });
   if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
@@ -77,6 +77,7 @@ export async function readSse(url: string, headers: Record<string, string> = {},
         if (frame.startsWith(':')) comments++;
         if (fields.id === undefined) continue;
         events.push({ id: Number(fields.id), type: fields.event!, data: JSON.parse(fields.data!) });
+        onEvent?.(events.at(-1)!);
         if (events.length >= stopAfter) {
           controller.abort();
           return { events, comments, closedByServer: false };

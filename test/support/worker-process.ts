@@ -20,6 +20,7 @@ const slow = defineTool({
     if (process.env.EFFECT_TABLE) {
       await pool.query(`INSERT INTO ${process.env.EFFECT_TABLE} (key, worker) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [ctx.idempotencyKey, process.env.WORKER_NAME]);
     }
+    console.log(JSON.stringify({ event: 'tool done', runId: ctx.runId, key: ctx.idempotencyKey }));
     return 'slow result';
   },
 });

@@ -7,12 +7,14 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { ToolExecutor } from '../../src/tools/executor.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { tool as zodTool } from '../../src/tools/zod-tool.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 function busy(ms: number): void {
   const until = performance.now() + ms;
   while (performance.now() < until); // a synchronous computation
 }
 
+/** A wait that is part of the scenario (a tool's "network", the loop running freely): what the watch must tell from a block. */
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function watched() {
@@ -42,7 +44,7 @@ function call(tools: ToolExecutor, runs: { id: string; tool: ToolInFlight | null
 
 /** Waits until the watch has logged `n` lines (its tick after a block reports it). */
 async function logged(lines: unknown[], n: number): Promise<void> {
-  while (lines.length < n) await sleep(20);
+  await waitFor(`${n} lines logged`, () => lines.length >= n, 10_000);
 }
 
 describe('EventLoopWatch', () => {

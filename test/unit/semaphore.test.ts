@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Semaphore } from '../../src/tools/semaphore.ts';
+import { nextTurn } from '../support/wait-for.ts';
 
 describe('Semaphore', () => {
   it('lets `size` holders in, then one more for each place given back, in order', async () => {
@@ -9,7 +10,7 @@ describe('Semaphore', () => {
     const order: string[] = [];
     const c = s.acquire().then((r) => (order.push('c'), r));
     const d = s.acquire().then((r) => (order.push('d'), r));
-    await new Promise((r) => setTimeout(r, 10));
+    await nextTurn();
     expect(order).toEqual([]);
     a();
     a(); // giving a place back twice frees it once

@@ -4,6 +4,7 @@ import { FatalError } from '../../src/domain/errors.ts';
 import { createLogger, type Logger } from '../../src/observability/logger.ts';
 import { capResult, ToolExecutor } from '../../src/tools/executor.ts';
 import { defineTool, type ToolContext } from '../../src/tools/types.ts';
+import { nextTurn } from '../support/wait-for.ts';
 
 const use = (name: string, input: unknown = {}): ToolUseBlock => ({ type: 'tool_use', id: 'toolu_1', name, input });
 const ctx = (signal = new AbortController().signal) => ({ runId: 'run-1' as RunId, signal });
@@ -138,7 +139,7 @@ describe('ToolExecutor.withTools', () => {
       entered = true;
       return release;
     });
-    await new Promise((r) => setTimeout(r, 20));
+    await nextTurn();
     expect(entered).toBe(false); // the place taken on the old executor counts on the new one
     leave();
     (await waiting)();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WriteBatches, type WriteAll } from '../../src/util/write-batches.ts';
+import { nextTurn } from '../support/wait-for.ts';
 
 interface Item {
   run: string;
@@ -22,7 +23,7 @@ function recorder(answer: (items: readonly Item[]) => readonly (number | Error)[
   };
   const release = async () => {
     while (waiting.length) waiting.shift()!();
-    await new Promise((r) => setTimeout(r, 0));
+    await nextTurn();
   };
   return { batches, writeAll, release };
 }
