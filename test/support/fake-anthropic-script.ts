@@ -1,4 +1,4 @@
-/** Scripted answers of the fake Messages API: what one request gets, and builders for the usual ones. */
+/** Scripted responses of the fake Messages API: what one request gets, and builders for the usual ones. */
 import type { StreamScript } from './fake-anthropic-sse.ts';
 
 export interface FakeUsage {
@@ -8,7 +8,7 @@ export interface FakeUsage {
   cache_read_input_tokens?: number;
 }
 
-/** One scripted HTTP answer. */
+/** One scripted HTTP response. */
 export interface FakeResponse {
   status: number;
   body: unknown;
@@ -21,13 +21,13 @@ export interface FakeResponse {
   raw?: { contentType: string; text: string };
   /** Send only this many bytes of the JSON body, then drop the connection: a reply cut off mid-body. */
   cutAfterBytes?: number;
-  /** Faults of the answer when it is streamed (the request said `stream: true`). */
+  /** Faults of the response when it is streamed (the request said `stream: true`). */
   stream?: StreamScript;
 }
 
 let messageCounter = 0;
 
-/** Builders of scripted answers, usable with `enqueue` and in a `fallback` responder. */
+/** Builders of scripted responses, usable with `enqueue` and in a `fallback` responder. */
 export const fake = {
   reply(opts: { content: unknown[]; stopReason?: string; usage?: FakeUsage; model?: string }): FakeResponse {
     const u = opts.usage ?? {};
@@ -62,7 +62,7 @@ export const fake = {
     if (opts.retryAfterMs !== undefined) headers['retry-after-ms'] = String(opts.retryAfterMs);
     return { status, body: { type: 'error', error: { type, message } }, headers };
   },
-  /** A page that is not the API's answer, e.g. a proxy's or captive portal's HTML, with this status. */
+  /** A page that is not the API's response, e.g. a proxy's or captive portal's HTML, with this status. */
   html(status = 200): FakeResponse {
     return { status, body: null, raw: { contentType: 'text/html; charset=utf-8', text: '<!DOCTYPE html><html><body><h1>Service Unavailable</h1></body></html>' } };
   },
@@ -70,13 +70,13 @@ export const fake = {
   empty(): FakeResponse {
     return { status: 200, body: null, raw: { contentType: 'application/json', text: '' } };
   },
-  /** `answer` cut off after half its body (non-streamed) or after `deltas` deltas (streamed). */
-  cut(answer: FakeResponse, deltas = 1): FakeResponse {
-    const bytes = Math.floor(JSON.stringify(answer.body).length / 2);
-    return { ...answer, cutAfterBytes: bytes, stream: { ...answer.stream, cutAfterDeltas: deltas } };
+  /** `response` cut off after half its body (non-streamed) or after `deltas` deltas (streamed). */
+  cut(response: FakeResponse, deltas = 1): FakeResponse {
+    const bytes = Math.floor(JSON.stringify(response.body).length / 2);
+    return { ...response, cutAfterBytes: bytes, stream: { ...response.stream, cutAfterDeltas: deltas } };
   },
-  /** `answer` streamed until `deltas` deltas were sent, then an `error` event (e.g. overloaded_error) ends it. */
-  streamError(answer: FakeResponse, deltas: number, type = 'overloaded_error', message = 'Overloaded'): FakeResponse {
-    return { ...answer, stream: { ...answer.stream, errorAfter: { deltas, type, message } } };
+  /** `response` streamed until `deltas` deltas were sent, then an `error` event (e.g. overloaded_error) ends it. */
+  streamError(response: FakeResponse, deltas: number, type = 'overloaded_error', message = 'Overloaded'): FakeResponse {
+    return { ...response, stream: { ...response.stream, errorAfter: { deltas, type, message } } };
   },
 };

@@ -10,9 +10,9 @@ export interface SseEvent {
   data: Record<string, unknown>;
 }
 
-/** Faults scripted into a streamed answer. Deltas are counted over all content blocks, from 1. */
+/** Faults scripted into a streamed response. Deltas are counted over all content blocks, from 1. */
 export interface StreamScript {
-  /** Sends an `error` event after this many deltas and ends the stream, as the API does when overloaded mid-answer. */
+  /** Sends an `error` event after this many deltas and ends the stream, as the API does when overloaded mid-response. */
   errorAfter?: { deltas: number; type: string; message: string };
   /** Drops the connection after this many deltas (no message_stop, no error event). */
   cutAfterDeltas?: number;
@@ -65,7 +65,7 @@ function blockEvents(block: any, index: number): SseEvent[] {
   }
 }
 
-/** Every event of a streamed answer to `message` (a Messages API response body), in order. */
+/** Every event of a streamed response to `message` (a Messages API body), in order. */
 export function messageEvents(message: any): SseEvent[] {
   const usage = message.usage ?? {};
   const content: unknown[] = Array.isArray(message.content) ? message.content : [];

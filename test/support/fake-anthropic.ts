@@ -26,13 +26,13 @@ export interface RecordedRequest {
   body: any;
   /** The status answered; null until answered, and forever if the client went away first. */
   status: number | null;
-  /** The connection closed before the whole answer was sent: the client went away, or a scripted cut. */
+  /** The connection closed before the whole response was sent: the client went away, or a scripted cut. */
   aborted: boolean;
-  /** The whole answer was sent (for a stream: its last event). */
+  /** The whole response was sent (for a stream: its last event). */
   finished: boolean;
   /** The 400 message when the request failed validation (no scripted reply was used for it). */
   invalid: string | null;
-  /** The request asked for a streamed answer (`stream: true`). */
+  /** The request asked for a streamed response (`stream: true`). */
   streamed: boolean;
   /** The error message sent back (in an error body or a stream's error event), when there was one. */
   errorMessage: string | null;
@@ -44,19 +44,19 @@ export interface FakeAnthropic {
   /** The base URL to give the client (ANTHROPIC_BASE_URL). */
   url: string;
   requests: RecordedRequest[];
-  /** Queues answers, used in order, one per valid request. */
+  /** Queues responses, used in order, one per valid request. */
   enqueue(...responses: FakeResponse[]): FakeAnthropic;
   reply(opts: Parameters<typeof fake.reply>[0]): FakeAnthropic;
   text(text: string, usage?: FakeUsage): FakeAnthropic;
   toolUse(id: string, name: string, input: unknown, usage?: FakeUsage): FakeAnthropic;
   error(status: number, type: string, message: string, opts?: Parameters<typeof fake.error>[3]): FakeAnthropic;
-  /** Makes the next queued answer wait `ms` first: `delay(5000).text("late")`. */
+  /** Makes the next queued response wait `ms` first: `delay(5000).text("late")`. */
   delay(ms: number): FakeAnthropic;
-  /** Queues a dropped connection: that request gets no answer at all. */
+  /** Queues a dropped connection: that request gets no response at all. */
   hangUp(): FakeAnthropic;
   /** How requests are answered once the queue is empty; default: a 500 saying the script ran out. */
   fallback(responder: Responder | FakeResponse | null): FakeAnthropic;
-  /** Scripted answers not used yet. */
+  /** Scripted responses not used yet. */
   pending(): number;
   /** TCP connections accepted since the start or the last reset (a kept-alive one serves many requests). */
   connections(): number;
@@ -86,7 +86,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   let fallback: Responder | null = null;
   let connections = 0;
 
-  /** Waits `ms` unless the server closes first (then never resolves: the answer is abandoned). */
+  /** Waits `ms` unless the server closes first (then never resolves: the response is abandoned). */
   const pause = (ms: number) =>
     new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
@@ -118,7 +118,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       });
       const rejection = check(recorded, options.apiKey);
       if (rejection?.status === 400) recorded.invalid = rejection.body.error.message;
-      const answer: FakeResponse = rejection ?? queue.shift() ?? fallback?.(recorded) ?? scriptExhausted(recorded);
+      const response: FakeResponse = rejection ?? queue.shift() ?? fallback?.(recorded) ?? scriptExhausted(recorded);
       const echo = (message: string) => {
         const text = options.echoKey ? `${message} (key: ${credentialOf(req.headers) ?? 'none'})` : message;
         recorded.errorMessage = text;
@@ -126,34 +126,34 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       };
       const send = async () => {
         if (res.destroyed) return;
-        if (answer.hangUp) {
+        if (response.hangUp) {
           req.socket.destroy();
           return;
         }
-        const headers = { 'request-id': `req_fake_${recorded.seq}`, ...answer.headers };
-        if (answer.raw) {
-          res.writeHead(answer.status, { 'content-type': answer.raw.contentType, ...headers });
-          res.end(answer.raw.text);
-          recorded.status = answer.status;
+        const headers = { 'request-id': `req_fake_${recorded.seq}`, ...response.headers };
+        if (response.raw) {
+          res.writeHead(response.status, { 'content-type': response.raw.contentType, ...headers });
+          res.end(response.raw.text);
+          recorded.status = response.status;
           return;
         }
-        const payload = withEchoedKey(withModel(answer.body, body), echo);
-        if (recorded.streamed && answer.status === 200 && isMessage(payload)) {
+        const payload = withEchoedKey(withModel(response.body, body), echo);
+        if (recorded.streamed && response.status === 200 && isMessage(payload)) {
           recorded.status = 200;
-          await streamMessage(res, payload, answer.stream ?? {}, headers, echo, pause);
+          await streamMessage(res, payload, response.stream ?? {}, headers, echo, pause);
           return;
         }
         const text = JSON.stringify(payload);
-        res.writeHead(answer.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
-        recorded.status = answer.status;
-        if (answer.cutAfterBytes === undefined) {
+        res.writeHead(response.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+        recorded.status = response.status;
+        if (response.cutAfterBytes === undefined) {
           res.end(text);
           return;
         }
-        await write(res, text.slice(0, answer.cutAfterBytes));
+        await write(res, text.slice(0, response.cutAfterBytes));
         res.socket?.destroy();
       };
-      void (answer.delayMs ? pause(answer.delayMs) : Promise.resolve()).then(send);
+      void (response.delayMs ? pause(response.delayMs) : Promise.resolve()).then(send);
     });
   });
   server.on('connection', () => connections++);

@@ -1,5 +1,5 @@
 /**
- * Scripted answers of the fake Chat Completions API, and the chunks a streamed answer is sent as:
+ * Scripted responses of the fake Chat Completions API, and the chunks a streamed response is sent as:
  * a first chunk with the role, the text word by word, each tool call as its id and name then its
  * arguments in pieces, a chunk with the finish reason, the usage chunk (`choices: []`) when the request
  * asked for it, and `data: [DONE]`.
@@ -27,7 +27,7 @@ export interface FakeChatError {
   code?: string | number | null;
 }
 
-/** Faults of a streamed answer. Deltas (text pieces and argument pieces) are counted from 1. */
+/** Faults of a streamed response. Deltas (text pieces and argument pieces) are counted from 1. */
 export interface ChatStreamScript {
   /** Sends `data: {"error": …}` after this many deltas and ends the stream. */
   errorAfter?: { deltas: number; error: FakeChatError };
@@ -102,14 +102,14 @@ export const chat = {
   html(status = 200): FakeChatResponse {
     return { status, body: null, raw: { contentType: 'text/html; charset=utf-8', text: '<!DOCTYPE html><html><body><h1>Bad Gateway</h1></body></html>' } };
   },
-  /** `answer` cut off after half its body (non-streamed) or after `deltas` deltas (streamed). */
-  cut(answer: FakeChatResponse, deltas = 1): FakeChatResponse {
-    const bytes = Math.floor(JSON.stringify(answer.body).length / 2);
-    return { ...answer, cutAfterBytes: bytes, stream: { ...answer.stream, cutAfterDeltas: deltas } };
+  /** `response` cut off after half its body (non-streamed) or after `deltas` deltas (streamed). */
+  cut(response: FakeChatResponse, deltas = 1): FakeChatResponse {
+    const bytes = Math.floor(JSON.stringify(response.body).length / 2);
+    return { ...response, cutAfterBytes: bytes, stream: { ...response.stream, cutAfterDeltas: deltas } };
   },
-  /** `answer` streamed until `deltas` deltas were sent, then an error object ends it. */
-  streamError(answer: FakeChatResponse, deltas: number, error: FakeChatError): FakeChatResponse {
-    return { ...answer, stream: { ...answer.stream, errorAfter: { deltas, error } } };
+  /** `response` streamed until `deltas` deltas were sent, then an error object ends it. */
+  streamError(response: FakeChatResponse, deltas: number, error: FakeChatError): FakeChatResponse {
+    return { ...response, stream: { ...response.stream, errorAfter: { deltas, error } } };
   },
 };
 
@@ -119,7 +119,7 @@ export interface ChatChunk {
   data: Record<string, unknown>;
 }
 
-/** Every chunk of a streamed answer to `completion` (a non-streamed response body), in order. */
+/** Every chunk of a streamed response to `completion` (a non-streamed body), in order. */
 export function completionChunks(completion: any, includeUsage: boolean): ChatChunk[] {
   const choice = completion.choices[0];
   const message = choice.message;

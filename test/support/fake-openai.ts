@@ -19,7 +19,7 @@ export interface RecordedChatRequest {
   body: any;
   /** The status answered; null until answered (and forever if the client went away first). */
   status: number | null;
-  /** The connection closed before the whole answer was sent. */
+  /** The connection closed before the whole response was sent. */
   aborted: boolean;
   /** The refusal's message when the request failed the checks. */
   invalid: string | null;
@@ -38,7 +38,7 @@ export interface FakeOpenAi {
   text(text: string, usage?: FakeChatUsage): FakeOpenAi;
   toolCalls(calls: FakeToolCall[], usage?: FakeChatUsage, content?: string): FakeOpenAi;
   error(status: number, error: FakeChatError, opts?: { retryAfter?: string | number }): FakeOpenAi;
-  /** Makes the next queued answer wait `ms` first. */
+  /** Makes the next queued response wait `ms` first. */
   delay(ms: number): FakeOpenAi;
   pending(): number;
   reset(): FakeOpenAi;
@@ -135,7 +135,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       });
       const rejection = check(recorded, options.apiKey);
       if (rejection) recorded.invalid = (rejection.body as any).error.message;
-      const answer = rejection ?? queue.shift() ?? chat.error(500, { message: `fake-openai: no scripted response left for request #${recorded.seq}`, type: 'server_error' });
+      const response = rejection ?? queue.shift() ?? chat.error(500, { message: `fake-openai: no scripted response left for request #${recorded.seq}`, type: 'server_error' });
       const echo = (error: FakeChatError) => {
         const key = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? 'none';
         const message = options.echoKey ? `${error.message} (key: ${key})` : error.message;
@@ -144,20 +144,20 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       };
       const send = async () => {
         if (res.destroyed) return;
-        if (answer.hangUp) return void req.socket.destroy();
-        const headers = { 'x-request-id': `req_fake_${recorded.seq}`, ...answer.headers };
-        if (answer.raw) {
-          res.writeHead(answer.status, { 'content-type': answer.raw.contentType, ...headers }).end(answer.raw.text);
-          recorded.status = answer.status;
+        if (response.hangUp) return void req.socket.destroy();
+        const headers = { 'x-request-id': `req_fake_${recorded.seq}`, ...response.headers };
+        if (response.raw) {
+          res.writeHead(response.status, { 'content-type': response.raw.contentType, ...headers }).end(response.raw.text);
+          recorded.status = response.status;
           return;
         }
-        let payload: any = answer.body;
+        let payload: any = response.body;
         if (payload?.error) payload = { error: echo(payload.error) };
         if (payload?.object === 'chat.completion' && payload.model === null) payload = { ...payload, model: body.model };
-        recorded.status = answer.status;
-        if (recorded.streamed && answer.status === 200 && payload?.object === 'chat.completion') {
+        recorded.status = response.status;
+        if (recorded.streamed && response.status === 200 && payload?.object === 'chat.completion') {
           res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...headers });
-          const script = answer.stream ?? {};
+          const script = response.stream ?? {};
           let deltas = 0;
           for (const chunk of completionChunks(payload, body.stream_options?.include_usage === true)) {
             if (chunk.delta) {
@@ -173,12 +173,12 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
           return void res.end(DONE);
         }
         const text = JSON.stringify(payload);
-        res.writeHead(answer.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
-        if (answer.cutAfterBytes === undefined) return void res.end(text);
-        await write(res, text.slice(0, answer.cutAfterBytes));
+        res.writeHead(response.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+        if (response.cutAfterBytes === undefined) return void res.end(text);
+        await write(res, text.slice(0, response.cutAfterBytes));
         res.socket?.destroy();
       };
-      void (answer.delayMs ? pause(answer.delayMs) : Promise.resolve()).then(send);
+      void (response.delayMs ? pause(response.delayMs) : Promise.resolve()).then(send);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
