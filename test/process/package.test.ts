@@ -48,14 +48,42 @@ afterAll(() => {
 
 describe('the tarball', () => {
   it('holds the compiled code, its declarations, migrations, prices and the command; no tests, benchmarks or sources', () => {
-    expect(packed).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js', 'dist/db/migrations/0001_runs.sql', 'bin/durable-agent.js', 'prices.json', 'README.md', 'package.json']));
+    expect(packed).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/client/index.js', 'dist/client/index.d.ts', 'dist/internals.js', 'dist/internals.d.ts', 'dist/cli/main.js', 'dist/db/migrations/0001_runs.sql', 'bin/durable-agent.js', 'prices.json', 'README.md', 'package.json']));
     expect(packed.filter((p) => /^(test|bench|src|scripts)\//.test(p) || p.endsWith('.tsbuildinfo'))).toEqual([]);
     const installed = path.join(project, 'node_modules/durable-agent');
     expect(fs.existsSync(path.join(project, 'node_modules/tsx'))).toBe(false);
     // Declarations name .js files, which exist beside them.
     const declarations = fs.readFileSync(path.join(installed, 'dist/index.d.ts'), 'utf8');
-    expect(declarations).toContain("from './create-runtime.js'");
+    expect(declarations).toContain("from './runtime/create-runtime.js'");
     expect(declarations).not.toMatch(/from '\.[^']*\.ts'/);
+    expect(fs.readFileSync(path.join(installed, 'dist/client/index.d.ts'), 'utf8')).not.toMatch(/from '\.[^']*\.ts'/);
+  });
+
+  it('ships a client entry whose compiled modules import nothing but each other (no Node module, no package)', () => {
+    const dist = path.join(project, 'node_modules/durable-agent/dist');
+    const entry = path.join(dist, 'client/index.js');
+    const seen = new Set([entry]);
+    const queue = [entry];
+    const outside: string[] = [];
+    const IMPORT = /\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(?\s*['"]([^'"]+)['"]/g;
+    while (queue.length > 0) {
+      const file = queue.shift()!;
+      const code = fs.readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+      for (const m of code.matchAll(IMPORT)) {
+        const specifier = (m[1] ?? m[2])!;
+        if (!specifier.startsWith('.')) {
+          outside.push(`${specifier} in ${path.relative(dist, file)}`);
+          continue;
+        }
+        const target = path.resolve(path.dirname(file), specifier);
+        if (!seen.has(target)) {
+          seen.add(target);
+          queue.push(target);
+        }
+      }
+    }
+    expect([...seen].map((f) => path.relative(dist, f)).sort()).toEqual(expect.arrayContaining(['client/client.js', 'client/http.js', 'events/follow.js']));
+    expect(outside).toEqual([]);
   });
 
   it('installs without a warning: no install script of its own (it ships built), and the engines it declares', () => {
@@ -109,6 +137,9 @@ describe('a plain ESM program using the installed package', () => {
       path.join(project, 'weather.mjs'),
       `import { z } from 'zod';
 import { createRuntime, defineAgent, tool } from 'durable-agent';
+import { createClient, foldEvents, RUN_EVENT_TYPES } from 'durable-agent/client';
+import * as internals from 'durable-agent/internals';
+import * as root from 'durable-agent';
 
 const calls = [];
 const weather = tool({
@@ -128,8 +159,19 @@ const health = (await fetch(rt.url + '/healthz')).status;
 const run = await rt.runs.create({ input: 'Do I need an umbrella in Paris?' });
 const done = await rt.runs.wait(run.id, { timeoutMs: 60000 });
 const filed = await rt.runs.wait((await rt.runs.create({ input: 'File it.', agent: 'clerk' })).id, { timeoutMs: 60000 });
+const api = createClient({ baseUrl: rt.url });
+const seen = [];
+for await (const e of api.runs.events(run.id)) seen.push(e);
+const client = {
+  status: (await api.runs.get(run.id)).status,
+  steps: (await api.runs.timeline(run.id)).map((s) => s.kind),
+  folded: foldEvents(seen).finished.output,
+  types: RUN_EVENT_TYPES.length > 0,
+};
+const wiring = ['startRuntime', 'loadConfig', 'RunStore', 'Worker', 'livenessSession'];
+const parts = { internals: wiring.filter((name) => typeof internals[name] === 'function'), root: wiring.filter((name) => name in root) };
 await rt.close();
-console.log('RESULT ' + JSON.stringify({ status: done.status, agent: done.agent, output: done.output, calls, health, filed: [filed.status, filed.agent, filed.output] }));
+console.log('RESULT ' + JSON.stringify({ status: done.status, agent: done.agent, output: done.output, calls, health, filed: [filed.status, filed.agent, filed.output], client, parts }));
 `,
     );
     const env = cleanEnv({
@@ -147,6 +189,9 @@ console.log('RESULT ' + JSON.stringify({ status: done.status, agent: done.agent,
       calls: [{ city: 'Paris', days: 1, idempotencyKey: 'toolu_pkg_1' }],
       health: 200,
       filed: ['SUCCEEDED', 'clerk', 'Filed.'],
+      // The same run through durable-agent/client; the wiring parts from durable-agent/internals only.
+      client: { status: 'SUCCEEDED', steps: ['MODEL', 'TOOL', 'MODEL'], folded: 'Take an umbrella.', types: true },
+      parts: { internals: ['startRuntime', 'loadConfig', 'RunStore', 'Worker', 'livenessSession'], root: [] },
     });
     expect(JSON.stringify(fake.requests[2]!.body.system)).toContain('You file things.');
     expect(fake.requests[0]!.body.tools).toEqual([
@@ -194,7 +239,7 @@ describe("the README's example", () => {
 });
 
 describe('a TypeScript consumer', () => {
-  it('type-checks against the installed declarations (strict, nodenext), with the parsed input typed and ctx.log always set', async () => {
+  it('type-checks against the installed declarations (strict, nodenext): tools from zod and JSON Schema, the client, the internals', async () => {
     fs.writeFileSync(
       path.join(project, 'tsconfig.json'),
       JSON.stringify({
@@ -206,6 +251,10 @@ describe('a TypeScript consumer', () => {
       path.join(project, 'consumer.ts'),
       `import { z } from 'zod';
 import { createRuntime, defineAgent, defineTool, tool, InputError, WaitTimeoutError, type Run, type RuntimeEvent } from 'durable-agent';
+import { ApiError, createClient, foldEvents, type RunDetail, type RunEvent, type TimelineStep, type UnknownRunEvent } from 'durable-agent/client';
+import { loadConfig, startRuntime, RunStore, Worker, livenessSession, type Config, type Runtime } from 'durable-agent/internals';
+// @ts-expect-error the wiring parts are not on the public path
+import { startRuntime as fromRoot } from 'durable-agent';
 
 const weather = tool({
   name: 'get_weather',
@@ -220,8 +269,18 @@ const weather = tool({
 // @ts-expect-error execute gets the parsed input: city is a string
 tool({ name: 'bad', description: 'x', input: z.object({ city: z.string() }), execute: async ({ city }) => city.toFixed() });
 const clock = defineTool({ name: 'now', description: 'The time.', inputSchema: { type: 'object' }, execute: async () => new Date().toISOString() });
+// A JSON Schema: the input is what the caller says it is, or unknown.
+const forecast = tool<{ city: string }>({
+  name: 'get_forecast',
+  description: 'The forecast.',
+  inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  execute: async ({ city }) => city.toUpperCase(),
+  needsApproval: ({ city }) => city === 'Paris',
+});
+// @ts-expect-error without a type argument the input is unknown
+tool({ name: 'raw', description: 'x', inputSchema: { type: 'object' }, execute: async (input) => input.city });
 
-const helper = defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather, clock], maxTokens: 512, version: '1' });
+const helper = defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather, clock, forecast], maxTokens: 512, version: '1' });
 // Tools from MCP servers only: no tools of its own.
 const desk = defineAgent({ name: 'desk', system: 'You run the desk.', mcpServers: [{ name: 'files', command: 'node', args: ['files.js'] }] });
 const seen: RuntimeEvent['type'][] = [];
@@ -239,6 +298,28 @@ console.log(page.runs.map((r) => r.id), page.nextCursor, await rt.runs.get(run.i
 // @ts-expect-error an unknown status
 await rt.runs.list({ status: 'DONE' });
 await rt.close();
+
+const api = createClient({ baseUrl: 'http://127.0.0.1:8080', apiKey: 'dak_x', fetch });
+const created = await api.runs.create({ input: 'Umbrella?', tokenBudget: 1000 }, { idempotencyKey: 'k1' });
+const detail: RunDetail = await api.runs.get(created.id);
+const waitingFor: string[] = detail.waiting?.toolCalls.map((c) => c.toolName) ?? [];
+const steps: TimelineStep[] = await api.runs.timeline(created.id);
+await api.runs.decide(created.id, 'toolu_1', { decision: 'deny', reason: 'no' });
+const listed = await api.runs.list({ status: 'WAITING', limit: 10 });
+const events: (RunEvent | UnknownRunEvent)[] = [];
+for await (const e of api.runs.events(created.id, { after: 0 })) events.push(e);
+console.log(waitingFor, steps[0]?.latencyMs, listed.nextCursor, foldEvents(events).text, new ApiError('x', 404).status, fromRoot);
+// @ts-expect-error input is a string
+await api.runs.create({ input: 42 });
+// @ts-expect-error not a decision
+await api.runs.decide(created.id, 'toolu_1', { decision: 'maybe' });
+
+const config: Readonly<Config> = loadConfig({ DATABASE_URL: 'postgres://localhost/x' });
+const wired: Runtime = await startRuntime(config, { api: false, worker: true });
+const store: RunStore = wired.store;
+const worker: Worker | null = wired.worker;
+console.log(store, worker, typeof livenessSession);
+await wired.close();
 `,
     );
     const result = await run(process.execPath, [TSC, '-p', project], { cwd: project, timeout: 180_000 }).then(
