@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { RunStore } from '../src/store/run-store.ts';
+import { RunRecords } from '../src/store/run-records.ts';
 import { type AgentLoopFigures, STEPS_PER_RUN } from './agent-loop-measure.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -139,12 +139,12 @@ function medianOf(all: AgentLoopFigures[]): AgentLoopFigures {
   return all.find((f) => f.stepsPerSecond === m)!;
 }
 
-async function queueRuns(store: RunStore, n: number): Promise<void> {
+async function queueRuns(records: RunRecords, n: number): Promise<void> {
   const batch = 200;
   for (let i = 0; i < n; i += batch) {
     await Promise.all(
       Array.from({ length: Math.min(batch, n - i) }, (_, j) =>
-        store.create({ agent: 'bench', input: `bench run ${i + j}`, model: 'claude-sonnet-4-6', tokenBudget: 1_000_000, timeoutSeconds: 3600, maxSteps: 50 }),
+        records.create({ agent: 'bench', input: `bench run ${i + j}`, model: 'claude-sonnet-4-6', tokenBudget: 1_000_000, timeoutSeconds: 3600, maxSteps: 50 }),
       ),
     );
   }
@@ -168,7 +168,7 @@ function profiling(name: string): { execArgv: string[]; stdoutFile?: string } {
 
 async function runtimeOnce(url: string, pool: pg.Pool, modelUrl: string, c: AgentLoopCase, round: number): Promise<AgentLoopFigures> {
   await pool.query('TRUNCATE durable_agent.run CASCADE');
-  await queueRuns(new RunStore(pool), c.runs);
+  await queueRuns(new RunRecords(pool), c.runs);
   const env = { ...process.env, DATABASE_URL: url, WORKER_CONCURRENCY: String(c.inFlight) };
   const figures = await measured(pool, 'agent-loop-runtime.ts', [`--model-url=${modelUrl}`, `--runs=${c.runs}`], { env, ...profiling(`runtime-${c.inFlight}-${c.latencyMs}-${round}`) });
   const { rows } = await pool.query(

@@ -8,11 +8,11 @@ import type { RunId } from '../src/domain/types.ts';
 import type { EngineEvents } from '../src/ports/engine-events.ts';
 import type { Worker } from '../src/engine/worker.ts';
 import type { LlmClient, LlmRequest, LlmResponse } from '../src/llm/types.ts';
-import type { RunStore } from '../src/store/run-store.ts';
+import type { RunRecords } from '../src/store/run-records.ts';
 import type { Tool } from '../src/tools/types.ts';
 
 export interface ChainBenchDeps {
-  store: RunStore;
+  records: RunRecords;
   /** A worker of one agent with `tool`, driving one run at a time, reporting steps to `events`. */
   worker: (llm: LlmClient, tool: Tool, concurrency: number, events: EngineEvents) => Worker;
   untilDone: (ids: RunId[]) => Promise<void>;
@@ -37,10 +37,10 @@ function perRunModel(toolTurns: number): LlmClient {
   };
 }
 
-export async function chainBench({ store, worker, untilDone }: ChainBenchDeps): Promise<Record<string, number>> {
+export async function chainBench({ records, worker, untilDone }: ChainBenchDeps): Promise<Record<string, number>> {
   const noop: Tool = { name: 'noop', description: 'returns at once', inputSchema: { type: 'object' }, execute: async () => 'ok' };
   const create = (previousRunId: RunId | null) =>
-    store.create({ input: 'and then?', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 100, previousRunId });
+    records.create({ input: 'and then?', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 100, previousRunId });
   const stepTimes = new Map<string, Map<number, number>>();
   const mark = (e: { run: { id: string }; seq: number }) => {
     let at = stepTimes.get(e.run.id);
@@ -87,7 +87,7 @@ export async function chainBench({ store, worker, untilDone }: ChainBenchDeps): 
   for (let i = 0; i < 10; i++) {
     const t = performance.now();
     // What the claim of a 100th run reads: the 99 runs before its own log.
-    await store.conversationBefore(hundredthRun!);
+    await records.conversationBefore(hundredthRun!);
     reads.push(performance.now() - t);
   }
   return {

@@ -17,7 +17,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { createPool, resolveDatabase } from '../src/db/pool.ts';
 import { encodeCursor, RunListing } from '../src/store/run-listing.ts';
 import { RunOverview } from '../src/store/run-overview.ts';
-import { RunStore } from '../src/store/run-store.ts';
+import { RunRecords } from '../src/store/run-records.ts';
 import { seedRuns } from './seed-runs.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 100_000);
@@ -90,7 +90,7 @@ async function main(): Promise<void> {
   try {
     await migrate(pool);
     const app = createServer({
-      store: new RunStore(pool),
+      store: new RunRecords(pool),
       listing: new RunListing(pool),
       overview: new RunOverview(pool),
       defaults: { agent: 'bench', model: 'bench', tokenBudget: 1, timeoutSeconds: 1, maxSteps: 1 },

@@ -22,6 +22,7 @@ import { leaseKeeperThread } from '../src/leases/lease-keeper-thread.ts';
 import { newEvent } from '../src/ports/new-event.ts';
 import { RunEvents } from '../src/store/run-events.ts';
 import { RunListing } from '../src/store/run-listing.ts';
+import type { RunRecords } from '../src/store/run-records.ts';
 import type { RunStore } from '../src/store/run-store.ts';
 import { ToolExecutor } from '../src/tools/executor.ts';
 
@@ -41,6 +42,7 @@ interface Ctx {
   pool: pg.Pool;
   url: string;
   store: RunStore;
+  records: RunRecords;
   logger: Logger;
 }
 
@@ -57,7 +59,7 @@ function worker(ctx: Ctx, baseUrl: string, streaming: boolean, concurrency: numb
   );
 }
 
-const newRun = (store: RunStore) => store.create({ input: 'bench', model: 'claude-bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 100 });
+const newRun = (records: RunRecords) => records.create({ input: 'bench', model: 'claude-bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 100 });
 
 /** Registers the runs as an event hub following them would: their streamed text is then written as it comes. */
 const follow = (ctx: Ctx, ids: RunId[]) => new RunEvents(ctx.pool).watch(ids, randomUUID(), 3_600_000);
@@ -75,7 +77,7 @@ async function throughput(ctx: Ctx, baseUrl: string, streaming: boolean): Promis
   const rounds: number[] = [];
   for (let round = 0; round < 4; round++) {
     const ids: RunId[] = [];
-    for (let i = 0; i < 50; i++) ids.push((await newRun(ctx.store)).id);
+    for (let i = 0; i < 50; i++) ids.push((await newRun(ctx.records)).id);
     if (streaming) await follow(ctx, ids);
     const w = worker(ctx, baseUrl, streaming, 50);
     await w.start();
@@ -95,12 +97,12 @@ async function deliveryLatency(ctx: Ctx, readers: number, deltas: number): Promi
   const events = new RunEvents(ctx.pool);
   const hub = new EventHub(events, { databaseUrl: ctx.url });
   const app = createServer({
-    store: ctx.store, listing: new RunListing(ctx.pool), defaults: { agent: 'demo', model: 'm', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 5 },
+    store: ctx.records, listing: new RunListing(ctx.pool), defaults: { agent: 'demo', model: 'm', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 5 },
     checkDatabase: async () => {}, metrics: async () => ({ contentType: 'text/plain', body: '' }), logger: false, runEvents: { events, hub },
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
-  const run = await newRun(ctx.store);
+  const run = await newRun(ctx.records);
   const lease = (await ctx.store.claim({ worker: 'bench-writer', leaseMs: 600_000 }, 1, []))[0]!.lease;
   if (!lease) throw new Error('could not claim the latency run');
   const committed = new Map<string, number>();
@@ -139,7 +141,7 @@ async function storage(ctx: Ctx): Promise<{ bytesPer1000Tokens: number; deltaRow
   const tokens = 1000;
   const s = await standIn({ TOOL_TURNS: '0', ANSWER_TOKENS: String(tokens), DELTAS: String(tokens), DELTA_MS: '10' });
   try {
-    const run = await newRun(ctx.store);
+    const run = await newRun(ctx.records);
     await follow(ctx, [run.id]);
     const w = worker(ctx, s.url, true, 1);
     await w.start();

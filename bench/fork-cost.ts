@@ -6,6 +6,7 @@
 import type pg from 'pg';
 import { forkRun } from '../src/runs/fork-run.ts';
 import type { RunId } from '../src/domain/types.ts';
+import type { RunRecords } from '../src/store/run-records.ts';
 import type { RunStore } from '../src/store/run-store.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -13,8 +14,8 @@ const round = (x: number, d = 3) => Number(x.toFixed(d));
 const defaults = { agent: 'bench', model: 'bench', tokenBudget: 1_000_000, timeoutSeconds: 3600, maxSteps: 1000 };
 
 /** A finished run of `steps` steps (turns of one tool call each), written straight into the tables. */
-async function sourceOf(pool: pg.Pool, store: RunStore, steps: number): Promise<RunId> {
-  const run = await store.create({ agent: 'bench', input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 1000 });
+async function sourceOf(pool: pg.Pool, records: RunRecords, steps: number): Promise<RunId> {
+  const run = await records.create({ agent: 'bench', input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 1000 });
   await pool.query(
     `INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, request, response, stop_reason)
      SELECT $1, g,
@@ -31,9 +32,9 @@ async function sourceOf(pool: pg.Pool, store: RunStore, steps: number): Promise<
   return run.id;
 }
 
-export async function forkCost(pool: pg.Pool, store: RunStore): Promise<Record<string, number>> {
+export async function forkCost(pool: pg.Pool, store: RunStore, records: RunRecords): Promise<Record<string, number>> {
   const lengths = [10, 1000];
-  const sources = await Promise.all(lengths.map(async (n) => (await store.get(await sourceOf(pool, store, n)))!));
+  const sources = await Promise.all(lengths.map(async (n) => (await records.get(await sourceOf(pool, records, n)))!));
   await pool.query('ANALYZE durable_agent.run_step');
   const stepRows = async () => Number((await pool.query('SELECT count(*) AS n FROM durable_agent.run_step')).rows[0].n);
   const rowsBefore = await stepRows();
@@ -46,7 +47,7 @@ export async function forkCost(pool: pg.Pool, store: RunStore): Promise<Record<s
     for (const k of i % 2 === 0 ? [0, 1] : [1, 0]) {
       const source = sources[k]!;
       const t = performance.now();
-      const fork = await forkRun(store, source, { afterSeq: lengths[k]! }, defaults, 'options');
+      const fork = await forkRun(records, source, { afterSeq: lengths[k]! }, defaults, 'options');
       times[k]!.push(performance.now() - t);
       bytes[k]!.push(Number((await pool.query('SELECT pg_column_size(r.*) AS b FROM durable_agent.run r WHERE id = $1', [fork.id])).rows[0].b));
       forks[k] = fork.id;

@@ -13,6 +13,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { createPool, resolveDatabase } from '../src/db/pool.ts';
 import { RunDeletion } from '../src/store/retention.ts';
 import { RunStore } from '../src/store/run-store.ts';
+import { RunRecords } from '../src/store/run-records.ts';
 import { seedRuns } from './seed-runs.ts';
 
 const RUNS = Number(process.env.BENCH_PURGE_RUNS ?? 100_000);
@@ -26,14 +27,14 @@ const pct = (xs: number[], p: number) => {
 const summary = (xs: number[]) => ({ n: xs.length, p50: pct(xs, 0.5), p99: pct(xs, 0.99), max: Number(Math.max(...xs).toFixed(2)) });
 
 /** A worker's writes, back to back, until `until` resolves: claim a fresh run, then checkpoint 10 model steps on it. */
-async function workerLoad(store: RunStore, digest: string, until: Promise<unknown>): Promise<{ claims: number[]; checkpoints: number[] }> {
+async function workerLoad(store: RunStore, records: RunRecords, digest: string, until: Promise<unknown>): Promise<{ claims: number[]; checkpoints: number[] }> {
   let stop = false;
   void until.then(() => (stop = true));
   const claims: number[] = [];
   const checkpoints: number[] = [];
   const owner = { worker: 'bench', leaseMs: 60_000 };
   while (!stop) {
-    await store.create({ input: 'live', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 100 });
+    await records.create({ input: 'live', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 100 });
     let t = performance.now();
     const [run] = await store.claim(owner, 1);
     claims.push(performance.now() - t);
@@ -65,6 +66,8 @@ async function main(): Promise<void> {
   try {
     await migrate(pool);
     const store = new RunStore(pool);
+    const records = new RunRecords(pool);
+
     let t = performance.now();
     await seedRuns(pool, { runs: RUNS, steps: STEPS, spanMs: 30 * 86_400_000 });
     const digest = await store.putBlob(PROMPT);
@@ -78,13 +81,13 @@ async function main(): Promise<void> {
     const cutoff = new Date();
 
     // Alone, for as long as the purge will take at most; 20 s is enough for a stable p50/p99.
-    const alone = await workerLoad(store, digest, new Promise((r) => setTimeout(r, 20_000)));
+    const alone = await workerLoad(store, records, digest, new Promise((r) => setTimeout(r, 20_000)));
     results.alone = { claim: summary(alone.claims), checkpoint: summary(alone.checkpoints) };
 
     t = performance.now();
     let batches = 0;
     const purge = new RunDeletion(purgePool).purge(cutoff, { onBatch: () => batches++ });
-    const during = await workerLoad(store, digest, purge);
+    const during = await workerLoad(store, records, digest, purge);
     const deleted = await purge;
     const purgeMs = performance.now() - t;
     results.duringPurge = { claim: summary(during.claims), checkpoint: summary(during.checkpoints) };

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { RunStore } from '../src/store/run-store.ts';
+import { RunRecords } from '../src/store/run-records.ts';
 import { startChaosModel } from './chaos/model.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -23,7 +23,8 @@ interface Proc {
 /** Milliseconds from each kill to the run's claim by the surviving worker, `samples` times. */
 export async function resumeLatencies(url: string, pool: pg.Pool, samples: number): Promise<number[]> {
   const model = await startChaosModel(4_000); // every call is in flight long enough to be killed in
-  const store = new RunStore(pool);
+  const records = new RunRecords(pool);
+
   const procs: Proc[] = [];
   let n = 0;
   const start = (): Proc => {
@@ -45,23 +46,23 @@ export async function resumeLatencies(url: string, pool: pg.Pool, samples: numbe
     let workers = [start(), start()];
     for (let i = 0; i < samples; i++) {
       await Promise.all(workers.map((w) => w.ready));
-      const run = await store.create({ input: `chaos run ${i}`, model: 'chaos-model', tokenBudget: 1_000_000, timeoutSeconds: 600, maxSteps: 20 });
+      const run = await records.create({ input: `chaos run ${i}`, model: 'chaos-model', tokenBudget: 1_000_000, timeoutSeconds: 600, maxSteps: 20 });
       let owner: string | null = null;
       while (!owner) {
         await new Promise((r) => setTimeout(r, 20));
-        owner = (await store.state(run.id)).lockedBy;
+        owner = (await records.state(run.id)).lockedBy;
       }
       const victim = workers.find((w) => w.name === owner)!;
       victim.child.kill('SIGKILL');
       await new Promise((r) => victim.child.once('exit', r));
       const killedAt = performance.now();
       for (;;) {
-        const s = await store.state(run.id);
+        const s = await records.state(run.id);
         if (s.lockedBy !== owner) break;
         await new Promise((r) => setTimeout(r, 10));
       }
       latencies.push(Math.round(performance.now() - killedAt));
-      await store.cancel(run.id).catch(() => {});
+      await records.cancel(run.id).catch(() => {});
       workers = [...workers.filter((w) => w !== victim), start()];
     }
   } finally {

@@ -13,6 +13,7 @@ import type { LlmClient, LlmRequest, LlmResponse } from '../src/llm/types.ts';
 import { createLogger } from '../src/observability/logger.ts';
 import { leaseKeeperThread } from '../src/leases/lease-keeper-thread.ts';
 import { RunStore } from '../src/store/run-store.ts';
+import { RunRecords } from '../src/store/run-records.ts';
 import { Sealer } from '../src/store/encryption.ts';
 import type { Lease } from '../src/ports/engine-store.ts';
 import { ToolExecutor } from '../src/tools/executor.ts';
@@ -51,9 +52,14 @@ async function main() {
     const url = new URL(urlText);
     const logger = createLogger({ level: 'silent' });
     const store = new RunStore(pool);
+    const records = new RunRecords(pool);
+
     // The same writes with ENCRYPTION_KEY set: every payload sealed with AES-256-GCM as it is written.
-    const sealedStore = new RunStore(pool, { sealer: new Sealer([{ id: 'bench', key: randomBytes(32) }]) });
-    const newRun = (maxSteps = 1000) => store.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps });
+    const sealer = new Sealer([{ id: 'bench', key: randomBytes(32) }]);
+    const sealedStore = new RunStore(pool, { sealer });
+    const sealedRecords = new RunRecords(pool, { sealer });
+
+    const newRun = (maxSteps = 1000) => records.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps });
     const owner = { worker: 'bench', leaseMs: 60_000 };
     const results: Record<string, number | string> = { database: description, at: new Date().toISOString() };
 
@@ -88,7 +94,7 @@ async function main() {
     for (let r = 0; r < 10; r++) {
       const run = await newRun();
       const lease = (await store.claim(owner, 1))[0]!.lease;
-      const sealedRun = await sealedStore.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 1000 });
+      const sealedRun = await sealedRecords.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 1000 });
       const sealedLease = (await sealedStore.claim(owner, 1))[0]!.lease;
       for (let seq = 1; seq <= 400; seq += 2) {
         const t0 = performance.now();
@@ -206,19 +212,19 @@ async function main() {
         }
         return round(p50(samples));
       };
-      results.timelineWith10MbResultP50Ms = await time(() => store.timeline(run.id));
+      results.timelineWith10MbResultP50Ms = await time(() => records.timeline(run.id));
       results.fullLogWith10MbResultP50Ms = await time(() => store.steps(run.id));
       await store.finish(run.id, lease, { status: 'SUCCEEDED', output: 'bench' });
     }
 
     // A fork of a 10-step and of a 1,000-step source: its cost must not grow with the source.
-    Object.assign(results, await forkCost(pool, store));
-    Object.assign(results, await chainBench({ store, worker: (llm, tool, concurrency, events) => worker(llm, tool, concurrency, events), untilDone }));
+    Object.assign(results, await forkCost(pool, store, records));
+    Object.assign(results, await chainBench({ records, worker: (llm, tool, concurrency, events) => worker(llm, tool, concurrency, events), untilDone }));
     // Live events: streaming's cost, delivery to many readers, storage (bench/events.ts).
-    const events = await benchEvents({ pool, url: url.toString(), store, logger });
+    const events = await benchEvents({ pool, url: url.toString(), store, records, logger });
     Object.assign(results, events.results);
     // Waiting runs woken by a due timer and by an approval, with the worker idle.
-    Object.assign(results, await benchWaiting({ pool, store, newRun: () => newRun(), worker: (llm, tool, n) => worker(llm, tool, n) }));
+    Object.assign(results, await benchWaiting({ pool, store, records, newRun: () => newRun(), worker: (llm, tool, n) => worker(llm, tool, n) }));
     // A worker killed mid-step under the default 30 s lease: how soon another live worker resumes its run.
     {
       const ms = (await resumeLatencies(url.toString(), pool, 5)).sort((a, b) => a - b);

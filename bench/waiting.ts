@@ -7,6 +7,7 @@ import type pg from 'pg';
 import type { RunId } from '../src/domain/types.ts';
 import type { Worker } from '../src/engine/worker.ts';
 import type { LlmClient, LlmRequest, LlmResponse } from '../src/llm/types.ts';
+import type { RunRecords } from '../src/store/run-records.ts';
 import type { RunStore } from '../src/store/run-store.ts';
 import { sleepTool } from '../src/tools/sleep-tool.ts';
 import type { Tool } from '../src/tools/types.ts';
@@ -31,6 +32,7 @@ function oneCall(tool: string, input: unknown): LlmClient {
 export interface WaitingBench {
   pool: pg.Pool;
   store: RunStore;
+  records: RunRecords;
   newRun: () => Promise<{ id: RunId }>;
   worker: (llm: LlmClient, tool: Tool, concurrency: number) => Worker;
 }
@@ -69,8 +71,8 @@ export async function benchWaiting(b: WaitingBench): Promise<Record<string, numb
   for (let i = 0; i < 30; i++) waiting.push((await b.newRun()).id);
   await until(b.pool, waiting, ['WAITING']);
   for (const id of waiting) {
-    const run = await b.store.get(id);
-    await b.store.decide(id, run!.waiting!.toolCalls[0]!.toolUseId, { decision: 'approve' });
+    const run = await b.records.get(id);
+    await b.records.decide(id, run!.waiting!.toolCalls[0]!.toolUseId, { decision: 'approve' });
     await until(b.pool, [id], ['SUCCEEDED']);
   }
   await approver.stop();

@@ -14,7 +14,7 @@ import pg from 'pg';
 import { ensureEmbeddedPostgres, stopEmbeddedPostgres } from '../../src/db/embedded.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { CRASH_POINTS } from '../../src/engine/crash-points.ts';
-import { RunStore } from '../../src/store/run-store.ts';
+import { RunRecords } from '../../src/store/run-records.ts';
 import { type CheckName, CHECKS, checkRun, type RunFacts } from './checks.ts';
 import { startChaosModel } from './model.ts';
 
@@ -137,10 +137,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     await pool.query(`CREATE SCHEMA chaos;
       CREATE TABLE chaos.execution (key text NOT NULL, run_id uuid NOT NULL, worker text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
       CREATE TABLE chaos.effect (key text PRIMARY KEY, run_id uuid NOT NULL)`);
-    const store = new RunStore(pool);
+    const records = new RunRecords(pool);
+
     const runIds: string[] = [];
     for (let i = 0; i < opts.runs; i++) {
-      runIds.push((await store.create({ input: `chaos run ${i}`, model: 'chaos-model', tokenBudget: 1_000_000, timeoutSeconds: 3600, maxSteps: 20 })).id);
+      runIds.push((await records.create({ input: `chaos run ${i}`, model: 'chaos-model', tokenBudget: 1_000_000, timeoutSeconds: 3600, maxSteps: 20 })).id);
     }
 
     /** A new worker process; most are armed at a crash point (in turn), a few are not, so runs make progress. */

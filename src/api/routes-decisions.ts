@@ -3,11 +3,11 @@
  * call, or says what became of a call a crash left unfinished. When the last pending call of the wait
  * is decided, the run is queued again and continues.
  */
-import type { RunStore } from '../store/run-store.ts';
+import type { RunRecords } from '../store/run-records.ts';
 import { defineRunRoute, type ApiRoute } from './route.ts';
 import { DecidedRun, DecisionBody, ErrorBody, ToolCallParams } from './schemas.ts';
 
-export function decisionRoute(store: Pick<RunStore, 'decide'>): ApiRoute {
+export function decisionRoute(store: Pick<RunRecords, 'decide'>): ApiRoute {
   return defineRunRoute({
     method: 'POST',
     path: '/api/runs/{id}/tool-calls/{toolUseId}/decision',

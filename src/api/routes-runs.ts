@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { DEFAULT_TENANT } from '../domain/types.ts';
 import type { RunListing } from '../store/run-listing.ts';
 import type { RunDeletion } from '../store/retention.ts';
-import type { RunStore } from '../store/run-store.ts';
+import type { RunRecords } from '../store/run-records.ts';
 import { forkRun } from '../runs/fork-run.ts';
 import { parseInput } from './errors.ts';
 import { decisionRoute } from './routes-decisions.ts';
@@ -35,7 +35,7 @@ import { stepDetail } from './step-detail.ts';
 export type { RunDefaults } from '../runs/new-run.ts';
 
 export type RunsStore = Pick<
-  RunStore,
+  RunRecords,
   'create' | 'createOnce' | 'decide' | 'get' | 'latestProvider' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob' | 'conversationBefore' | 'turnAt' | 'turnRows'
 >;
 

@@ -11,7 +11,7 @@ import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { Run, RunId } from '../domain/types.ts';
 import { NotFoundError } from '../domain/errors.ts';
-import type { RunStore } from '../store/run-store.ts';
+import type { RunRecords } from '../store/run-records.ts';
 import type { Authenticator, Caller } from './auth.ts';
 import { parseInput } from './errors.ts';
 
@@ -39,7 +39,7 @@ export function visibleTo(caller: Caller, run: Pick<Run, 'tenant'>): boolean {
 }
 
 /** The run, if it exists and the caller may see it; NotFoundError otherwise (the same answer for both). */
-export async function runFor(store: Pick<RunStore, 'get'>, caller: Caller, id: string): Promise<Run> {
+export async function runFor(store: Pick<RunRecords, 'get'>, caller: Caller, id: string): Promise<Run> {
   const run = UUID.test(id) ? await store.get(id as RunId) : null;
   if (!run || !visibleTo(caller, run)) throw new NotFoundError(`run ${id} not found`);
   return run;
@@ -56,7 +56,7 @@ export function accessOf(req: FastifyRequest): Access {
  * The request hook: authenticates, then finds the run of a run route. A malformed id is left to the
  * route's own parsing (a 400 naming the field); it cannot name a run.
  */
-export function accessHook(auth: Authenticator, store: Pick<RunStore, 'get'>) {
+export function accessHook(auth: Authenticator, store: Pick<RunRecords, 'get'>) {
   return async (req: FastifyRequest): Promise<void> => {
     const route = req.routeOptions.url;
     const config = req.routeOptions.config as AccessConfig;

@@ -7,11 +7,11 @@
 import { isToolUse, type Run, type Step } from '../domain/types.ts';
 import { replayRun } from '../core/chain-replay.ts';
 import { NotFoundError } from '../domain/errors.ts';
-import type { RunStore } from '../store/run-store.ts';
+import type { RunRecords } from '../store/run-records.ts';
 import { timelineItem } from './present.ts';
 import type { ModelRequestJson, StepDetail } from './schemas.ts';
 
-export type StepSource = Pick<RunStore, 'stepsThrough' | 'blob' | 'get' | 'conversationBefore'>;
+export type StepSource = Pick<RunRecords, 'stepsThrough' | 'blob' | 'get' | 'conversationBefore'>;
 
 export async function stepDetail(store: StepSource, run: Run, seq: number): Promise<StepDetail> {
   const steps = await store.stepsThrough(run.id, seq);

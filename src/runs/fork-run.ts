@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { Run } from '../domain/types.ts';
 import { describeSeqs, wholeTurnEnds } from '../core/fork-points.ts';
 import { InputError } from '../domain/errors.ts';
-import type { RunStore } from '../store/run-store.ts';
+import type { RunRecords } from '../store/run-records.ts';
 import { INPUT_NAMES, type InputPart } from './parse-input.ts';
 import { type RunDefaults, toNewRun } from './new-run.ts';
 import { ForkRunBody } from './requests.ts';
@@ -16,7 +16,7 @@ import { ForkRunBody } from './requests.ts';
 export const ForkRunOptions = ForkRunBody;
 export type ForkRunOptions = z.infer<typeof ForkRunOptions>;
 
-export type ForkStore = Pick<RunStore, 'create' | 'turnAt' | 'turnRows'>;
+export type ForkStore = Pick<RunRecords, 'create' | 'turnAt' | 'turnRows'>;
 
 /**
  * Creates the fork of `source` after step `afterSeq`. The source may still be running: the fork takes

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { InputError } from '../domain/errors.ts';
 import { TENANT_PATTERN } from '../store/api-keys.ts';
 import type { Run, RunId } from '../domain/types.ts';
-import type { NewRun, RunStore } from '../store/run-store.ts';
+import type { NewRun, RunRecords } from '../store/run-records.ts';
 import { INPUT_NAMES, type InputPart } from './parse-input.ts';
 import { previousRun } from './previous-run.ts';
 import { CreateRunBody } from './requests.ts';
@@ -119,7 +119,7 @@ export function moneyBudget(
  * `created` false). `tenant` is whose run it is (and whose run it may continue).
  */
 export async function createRun(
-  store: Pick<RunStore, 'createOnce' | 'get'>,
+  store: Pick<RunRecords, 'createOnce' | 'get'>,
   request: CreateRunOptions,
   defaults: RunDefaults,
   part: InputPart,

@@ -5,10 +5,10 @@
  */
 import { isTerminal, type Run, type RunId } from '../domain/types.ts';
 import { ConflictError, InputError } from '../domain/errors.ts';
-import type { RunStore } from '../store/run-store.ts';
+import type { RunRecords } from '../store/run-records.ts';
 import { INPUT_NAMES, type InputPart } from './parse-input.ts';
 
-export async function previousRun(store: Pick<RunStore, 'get'>, id: RunId, tenant: string, part: InputPart): Promise<Run> {
+export async function previousRun(store: Pick<RunRecords, 'get'>, id: RunId, tenant: string, part: InputPart): Promise<Run> {
   const run = await store.get(id);
   if (!run || run.tenant !== tenant) {
     const message = `no run ${id}`;

@@ -13,7 +13,7 @@ import { DEFAULT_TENANT, type Decision, type Run, type RunId, type RunStatus } f
 import type { Decided } from '../store/decisions.ts';
 import type { RunWaits } from './run-waits.ts';
 import type { RunListing, RunPage } from '../store/run-listing.ts';
-import type { RunStore } from '../store/run-store.ts';
+import type { RunRecords } from '../store/run-records.ts';
 
 export type { RunPage } from '../store/run-listing.ts';
 
@@ -103,7 +103,7 @@ export interface Runs {
 }
 
 export interface RunsDeps {
-  store: Pick<RunStore, 'create' | 'createOnce' | 'get' | 'cancel' | 'decide' | 'turnAt' | 'turnRows'>;
+  store: Pick<RunRecords, 'create' | 'createOnce' | 'get' | 'cancel' | 'decide' | 'turnAt' | 'turnRows'>;
   listing: Pick<RunListing, 'list'>;
   defaults: RunDefaults;
   waits: RunWaits;

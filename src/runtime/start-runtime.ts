@@ -40,6 +40,7 @@ import { Sealer } from '../store/encryption.ts';
 import { checkEncryptionKeys } from '../store/encryption-keys.ts';
 import { RunOverview } from '../store/run-overview.ts';
 import { RunStore } from '../store/run-store.ts';
+import { RunRecords } from '../store/run-records.ts';
 import { countRunsByStatus, queueDepth } from '../store/run-stats.ts';
 import { DEFAULT_SYSTEM_PROMPT, demoTools } from '../demo/demo-tools.ts';
 import { ToolExecutor } from '../tools/executor.ts';
@@ -92,7 +93,10 @@ export interface RuntimeOptions {
 export interface Runtime {
   config: Readonly<Config>;
   database: Database;
+  /** The engine's store (claims, checkpoints, leases). */
   store: RunStore;
+  /** What people and the API ask of runs (create, read, cancel, decide). */
+  records: RunRecords;
   llm: LlmClient;
   logger: Logger;
   metrics: Metrics;
@@ -171,6 +175,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     const sealer = new Sealer(config.encryptionKeys);
     await checkEncryptionKeys(pool, sealer);
     const store = new RunStore(pool, { redact, sealer });
+    const records = new RunRecords(pool, { redact, sealer });
     const listing = new RunListing(pool, sealer);
     const deletion = new RunDeletion(pool);
     const auth = authFor(config, new ApiKeys(pool), opts.authenticate);
@@ -191,8 +196,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       costBudgetUsd: config.defaultCostBudgetUsd,
       isPriced: (model) => prices.priceOf(model) !== null,
     };
-    waits = new RunWaits(database.url, (id) => store.get(id), logger);
-    const runs = createRuns({ store, listing, defaults, waits });
+    waits = new RunWaits(database.url, (id) => records.get(id), logger);
+    const runs = createRuns({ store: records, listing, defaults, waits });
     const metrics = createMetrics(
       { countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) },
       { models: [...prices.models, config.defaultModel], agents: names },
@@ -226,7 +231,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
       eventHub = new EventHub(new RunEvents(pool, sealer), { databaseUrl: database.url, logger, access: new ReaderAccess(pool) });
       server = createServer({
-        store,
+        store: records,
         listing,
         defaults,
         checkDatabase: async () => {
@@ -297,7 +302,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       // Workers keep the database within RETENTION_DAYS: once now, then periodically.
       if (config.retentionMs !== null) retention = startRetention(deletion, { retentionMs: config.retentionMs }, logger);
     }
-    return { config, database, store, llm, logger, metrics, worker, server, runs, url, auth, close };
+    return { config, database, store, records, llm, logger, metrics, worker, server, runs, url, auth, close };
   } catch (e) {
     await close().catch(() => {});
     throw e;

@@ -11,7 +11,7 @@ import { freePort } from '../../src/db/embedded.ts';
 import { createPool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
-import { RunStore } from '../../src/store/run-store.ts';
+import { RunRecords } from '../../src/store/run-records.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun } from '../support/engine.ts';
 
@@ -27,7 +27,7 @@ afterAll(async () => {
 
 function server(extra: Partial<ApiDeps> = {}): FastifyInstance {
   return createServer({
-    store: db.store,
+    store: db.records,
     listing: new RunListing(db.pool),
     defaults: DEFAULTS,
     checkDatabase: async () => void (await db.pool.query('SELECT 1')),
@@ -73,7 +73,7 @@ describe('while listening on loopback', () => {
   });
 
   it('answers only a loopback Host: a DNS-rebound name is refused', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'LOCALHOST', `app.localhost:${port}`, `[::1]:${port}`, '127.9.9.9']) {
       expect((await request(port, 'GET', `/api/runs/${run.id}`, { host })).status, host).toBe(200);
     }
@@ -87,7 +87,7 @@ describe('while listening on loopback', () => {
   });
 
   it('refuses a cancel or a new run sent by a page of another site, and keeps the run', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const local = { host: `127.0.0.1:${port}` };
     for (const origin of ['https://attacker.example', 'null', 'http://127.0.0.1.attacker.example', 'not a url']) {
       const cancel = await request(port, 'POST', `/api/runs/${run.id}/cancel`, { ...local, origin });
@@ -96,12 +96,12 @@ describe('while listening on loopback', () => {
       const create = await request(port, 'POST', '/api/runs', { ...local, origin, 'content-type': 'application/json' }, '{"input":"x"}');
       expect(create.status, origin).toBe(403);
     }
-    expect((await db.store.state(run.id)).status).toBe('QUEUED');
+    expect((await db.records.state(run.id)).status).toBe('QUEUED');
     // Reading is not state-changing (and the browser keeps a cross-site answer from the page anyway).
     expect((await request(port, 'GET', `/api/runs/${run.id}`, { ...local, origin: 'https://attacker.example' })).status).toBe(200);
     // A page served from this machine, on any port, is the same site; a client without Origin is not a browser page.
     expect((await request(port, 'POST', `/api/runs/${run.id}/cancel`, { ...local, origin: 'http://localhost:3000' })).status).toBe(202);
-    const other = await newRun(db.store);
+    const other = await newRun(db.records);
     expect((await request(port, 'POST', `/api/runs/${other.id}/cancel`, local)).status).toBe(202);
   });
 });
@@ -110,7 +110,7 @@ it('accepts any Host and Origin when listening on every address, where its names
   const app = server();
   try {
     const port = await listening(app, '0.0.0.0');
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     expect((await request(port, 'GET', `/api/runs/${run.id}`, { host: 'agents.example.com' })).status).toBe(200);
     const res = await request(port, 'POST', `/api/runs/${run.id}/cancel`, { host: 'agents.example.com', origin: 'https://dashboard.example.com' });
     expect(res.status).toBe(202);
@@ -181,11 +181,11 @@ describe('while the database is down', () => {
     const port = await freePort();
     const proxy = new TcpProxy(new URL(db.url), port);
     const pool = createPool(new URL(db.url.replace(/:\d+\//, `:${port}/`)).toString(), 2);
-    const store = new RunStore(pool);
-    const app = server({ store, listing: new RunListing(pool), checkDatabase: async () => void (await pool.query('SELECT 1')) });
+    const records = new RunRecords(pool);
+    const app = server({ store: records, listing: new RunListing(pool), checkDatabase: async () => void (await pool.query('SELECT 1')) });
     try {
       await proxy.start();
-      const run = await newRun(store);
+      const run = await newRun(records);
       await proxy.stop();
       const json = { 'content-type': 'application/json' };
       const asked = [

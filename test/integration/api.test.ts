@@ -16,7 +16,7 @@ const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 function server(db: TestDatabase, extra: Partial<ApiDeps> = {}): FastifyInstance {
   const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: ['test-model'] });
   return createServer({
-    store: db.store,
+    store: db.records,
     listing: new RunListing(db.pool),
     defaults: DEFAULTS,
     checkDatabase: async () => {
@@ -93,11 +93,11 @@ describe('GET /api/runs', () => {
     const api = server(own);
     try {
       const runs = [];
-      for (let i = 0; i < 8; i++) runs.push(await newRun(own.store, `run ${i}`));
+      for (let i = 0; i < 8; i++) runs.push(await newRun(own.records, `run ${i}`));
       // Five CANCELLED, three QUEUED; created one microsecond apart, which a millisecond cursor would lose.
       for (const [i, r] of runs.entries()) {
         await own.pool.query(`UPDATE durable_agent.run SET created_at = '2025-01-01T00:00:00.000000Z'::timestamptz + $2 * interval '1 microsecond' WHERE id = $1`, [r.id, i]);
-        if (i % 3 !== 0) await own.store.cancel(r.id);
+        if (i % 3 !== 0) await own.records.cancel(r.id);
       }
       const cancelled = runs.filter((_, i) => i % 3 !== 0).reverse().map((r) => r.id);
 
@@ -127,7 +127,7 @@ describe('GET /api/runs', () => {
     const own = await testDatabase();
     const api = server(own);
     try {
-      for (let i = 0; i < 5; i++) await newRun(own.store, `same ${i}`);
+      for (let i = 0; i < 5; i++) await newRun(own.records, `same ${i}`);
       await own.pool.query(`UPDATE durable_agent.run SET created_at = '2025-06-01T12:00:00.123456Z'`);
       const seen: string[] = [];
       let url = '/api/runs?limit=2';
@@ -212,11 +212,11 @@ describe('timeline and steps', () => {
 
 describe('POST /api/runs/{id}/cancel', () => {
   it('cancels a queued run at once; a second cancel is a conflict', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const res = await post(app, `/api/runs/${run.id}/cancel`);
     expect(res.statusCode).toBe(202);
     expect(res.json()).toEqual({ id: run.id, status: 'CANCELLED', cancelRequested: true });
-    expect((await db.store.state(run.id)).status).toBe('CANCELLED');
+    expect((await db.records.state(run.id)).status).toBe('CANCELLED');
     const again = await post(app, `/api/runs/${run.id}/cancel`);
     expect(again.statusCode).toBe(409);
     expect(again.json()).toEqual({ error: { code: 'conflict', message: expect.stringContaining('CANCELLED') } });
@@ -235,7 +235,7 @@ describe('POST /api/runs/{id}/cancel', () => {
         await gate;
         return response([{ type: 'tool_use', id: 'toolu_9', name: 'lookup', input: {} }], 'tool_use', usage(10, 5));
       });
-      const run = await newRun(own.store);
+      const run = await newRun(own.records);
       const attempt = testWorker(own.store, llm, [], { name: 'W' }).runOnce();
       await waitFor('the model call', async () => llm.seen.length > 0);
 
@@ -409,8 +409,8 @@ describe('operations', () => {
     const own = await testDatabase();
     const api = server(own);
     try {
-      for (let i = 0; i < 3; i++) await newRun(own.store);
-      await own.store.cancel((await newRun(own.store)).id);
+      for (let i = 0; i < 3; i++) await newRun(own.records);
+      await own.records.cancel((await newRun(own.records)).id);
       const res = await api.inject('/metrics');
       expect(res.statusCode).toBe(200);
       expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);

@@ -14,7 +14,7 @@ let db: TestDatabase;
 let app: FastifyInstance;
 beforeAll(async () => {
   db = await testDatabase();
-  app = createServer({ store: db.store, listing: new RunListing(db.pool), defaults: DEFAULTS, checkDatabase: async () => {}, metrics: async () => ({ contentType: 'text/plain', body: '' }), logger: false });
+  app = createServer({ store: db.records, listing: new RunListing(db.pool), defaults: DEFAULTS, checkDatabase: async () => {}, metrics: async () => ({ contentType: 'text/plain', body: '' }), logger: false });
 });
 afterAll(async () => {
   await app.close();
@@ -50,7 +50,7 @@ describe('approvals', () => {
     const executed: string[] = [];
     const llm = new ScriptedLlm().thenToolUse('toolu_a', 'close_ticket', { ticketId: 'T-1' }).thenText('closed it');
     const worker = testWorker(db.store, llm, [closeTool(executed)], { name: 'W' });
-    const run = await newRun(db.store, 'close T-1');
+    const run = await newRun(db.records, 'close T-1');
     expect((await worker.runOnce())?.status).toBeNull();
 
     const waiting = await getRun(run.id);
@@ -82,7 +82,7 @@ describe('approvals', () => {
     const executed: string[] = [];
     const llm = new ScriptedLlm().thenToolUse('toolu_d', 'close_ticket', { ticketId: 'T-2' }).thenText('ok, left it open');
     const worker = testWorker(db.store, llm, [closeTool(executed)], { name: 'W' });
-    const run = await newRun(db.store, 'close T-2');
+    const run = await newRun(db.records, 'close T-2');
     await worker.runOnce();
     expect((await decide(run.id, 'toolu_d', { decision: 'deny', reason: 'T-2 is still being worked on' })).statusCode).toBe(202);
     expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
@@ -95,7 +95,7 @@ describe('approvals', () => {
   it('answers 404 for an unknown run or tool call, 400 for a bad body, 409 for a call that is not waiting', async () => {
     const llm = new ScriptedLlm().thenToolUse('toolu_x', 'close_ticket', { ticketId: 'T-3' });
     const worker = testWorker(db.store, llm, [closeTool([])], { name: 'W' });
-    const run = await newRun(db.store, 'close T-3');
+    const run = await newRun(db.records, 'close T-3');
     await worker.runOnce();
     expect((await decide('00000000-0000-4000-8000-000000000000', 'toolu_x', { decision: 'approve' })).statusCode).toBe(404);
     expect((await decide(run.id, 'toolu_nope', { decision: 'approve' })).statusCode).toBe(404);
@@ -106,9 +106,9 @@ describe('approvals', () => {
     // A run that never waited: the call exists but is not waiting for anyone.
     const plain = new ScriptedLlm().thenToolUse('toolu_p', 'echo', {}).thenText('done');
     const echo = defineTool({ name: 'echo', description: 'e', inputSchema: { type: 'object' }, execute: async () => 'e' });
-    const other = await newRun(db.store, 'plain');
+    const other = await newRun(db.records, 'plain');
     await testWorker(db.store, plain, [echo], { name: 'W' }).runOnce();
-    expect((await db.store.state(other.id)).status).toBe('SUCCEEDED');
+    expect((await db.records.state(other.id)).status).toBe('SUCCEEDED');
     expect((await decide(other.id, 'toolu_p', { decision: 'approve' })).statusCode).toBe(409);
   });
 
@@ -124,7 +124,7 @@ describe('approvals', () => {
     const lookups: string[] = [];
     const lookup = defineTool({ name: 'lookup', description: 'l', inputSchema: { type: 'object' }, execute: async (_i, ctx) => lookups.push(ctx.idempotencyKey) });
     const worker = testWorker(db.store, llm, [closeTool(executed), lookup], { name: 'W' });
-    const run = await newRun(db.store, 'close A and B');
+    const run = await newRun(db.records, 'close A and B');
     await worker.runOnce();
     const w = await getRun(run.id);
     expect(w.waiting.toolCalls.map((c: { toolUseId: string }) => c.toolUseId)).toEqual(['toolu_1', 'toolu_3']);
@@ -144,11 +144,11 @@ describe('approvals', () => {
     const executed: string[] = [];
     const llm = new ScriptedLlm().thenToolUse('toolu_t', 'close_ticket', { ticketId: 'T-4' }).thenText('it timed out');
     const worker = testWorker(db.store, llm, [closeTool(executed, { approvalTimeoutSeconds: 1 })], { name: 'W', databaseUrl: db.url });
-    const run = await newRun(db.store, 'close T-4');
+    const run = await newRun(db.records, 'close T-4');
     await worker.start();
-    await waitFor('the run to wait', async () => (await db.store.state(run.id)).status === 'WAITING');
+    await waitFor('the run to wait', async () => (await db.records.state(run.id)).status === 'WAITING');
     expect((await getRun(run.id)).waiting.expiresAt).toEqual(expect.any(String));
-    await waitFor('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 10_000);
+    await waitFor('the run to finish', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 10_000);
     await worker.stop();
     expect(executed).toEqual([]);
     const result = (llm.seen[1]!.messages.at(-1)!.content as unknown as { content: string; is_error?: boolean }[])[0]!;
@@ -159,13 +159,13 @@ describe('approvals', () => {
 
   it('cancels a waiting run at once', async () => {
     const llm = new ScriptedLlm().thenToolUse('toolu_c2', 'close_ticket', { ticketId: 'T-6' });
-    const run = await newRun(db.store, 'close T-6');
+    const run = await newRun(db.records, 'close T-6');
     await testWorker(db.store, llm, [closeTool([])], { name: 'W' }).runOnce();
-    expect((await db.store.state(run.id)).status).toBe('WAITING');
+    expect((await db.records.state(run.id)).status).toBe('WAITING');
     const res = await app.inject({ method: 'POST', url: `/api/runs/${run.id}/cancel` });
     expect(res.statusCode).toBe(202);
     expect(res.json().status).toBe('CANCELLED');
-    const cancelled = await db.store.state(run.id as RunId);
+    const cancelled = await db.records.state(run.id as RunId);
     expect(cancelled.finishedAt).not.toBeNull();
     expect(cancelled.error).toMatch(/cancelled while waiting/);
     expect((await decide(run.id, 'toolu_c2', { decision: 'approve' })).statusCode).toBe(409);
@@ -173,13 +173,13 @@ describe('approvals', () => {
 
   it('does not count the time waited against the deadline', async () => {
     const llm = new ScriptedLlm().thenToolUse('toolu_c', 'close_ticket', { ticketId: 'T-5' });
-    const run = await newRun(db.store, 'close T-5');
+    const run = await newRun(db.records, 'close T-5');
     await testWorker(db.store, llm, [closeTool([])], { name: 'W' }).runOnce();
-    const before = await db.store.state(run.id);
+    const before = await db.records.state(run.id);
     await db.pool.query(`UPDATE durable_agent.run SET waiting = jsonb_set(waiting, '{since}', to_jsonb(now() - interval '1 hour')) WHERE id = $1`, [run.id]);
     expect((await decide(run.id, 'toolu_c', { decision: 'approve' })).statusCode).toBe(202);
-    const after = await db.store.state(run.id);
+    const after = await db.records.state(run.id);
     expect(after.deadlineAt.getTime() - before.deadlineAt.getTime()).toBeGreaterThanOrEqual(3_600_000);
-    await db.store.cancel(run.id);
+    await db.records.cancel(run.id);
   });
 });

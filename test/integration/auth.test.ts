@@ -32,7 +32,7 @@ let revoked: NewApiKey;
 function server(auth: Authenticator, extra: Partial<ApiDeps> = {}): FastifyInstance {
   const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: ['test-model'] });
   return createServer({
-    store: db.store,
+    store: db.records,
     listing: new RunListing(db.pool),
     deletion: new RunDeletion(db.pool),
     overview: new RunOverview(db.pool),

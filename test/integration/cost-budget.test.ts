@@ -28,12 +28,12 @@ afterAll(async () => {
 
 describe('a run with a money budget', () => {
   it('stops before the step after the call that crossed its budget, FAILED with the figures', async () => {
-    const run = await newRun(db.store, 'spend', { model: 'priced-model', costBudgetUsd: 0.01 });
+    const run = await newRun(db.records, 'spend', { model: 'priced-model', costBudgetUsd: 0.01 });
     // 9000 in + 200 out = 0.009 + 0.002 = 0.011 USD: over the 0.01 budget after the first call.
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'echo', {}, 9000, 200).thenText('never asked');
     const metrics = createMetrics({ countRunsByStatus: async () => ({}), queueDepth: async () => ({}) }, { models: ['priced-model'] });
     await testWorker(db.store, llm, [echo], { name: 'W', costOf, events: [metrics.events] }).runOnce();
-    const final = await db.store.state(run.id);
+    const final = await db.records.state(run.id);
     expect(final.status).toBe('FAILED');
     expect(final.error).toBe('cost budget exhausted (0.011 USD of 0.01 USD spent)');
     expect(final.costUsd).toBeCloseTo(0.011, 8);
@@ -46,7 +46,7 @@ describe('a run with a money budget', () => {
 
   it("clamps max_tokens so the call's worst case fits what is left", async () => {
     const budget = 0.002;
-    const run = await newRun(db.store, 'be brief', { model: 'priced-model', costBudgetUsd: budget });
+    const run = await newRun(db.records, 'be brief', { model: 'priced-model', costBudgetUsd: budget });
     // The model writes as much as it is allowed, and is billed for an input as long as the request's bytes.
     const llm = new ScriptedLlm().then((req) => {
       const inputTokens = Buffer.byteLength(JSON.stringify({ system: req.system, tools: req.tools, messages: req.messages }));
@@ -56,16 +56,16 @@ describe('a run with a money budget', () => {
     const maxTokens = llm.seen[0]!.maxTokens;
     expect(maxTokens).toBeLessThan(1024); // the agent's own max_tokens would not have fitted
     expect(maxTokens).toBeGreaterThanOrEqual(MIN_REPLY_TOKENS);
-    const final = await db.store.state(run.id);
+    const final = await db.records.state(run.id);
     expect(final.status).toBe('SUCCEEDED');
     expect(final.costUsd).toBeLessThanOrEqual(budget);
   });
 
   it('stops before calling when not even a minimal call fits, and the model is never asked', async () => {
-    const run = await newRun(db.store, 'nothing fits', { model: 'priced-model', costBudgetUsd: 0.00001 });
+    const run = await newRun(db.records, 'nothing fits', { model: 'priced-model', costBudgetUsd: 0.00001 });
     const llm = new ScriptedLlm();
     await testWorker(db.store, llm, [echo], { name: 'W', costOf }).runOnce();
-    const final = await db.store.state(run.id);
+    const final = await db.records.state(run.id);
     expect(final.status).toBe('FAILED');
     expect(final.error).toMatch(/^cost budget exhausted: the next model call could cost up to [\d.e-]+ USD .* only 0.00001 USD is left$/);
     expect(llm.seen).toHaveLength(0);
@@ -73,11 +73,11 @@ describe('a run with a money budget', () => {
   });
 
   it('keeps a run without a money budget unclamped', async () => {
-    const run = await newRun(db.store, 'no limit', { model: 'priced-model' });
+    const run = await newRun(db.records, 'no limit', { model: 'priced-model' });
     const llm = new ScriptedLlm().thenText('fine', 100000, 100);
     await testWorker(db.store, llm, [], { name: 'W', costOf }).runOnce();
     expect(llm.seen[0]!.maxTokens).toBe(1024);
-    expect((await db.store.state(run.id)).status).toBe('SUCCEEDED');
+    expect((await db.records.state(run.id)).status).toBe('SUCCEEDED');
   });
 });
 
@@ -89,7 +89,7 @@ describe('creating a run with a money budget', () => {
   let app: FastifyInstance;
   beforeAll(() => {
     const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: [] });
-    app = createServer({ store: db.store, listing: new RunListing(db.pool), defaults, checkDatabase: async () => {}, metrics: () => metrics.render(), logger: false });
+    app = createServer({ store: db.records, listing: new RunListing(db.pool), defaults, checkDatabase: async () => {}, metrics: () => metrics.render(), logger: false });
   });
   afterAll(async () => {
     await app.close();
@@ -119,7 +119,7 @@ describe('creating a run with a money budget', () => {
   });
 
   it('applies DEFAULT_COST_BUDGET_USD, in the library too, and refuses it for an unpriced model', async () => {
-    const runs = createRuns({ store: db.store, listing: new RunListing(db.pool), defaults: { ...defaults, costBudgetUsd: 0.5 }, waits: null as never });
+    const runs = createRuns({ store: db.records, listing: new RunListing(db.pool), defaults: { ...defaults, costBudgetUsd: 0.5 }, waits: null as never });
     expect((await runs.create({ input: 'x' })).costBudgetUsd).toBe(0.5);
     expect((await runs.create({ input: 'x', costBudgetUsd: 3 })).costBudgetUsd).toBe(3);
     await expect(runs.create({ input: 'x', model: 'mystery-model' })).rejects.toThrow(InputError);

@@ -34,7 +34,7 @@ let deletion: RunDeletion;
 async function finished(worker: Worker, n: number): Promise<RunId[]> {
   const ids: RunId[] = [];
   for (let i = 0; i < n; i++) {
-    const run = await newRun(db.store, `task ${i}`);
+    const run = await newRun(db.records, `task ${i}`);
     ids.push(run.id);
     expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
   }
@@ -83,7 +83,7 @@ describe('DELETE /api/runs/{id}', () => {
   let app: FastifyInstance;
   beforeAll(() => {
     app = createServer({
-      store: db.store,
+      store: db.records,
       listing: new RunListing(db.pool),
       deletion,
       defaults: { agent: 'a', model: 'test-model', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 10 },
@@ -124,8 +124,8 @@ describe('DELETE /api/runs/{id}', () => {
   });
 
   it('409 while QUEUED or RUNNING ("cancel first"), and the run stays whole', async () => {
-    const queued = await newRun(db.store, 'not yet');
-    const running = await newRun(db.store, 'in flight');
+    const queued = await newRun(db.records, 'not yet');
+    const running = await newRun(db.records, 'in flight');
     await db.pool.query(`UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = $1`, [running.id]);
     for (const run of [queued, running]) {
       const res = await app.inject({ method: 'DELETE', url: `/api/runs/${run.id}` });
@@ -143,8 +143,8 @@ describe('DELETE /api/runs/{id}', () => {
     const w = testWorker(db.store, llm(), [lookup, tool], { name: 'w-live', subscribeUrl: db.url });
     await w.start();
     try {
-      const run = await newRun(db.store, 'one');
-      await waitFor('the run to finish', async () => (await db.store.get(run.id))?.status === 'SUCCEEDED');
+      const run = await newRun(db.records, 'one');
+      await waitFor('the run to finish', async () => (await db.records.get(run.id))?.status === 'SUCCEEDED');
       const { rows } = await db.pool.query<{ d: string }>(
         `SELECT DISTINCT request ->> 'toolsDigest' AS d FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'MODEL'`,
         [run.id],
@@ -155,8 +155,8 @@ describe('DELETE /api/runs/{id}', () => {
       // ...and the notification of that reaches the worker, which serves them: they are stored again.
       await waitFor('the tool definitions to be stored again', () => blobExists(tools));
       // And a run it drives next refers to texts that exist.
-      const next = await newRun(db.store, 'two');
-      await waitFor('the next run to finish', async () => (await db.store.get(next.id))?.status === 'SUCCEEDED');
+      const next = await newRun(db.records, 'two');
+      await waitFor('the next run to finish', async () => (await db.records.get(next.id))?.status === 'SUCCEEDED');
       for (const d of await digestsOf(next.id)) expect(await blobExists(d)).toBe(true);
     } finally {
       await w.stop();
@@ -167,7 +167,7 @@ describe('DELETE /api/runs/{id}', () => {
 describe('retention', () => {
   /** A run in `status` that was created and (when finished) finished `daysAgo` days ago. */
   async function aged(status: string, daysAgo: number): Promise<RunId> {
-    const run = await newRun(db.store, `${status} ${daysAgo}d`);
+    const run = await newRun(db.records, `${status} ${daysAgo}d`);
     await db.pool.query(
       `UPDATE durable_agent.run SET status = $2, created_at = now() - $3 * interval '1 day',
               finished_at = CASE WHEN $2 IN ('QUEUED', 'RUNNING') THEN NULL ELSE now() - $3 * interval '1 day' END

@@ -43,7 +43,7 @@ describe('demo tools', () => {
     const llm = new ScriptedLlm()
       .thenToolUse('toolu_comment_1', 'add_ticket_comment', { ticketId: 'ACME-103', body: 'Looking into it.' })
       .thenText('Commented.');
-    const run = await newRun(db.store, 'comment on ACME-103');
+    const run = await newRun(db.records, 'comment on ACME-103');
     // Worker A dies after commenting, before the result is recorded.
     armCrashPoint({ point: 'after-tool-effect', runId: run.id });
     await expect(testWorker(db.store, llm, tools, { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);

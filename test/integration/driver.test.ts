@@ -36,7 +36,7 @@ const centPerToken = (_model: string, u: Usage) => (u.inputTokens + u.outputToke
 
 describe('stop reasons and content', () => {
   it.each(['end_turn', 'stop_sequence'])('runs the tools a reply asks for under %s and sends their results back before finishing', async (stopReason) => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const executions: string[] = [];
     const warnings: Parameters<NonNullable<EngineEvents['stepWarning']>>[0][] = [];
     const llm = new ScriptedLlm()
@@ -49,18 +49,18 @@ describe('stop reasons and content', () => {
     expect(executions).toEqual(['toolu_1']);
     expect(llm.seen).toHaveLength(2);
     expect(llm.seen[1]!.messages.at(-1)).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'found it' }] });
-    expect((await db.store.state(run.id)).output).toBe('the answer, having seen the result');
+    expect((await db.records.state(run.id)).output).toBe('the answer, having seen the result');
     expect(warnings.map((w) => [w.seq, w.warning, w.detail])).toEqual([[1, 'tool-use-under-stop-reason', expect.stringContaining(`"${stopReason}"`)]]);
   });
 
   it('fails at once a reply that stops for tool use but holds no tool_use block', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const llm = new ScriptedLlm(() => response([{ type: 'text', text: 'I will use a tool' }], 'tool_use', usage(10, 2)));
 
     expect((await testWorker(db.store, llm, [lookup()], { name: 'W' }).runOnce())?.status).toBe('FAILED');
 
     expect(llm.seen).toHaveLength(1);
-    const final = await db.store.state(run.id);
+    const final = await db.records.state(run.id);
     expect(final.error).toBe('the model stopped to use a tool (stop_reason "tool_use") but its reply holds no tool_use block');
     expect(final).toMatchObject({ output: 'I will use a tool', stopReason: 'tool_use', tokensUsed: 12 });
   });
@@ -68,7 +68,7 @@ describe('stop reasons and content', () => {
 
 describe('budget and cost', () => {
   it("asks for no more output than the budget has left, and records the request's max_tokens as sent", async () => {
-    await newRun(db.store, 'budget', { tokenBudget: 300 });
+    await newRun(db.records, 'budget', { tokenBudget: 300 });
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', {}, 200, 20).thenText('done', 50, 5);
 
     expect((await testWorker(db.store, llm, [lookup()], { name: 'W' }).runOnce())?.status).toBe('SUCCEEDED');
@@ -80,7 +80,7 @@ describe('budget and cost', () => {
   });
 
   it("counts the usage of a call's failed attempts in the step, the run's tokens and its cost", async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const llm = new ScriptedLlm().then(() => ({
       ...response([{ type: 'text', text: 'after a retry' }], 'end_turn', usage(100, 10)),
       attempts: 2,
@@ -89,21 +89,21 @@ describe('budget and cost', () => {
 
     await testWorker(db.store, llm, [], { name: 'W', costOf: centPerToken }).runOnce();
 
-    expect(await db.store.state(run.id)).toMatchObject({ status: 'SUCCEEDED', tokensUsed: 250, costUsd: 2.5 });
+    expect(await db.records.state(run.id)).toMatchObject({ status: 'SUCCEEDED', tokensUsed: 250, costUsd: 2.5 });
     expect((await db.store.steps(run.id))[0]).toMatchObject({ inputTokens: 200, outputTokens: 50, costUsd: 2.5, attempts: 2 });
   });
 
   it('counts what failed attempts were billed when the call fails for good', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const llm = new ScriptedLlm().thenFail(new LlmError(400, 'prompt is too long', { type: 'invalid_request_error', usage: usage(70, 5) }));
 
     expect((await testWorker(db.store, llm, [], { name: 'W', costOf: centPerToken }).runOnce())?.status).toBe('FAILED');
 
-    expect(await db.store.state(run.id)).toMatchObject({ tokensUsed: 75, costUsd: 0.75 });
+    expect(await db.records.state(run.id)).toMatchObject({ tokensUsed: 75, costUsd: 0.75 });
   });
 
   it('hands what a requeued call was billed to the release', async () => {
-    await newRun(db.store);
+    await newRun(db.records);
     const requeues: unknown[] = [];
     const llm = new ScriptedLlm().thenFail(new LlmError(529, 'Overloaded', { type: 'overloaded_error', usage: usage(30, 0) }));
     const events: EngineEvents = { attemptEnded: (e) => e.reason === 'requeued' && requeues.push(e.error) };
@@ -114,7 +114,7 @@ describe('budget and cost', () => {
   });
 
   it("passes the run's deadline to the model call", async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     let options: LlmCallOptions | undefined;
     const llm = new ScriptedLlm().then((_req, o) => {
       options = o;
@@ -127,7 +127,7 @@ describe('budget and cost', () => {
 
 describe('the deadline', () => {
   it('ends a run TIMED_OUT when its deadline passes between steps, without another model call', async () => {
-    const run = await newRun(db.store, 'slow work', { timeoutSeconds: 60 });
+    const run = await newRun(db.records, 'slow work', { timeoutSeconds: 60 });
     let clock = Date.now();
     const slowTool = defineTool({
       name: 'lookup',
@@ -144,7 +144,7 @@ describe('the deadline', () => {
 
     expect(done?.status).toBe('TIMED_OUT');
     expect(llm.seen).toHaveLength(1);
-    const final = await db.store.state(run.id);
+    const final = await db.records.state(run.id);
     expect(final).toMatchObject({ status: 'TIMED_OUT', error: `deadline ${run.deadlineAt.toISOString()} passed` });
     expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'DONE']]);
   });
@@ -152,7 +152,7 @@ describe('the deadline', () => {
 
 describe('tool results', () => {
   it('stores at most 1 MiB of a result and sends the model exactly the text stored, with the note', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const huge = defineTool({ name: 'fetch', description: 'a 3 MB page', inputSchema: { type: 'object' }, execute: async () => 'p'.repeat(3_000_000) });
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'fetch', {}).thenText('read it');
 

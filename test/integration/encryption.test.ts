@@ -13,6 +13,7 @@ import { type Runtime, startRuntime } from '../../src/runtime/start-runtime.ts';
 import { Sealer } from '../../src/store/encryption.ts';
 import { checkEncryptionKeys, rotateEncryption, storedKeyIds } from '../../src/store/encryption-keys.ts';
 import { RunStore } from '../../src/store/run-store.ts';
+import { RunRecords } from '../../src/store/run-records.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/engine.ts';
@@ -176,9 +177,11 @@ describe('encryption at rest', () => {
     const old = new Sealer([{ id: 'old', key: Buffer.from(K1, 'base64') }]);
     await checkEncryptionKeys(db.pool, old);
     const store = new RunStore(db.pool, { sealer: old });
+    const records = new RunRecords(db.pool, { sealer: old });
+
     const owner = { worker: 'w', leaseMs: 60_000 };
     for (let r = 0; r < 2; r++) {
-      const run = await store.create({ input: `${MARK}-${r}`, model: 'm', tokenBudget: 10_000_000, timeoutSeconds: 600, maxSteps: 100 });
+      const run = await records.create({ input: `${MARK}-${r}`, model: 'm', tokenBudget: 10_000_000, timeoutSeconds: 600, maxSteps: 100 });
       const lease = (await store.claim(owner, 1))[0]!.lease;
       for (let seq = 1; seq <= 24; seq += 2) {
         await store.checkpointModel(run.id, lease, {
@@ -202,8 +205,9 @@ describe('encryption at rest', () => {
     const rows = await everyRow();
     expect(rows).not.toContain(':old:');
     expect(rows).not.toContain(MARK);
-    const onlyNew = new RunStore(db.pool, { sealer: new Sealer([{ id: 'new', key: Buffer.from(K2, 'base64') }]) });
-    const [first] = (await onlyNew.stepsThrough((await db.pool.query<{ id: RunId }>('SELECT id FROM durable_agent.run LIMIT 1')).rows[0]!.id, 24));
+    const onlyNewRecords = new RunRecords(db.pool, { sealer: new Sealer([{ id: 'new', key: Buffer.from(K2, 'base64') }]) });
+
+    const [first] = (await onlyNewRecords.stepsThrough((await db.pool.query<{ id: RunId }>('SELECT id FROM durable_agent.run LIMIT 1')).rows[0]!.id, 24));
     expect(first!.response).toEqual([{ type: 'text', text: `${MARK} turn 1` }, { type: 'tool_use', id: 't1', name: 'lookup', input: { q: MARK } }]);
   });
 
@@ -225,8 +229,9 @@ describe('encryption at rest', () => {
   it('ends a run whose stored value does not open (altered) instead of claiming it again and again', async () => {
     const sealer = new Sealer([{ id: 'k', key: Buffer.from(K1, 'base64') }]);
     const store = new RunStore(db.pool, { sealer });
-    const good = await store.create({ input: 'fine', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5 });
-    const bad = await store.create({ input: 'altered', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5 });
+    const records = new RunRecords(db.pool, { sealer });
+    const good = await records.create({ input: 'fine', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5 });
+    const bad = await records.create({ input: 'altered', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5 });
     await db.pool.query(
       `UPDATE durable_agent.run SET input = left(input, -2) || CASE WHEN right(input, 2) = 'AA' THEN 'BB' ELSE 'AA' END WHERE id = $1`,
       [bad.id],

@@ -53,9 +53,9 @@ describe('event text', () => {
       .thenToolUse('toolu_a', 'close_ticket', { ticketId: 'T-1', note: 'a: b, "c" {d}', tags: [1, { k: null }] })
       .thenText('closed: "T-1", {done}');
     const worker = testWorker(db.store, llm, [closeTicket], { name: 'worker : one' });
-    const run = await newRun(db.store, 'close T-1');
+    const run = await newRun(db.records, 'close T-1');
     expect((await worker.runOnce())?.status).toBeNull();
-    await db.store.decide(run.id, 'toolu_a', { decision: 'approve' });
+    await db.records.decide(run.id, 'toolu_a', { decision: 'approve' });
     expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
 
     const frames = await sseFrames(run.id);
@@ -70,7 +70,7 @@ describe('event text', () => {
   });
 
   it('attempt.abandoned, written when a run ends with an attempt still streaming: compact JSON', async () => {
-    const run = await newRun(db.store, 'ends mid-stream', { agent: 'mid-stream' });
+    const run = await newRun(db.records, 'ends mid-stream', { agent: 'mid-stream' });
     const [claimed] = await db.store.claim({ worker: 'W', leaseMs: 10_000 }, 1, [], ['mid-stream']);
     expect(claimed?.id).toBe(run.id);
     await db.store.eventsClaimed(run.id, claimed!.lease, claimed!.attempts);

@@ -37,8 +37,8 @@ it('announces the events of a run only while a hub follows it, and delivers them
   // Poll once a minute: what the reader gets within the test comes from the announcement.
   const hub = new EventHub(events, { databaseUrl: db.url, pollMs: 60_000 });
   try {
-    const followed = await newRun(db.store, 'followed');
-    const unread = await newRun(db.store, 'nobody reads me');
+    const followed = await newRun(db.records, 'followed');
+    const unread = await newRun(db.records, 'nobody reads me');
     const leases = await db.store.claim({ worker: 'W', leaseMs: 60_000 }, 2);
     const lease = (id: string) => leases.find((c) => c.id === id)!.lease;
     const text = (seq: number, t: string) => [newEvent('text.delta', { seq, attempt: 1, text: t })];
@@ -92,11 +92,11 @@ it('announces every write of a followed run with the highest id it wrote: claim,
     });
     const llm = new ScriptedLlm().thenToolUse('toolu_w', 'close_ticket', { ticketId: 'T-9' }).thenText('closed it');
     const worker = testWorker(db.store, llm, [close], { name: 'announcer' });
-    const run = await newRun(db.store, 'close T-9');
+    const run = await newRun(db.records, 'close T-9');
     await events.watch([run.id], randomUUID(), 60_000);
 
     expect((await worker.runOnce())?.status).toBeNull(); // waits for the approval
-    await db.store.decide(run.id, 'toolu_w', { decision: 'approve' });
+    await db.records.decide(run.id, 'toolu_w', { decision: 'approve' });
     expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
     expect(executed).toEqual(['T-9']);
 
@@ -115,7 +115,7 @@ it('announces every write of a followed run with the highest id it wrote: claim,
 });
 
 it('deletes the events of a deleted run with it', async () => {
-  const run = await newRun(db.store, 'short-lived');
+  const run = await newRun(db.records, 'short-lived');
   const [claimed] = await db.store.claim({ worker: 'D', leaseMs: 60_000 }, 1, [], undefined);
   expect(claimed?.id).toBe(run.id);
   await new RunEvents(db.pool).claimed(run.id, claimed!.lease, 1);
@@ -155,7 +155,7 @@ describe('a model step of a run nobody follows', () => {
   it('writes its streamed text with the checkpoint, the same events in the same order', async () => {
     const model = gatedModel();
     const worker = testWorker(db.store, model.llm, [], { name: 'quiet', subscribeUrl: db.url });
-    const run = await newRun(db.store, 'say two parts');
+    const run = await newRun(db.records, 'say two parts');
     const driving = worker.runOnce();
     await model.atGate;
     // Kept: that nothing is written meanwhile is the test; 300 ms is past the 100 ms a followed run's first batch waits.
@@ -174,7 +174,7 @@ describe('a model step of a run nobody follows', () => {
     const worker = testWorker(db.store, model.llm, [], { name: 'joined', subscribeUrl: db.url });
     await worker.start();
     await listening();
-    const run = await newRun(db.store, 'say two parts');
+    const run = await newRun(db.records, 'say two parts');
     await model.atGate;
     expect((await types(run.id)).map((e) => e.type)).toEqual(['run.started']);
     await new RunEvents(db.pool).watch([run.id], randomUUID(), 60_000);
@@ -182,7 +182,7 @@ describe('a model step of a run nobody follows', () => {
     await waitFor('the gathered text', async () => (await types(run.id)).some((e) => e.type === 'text.delta'), 5_000);
     expect((await types(run.id)).map((e) => e.type)).toEqual(['run.started', 'step.started', 'text.delta']);
     model.release();
-    await waitFor('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 5_000);
+    await waitFor('the run to finish', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 5_000);
     const events = await types(run.id);
     expect(events.map((e) => e.type)).toEqual(['run.started', 'step.started', 'text.delta', 'text.delta', 'step.finished', 'run.finished']);
     expect(events.filter((e) => e.type === 'text.delta').map((e) => e.data.text).join('')).toBe('part one part two');
@@ -196,7 +196,7 @@ describe("a run's end", () => {
     return (await db.pool.query<{ type: string; data: Record<string, unknown> }>('SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id', [runId])).rows;
   };
   const streaming = async (steps: (lease: Lease, events: RunEvents, runId: RunId) => Promise<void>) => {
-    const run = await newRun(db.store, 'stream and stop');
+    const run = await newRun(db.records, 'stream and stop');
     const [claimed] = await db.store.claim({ worker: 'E', leaseMs: 60_000 }, 1, [], undefined);
     const events = new RunEvents(db.pool);
     await events.claimed(run.id, claimed!.lease, 1);
@@ -238,12 +238,12 @@ describe('a follower the worker did not hear of at once', () => {
     // No LISTEN connection: the follow's notification cannot reach it. Renewals every 300 ms.
     const worker = testWorker(db.store, model.llm, [], { name: 'deaf', leaseMs: 900 });
     await worker.start();
-    const run = await newRun(db.store, 'say two parts');
+    const run = await newRun(db.records, 'say two parts');
     await model.atGate;
     await new RunEvents(db.pool).watch([run.id], randomUUID(), 60_000);
     await waitFor('the gathered text, after a renewal said the run is followed', async () => (await deltas(run.id)) > 0, 5_000);
     model.release();
-    await waitFor('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 5_000);
+    await waitFor('the run to finish', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 5_000);
     await worker.stop();
   });
 
@@ -254,7 +254,7 @@ describe('a follower the worker did not hear of at once', () => {
     listener.on('notification', (n) => heard.push(n.payload!));
     await listener.query('LISTEN durable_agent_run_followed');
     try {
-      const run = await newRun(db.store, 'followed, lapsed, followed');
+      const run = await newRun(db.records, 'followed, lapsed, followed');
       const events = new RunEvents(db.pool);
       const hub = randomUUID();
       await events.watch([run.id], hub, -1_000); // registered, already expired
@@ -272,7 +272,7 @@ describe('a follower the worker did not hear of at once', () => {
   it('counts a reader of the JSON pages of an unfinished run as a follower', async () => {
     const api = await startEventsApi(db.url);
     try {
-      const run = await newRun(db.store, 'polled');
+      const run = await newRun(db.records, 'polled');
       const watched = async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1 AND expires_at > now()', [run.id])).rowCount;
       expect(await watched()).toBe(0);
       const res = await fetch(`${api.url}/api/runs/${run.id}/events`);

@@ -21,7 +21,7 @@ beforeAll(async () => {
   db = await testDatabase();
   const metrics = createMetrics({ countRunsByStatus: async () => ({}), queueDepth: async () => ({}) }, { models: [] });
   app = createServer({
-    store: db.store, listing: new RunListing(db.pool), defaults, checkDatabase: async () => {}, metrics: () => metrics.render(), logger: false,
+    store: db.records, listing: new RunListing(db.pool), defaults, checkDatabase: async () => {}, metrics: () => metrics.render(), logger: false,
     deletion: new RunDeletion(db.pool),
   });
 });
@@ -37,13 +37,13 @@ const stepRows = async (runId: string) =>
 
 /** A finished source run: model (tool) 1, tool 2, model (tool) 3, tool 4, model (answer) 5. Returns it and what its model was sent. */
 async function sourceRun(input = 'look twice') {
-  const run = await newRun(db.store, input, { model: 'model-a' });
+  const run = await newRun(db.records, input, { model: 'model-a' });
   const llm = new ScriptedLlm()
     .thenToolUse('toolu_1', 'echo', { say: 'one' })
     .thenToolUse('toolu_2', 'echo', { say: 'two' })
     .thenText('seen both');
   await testWorker(db.store, llm, [echo], { name: 'W' }).runOnce();
-  expect((await db.store.state(run.id)).status).toBe('SUCCEEDED');
+  expect((await db.records.state(run.id)).status).toBe('SUCCEEDED');
   return { run, seen: llm.seen };
 }
 
@@ -82,7 +82,7 @@ describe('POST /api/runs/{id}/fork', () => {
     const step3 = await get(`/api/runs/${fork.id}/steps/3`);
     expect(step3.request.model).toBe('model-b');
     expect(step3.request.messages).toEqual(seen[1]!.messages);
-    expect((await db.store.state(source.id)).output).toBe('seen both'); // the source is untouched
+    expect((await db.records.state(source.id)).output).toBe('seen both'); // the source is untouched
   });
 
   it('replaces the first user input when asked, and keeps the rest of the conversation', async () => {
@@ -93,14 +93,14 @@ describe('POST /api/runs/{id}/fork', () => {
     expect(llm.seen[0]!.model).toBe('model-a'); // the source's model when none is named
     expect(llm.seen[0]!.messages[0]).toEqual({ role: 'user', content: 'look twice, carefully' });
     expect(llm.seen[0]!.messages.slice(1)).toEqual(seen[2]!.messages.slice(1));
-    expect((await db.store.state(fork.id as RunId)).input).toBe('look twice, carefully');
+    expect((await db.records.state(fork.id as RunId)).input).toBe('look twice, carefully');
     // An inherited step's request is shown as the source sent it; the fork's own, as the fork did.
     expect((await get(`/api/runs/${fork.id}/steps/3`)).request.messages[0].content).toBe('look twice');
     expect((await get(`/api/runs/${fork.id}/steps/5`)).request.messages[0].content).toBe('look twice, carefully');
   });
 
   it('refuses a seq that splits a turn, listing the seqs that end one', async () => {
-    const source = await newRun(db.store, 'two at once');
+    const source = await newRun(db.records, 'two at once');
     const llm = new ScriptedLlm()
       .thenToolUses([{ id: 'toolu_x', name: 'echo', input: {} }, { id: 'toolu_y', name: 'echo', input: {} }])
       .thenText('done');
@@ -113,7 +113,7 @@ describe('POST /api/runs/{id}/fork', () => {
     }
     const ok = await post(`/api/runs/${source.id}/fork`, { afterSeq: 3 });
     expect(ok.statusCode).toBe(201);
-    await db.store.cancel(ok.json().id); // no later test's worker is to drive it
+    await db.records.cancel(ok.json().id); // no later test's worker is to drive it
     expect((await post(`/api/runs/${source.id}/fork`, { afterSeq: 0 })).statusCode).toBe(400);
     expect((await post(`/api/runs/00000000-0000-4000-8000-000000000000/fork`, { afterSeq: 1 })).statusCode).toBe(404);
   });
@@ -169,7 +169,7 @@ describe('POST /api/runs/{id}/fork', () => {
   it('keeps a source with forks from deletion', async () => {
     const { run: source } = await sourceRun();
     const fork = (await post(`/api/runs/${source.id}/fork`, { afterSeq: 2 })).json();
-    await db.store.cancel(fork.id);
+    await db.records.cancel(fork.id);
     const res = await app.inject({ method: 'DELETE', url: `/api/runs/${source.id}` });
     expect(res.statusCode).toBe(409);
     expect(res.json().error.message).toContain('fork');
@@ -181,10 +181,10 @@ describe('POST /api/runs/{id}/fork', () => {
 describe('rt.runs.fork', () => {
   it('forks with the same rules', async () => {
     const { run: source } = await sourceRun();
-    const runs = createRuns({ store: db.store, listing: new RunListing(db.pool), defaults, waits: null as never });
+    const runs = createRuns({ store: db.records, listing: new RunListing(db.pool), defaults, waits: null as never });
     const fork = await runs.fork(source.id, { afterSeq: 5, model: 'model-z', maxSteps: 3 });
     expect(fork).toMatchObject({ status: 'QUEUED', model: 'model-z', maxSteps: 3, forkedFrom: { runId: source.id, afterSeq: 5 } });
-    await db.store.cancel(fork.id);
+    await db.records.cancel(fork.id);
     await expect(runs.fork(source.id, { afterSeq: 3 })).rejects.toThrow(InputError);
     await expect(runs.fork(source.id, { afterSeq: 3 })).rejects.toThrow(/a fork can start after step 2, 4, 5/);
   });

@@ -58,7 +58,7 @@ describe('LISTEN', () => {
   });
 
   it('still hears a later NOTIFY after its listener was terminated: a cancel reaches the step in flight', async () => {
-    const run = await newRun(db.store, 'cancelled after the reconnect');
+    const run = await newRun(db.records, 'cancelled after the reconnect');
     let inFlight!: () => void;
     const started = new Promise<void>((r) => (inFlight = r));
     const llm = new ScriptedLlm().then(
@@ -79,10 +79,10 @@ describe('LISTEN', () => {
         const now = await listeners();
         return now.length === 1 && now[0] !== pid;
       });
-      await db.store.cancel(run.id);
-      await waitFor('the cancel to end the run', async () => (await db.store.state(run.id)).status === 'CANCELLED', 5_000);
-      const next = await newRun(db.store, 'queued after the reconnect');
-      await waitFor('the worker to be woken for it', async () => (await db.store.state(next.id)).status === 'SUCCEEDED', 5_000);
+      await db.records.cancel(run.id);
+      await waitFor('the cancel to end the run', async () => (await db.records.state(run.id)).status === 'CANCELLED', 5_000);
+      const next = await newRun(db.records, 'queued after the reconnect');
+      await waitFor('the worker to be woken for it', async () => (await db.records.state(next.id)).status === 'SUCCEEDED', 5_000);
     } finally {
       await w.stop();
     }

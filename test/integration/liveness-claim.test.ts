@@ -29,7 +29,7 @@ it('a run whose owner session ended is found orphaned and taken over before its 
   const b = await session();
   expect(b.key).not.toBe(a.key); // keys come from a sequence
 
-  const run = await newRun(db.store, 'orphan me');
+  const run = await newRun(db.records, 'orphan me');
   const [claimed] = await db.store.claim({ worker: 'A', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: a.key, orphaned: [] });
   expect(claimed!.id).toBe(run.id);
 
@@ -56,7 +56,7 @@ it('a run whose owner session ended is found orphaned and taken over before its 
 
 it('runs claimed with no owner lock (the lease alone) are never reported orphaned', async () => {
   const b = await session();
-  await newRun(db.store, 'lease only');
+  await newRun(db.records, 'lease only');
   await db.store.claim({ worker: 'C', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: null, orphaned: [] });
   expect((await b.client.query<ProbeRow>(PROBE, [b.key])).rows[0]!.orphaned).toEqual([]);
   await b.client.end();
@@ -76,7 +76,7 @@ it('a session that comes back takes its own lock again and takes nobody\'s runs 
     expect(key).toEqual(expect.any(Number));
     // A dead worker's run: RUNNING under a lock nobody holds.
     const dead = await session();
-    const run = await newRun(db.store, 'owned by a worker that dies with the server');
+    const run = await newRun(db.records, 'owned by a worker that dies with the server');
     await db.store.claim({ worker: 'D', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: dead.key, orphaned: [] });
 
     // The server "restarts" for both: the dead worker's session and ours end in one statement.
@@ -101,7 +101,7 @@ it('a session that comes back takes its own lock again and takes nobody\'s runs 
     expect(reported.at - back).toBeGreaterThanOrEqual(1_490);
     expect(reported.at).toBeGreaterThan(terminatedAt);
     expect(events.some((e) => e.what === 'lost')).toBe(false);
-    await db.store.cancel(run.id);
+    await db.records.cancel(run.id);
   } finally {
     await live.close();
   }

@@ -68,12 +68,12 @@ const echo = (name: string) =>
   });
 
 async function drive(opts: { config?: Partial<LlmConfig>; tools?: Tool[] } = {}): Promise<{ run: Run; steps: Step[] }> {
-  const created = await newRun(db.store, 'find x', { model: MODEL });
+  const created = await newRun(db.records, 'find x', { model: MODEL });
   const llm = createLlmClient(llmConfig(opts.config), { sleeper });
   const worker = testWorker(db.store, llm, opts.tools ?? [], { name: 'W', costOf: (m, u) => prices.costOf(m, u) });
   const result = await worker.runOnce();
   expect(result?.runId).toBe(created.id);
-  return { run: await db.store.state(created.id), steps: await db.store.steps(created.id) };
+  return { run: await db.records.state(created.id), steps: await db.store.steps(created.id) };
 }
 
 const statuses = () => server.requests.map((r) => r.status);
@@ -102,7 +102,7 @@ describe('runs through the openai SDK against a Chat Completions server', () => 
       { type: 'tool_use', id: 'call_b', name: 'weather', input: { q: 'b' } },
     ]);
     expect(steps.filter((s) => s.kind === 'MODEL').map((s) => s.request?.provider)).toEqual(['openai', 'openai']);
-    expect(await db.store.latestProvider(run.id)).toBe('openai');
+    expect(await db.records.latestProvider(run.id)).toBe('openai');
 
     expect(server.requests.map((r) => [r.invalid, r.streamed])).toEqual([[null, streaming], [null, streaming]]);
     for (const r of server.requests) {

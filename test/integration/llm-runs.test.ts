@@ -66,12 +66,12 @@ const echo = (name: string) =>
 async function drive(
   opts: { config?: Partial<LlmConfig>; tools?: Tool[]; input?: string; events?: EngineEvents[] } = {},
 ): Promise<{ run: Run; steps: Step[] }> {
-  const created = await newRun(db.store, opts.input ?? 'find x', { model: MODEL });
+  const created = await newRun(db.records, opts.input ?? 'find x', { model: MODEL });
   const llm = createLlmClient(llmConfig(opts.config), { sleeper });
   const worker = testWorker(db.store, llm, opts.tools ?? [], { name: 'W', costOf: (m, u) => prices.costOf(m, u), events: opts.events ?? [] });
   const result = await worker.runOnce();
   expect(result?.runId).toBe(created.id);
-  return { run: await db.store.state(created.id), steps: await db.store.steps(created.id) };
+  return { run: await db.records.state(created.id), steps: await db.store.steps(created.id) };
 }
 
 const statuses = () => server.requests.map((r) => r.status);

@@ -9,6 +9,7 @@ import { listMigrations, migrate, MIGRATIONS_DIR } from '../../src/db/migrate.ts
 import { DEMO_MIGRATIONS_DIR } from '../../src/demo/migrations-dir.ts';
 import { createPool } from '../../src/db/pool.ts';
 import { RunStore } from '../../src/store/run-store.ts';
+import { RunRecords } from '../../src/store/run-records.ts';
 
 let admin: pg.Client;
 let name: string;
@@ -113,7 +114,9 @@ it('moves a database of the release before the own schema out of public, keeping
     expect(applied).toEqual(listMigrations(MIGRATIONS_DIR).filter((m) => m.version > 1).map((m) => m.name));
     expect(await schemaTables(fresh.pool, 'public')).toEqual([]);
     const store = new RunStore(fresh.pool);
-    expect(await store.get(id as never)).toMatchObject({ status: 'SUCCEEDED', output: 'ACME-101', lastError: null });
+    const records = new RunRecords(fresh.pool);
+
+    expect(await records.get(id as never)).toMatchObject({ status: 'SUCCEEDED', output: 'ACME-101', lastError: null });
     expect((await store.steps(id as never)).map((st) => [st.seq, st.kind, st.response])).toEqual([[1, 'MODEL', [{ type: 'text', text: 'ACME-101' }]]]);
     const ticket = await fresh.pool.query("SELECT title FROM durable_agent.demo_ticket WHERE id = 'ACME-101'");
     expect(ticket.rows).toHaveLength(1);
@@ -132,8 +135,9 @@ it('puts everything in DATABASE_SCHEMA when it names another schema, and the sto
     expect(await schemaTables(other, 'agents_here')).toEqual(expect.arrayContaining(['run', 'run_step', 'schema_migration']));
     expect(await schemaTables(other, 'durable_agent')).toEqual([]);
     const store = new RunStore(other);
-    const run = await store.create({ input: 'hello', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5 });
-    expect((await store.get(run.id))?.input).toBe('hello');
+    const records = new RunRecords(other);
+    const run = await records.create({ input: 'hello', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5 });
+    expect((await records.get(run.id))?.input).toBe('hello');
     const [claimed] = await store.claim({ worker: 'w', leaseMs: 10_000 }, 1);
     expect(claimed?.id).toBe(run.id);
   } finally {
@@ -165,7 +169,8 @@ it('gives the runs of a database from before runs named their agent to the agent
       await migrate(fresh.pool, legacyAgent ? { legacyAgent } : {});
       expect(await file()).toBe(before); // the column was added without rewriting the table
       const store = new RunStore(fresh.pool);
-      expect(await store.get(done as never)).toMatchObject({ status: 'SUCCEEDED', output: 'answer', agent: expected, agentVersion: null, previousRunId: null });
+      const records = new RunRecords(fresh.pool);
+      expect(await records.get(done as never)).toMatchObject({ status: 'SUCCEEDED', output: 'answer', agent: expected, agentVersion: null, previousRunId: null });
       // The waiting run is claimed by a worker of that agent, and by no other.
       expect(await store.claim({ worker: 'w', leaseMs: 10_000 }, 5, [], ['someone-else'])).toEqual([]);
       expect((await store.claim({ worker: 'w', leaseMs: 10_000 }, 5, [], [expected])).map((r) => r.id)).toEqual([waiting]);

@@ -81,7 +81,7 @@ describe('observability of a run', () => {
         return 'TOOL-RESULT-TEXT';
       },
     });
-    const run = await newRun(db.store, 'USER-INPUT-TEXT');
+    const run = await newRun(db.records, 'USER-INPUT-TEXT');
 
     const result = await testWorker(db.store, llm, [listTickets], { name: 'worker-A', events: o.events, costOf, logger: o.logger }).runOnce();
     expect(result).toEqual({ runId: run.id, status: 'SUCCEEDED' });
@@ -96,7 +96,7 @@ describe('observability of a run', () => {
     expect(sample(body, 'agent_tokens_total', { ...model, direction: 'cache_write' })).toBe(100);
     const expectedCost = costOf('', usage(812, 64, 300, 100)) + costOf('', usage(1210, 140));
     expect(sample(body, 'agent_cost_usd_total', model)).toBeCloseTo(expectedCost, 12);
-    expect(Number((await db.store.state(run.id)).costUsd)).toBeCloseTo(expectedCost, 8);
+    expect(Number((await db.records.state(run.id)).costUsd)).toBeCloseTo(expectedCost, 8);
     expect(sample(body, 'agent_step_latency_seconds_count', { kind: 'MODEL', outcome: 'retried' })).toBe(1);
     expect(sample(body, 'agent_step_latency_seconds_count', { kind: 'MODEL', outcome: 'ok' })).toBe(1);
     expect(sample(body, 'agent_step_latency_seconds_count', { kind: 'TOOL', outcome: 'ok' })).toBe(1);
@@ -206,7 +206,7 @@ describe('observability of a run', () => {
         return 'two tickets';
       },
     });
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     await expect(testWorker(db.store, llm, [crashOnce], { name: 'worker-A', events: o.events }).runOnce()).rejects.toThrow(SimulatedCrash);
     await expireLease(db.pool, run.id);
     await testWorker(db.store, llm, [crashOnce], { name: 'worker-B', events: o.events }).runOnce();
@@ -235,7 +235,7 @@ describe('observability of a run', () => {
   it('reports a failed model call as an error step, a failed run and error spans', async () => {
     const o = observe();
     const llm = new ScriptedLlm().thenFail(new LlmError(400, 'prompt is too long', { type: 'invalid_request_error', requestId: 'req_bad' }));
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     await testWorker(db.store, llm, [], { name: 'worker-A', events: o.events }).runOnce();
 
     const body = (await o.metrics.render()).body;
@@ -263,7 +263,7 @@ describe('model labels', () => {
       );
       const names = ['claude-sonnet-4-6', 'made-up-1', 'made-up-2', 'made-up-3'];
       for (const model of names) {
-        const run = await newRun(own.store, 'x', { model });
+        const run = await newRun(own.records, 'x', { model });
         const llm = new ScriptedLlm().thenText('done', 100, 10);
         expect(await testWorker(own.store, llm, [], { name: 'W', events: [metrics.events] }).runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
       }
@@ -281,10 +281,10 @@ describe('model labels', () => {
 describe('gauges read from the database', () => {
   it('counts claimable runs: queued and due, or running with a lapsed lease', async () => {
     const before = (await queueDepth(db.pool)).demo ?? 0;
-    const due = await newRun(db.store);
-    const later = await newRun(db.store);
-    const leased = await newRun(db.store);
-    const lapsed = await newRun(db.store);
+    const due = await newRun(db.records);
+    const later = await newRun(db.records);
+    const leased = await newRun(db.records);
+    const lapsed = await newRun(db.records);
     await db.pool.query(`UPDATE durable_agent.run SET run_at = now() + interval '1 hour' WHERE id = $1`, [later.id]);
     await db.pool.query(`UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`, [[leased.id, lapsed.id]]);
     await expireLease(db.pool, lapsed.id);

@@ -29,7 +29,7 @@ const ping = defineTool({ name: 'ping', description: 'pong', inputSchema: { type
 
 /** Drives one run to its end with a worker whose spans go to the global tracer provider. */
 async function driveRun(): Promise<string> {
-  const run = await newRun(db.store, 'ping it');
+  const run = await newRun(db.records, 'ping it');
   const llm = new ScriptedLlm().thenToolUse('call_1', 'ping', {}).thenText('pong received');
   const worker = testWorker(db.store, llm, [ping], { name: 'w-otel', events: [traceEvents({ provider: 'openai' })] });
   expect((await worker.runOnce())?.runId).toBe(run.id);

@@ -56,7 +56,7 @@ const TOOL_LATENCIES_HOUR = [5, 12, 40, 3, 250];
 beforeAll(async () => {
   db = await testDatabase();
   app = createServer({
-    store: db.store,
+    store: db.records,
     listing: new RunListing(db.pool),
     overview: new RunOverview(db.pool),
     defaults: { agent: 'a', model: 'm', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 10 },
@@ -65,24 +65,24 @@ beforeAll(async () => {
   });
 
   // The last hour: one run with ten model steps and five tool steps (one more tool call still running).
-  const recent = await newRun(db.store, 'recent');
+  const recent = await newRun(db.records, 'recent');
   await seedSteps(recent.id, [
     ...MODEL_LATENCIES_HOUR.map((latencyMs, i) => ({ kind: 'MODEL' as const, ageMinutes: 50 - i * 4, latencyMs, input: 1000 + i, output: 50, cacheWrite: 10, cacheRead: 300, cost: 0.0123 })),
     ...TOOL_LATENCIES_HOUR.map((latencyMs, i) => ({ kind: 'TOOL' as const, ageMinutes: 30 - i, latencyMs })),
     { kind: 'TOOL', ageMinutes: 1, latencyMs: null },
   ]);
   // Earlier today: a run created three hours ago whose steps are two hours old.
-  const earlier = await newRun(db.store, 'earlier');
+  const earlier = await newRun(db.records, 'earlier');
   await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED', created_at = now() - interval '3 hours', finished_at = now() WHERE id = $1`, [earlier.id]);
   await seedSteps(earlier.id, [
     { kind: 'MODEL', ageMinutes: 125, latencyMs: 10_000, input: 7000, output: 400, cost: 0.5 },
     { kind: 'TOOL', ageMinutes: 124, latencyMs: 800 },
   ]);
   // Last week: counted by status, but in neither window.
-  const old = await newRun(db.store, 'old');
+  const old = await newRun(db.records, 'old');
   await db.pool.query(`UPDATE durable_agent.run SET status = 'FAILED', created_at = now() - interval '7 days', finished_at = now() - interval '7 days' WHERE id = $1`, [old.id]);
   await seedSteps(old.id, [{ kind: 'MODEL', ageMinutes: 7 * 24 * 60, latencyMs: 99_999, input: 1_000_000, cost: 100 }]);
-  await db.pool.query(`UPDATE durable_agent.run SET status = 'CANCELLED', finished_at = now() WHERE id = $1`, [(await newRun(db.store, 'cancelled')).id]);
+  await db.pool.query(`UPDATE durable_agent.run SET status = 'CANCELLED', finished_at = now() WHERE id = $1`, [(await newRun(db.records, 'cancelled')).id]);
 });
 
 afterAll(async () => {
@@ -179,7 +179,7 @@ describe('GET /api/overview', () => {
 
   it('is a 404 on a server without it', async () => {
     const bare = createServer({
-      store: db.store, listing: new RunListing(db.pool), defaults: { agent: 'a', model: 'm', tokenBudget: 1, timeoutSeconds: 1, maxSteps: 1 },
+      store: db.records, listing: new RunListing(db.pool), defaults: { agent: 'a', model: 'm', tokenBudget: 1, timeoutSeconds: 1, maxSteps: 1 },
       checkDatabase: async () => {}, logger: false,
     });
     const res = await bare.inject('/api/overview');

@@ -27,11 +27,11 @@ async function driveToEnd(run: Run, llm: LlmClient, tools: Tool[] = []): Promise
   const w = testWorker(db.store, llm, tools, { name: 'W', leaseMs: 300, pollIntervalMs: 50, maxRunAttempts: 3 });
   await w.start();
   try {
-    await waitFor('the run to end', async () => !['QUEUED', 'RUNNING'].includes((await db.store.state(run.id)).status), 30_000);
+    await waitFor('the run to end', async () => !['QUEUED', 'RUNNING'].includes((await db.records.state(run.id)).status), 30_000);
   } finally {
     await w.stop();
   }
-  return db.store.state(run.id);
+  return db.records.state(run.id);
 }
 
 const echo = (executions: string[]) =>
@@ -47,7 +47,7 @@ const echo = (executions: string[]) =>
 
 describe('text PostgreSQL cannot store', () => {
   it('stores a model reply holding U+0000 with U+FFFD and finishes after one call', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const llm = new ScriptedLlm().then(() => response([{ type: 'text', text: 'a\u0000b' }], 'end_turn', usage(10, 2)));
 
     const final = await driveToEnd(run, llm);
@@ -58,7 +58,7 @@ describe('text PostgreSQL cannot store', () => {
   });
 
   it('cleans NULs and lone surrogates in tool_use ids, names, inputs and results, and sends the model what the log holds', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const executions: string[] = [];
     const llm = new ScriptedLlm()
       .then(() =>
@@ -88,18 +88,18 @@ describe('text PostgreSQL cannot store', () => {
 
 describe("a provider's error message", () => {
   it('holding U+0000 is stored with U+FFFD when the run is requeued: one call per claim, the cause kept', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const llm = new ScriptedLlm()
       .thenFail(new LlmError(429, 'slow\u0000down', { type: 'rate_limit_error', retryAfterMs: 1 }))
       .thenText('done');
     const w = testWorker(db.store, llm, [], { name: 'W', leaseMs: 300, pollIntervalMs: 50, maxRunAttempts: 3, requeueDelayMs: 1 });
     await w.start();
     try {
-      await waitFor('the run to end', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 30_000);
+      await waitFor('the run to end', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
     } finally {
       await w.stop();
     }
-    const final = await db.store.state(run.id);
+    const final = await db.records.state(run.id);
     expect(llm.seen).toHaveLength(2);
     expect(final).toMatchObject({ attempts: 1, providerRequeues: 1 });
     expect(final.lastError?.message).toContain(`slow${FFFD}down`);
@@ -108,7 +108,7 @@ describe("a provider's error message", () => {
 
 describe('a reused tool_use id', () => {
   it('fails the run at once, naming the id, when the model reuses an id from an earlier turn', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const executions: string[] = [];
     const llm = new ScriptedLlm(() => response([{ type: 'tool_use', id: 'toolu_same', name: 'echo', input: { text: 'x' } }], 'tool_use', usage(10, 2)));
 
@@ -123,7 +123,7 @@ describe('a reused tool_use id', () => {
   });
 
   it('fails the run at once when one turn uses an id twice, running neither call', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const executions: string[] = [];
     const twice = [
       { type: 'tool_use', id: 'toolu_d', name: 'echo', input: { text: '1' } },
@@ -142,7 +142,7 @@ describe('a reused tool_use id', () => {
 
 describe('token counts out of range', () => {
   it('counts a negative usage as 0 instead of lowering tokensUsed', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const llm = new ScriptedLlm().then(() => response([{ type: 'text', text: 'ok' }], 'end_turn', usage(-5000, 7)));
     const final = await driveToEnd(run, llm);
     expect(final).toMatchObject({ status: 'SUCCEEDED', tokensUsed: 7 });
@@ -150,7 +150,7 @@ describe('token counts out of range', () => {
   });
 
   it('clamps a count past the int4 range and finishes after one call', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const llm = new ScriptedLlm().then(() => response([{ type: 'text', text: 'ok' }], 'end_turn', usage(2 ** 33, 1.6)));
     const final = await driveToEnd(run, llm);
     expect(llm.seen).toHaveLength(1);
@@ -162,7 +162,7 @@ describe('token counts out of range', () => {
 describe('a write the database refuses for good', () => {
   it('fails the run at once with the cause, counting the paid call, instead of calling the model again', async () => {
     await db.pool.query(`ALTER TABLE durable_agent.run_step ADD CONSTRAINT refuses_forbidden CHECK (response NOT LIKE '%forbidden%')`);
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const llm = new ScriptedLlm(() => response([{ type: 'text', text: 'a forbidden answer' }], 'end_turn', usage(40, 2)));
 
     const final = await driveToEnd(run, llm);
@@ -175,7 +175,7 @@ describe('a write the database refuses for good', () => {
 
   it('fails the run at once when a tool result cannot be recorded, running the tool once', async () => {
     await db.pool.query(`ALTER TABLE durable_agent.run_step ADD CONSTRAINT refuses_forbidden CHECK (response NOT LIKE '%forbidden%')`);
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const executions: string[] = [];
     const refused = defineTool({
       name: 'fetch',

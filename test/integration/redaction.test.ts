@@ -17,6 +17,7 @@ import { armCrashPoint, disarmCrashPoints } from '../../src/engine/crash-points.
 import { logEvents } from '../../src/observability/log-events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { DEFAULT_REDACT_PATTERNS, redactor } from '../../src/core/redact.ts';
+import { RunRecords } from '../../src/store/run-records.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
@@ -28,6 +29,7 @@ const AWS = 'AKIAIOSFODNN7EXAMPLE';
 
 let db: TestDatabase;
 let store: RunStore;
+let records: RunRecords;
 /** The API of a process configured with the default patterns (runs are created through it). */
 let app: FastifyInstance;
 /** Another API process on the same database, whose SSE stream reads the events. */
@@ -47,8 +49,9 @@ const logger = createLogger({
 beforeAll(async () => {
   db = await testDatabase();
   store = new RunStore(db.pool, { redact: redactor(DEFAULT_REDACT_PATTERNS) });
+  records = new RunRecords(db.pool, { redact: redactor(DEFAULT_REDACT_PATTERNS) });
   app = createServer({
-    store,
+    store: records,
     listing: new RunListing(db.pool),
     defaults: { agent: 'demo', model: 'test-model', tokenBudget: 10_000, timeoutSeconds: 120, maxSteps: 10 },
     checkDatabase: async () => {},
@@ -93,7 +96,7 @@ describe('a tool result holding a key', () => {
       .then(() => response([{ type: 'text', text: 'Looked.' }], 'end_turn', usage(10, 3)))
       .then(() => response([{ type: 'text', text: 'Looked again.' }], 'end_turn', usage(10, 3)));
     const worker = testWorker(store, llm, [readEnv], { name: 'w-redact', logger, events: [logEvents(logger)] });
-    const run = await newRun(store, `Check the box; my key is ${KEY}`);
+    const run = await newRun(records, `Check the box; my key is ${KEY}`);
 
     // Attempt 1: the model asks for the tool, which crashes the attempt.
     await expect(worker.runOnce()).rejects.toThrow(SimulatedCrash);
@@ -152,7 +155,7 @@ describe('redaction works on string values', () => {
       .thenToolUse('toolu_cfg_2', 'read_config', { which: 'plain' })
       .then(() => response([{ type: 'text', text: 'Read.' }], 'end_turn', usage(10, 3)));
     const worker = testWorker(store, llm, [readConfig], { name: 'w-json-result' });
-    const run = await newRun(store, 'Read the config');
+    const run = await newRun(records, 'Read the config');
     expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
 
     const expected = { k: '[redacted]', host: 'db.internal', port: 5432, tags: ['a', 'x [redacted]'] };
@@ -177,7 +180,7 @@ describe('redaction works on string values', () => {
       .thenToolUse('toolu_login_1', 'login', input)
       .then(() => response([{ type: 'text', text: 'Logged in.' }], 'end_turn', usage(10, 3)));
     const worker = testWorker(store, llm, [login], { name: 'w-tool-input' });
-    const run = await newRun(store, 'Log in');
+    const run = await newRun(records, 'Log in');
     expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
 
     const steps = await getJson<{ seq: number; kind: string }[]>(`/api/runs/${run.id}/timeline`);

@@ -18,7 +18,7 @@ let app: FastifyInstance;
 beforeAll(async () => {
   db = await testDatabase();
   app = createServer({
-    store: db.store,
+    store: db.records,
     listing: new RunListing(db.pool),
     defaults: { agent: 'demo', model: 'test-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 },
     checkDatabase: async () => {},
@@ -49,7 +49,7 @@ async function unreachableModel() {
 
 describe('a run requeued after its model was unreachable', () => {
   it('shows the attempt it made, its cause in lastError only, and finishes with that attempt counted once', async () => {
-    const run = await newRun(db.store, 'the model is down');
+    const run = await newRun(db.records, 'the model is down');
     const down = testWorker(db.store, await unreachableModel(), [], { name: 'A', requeueDelayMs: 0 });
     for (let i = 0; i < 2; i++) expect(await down.runOnce()).toEqual({ runId: run.id, status: null });
 
@@ -65,7 +65,7 @@ describe('a run requeued after its model was unreachable', () => {
   });
 
   it('keeps error empty and the attempt counted after a crash of the driver, until the run ends', async () => {
-    const run = await newRun(db.store, 'crashes once', { agent: 'crashy' });
+    const run = await newRun(db.records, 'crashes once', { agent: 'crashy' });
     const [claimed] = await db.store.claim({ worker: 'W', leaseMs: 10_000 }, 1, [], ['crashy']);
     expect(claimed?.id).toBe(run.id);
     expect(await db.store.release(run.id, claimed!.lease, { countAttempt: true, error: 'TypeError: boom' })).toMatchObject({ status: 'QUEUED' });

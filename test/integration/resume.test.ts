@@ -45,14 +45,14 @@ describe('resume after a crash', () => {
         return 'found';
       },
     });
-    const run = await newRun(db.store, 'find x');
+    const run = await newRun(db.records, 'find x');
 
     await expect(testWorker(db.store, llm, [crashOnce], { name: 'A' }).runOnce()).rejects.toThrow(SimulatedCrash);
     await expireLease(db.pool, run.id);
     const b = await testWorker(db.store, llm, [crashOnce], { name: 'B' }).runOnce();
 
     expect(b).toEqual({ runId: run.id, status: 'SUCCEEDED' });
-    const final = await db.store.state(run.id);
+    const final = await db.records.state(run.id);
     expect(final.status).toBe('SUCCEEDED');
     expect(final.output).toBe('done');
     expect(final.attempts).toBe(2);
@@ -74,18 +74,18 @@ describe('resume after a crash', () => {
 
   it('repeats exactly the one model call whose checkpoint a crash prevented (crash after the reply, before the commit)', async () => {
     const llm = new ScriptedLlm().thenText('first answer, lost in the crash').thenText('second answer');
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     armCrashPoint({ point: 'after-model-response', runId: run.id });
 
     await expect(testWorker(db.store, llm, [], { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);
     expect(await db.store.steps(run.id)).toEqual([]);
-    expect((await db.store.state(run.id)).tokensUsed).toBe(0);
+    expect((await db.records.state(run.id)).tokensUsed).toBe(0);
     await expireLease(db.pool, run.id);
     await testWorker(db.store, llm, [], { name: 'B' }).runOnce();
 
     expect(llm.seen).toHaveLength(2);
     expect(llm.seen[1]!.messages).toEqual(llm.seen[0]!.messages); // the same call, repeated once
-    const final = await db.store.state(run.id);
+    const final = await db.records.state(run.id);
     expect(final).toMatchObject({ status: 'SUCCEEDED', output: 'second answer', tokensUsed: 155 });
     expect((await db.store.steps(run.id)).map((s) => [s.seq, s.worker])).toEqual([[1, 'B']]);
   });
@@ -93,26 +93,26 @@ describe('resume after a crash', () => {
   it('repeats nothing when the crash comes right after the checkpoint committed (the reply to the commit lost)', async () => {
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', {}, 100, 20).thenText('done', 150, 5);
     const executed: string[] = [];
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     armCrashPoint({ point: 'after-checkpoint', runId: run.id });
 
     await expect(testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);
     // The checkpoint is in: the model step, its tokens, and the STARTED row of the (idempotent) tool written with it.
     expect((await db.store.steps(run.id)).map((s) => [s.seq, s.kind, s.status])).toEqual([[1, 'MODEL', 'DONE'], [2, 'TOOL', 'STARTED']]);
-    expect((await db.store.state(run.id)).tokensUsed).toBe(120);
+    expect((await db.records.state(run.id)).tokensUsed).toBe(120);
     expect(executed).toEqual([]);
     await expireLease(db.pool, run.id);
     expect(await testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'B' }).runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
 
     expect(llm.seen).toHaveLength(2); // the first model call was not repeated
     expect(executed).toEqual(['toolu_1']);
-    expect(await db.store.state(run.id)).toMatchObject({ output: 'done', tokensUsed: 275, attempts: 2 });
+    expect(await db.records.state(run.id)).toMatchObject({ output: 'done', tokensUsed: 275, attempts: 2 });
   });
 
   it('runs a non-idempotent tool normally after a crash before its STARTED row was written', async () => {
     const llm = new ScriptedLlm().thenToolUse('toolu_pay', 'charge', {}).thenText('paid');
     const charges: string[] = [];
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     armCrashPoint({ point: 'before-tool-start', runId: run.id });
 
     await expect(testWorker(db.store, llm, [recordingTool('charge', charges, { idempotent: false })], { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);
@@ -128,7 +128,7 @@ describe('resume after a crash', () => {
     async (point) => {
       const llm = new ScriptedLlm().thenToolUses([{ id: 'toolu_a', name: 'lookup', input: {} }, { id: 'toolu_b', name: 'lookup', input: {} }]).thenText('both');
       const executed: string[] = [];
-      const run = await newRun(db.store);
+      const run = await newRun(db.records);
       armCrashPoint({ point, runId: run.id, hit: 2 }); // during the second of the two parallel calls
 
       await expect(testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);
@@ -163,7 +163,7 @@ describe('fencing', () => {
   });
 
   it("rejects a late checkpoint from a worker whose lapsed lease another took over, writing nothing", async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const [claimedA] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
     expect(claimedA?.id).toBe(run.id);
     await expireLease(db.pool, run.id);
@@ -178,16 +178,16 @@ describe('fencing', () => {
     expect(await db.store.renewLeases(a, [{ runId: run.id, token: a.token }])).toEqual([]); // not renewed: lost
     await db.store.release(run.id, a); // a stale hand-back changes nothing either
 
-    const state = await db.store.state(run.id);
+    const state = await db.records.state(run.id);
     expect(state).toMatchObject({ status: 'RUNNING', lockedBy: 'B', tokensUsed: 0, costUsd: 0, output: null });
     expect(await db.store.steps(run.id)).toEqual([]);
     // B, the owner, writes fine.
     await db.store.checkpointModel(run.id, b, cp(1));
-    expect((await db.store.state(run.id)).tokensUsed).toBe(20);
+    expect((await db.records.state(run.id)).tokensUsed).toBe(20);
   });
 
   it('a renewal writes only the leases that run out soon, and answers every run still held', async () => {
-    const [one, two] = [await newRun(db.store), await newRun(db.store)];
+    const [one, two] = [await newRun(db.records), await newRun(db.records)];
     const claimed = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
     const lease = (id: RunId) => claimed.find((c) => c.id === id)!.lease;
     const held = [one, two].map((r) => ({ runId: r.id, token: lease(r.id).token }));
@@ -214,11 +214,11 @@ describe('fencing', () => {
     const twoRenewed = await rowOf(two.id);
     expect(await db.store.renewLeases(lease(one.id), held)).toHaveLength(1); // null: renew every one still held…
     expect((await rowOf(two.id)).xmin).not.toBe(twoRenewed.xmin); // …due or not
-    expect((await db.store.state(one.id)).lockedBy).toBe('B');
+    expect((await db.records.state(one.id)).lockedBy).toBe('B');
   });
 
   it('a renewal does not wait for a run a step is writing: the run is answered as held, its lease left to that write', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const [claimed] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
     const held = [{ runId: run.id, token: claimed!.lease.token }];
     await db.pool.query(`UPDATE durable_agent.run SET locked_until = now() + interval '1 second' WHERE id = $1`, [run.id]);
@@ -243,7 +243,7 @@ describe('fencing', () => {
   });
 
   it('fences a stale driver even when its own worker claimed the run again (same worker name)', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const [first] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
     await expireLease(db.pool, run.id); // e.g. the database was unreachable for longer than the lease
     const [second] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
@@ -256,7 +256,7 @@ describe('fencing', () => {
     expect(await db.store.renewLeases(stale, [{ runId: run.id, token: stale.token }])).toEqual([]);
     await expect(db.store.finish(run.id, stale, { status: 'SUCCEEDED' })).rejects.toBeInstanceOf(LeaseLostError);
     expect(await db.store.release(run.id, stale)).toBe(false);
-    expect(await db.store.state(run.id)).toMatchObject({ status: 'RUNNING', lockedBy: 'A', tokensUsed: 0 });
+    expect(await db.records.state(run.id)).toMatchObject({ status: 'RUNNING', lockedBy: 'A', tokensUsed: 0 });
     await db.store.checkpointModel(run.id, second!.lease, cp(1));
     // A worker never claims a run it is still driving, lapsed lease or not.
     await expireLease(db.pool, run.id);
@@ -265,7 +265,7 @@ describe('fencing', () => {
   });
 
   it('a driver whose model call outlives its lease stops with LeaseLostError when another worker took over', async () => {
-    const run = await newRun(db.store, 'slow');
+    const run = await newRun(db.records, 'slow');
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let calling!: () => void;
@@ -288,6 +288,6 @@ describe('fencing', () => {
     await expect(attemptA).rejects.toBeInstanceOf(LeaseLostError);
     const steps = await db.store.steps(run.id as RunId);
     expect(steps.map((s) => [s.worker, (s.response as unknown as { text: string }[])[0]!.text])).toEqual([['B', 'B answers']]);
-    expect((await db.store.state(run.id)).output).toBe('B answers');
+    expect((await db.records.state(run.id)).output).toBe('B answers');
   });
 });

@@ -51,12 +51,12 @@ const eventsUrl = (id: string) => `${api.url}/api/runs/${id}/events`;
 async function runWith(...answers: Parameters<FakeAnthropic['enqueue']>): Promise<RunId> {
   model.reset();
   model.enqueue(...answers);
-  return (await newRun(db.store)).id;
+  return (await newRun(db.records)).id;
 }
 
 async function finished(id: RunId) {
   return waitFor(`run ${id} to end`, async () => {
-    const run = await db.store.state(id);
+    const run = await db.records.state(id);
     return ['SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'].includes(run.status) && run;
   }, 30_000);
 }
@@ -242,7 +242,7 @@ describe('tenants', () => {
          VALUES (gen_random_uuid(), 'mine', 'm', 1000, 5, now() + interval '1 day', now() + interval '1 hour', 'acme') RETURNING id`,
       );
       const mine = { id: rows[0]!.id };
-      await db.store.cancel(mine.id);
+      await db.records.cancel(mine.id);
       for (const path of ['events', 'ui-stream']) {
         const other = await fetch(`${tenantApi.url}/api/runs/${mine.id}/${path}`, { headers: { 'x-tenant': 'globex', accept: 'text/event-stream' } });
         expect(other.status).toBe(404);

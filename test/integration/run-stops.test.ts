@@ -64,11 +64,11 @@ function finishedEvents(): { events: EngineEvents; finished: { runId: string; st
   return { finished, events: { runFinished: ({ run, status }) => finished.push({ runId: run.id, status }) } };
 }
 
-const statusOf = async (id: string) => (await db.store.state(id as RunId)).status;
+const statusOf = async (id: string) => (await db.records.state(id as RunId)).status;
 
 describe('cancel reaches the step in flight', () => {
   it('through NOTIFY: the model call is aborted at once and the run ends CANCELLED', async () => {
-    const run = await newRun(db.store, 'cancel me mid-call');
+    const run = await newRun(db.records, 'cancel me mid-call');
     const call = hangingCall();
     const { events, finished } = finishedEvents();
     // The lease is a minute long, so a renewal (every 20 s) cannot be what delivers the cancel.
@@ -77,30 +77,30 @@ describe('cancel reaches the step in flight', () => {
     await listening();
     await call.inFlight;
     const cancelledAt = performance.now();
-    await db.store.cancel(run.id);
+    await db.records.cancel(run.id);
     await waitFor('the run to end CANCELLED', async () => (await statusOf(run.id)) === 'CANCELLED', 5_000);
     await w.stop();
     expect(call.stopped).toHaveLength(1);
     expect(call.stopped[0]!.reason).toBeInstanceOf(CancelSignal);
     expect(call.stopped[0]!.at - cancelledAt).toBeLessThan(5_000);
     expect(finished).toEqual([{ runId: run.id, status: 'CANCELLED' }]);
-    expect(await db.store.state(run.id)).toMatchObject({ error: 'cancelled on request', attempts: 1, lockedBy: null });
+    expect(await db.records.state(run.id)).toMatchObject({ error: 'cancelled on request', attempts: 1, lockedBy: null });
   });
 
   it('through the lease renewal when the notification is missed', async () => {
-    const run = await newRun(db.store, 'cancel me, nobody listening');
+    const run = await newRun(db.records, 'cancel me, nobody listening');
     const call = hangingCall();
     const w = testWorker(db.store, new ScriptedLlm().then(call.reply), [], { name: 'A', leaseMs: 900 }); // no LISTEN
     await w.start();
     await call.inFlight;
-    await db.store.cancel(run.id);
+    await db.records.cancel(run.id);
     await waitFor('the run to end CANCELLED', async () => (await statusOf(run.id)) === 'CANCELLED', 5_000);
     await w.stop();
     expect(call.stopped.map((s) => s.reason)).toEqual([expect.any(CancelSignal)]);
   });
 
   it('lets a non-idempotent tool in flight finish and records it before the run ends CANCELLED', async () => {
-    const run = await newRun(db.store, 'cancel me mid-payment');
+    const run = await newRun(db.records, 'cancel me mid-payment');
     let started!: () => void;
     const inTool = new Promise<void>((r) => (started = r));
     let release!: () => void;
@@ -121,7 +121,7 @@ describe('cancel reaches the step in flight', () => {
     await w.start();
     await listening();
     await inTool;
-    await db.store.cancel(run.id);
+    await db.records.cancel(run.id);
     release();
     await waitFor('the run to end CANCELLED', async () => (await statusOf(run.id)) === 'CANCELLED', 5_000);
     await w.stop();
@@ -133,23 +133,23 @@ describe('cancel reaches the step in flight', () => {
   });
 
   it('ends a handed-back run whose cancel was pending CANCELLED, and reports it finished', async () => {
-    const run = await newRun(db.store, 'cancel pending at shutdown');
+    const run = await newRun(db.records, 'cancel pending at shutdown');
     const call = hangingCall();
     const { events, finished } = finishedEvents();
     // Neither LISTEN nor a renewal within the test: the cancel is still pending when the worker hands back.
     const w = testWorker(db.store, new ScriptedLlm().then(call.reply), [], { name: 'A', leaseMs: 60_000, shutdownGraceMs: 0, events: [events] });
     await w.start();
     await call.inFlight;
-    await db.store.cancel(run.id);
+    await db.records.cancel(run.id);
     await w.stop();
-    expect(await db.store.state(run.id)).toMatchObject({ status: 'CANCELLED', error: 'cancelled on request' });
+    expect(await db.records.state(run.id)).toMatchObject({ status: 'CANCELLED', error: 'cancelled on request' });
     expect(finished).toEqual([{ runId: run.id, status: 'CANCELLED' }]);
   });
 });
 
 describe('the deadline reaches the step in flight', () => {
   it('aborts the model call at the deadline and ends the run TIMED_OUT', async () => {
-    const run = await newRun(db.store, 'too slow', { timeoutSeconds: 1 });
+    const run = await newRun(db.records, 'too slow', { timeoutSeconds: 1 });
     const call = hangingCall();
     const { events, finished } = finishedEvents();
     const w = testWorker(db.store, new ScriptedLlm().then(call.reply), [], { name: 'A', leaseMs: 60_000, events: [events] });
@@ -157,7 +157,7 @@ describe('the deadline reaches the step in flight', () => {
     await waitFor('the run to end TIMED_OUT', async () => (await statusOf(run.id)) === 'TIMED_OUT', 5_000);
     await w.stop();
     expect(call.stopped.map((s) => s.reason)).toEqual([expect.any(DeadlineSignal)]);
-    const final = await db.store.state(run.id);
+    const final = await db.records.state(run.id);
     expect(final.error).toBe(`deadline ${final.deadlineAt.toISOString()} passed`);
     expect(finished).toEqual([{ runId: run.id, status: 'TIMED_OUT' }]);
   });
@@ -165,7 +165,7 @@ describe('the deadline reaches the step in flight', () => {
 
 describe('a lease lost under a live worker', () => {
   it('is detected by the renewal and aborts the model call in flight; the attempt is given back', async () => {
-    const run = await newRun(db.store, 'taken over while it waits on the model');
+    const run = await newRun(db.records, 'taken over while it waits on the model');
     const call = hangingCall();
     const lost: string[] = [];
     const w = testWorker(db.store, new ScriptedLlm().then(call.reply), [], {
@@ -185,19 +185,19 @@ describe('a lease lost under a live worker', () => {
     expect(taken).toMatchObject({ id: run.id, attempts: 2 });
     await waitFor('the call in flight to be aborted', async () => call.stopped.length === 1, 5_000);
     expect(call.stopped[0]!.reason).toBeInstanceOf(LeaseLostError);
-    await waitFor('A to give the lost attempt back', async () => (await db.store.state(run.id)).attempts === 1, 5_000);
+    await waitFor('A to give the lost attempt back', async () => (await db.records.state(run.id)).attempts === 1, 5_000);
     await w.stop();
     expect(lost).toEqual([run.id]);
-    expect(await db.store.state(run.id)).toMatchObject({ status: 'RUNNING', lockedBy: 'B' }); // B's lease is untouched
+    expect(await db.records.state(run.id)).toMatchObject({ status: 'RUNNING', lockedBy: 'B' }); // B's lease is untouched
     expect(await db.store.forgiveLapsedAttempt(run.id, taken!.lease)).toBe(false); // only the lost lease's claim, once
   });
 });
 
 describe('the shutdown grace expiring', () => {
   it('hands runs back, lets a non-idempotent tool finish, and stops waiting for a step that ignores its signal at the force limit', async () => {
-    const honours = await newRun(db.store, 'honours its signal');
-    const ignores = await newRun(db.store, 'ignores its signal');
-    const pays = await newRun(db.store, 'pays');
+    const honours = await newRun(db.records, 'honours its signal');
+    const ignores = await newRun(db.records, 'ignores its signal');
+    const pays = await newRun(db.records, 'pays');
     let started = 0;
     let charges = 0;
     let paying!: () => void;
@@ -230,7 +230,7 @@ describe('the shutdown grace expiring', () => {
 
     expect(charges).toBe(1);
     for (const run of [honours, ignores, pays]) {
-      expect(await db.store.state(run.id)).toMatchObject({ status: 'QUEUED', lockedBy: null, attempts: 1 });
+      expect(await db.records.state(run.id)).toMatchObject({ status: 'QUEUED', lockedBy: null, attempts: 1 });
     }
     expect((await db.store.steps(pays.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'DONE']]);
     expect(await db.store.steps(ignores.id)).toEqual([]);

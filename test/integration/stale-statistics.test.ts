@@ -15,7 +15,7 @@ let db: TestDatabase;
 beforeAll(async () => {
   db = await testDatabase();
   await db.pool.query('ALTER TABLE durable_agent.run SET (autovacuum_enabled = false)');
-  for (let i = 0; i < 300; i++) await newRun(db.store);
+  for (let i = 0; i < 300; i++) await newRun(db.records);
   await db.pool.query('ANALYZE durable_agent.run'); // every run QUEUED
   await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 300); // every run RUNNING, unknown to the planner
 });

@@ -34,7 +34,7 @@ const sent = (name: string) => (statements.get(`durable_agent_${name}`) ?? 0) + 
 
 async function claimed(n: number, worker = 'W'): Promise<{ id: string; lease: Lease }[]> {
   await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED' WHERE status IN ('QUEUED', 'RUNNING')`);
-  for (let i = 0; i < n; i++) await newRun(db.store, `run ${i}`);
+  for (let i = 0; i < n; i++) await newRun(db.records, `run ${i}`);
   const runs = await db.store.claim({ worker, leaseMs: 60_000 }, n);
   expect(runs).toHaveLength(n);
   return runs.map((r) => ({ id: r.id, lease: r.lease }));
@@ -85,7 +85,7 @@ describe('batched step writes', () => {
       // Stored as the worker wrote it (key order and all): a resumed run replays the same conversation.
       const { rows } = await db.pool.query(`SELECT response FROM durable_agent.run_step WHERE run_id = $1 AND seq = 1`, [r.id]);
       expect(rows[0].response).toBe(JSON.stringify(modelStep(1, `r${i}`, 0).content));
-      expect(await db.store.state(r.id as never)).toMatchObject({ tokensUsed: 11 + i, costUsd: 0.5 });
+      expect(await db.records.state(r.id as never)).toMatchObject({ tokensUsed: 11 + i, costUsd: 0.5 });
     }
   });
 
@@ -123,7 +123,7 @@ describe('batched step writes', () => {
     expect((outcomes[5] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' });
     // Four alone while slots were free, the other four in one batch that failed, then each of them alone.
     expect(sent('checkpoint_model') - before).toBe(4 + 1 + 4);
-    expect(await db.store.state(runs[5]!.id as never)).toMatchObject({ tokensUsed: 2 });
+    expect(await db.records.state(runs[5]!.id as never)).toMatchObject({ tokensUsed: 2 });
     for (const [i, r] of runs.entries()) {
       if (i !== 5) expect((await db.store.steps(r.id as never)).map((s) => s.response)).toEqual([modelStep(1, `p${i}`, 0).content]);
     }
@@ -187,7 +187,7 @@ describe('batched step writes', () => {
     expect(ends.every((e) => !e.nextStarted)).toBe(true);
     expect(sent('checkpoint_model_final') - before).toBe(5);
     for (const [i, r] of runs.entries()) {
-      expect(await db.store.state(r.id as never)).toMatchObject({ status: 'SUCCEEDED', output: `out ${i}`, tokensUsed: 5, lockedUntil: null });
+      expect(await db.records.state(r.id as never)).toMatchObject({ status: 'SUCCEEDED', output: `out ${i}`, tokensUsed: 5, lockedUntil: null });
       expect(await eventTypes(r.id)).toEqual(['step.finished', 'run.finished']);
     }
     await waitFor('the followed run announced', async () => heard.some((h) => h.startsWith(runs[5]!.id)));

@@ -30,7 +30,7 @@ describe('store', () => {
        SELECT gen_random_uuid(), 'QUEUED', 'other', 'm', 100, 10, now() + interval '1 hour', now() - interval '1 hour', 'other'
        FROM generate_series(1, 20000)`,
     );
-    const live = await newRun(db.store, 'live');
+    const live = await newRun(db.records, 'live');
     await db.pool.query('ANALYZE durable_agent.run');
     // The plan of the claim statement itself, with the parameters a worker passes.
     const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${CLAIM_SQL}`, claimParams('W', 1000, 10, [], ['demo']));
@@ -44,7 +44,7 @@ describe('store', () => {
   });
 
   it('records a tool call once per tool_use id, whoever starts it again', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const [claimed] = await db.store.claim({ worker: 'W', leaseMs: 10_000 }, 1);
     expect(claimed?.id).toBe(run.id);
     const owner = claimed!.lease;
@@ -59,7 +59,7 @@ describe('store', () => {
 
   it('counts in the queue depth exactly the runs a claim would take', async () => {
     await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED' WHERE status IN ('QUEUED', 'RUNNING')`);
-    const [due, later, leased, lapsed] = await Promise.all([1, 2, 3, 4].map((i) => newRun(db.store, `run ${i}`)));
+    const [due, later, leased, lapsed] = await Promise.all([1, 2, 3, 4].map((i) => newRun(db.records, `run ${i}`)));
     await db.pool.query(`UPDATE durable_agent.run SET run_at = now() + interval '1 hour' WHERE id = $1`, [later!.id]);
     await db.pool.query(`UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`, [[leased!.id, lapsed!.id]]);
     await expireLease(db.pool, lapsed!.id);
@@ -71,12 +71,12 @@ describe('store', () => {
   });
 
   it('finishes a tool step only if it is STARTED, and otherwise commits nothing (no renewal, no next STARTED row)', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const [claimed] = await db.store.claim({ worker: 'W', leaseMs: 10_000 }, 1);
     const owner = claimed!.lease;
     await db.store.startTool(run.id, owner, { seq: 1, toolUseId: 'toolu_a', toolName: 'lookup' });
     await db.store.finishTool(run.id, owner, { toolUseId: 'toolu_a', status: 'DONE', result: 'ok', latencyMs: 1 });
-    const before = await db.store.state(run.id);
+    const before = await db.records.state(run.id);
 
     const again = db.store.finishTool(
       run.id,
@@ -90,18 +90,18 @@ describe('store', () => {
       db.store.finishTool(run.id, owner, { toolUseId: 'toolu_never', status: 'DONE', result: 'x', latencyMs: 1 }),
     ).rejects.toThrow(/toolu_never .* is not STARTED \(no such step\)/);
 
-    expect((await db.store.state(run.id)).lockedUntil).toEqual(before.lockedUntil);
+    expect((await db.records.state(run.id)).lockedUntil).toEqual(before.lockedUntil);
     expect((await db.store.steps(run.id)).map((s) => [s.seq, s.toolUseId, s.status, s.response])).toEqual([[1, 'toolu_a', 'DONE', 'ok']]);
   });
 
   it('reads a timeline without the bodies of the steps', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const [claimed] = await db.store.claim({ worker: 'W', leaseMs: 10_000 }, 1);
     const owner = claimed!.lease;
     await db.store.startTool(run.id, owner, { seq: 1, toolUseId: 'toolu_big', toolName: 'fetch' });
     await db.store.finishTool(run.id, owner, { toolUseId: 'toolu_big', status: 'DONE', result: 'x'.repeat(1_000_000), latencyMs: 1 });
 
-    const timeline = await db.store.timeline(run.id);
+    const timeline = await db.records.timeline(run.id);
 
     expect(timeline).toHaveLength(1);
     expect(timeline[0]).toMatchObject({ seq: 1, kind: 'TOOL', status: 'DONE', toolUseId: 'toolu_big', worker: 'W' });

@@ -74,8 +74,8 @@ const bearer = (key: NewApiKey) => ({ authorization: `Bearer ${key.key}` });
 
 /** A finished run and the id of its last event (run.finished). */
 async function finishedRun(tenant: string): Promise<{ id: RunId; last: number }> {
-  const run = await newRun(db.store, 'find x', { tenant });
-  await db.store.cancel(run.id);
+  const run = await newRun(db.records, 'find x', { tenant });
+  await db.records.cancel(run.id);
   const { rows } = await db.pool.query<{ last: string }>('SELECT max(id) AS last FROM durable_agent.run_event WHERE run_id = $1', [run.id]);
   return { id: run.id, last: Number(rows[0]!.last) };
 }
@@ -92,7 +92,7 @@ describe.each([
 
   it('ends within 5 s of its key being revoked; a stream of another key goes on to the run\'s end, and the revoked key cannot reconnect', async () => {
     // A run no worker has claimed: its streams stay open, with nothing to end them.
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const revoked = await keys.create('default', `revoked ${route}`);
     const kept = await keys.create('default', `kept ${route}`);
     const doomed = await openStream(url(run.id), revoked.key);
@@ -157,7 +157,7 @@ describe('without announcements', () => {
   it('an API process that cannot LISTEN finds the revoked key on its poll and ends the stream', async () => {
     const polling = await startEventsApi(db.url, { auth: authByKeys(keys, { alwaysRequired: true }), listen: false, pollMs: 200 });
     try {
-      const run = await newRun(db.store);
+      const run = await newRun(db.records);
       const key = await keys.create('default', 'unannounced');
       const stream = await openStream(`${polling.url}/api/runs/${run.id}/events`, key.key);
       await keys.revoke(key.id);

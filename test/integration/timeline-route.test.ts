@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createServer } from '../../src/api/server.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
-import type { RunStore } from '../../src/store/run-store.ts';
+import type { RunRecords } from '../../src/store/run-records.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun } from '../support/engine.ts';
 
@@ -14,14 +14,13 @@ afterAll(async () => {
 });
 
 it('GET /api/runs/{id}/timeline reads the steps without their bodies: a 5 MB tool result is never selected', async () => {
-  const run = await newRun(db.store);
+  const run = await newRun(db.records);
   const [claimed] = await db.store.claim({ worker: 'W', leaseMs: 10_000 }, 1);
   await db.store.startTool(run.id, claimed!.lease, { seq: 1, toolUseId: 'toolu_big', toolName: 'fetch' });
   await db.store.finishTool(run.id, claimed!.lease, { toolUseId: 'toolu_big', status: 'DONE', result: 'x'.repeat(5_000_000), latencyMs: 1 });
   const bodyReads: string[] = [];
   // Every read that selects bodies is refused, so the route can only answer from the timeline read.
-  const store: RunStore = Object.create(db.store, {
-    steps: { value: async () => bodyReads.push('steps') && Promise.reject(new Error('steps selects bodies')) },
+  const store: RunRecords = Object.create(db.records, {
     stepsThrough: { value: async () => bodyReads.push('stepsThrough') && Promise.reject(new Error('stepsThrough selects bodies')) },
   });
   const api = createServer({

@@ -19,7 +19,7 @@ let app: FastifyInstance;
 beforeAll(async () => {
   db = await testDatabase();
   app = createServer({
-    store: db.store, listing: new RunListing(db.pool), defaults: DEFAULTS, checkDatabase: async () => {},
+    store: db.records, listing: new RunListing(db.pool), defaults: DEFAULTS, checkDatabase: async () => {},
     metrics: async () => ({ contentType: 'text/plain', body: '' }), logger: false,
   });
 });
@@ -41,7 +41,7 @@ describe('10,000 WAITING runs', () => {
     await db.pool.query('ANALYZE durable_agent.run');
     expect((await countRunsByStatus(db.pool)).WAITING).toBe(10_000);
 
-    const run = await newRun(db.store, 'the one to drive');
+    const run = await newRun(db.records, 'the one to drive');
     const worker = testWorker(db.store, new ScriptedLlm().thenText('done'), [], { name: 'W' });
     expect(await worker.runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
     expect(await worker.runOnce()).toBeNull();

@@ -42,7 +42,7 @@ const adminShutdown = () => Object.assign(new Error('terminating connection due 
 
 describe('a write whose reply was lost after it committed', () => {
   it('a model checkpoint: found on the retry, counted once, and the run goes on from it', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const executions: string[] = [];
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', {}, 100, 20).thenText('done', 150, 5);
     flaky.inject({ match: 'durable_agent_checkpoint_model', when: 'after' });
@@ -52,12 +52,12 @@ describe('a write whose reply was lost after it committed', () => {
     expect(flaky.fired).toBe(1);
     expect(llm.seen).toHaveLength(2);
     expect(executions).toEqual(['toolu_1']);
-    expect(await db.store.state(run.id)).toMatchObject({ tokensUsed: 275, attempts: 1, output: 'done' });
+    expect(await db.records.state(run.id)).toMatchObject({ tokensUsed: 275, attempts: 1, output: 'done' });
     expect((await db.store.steps(run.id)).map((s) => [s.seq, s.kind, s.status])).toEqual([[1, 'MODEL', 'DONE'], [2, 'TOOL', 'DONE'], [3, 'MODEL', 'DONE']]);
   });
 
   it('the final checkpoint, which also ended the run', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const finished: string[] = [];
     const llm = new ScriptedLlm().thenText('the answer', 150, 5);
     flaky.inject({ match: 'durable_agent_checkpoint_model_final', when: 'after' });
@@ -68,12 +68,12 @@ describe('a write whose reply was lost after it committed', () => {
     expect(flaky.fired).toBe(1);
     expect(llm.seen).toHaveLength(1);
     expect(finished).toEqual(['SUCCEEDED']);
-    expect(await db.store.state(run.id)).toMatchObject({ status: 'SUCCEEDED', output: 'the answer', tokensUsed: 155 });
+    expect(await db.records.state(run.id)).toMatchObject({ status: 'SUCCEEDED', output: 'the answer', tokensUsed: 155 });
     expect(await db.store.steps(run.id)).toHaveLength(1);
   });
 
   it("a tool step's result: the tool is not run again", async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const executions: string[] = [];
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', {}).thenText('done');
     flaky.inject({ match: 'durable_agent_finish_tool', when: 'after' });
@@ -90,20 +90,20 @@ describe('a write whose reply was lost after it committed', () => {
   });
 
   it('the end of a run', async () => {
-    const run = await newRun(db.store, 'cap', { maxSteps: 1 });
+    const run = await newRun(db.records, 'cap', { maxSteps: 1 });
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', {});
     flaky.inject({ match: 'durable_agent_finish', when: 'after' });
 
     expect((await testWorker(store, llm, [lookup([])], { name: 'A' }).runOnce())?.status).toBe('FAILED');
 
     expect(flaky.fired).toBe(1);
-    expect(await db.store.state(run.id)).toMatchObject({ status: 'FAILED', error: 'step cap reached (1 of 1 steps)' });
+    expect(await db.records.state(run.id)).toMatchObject({ status: 'FAILED', error: 'step cap reached (1 of 1 steps)' });
   });
 });
 
 describe('a write that never reached the server', () => {
   it('is tried again until it goes through', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', {}).thenText('done');
     flaky.inject({ match: 'durable_agent_checkpoint_model', when: 'before', times: 2, error: adminShutdown });
     flaky.inject({ match: 'durable_agent_finish_tool', when: 'before', times: 2 });
@@ -112,11 +112,11 @@ describe('a write that never reached the server', () => {
 
     expect(flaky.fired).toBe(4);
     expect(llm.seen).toHaveLength(2);
-    expect(await db.store.state(run.id)).toMatchObject({ status: 'SUCCEEDED', attempts: 1 });
+    expect(await db.records.state(run.id)).toMatchObject({ status: 'SUCCEEDED', attempts: 1 });
   });
 
   it('is fenced on the retry when the lease lapsed and another worker claimed the run meanwhile', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const llm = new ScriptedLlm().thenText('A answers, too late');
     flaky.inject({
       match: 'durable_agent_checkpoint_model_final',
@@ -129,7 +129,7 @@ describe('a write that never reached the server', () => {
 
     await expect(testWorker(store, llm, [], { name: 'A' }).runOnce()).rejects.toBeInstanceOf(LeaseLostError);
 
-    expect(await db.store.state(run.id)).toMatchObject({ status: 'RUNNING', lockedBy: 'B', tokensUsed: 0, output: null });
+    expect(await db.records.state(run.id)).toMatchObject({ status: 'RUNNING', lockedBy: 'B', tokensUsed: 0, output: null });
     expect(await db.store.steps(run.id)).toEqual([]);
   });
 });
@@ -147,7 +147,7 @@ describe('the built-in tools', () => {
   });
 
   it('end the attempt when the database stays unreachable: the cause recorded, the attempt not counted, the call left STARTED to run again', async () => {
-    const run = await newRun(db.store);
+    const run = await newRun(db.records);
     const tools = demoTools(new TicketStore(flaky.pool), { attempts: 3, baseMs: 1, capMs: 1 });
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'get_ticket', { id: 'ACME-101' });
     flaky.inject({ match: 'FROM durable_agent.demo_ticket', when: 'before', times: 3 });
@@ -158,7 +158,7 @@ describe('the built-in tools', () => {
     expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'STARTED']]);
     // Back in the queue at once: an outage is not the run's fault, so the attempt is given back (the
     // next claim continues it rather than counting another).
-    const after = await db.store.state(run.id);
+    const after = await db.records.state(run.id);
     expect(after).toMatchObject({ status: 'QUEUED', attempts: 1, lockedBy: null, error: null });
     expect(after.lastError).toMatchObject({ message: expect.stringMatching(/stayed unreachable/), attempt: 1 });
   });

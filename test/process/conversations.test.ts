@@ -41,7 +41,7 @@ const DEFAULTS: RunDefaults = {
   maxSteps: 20,
 };
 const create = (input: string, extra: Record<string, unknown> = {}, tenant = 'default') =>
-  createRun(db.store, { input, ...extra } as never, DEFAULTS, 'options', tenant).then((c) => c.run);
+  createRun(db.records, { input, ...extra } as never, DEFAULTS, 'options', tenant).then((c) => c.run);
 
 const lookup = defineTool({
   name: 'slow',
@@ -94,7 +94,7 @@ describe('previousRunId', () => {
     expect((await db.store.steps(third.id)).map((s) => s.seq)).toEqual([1, 2, 3]);
 
     const api = createServer({
-      store: db.store, listing: new RunListing(db.pool), defaults: DEFAULTS, checkDatabase: async () => {}, metrics: async () => ({ contentType: "text/plain", body: "" }), logger: false,
+      store: db.records, listing: new RunListing(db.pool), defaults: DEFAULTS, checkDatabase: async () => {}, metrics: async () => ({ contentType: "text/plain", body: "" }), logger: false,
     });
     try {
       const step = (await api.inject(`/api/runs/${third.id}/steps/3`)).json() as { request: { messages: Message[] } };
@@ -142,8 +142,8 @@ describe('previousRunId', () => {
     await expect(deletion.deleteRun(first.id)).rejects.toThrow(`run ${first.id} is continued by a later run (previousRunId): delete that one first`);
     // By age: both are past the cutoff; the later goes first, then the one it continued.
     await deletion.purge(new Date(Date.now() - 3_600_000), { batchSize: 1 });
-    expect(await db.store.get(first.id)).toBeNull();
-    expect(await db.store.get(second.id)).toBeNull();
+    expect(await db.records.get(first.id)).toBeNull();
+    expect(await db.records.get(second.id)).toBeNull();
   });
 });
 

@@ -20,7 +20,7 @@ afterAll(async () => {
 beforeEach(({ onTestFailed }) => onTestFailed(() => console.error(procs.transcript())));
 
 it('kills the worker with SIGKILL at the named point; another worker resumes without repeating the recorded step', async () => {
-  const run = await db.store.create({ input: 'Which acme tickets are overdue?', model: 'demo', tokenBudget: 50_000, timeoutSeconds: 300, maxSteps: 20 });
+  const run = await db.records.create({ input: 'Which acme tickets are overdue?', model: 'demo', tokenBudget: 50_000, timeoutSeconds: 300, maxSteps: 20 });
   const env = (name: string, extra: Record<string, string> = {}) =>
     cleanEnv({ DATABASE_URL: db.url, LLM_PROVIDER: 'demo', DEMO_LATENCY_MS: '0', WORKER_NAME: name, LOG_LEVEL: 'warn', ...extra });
 
@@ -29,11 +29,11 @@ it('kills the worker with SIGKILL at the named point; another worker resumes wit
   const afterCrash = await db.store.steps(run.id);
   expect(afterCrash.map((s) => [s.seq, s.kind, s.worker])[0]).toEqual([1, 'MODEL', 'worker-A']);
   expect(afterCrash.filter((s) => s.kind === 'MODEL')).toHaveLength(1);
-  expect(await db.store.state(run.id)).toMatchObject({ status: 'RUNNING', lockedBy: 'worker-A' }); // died holding the lease
+  expect(await db.records.state(run.id)).toMatchObject({ status: 'RUNNING', lockedBy: 'worker-A' }); // died holding the lease
 
   await expireLease(db.pool, run.id);
   const b = procs.start('worker-B', ['worker'], env('worker-B'));
-  await until('worker B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 60_000);
+  await until('worker B to finish the run', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 60_000);
   b.child.kill('SIGTERM');
   expect((await exitWithin(b, 30_000)).code).toBe(0);
 

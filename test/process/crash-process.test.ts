@@ -27,16 +27,16 @@ function startWorker(name: string): ChildProcess {
 }
 
 it('a second worker process finishes the run of one killed with SIGKILL mid-step', async () => {
-  const run = await newRun(db.store, 'survive a kill -9');
+  const run = await newRun(db.records, 'survive a kill -9');
   const a = startWorker('worker-A');
   await waitFor('worker A to start the tool', async () => (await db.store.steps(run.id)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED'), 30_000);
   a.kill('SIGKILL');
   await new Promise((r) => a.once('exit', r));
-  expect((await db.store.state(run.id)).status).toBe('RUNNING'); // A died holding the lease
+  expect((await db.records.state(run.id)).status).toBe('RUNNING'); // A died holding the lease
 
   startWorker('worker-B');
-  await waitFor('worker B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 30_000);
-  const final = await db.store.state(run.id);
+  await waitFor('worker B to finish the run', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
+  const final = await db.records.state(run.id);
   expect(final.attempts).toBe(2);
   expect(final.output).toBe('done');
   const steps = await db.store.steps(run.id);
@@ -48,16 +48,16 @@ it('a second worker process finishes the run of one killed with SIGKILL mid-step
 });
 
 it('a worker process stopped (SIGSTOP) past its lease is taken over, writes nothing after SIGCONT, and the attempt is not counted', async () => {
-  const run = await newRun(db.store, 'survive a stalled worker');
+  const run = await newRun(db.records, 'survive a stalled worker');
   const a = startWorker('worker-A');
   await waitFor('worker A to start the tool', async () => (await db.store.steps(run.id)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED'), 30_000);
   a.kill('SIGSTOP');
   startWorker('worker-B');
-  await waitFor('worker B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 30_000);
-  expect((await db.store.state(run.id)).attempts).toBe(2); // A's claim and B's
+  await waitFor('worker B to finish the run', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
+  expect((await db.records.state(run.id)).attempts).toBe(2); // A's claim and B's
   a.kill('SIGCONT');
   // A wakes, finds its lease lost (its tool's result is fenced off), and gives the attempt back.
-  await waitFor('A to give back the attempt its stall cost', async () => (await db.store.state(run.id)).attempts === 1, 15_000);
+  await waitFor('A to give back the attempt its stall cost', async () => (await db.records.state(run.id)).attempts === 1, 15_000);
   const steps = await db.store.steps(run.id);
   expect(steps.map((s) => [s.seq, s.kind, s.status, s.worker])).toEqual([
     [1, 'MODEL', 'DONE', 'worker-A'],

@@ -39,7 +39,7 @@ const fast = defineTool({
 });
 
 it('a run resumed by changed code keeps its original prompt and tool definitions; a removed tool is an is_error result', async () => {
-  const run = await newRun(db.store, 'deploy while I work');
+  const run = await newRun(db.records, 'deploy while I work');
   // The old release: a worker process with the slow tool; it starts the tool, and is killed mid-call.
   child = spawn(process.execPath, ['--import', 'tsx', path.resolve('test/support/worker-process.ts')], {
     env: { ...process.env, DATABASE_URL: db.url, WORKER_NAME: 'old-release', LEASE_MS: '1500', SLOW_TOOL_MS: '60000' },
@@ -70,11 +70,11 @@ it('a run resumed by changed code keeps its original prompt and tool definitions
   ]);
   // The step after the deploy records the original texts, so its rebuilt request is what was sent.
   expect(steps[2]!.request).toMatchObject({ systemDigest: steps[0]!.request!.systemDigest, toolsDigest: steps[0]!.request!.toolsDigest });
-  const detail = await stepDetail(db.store, await db.store.state(run.id), 3);
+  const detail = await stepDetail(db.records, await db.records.state(run.id), 3);
   expect(detail.request).toMatchObject({ system: ORIGINAL_SYSTEM, tools: [expect.objectContaining({ name: 'slow' })] });
 
   // A run that starts on the new release gets the new prompt and tools.
-  const fresh = await newRun(db.store, 'hello again');
+  const fresh = await newRun(db.records, 'hello again');
   expect(await worker.runOnce()).toEqual({ runId: fresh.id, status: 'SUCCEEDED' });
   expect(llm.seen[1]!.system).toBe('You are the NEW agent.');
   expect(llm.seen[1]!.tools.map((t) => t.name)).toEqual(['fast']);

@@ -8,7 +8,7 @@ import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { listMigrations } from '../../src/db/migrate.ts';
-import { RunStore } from '../../src/store/run-store.ts';
+import { RunRecords } from '../../src/store/run-records.ts';
 import { CliProcesses, cleanEnv, exitWithin, freePort, type Proc, until, waitForOutput } from '../support/cli-process.ts';
 import { testDatabase } from '../support/db.ts';
 import { newRun } from '../support/engine.ts';
@@ -131,8 +131,8 @@ it('a worker-only process serves /metrics on METRICS_PORT, counting the runs it 
     await waitForOutput(worker, /"msg":"worker metrics-worker started"/, 120_000);
     expect(worker.out).toContain(`"metrics":"http://127.0.0.1:${metricsPort}/metrics"`);
 
-    const run = await newRun(new RunStore(db.pool), 'Which acme tickets are overdue?', { model: 'demo' });
-    await until('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 30_000);
+    const run = await newRun(new RunRecords(db.pool), 'Which acme tickets are overdue?', { model: 'demo' });
+    await until('the run to finish', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
     const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);

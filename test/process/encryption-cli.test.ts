@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Sealer } from '../../src/store/encryption.ts';
 import { checkEncryptionKeys, storedKeyIds } from '../../src/store/encryption-keys.ts';
-import { RunStore } from '../../src/store/run-store.ts';
+import { RunRecords } from '../../src/store/run-records.ts';
 import { CliProcesses, cleanEnv } from '../support/cli-process.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 
@@ -33,8 +33,8 @@ describe('durable-agent encryption', () => {
   it('rotates every value to the first key, then says the old one is no longer needed', async () => {
     const sealer = new Sealer([{ id: 'old', key: Buffer.from(OLD, 'base64') }]);
     await checkEncryptionKeys(db.pool, sealer);
-    const store = new RunStore(db.pool, { sealer });
-    const run = await store.create({ input: 'the secret question', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5, metadata: { a: 'b' } });
+    const records = new RunRecords(db.pool, { sealer });
+    const run = await records.create({ input: 'the secret question', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5, metadata: { a: 'b' } });
 
     const keys = { ENCRYPTION_KEYS: `new:${NEW},old:${OLD}` };
     const status = await cli(['encryption', 'status'], keys);
@@ -47,8 +47,8 @@ describe('durable-agent encryption', () => {
     expect(await storedKeyIds(db.pool)).toEqual(['new']);
     const { rows } = await db.pool.query<{ input: string }>('SELECT input FROM durable_agent.run WHERE id = $1', [run.id]);
     expect(rows[0]!.input).toMatch(/^da\.enc:1:t:new:/);
-    const onlyNew = new RunStore(db.pool, { sealer: new Sealer([{ id: 'new', key: Buffer.from(NEW, 'base64') }]) });
-    expect(await onlyNew.get(run.id)).toMatchObject({ input: 'the secret question', metadata: { a: 'b' } });
+    const onlyNewRecords = new RunRecords(db.pool, { sealer: new Sealer([{ id: 'new', key: Buffer.from(NEW, 'base64') }]) });
+    expect(await onlyNewRecords.get(run.id)).toMatchObject({ input: 'the secret question', metadata: { a: 'b' } });
 
     // Again: nothing left to do.
     const again = await cli(['encryption', 'rotate'], { ENCRYPTION_KEYS: `new:${NEW}` });

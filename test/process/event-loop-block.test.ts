@@ -50,7 +50,7 @@ it('a tool that blocks the event loop longer than the lease fails no innocent ru
   const blockers = new Set<string>();
   const ids: string[] = [];
   for (let i = 0; i < 30; i++) {
-    const run = await newRun(db.store, i % 5 === 0 ? `block ${i}` : `innocent ${i}`);
+    const run = await newRun(db.records, i % 5 === 0 ? `block ${i}` : `innocent ${i}`);
     ids.push(run.id);
     if (i % 5 === 0) blockers.add(run.id);
   }
@@ -88,9 +88,9 @@ it('a stall of the runtime itself blames no tool, though a slow tool is in fligh
   const a = startWorker('runtime-stall', lines, { WORK_MS: '6000', MODEL_BLOCK_MS: '1500', LEASE_MS: '5000' });
   try {
     await waitFor('the worker to be ready', async () => lines.some((l) => l.event === 'ready'), 30_000);
-    const waiting = await newRun(db.store, 'innocent, waiting on the network');
+    const waiting = await newRun(db.records, 'innocent, waiting on the network');
     await waitFor('its tool to be in flight', async () => lines.some((l) => l.event === 'tool' && l.runId === waiting.id), 30_000);
-    await newRun(db.store, 'model-block');
+    await newRun(db.records, 'model-block');
     await waitFor('the stall to be reported', async () => lines.some((l) => l.event === 'event_loop_blocked'), 30_000);
     expect(lines.some((l) => l.event === 'unblocked')).toBe(false);
     const [report] = lines.filter((l) => l.event === 'event_loop_blocked');
@@ -108,11 +108,11 @@ it('a worker blocked for good gives its runs up: past the stall limit another wo
   const lines: Line[] = [];
   const a = startWorker('stuck-A', lines, { LEASE_MS: '500', BLOCK_MS: '90000' });
   await waitFor('A to be ready', async () => lines.some((l) => l.event === 'ready'), 30_000);
-  const run = await newRun(db.store, 'block forever');
+  const run = await newRun(db.records, 'block forever');
   await waitFor('A to start the blocking tool', async () => lines.some((l) => l.event === 'tool' && l.runId === run.id), 30_000);
   const b = startWorker('rescuer-B', lines, { LEASE_MS: '500', BLOCKS: '0' });
   try {
-    await waitFor('B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 80_000);
+    await waitFor('B to finish the run', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 80_000);
     // Finished by B while A was still stuck in its tool.
     expect(lines.some((l) => l.event === 'unblocked')).toBe(false);
     const steps = await db.store.steps(run.id);

@@ -49,7 +49,7 @@ function startWorker(name: string, crash: boolean): ChildProcess {
 
 it('a worker SIGKILLed mid-stream: the next worker abandons its attempt, streams again, and the connected reader folds the output', async () => {
   model.enqueue({ ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 80 } }, { ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 20 } });
-  const run = await newRun(db.store, 'which tickets are overdue?');
+  const run = await newRun(db.records, 'which tickets are overdue?');
   const seen: { id: number; type: string; data: any }[] = [];
   let reconnects = 0;
   const reading = (async () => {
@@ -59,12 +59,12 @@ it('a worker SIGKILLed mid-stream: the next worker abandons its attempt, streams
   const a = startWorker('worker-A', true);
   const exit = await new Promise<NodeJS.Signals | null>((resolve) => a.once('exit', (_code, signal) => resolve(signal)));
   expect(exit).toBe('SIGKILL');
-  expect((await db.store.state(run.id)).status).toBe('RUNNING'); // A died holding the lease, mid-sentence
+  expect((await db.records.state(run.id)).status).toBe('RUNNING'); // A died holding the lease, mid-sentence
   await waitFor('the reader to see A\'s text', async () => seen.some((e) => e.type === 'text.delta'), 10_000);
 
   startWorker('worker-B', false);
   await reading;
-  const final = await db.store.state(run.id);
+  const final = await db.records.state(run.id);
   expect(final.status).toBe('SUCCEEDED');
   expect(final.output).toBe(ANSWER);
   expect(reconnects).toBe(0); // the reader stayed connected to the API process throughout

@@ -89,11 +89,11 @@ async function killMidCall(runId: RunId, tool: string, input: unknown): Promise<
 
 
 it('an idempotent MCP call cut off by SIGKILL is sent again with the same idempotency key', async () => {
-  const run = await newRun(db.store, 'Where is A-7?', { agent: 'desk' });
+  const run = await newRun(db.records, 'Where is A-7?', { agent: 'desk' });
   await killMidCall(run.id, 'lookup_order', { orderId: 'A-7' });
 
   await startWorkerHere('lookup_order', { orderId: 'A-7' });
-  await waitFor('worker B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 60_000);
+  await waitFor('worker B to finish the run', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 60_000);
   const [first, second, ...rest] = calls();
   expect(rest).toEqual([]);
   expect(second!.meta!.idempotencyKey).toBe(first!.meta!.idempotencyKey);
@@ -108,12 +108,12 @@ it('an idempotent MCP call cut off by SIGKILL is sent again with the same idempo
 }, 150_000);
 
 it('a non-idempotent MCP call cut off by SIGKILL is never sent again: the run waits for a decision', async () => {
-  const run = await newRun(db.store, 'Refund A-8.', { agent: 'desk' });
+  const run = await newRun(db.records, 'Refund A-8.', { agent: 'desk' });
   await killMidCall(run.id, 'refund_order', { orderId: 'A-8', amount: 10 });
 
   await startWorkerHere('refund_order', { orderId: 'A-8', amount: 10 });
   const waiting = await waitFor('worker B to stop the run for a decision', async () => {
-    const r = await db.store.state(run.id);
+    const r = await db.records.state(run.id);
     return r.status !== 'RUNNING' && r.status !== 'QUEUED' && r;
   }, 60_000);
   expect(waiting).toMatchObject({ status: 'WAITING', waiting: { kind: 'decision', toolCalls: [{ toolName: 'refund_order', input: { orderId: 'A-8', amount: 10 } }] } });

@@ -103,7 +103,7 @@ async function effects(runId: RunId): Promise<{ key: string; worker: string }[]>
 
 it('a worker killed with SIGKILL under the default 30 s lease has its run resumed by a live worker within seconds', async () => {
   const [a, b] = await bothReady();
-  const run = await newRun(db.store, 'survive a kill -9 with the default lease');
+  const run = await newRun(db.records, 'survive a kill -9 with the default lease');
   await waitFor('worker A to start the tool', toolStarted(run.id), 30_000);
   expect(await ownerLock(run.id)).not.toBeNull(); // the run carries its owner's lock
   b.child.kill('SIGCONT');
@@ -111,11 +111,11 @@ it('a worker killed with SIGKILL under the default 30 s lease has its run resume
   a.child.kill('SIGKILL');
   await new Promise((r) => a.child.once('exit', r));
   const killedAt = Date.now();
-  await waitFor('worker B to take the run over', async () => (await db.store.state(run.id)).lockedBy === 'worker-B', 30_000);
+  await waitFor('worker B to take the run over', async () => (await db.records.state(run.id)).lockedBy === 'worker-B', 30_000);
   const resumeMs = Date.now() - killedAt;
   // About a second on an idle machine; the bound is generous for a loaded one, and far below the lease.
   expect(resumeMs).toBeLessThan(5_000);
-  await waitFor('worker B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 30_000);
+  await waitFor('worker B to finish the run', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
   expect(await wholeTimeline(run.id)).toEqual([
     ['MODEL', 'DONE', 'worker-A'],
     ['TOOL', 'DONE', 'worker-B'],
@@ -125,7 +125,7 @@ it('a worker killed with SIGKILL under the default 30 s lease has its run resume
 
 it('a worker whose liveness session is terminated while it lives stops driving, is fenced, and comes back under a new lock', async () => {
   const [a, b] = await bothReady();
-  const run = await newRun(db.store, 'survive a lost liveness session');
+  const run = await newRun(db.records, 'survive a lost liveness session');
   await waitFor('worker A to start the tool', toolStarted(run.id), 30_000);
   b.child.kill('SIGCONT');
   const key = (await ownerLock(run.id))!;
@@ -148,7 +148,7 @@ it('a worker whose liveness session is terminated while it lives stops driving, 
   }
   // Nobody holds the run's owner lock now: it is taken over at once (by B, or by A under its new
   // lock), not at the end of the 30 s lease.
-  await waitFor('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 15_000);
+  await waitFor('the run to finish', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 15_000);
   const timeline = await wholeTimeline(run.id);
   expect(timeline.map(([kind, status]) => [kind, status])).toEqual([
     ['MODEL', 'DONE'],
@@ -162,22 +162,22 @@ it('a worker whose liveness session is terminated while it lives stops driving, 
 
   // A came back: with B gone, it drives the next run alone.
   b.child.kill('SIGKILL');
-  const next = await newRun(db.store, 'after the lost session');
-  await waitFor('worker A to finish the next run', async () => (await db.store.state(next.id)).status === 'SUCCEEDED', 60_000);
+  const next = await newRun(db.records, 'after the lost session');
+  await waitFor('worker A to finish the next run', async () => (await db.records.state(next.id)).status === 'SUCCEEDED', 60_000);
   expect((await db.store.steps(next.id)).every((s) => s.worker === 'worker-A')).toBe(true);
   expect(await ownerLock(next.id)).not.toBe(key); // under a new lock
 }, 180_000); // above the sum of its waits (30 + 2.5 + 15 + 1 + 60 s) and two worker starts on a loaded machine
 
 it('a worker stopped (SIGSTOP) past its lease writes nothing after SIGCONT, and the tool takes effect once', async () => {
-  const run = await newRun(db.store, 'survive a stalled worker');
+  const run = await newRun(db.records, 'survive a stalled worker');
   const a = startWorker('worker-A', { LEASE_MS: '1500' });
   await waitFor('worker A to start the tool', toolStarted(run.id), 30_000);
   a.child.kill('SIGSTOP'); // its session lock stays held: only the lease can tell
   const b = startWorker('worker-B', { LEASE_MS: '1500' });
-  await waitFor('worker B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 30_000);
+  await waitFor('worker B to finish the run', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
   a.child.kill('SIGCONT');
   // A wakes in the middle of its tool call: the call ends, and its result is fenced off.
-  await waitFor('A to give back the attempt its stall cost', async () => (await db.store.state(run.id)).attempts === 1, 15_000);
+  await waitFor('A to give back the attempt its stall cost', async () => (await db.records.state(run.id)).attempts === 1, 15_000);
   expect(await wholeTimeline(run.id)).toEqual([
     ['MODEL', 'DONE', 'worker-A'],
     ['TOOL', 'DONE', 'worker-B'],

@@ -45,7 +45,7 @@ describe('tool calls of one turn', () => {
     const gauge = { now: 0, max: 0 };
     const slow = slowTool('slow', () => 400, gauge);
     const guarded = slowTool('guarded', () => 400, gauge, { needsApproval: true });
-    const run = await newRun(db.store, 'one needs a person');
+    const run = await newRun(db.records, 'one needs a person');
     const llm = new ScriptedLlm()
       .thenToolUses([
         { id: 'toolu_a', name: 'slow', input: {} },
@@ -54,12 +54,12 @@ describe('tool calls of one turn', () => {
       ])
       .thenText('done');
     await testWorker(db.store, llm, [slow, guarded], { name: 'W' }).runOnce();
-    expect((await db.store.state(run.id)).status).toBe('WAITING');
-    expect(await db.store.timeline(run.id)).toHaveLength(1); // nothing of the turn ran
-    await db.store.decide(run.id, 'toolu_b', { decision: 'approve' });
+    expect((await db.records.state(run.id)).status).toBe('WAITING');
+    expect(await db.records.timeline(run.id)).toHaveLength(1); // nothing of the turn ran
+    await db.records.decide(run.id, 'toolu_b', { decision: 'approve' });
     await testWorker(db.store, llm, [slow, guarded], { name: 'W' }).runOnce();
-    expect((await db.store.state(run.id)).status).toBe('SUCCEEDED');
-    const tools = (await db.store.timeline(run.id)).filter((s) => s.kind === 'TOOL');
+    expect((await db.records.state(run.id)).status).toBe('SUCCEEDED');
+    const tools = (await db.records.timeline(run.id)).filter((s) => s.kind === 'TOOL');
     expect(tools.map((s) => [s.toolUseId, s.status])).toEqual([['toolu_a', 'DONE'], ['toolu_b', 'DONE'], ['toolu_c', 'DONE']]);
     const b = tools[1]!;
     for (const other of [tools[0]!, tools[2]!]) expect(overlap(b, other)).toBe(false);
@@ -75,7 +75,7 @@ describe('tool calls of one turn', () => {
   it('run at the same time when idempotent, and their results reach the model in tool_use order', async () => {
     const gauge = { now: 0, max: 0 };
     const slow = slowTool('slow', (i) => i.ms ?? 800, gauge);
-    const run = await newRun(db.store, 'three at once');
+    const run = await newRun(db.records, 'three at once');
     // Finishing order is the reverse of the turn's order.
     const llm = new ScriptedLlm()
       .thenToolUses([
@@ -85,8 +85,8 @@ describe('tool calls of one turn', () => {
       ])
       .thenText('all three done');
     await testWorker(db.store, llm, [slow], { name: 'W' }).runOnce();
-    expect((await db.store.state(run.id)).status).toBe('SUCCEEDED');
-    const tools = (await db.store.timeline(run.id)).filter((s) => s.kind === 'TOOL');
+    expect((await db.records.state(run.id)).status).toBe('SUCCEEDED');
+    const tools = (await db.records.timeline(run.id)).filter((s) => s.kind === 'TOOL');
     expect(tools.map((s) => s.status)).toEqual(['DONE', 'DONE', 'DONE']);
     expect(new Set(tools.map((s) => s.seq)).size).toBe(3);
     for (const a of tools) for (const b of tools) if (a !== b) expect(overlap(a, b)).toBe(true);
@@ -100,7 +100,7 @@ describe('tool calls of one turn', () => {
     const gauge = { now: 0, max: 0 };
     const idem = slowTool('idem', () => 300, gauge);
     const once = slowTool('once', () => 300, gauge, { idempotent: false });
-    const run = await newRun(db.store, 'mixed');
+    const run = await newRun(db.records, 'mixed');
     const llm = new ScriptedLlm()
       .thenToolUses([
         { id: 'toolu_1', name: 'idem', input: {} },
@@ -111,8 +111,8 @@ describe('tool calls of one turn', () => {
       ])
       .thenText('done');
     await testWorker(db.store, llm, [idem, once], { name: 'W' }).runOnce();
-    expect((await db.store.state(run.id)).status).toBe('SUCCEEDED');
-    const byId = new Map((await db.store.timeline(run.id)).filter((s) => s.kind === 'TOOL').map((s) => [s.toolUseId!, s]));
+    expect((await db.records.state(run.id)).status).toBe('SUCCEEDED');
+    const byId = new Map((await db.records.timeline(run.id)).filter((s) => s.kind === 'TOOL').map((s) => [s.toolUseId!, s]));
     const [t1, t2, t3, t4, t5] = ['toolu_1', 'toolu_2', 'toolu_3', 'toolu_4', 'toolu_5'].map((id) => byId.get(id)!);
     expect(overlap(t1!, t2!)).toBe(true);
     expect(overlap(t4!, t5!)).toBe(true);
@@ -127,7 +127,7 @@ describe('tool calls of one turn', () => {
     const narrow = { now: 0, max: 0 };
     const free = slowTool('free', () => 200, wide);
     const single = slowTool('single', () => 200, narrow, { concurrency: 1 });
-    await newRun(db.store, 'bounded');
+    await newRun(db.records, 'bounded');
     const uses = [0, 1, 2, 3, 4].flatMap((i) => [
       { id: `toolu_f${i}`, name: 'free', input: {} },
       { id: `toolu_s${i}`, name: 'single', input: {} },
@@ -168,7 +168,7 @@ describe('a worker killed mid-turn', () => {
   }
 
   it('after one of three calls finished re-runs only the other two, each with its own key', async () => {
-    const run = await newRun(db.store, 'survive a kill -9 mid-turn');
+    const run = await newRun(db.records, 'survive a kill -9 mid-turn');
     const ranByA: string[] = [];
     const a = startWorker('worker-A', ranByA);
     // One call is quick, two are slow: kill A once the quick one is DONE and the slow ones are STARTED.
@@ -186,7 +186,7 @@ describe('a worker killed mid-turn', () => {
 
     const ranByB: string[] = [];
     startWorker('worker-B', ranByB);
-    await waitFor('worker B to finish the run', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 30_000);
+    await waitFor('worker B to finish the run', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
     expect(ranByB.sort()).toEqual(['toolu_slow1', 'toolu_slow2']);
     const steps = await db.store.steps(run.id);
     expect(steps.filter((s) => s.kind === 'TOOL').map((s) => [s.toolUseId, s.status, s.worker]).sort()).toEqual([
@@ -195,6 +195,6 @@ describe('a worker killed mid-turn', () => {
       ['toolu_slow2', 'DONE', 'worker-B'],
     ]);
     // The final answer quotes the results as the model received them: in tool_use order.
-    expect((await db.store.state(run.id)).output).toBe('toolu_fast,toolu_slow1,toolu_slow2');
+    expect((await db.records.state(run.id)).output).toBe('toolu_fast,toolu_slow1,toolu_slow2');
   });
 });

@@ -50,20 +50,20 @@ describe('a non-idempotent tool SIGKILLed mid-call', () => {
   ];
   for (const [name, decision, check, executions] of cases) {
     it(`waits for a decision (kind "decision"); ${name}`, async () => {
-      const run = await newRun(db.store, `charge the card (${name})`);
+      const run = await newRun(db.records, `charge the card (${name})`);
       const a = startWorker('worker-A');
       await waitFor('A to start the tool', async () => a.out.includes('"event":"tool"'), 30_000);
       await killed(a);
       const b = startWorker('worker-B');
       const waiting = await waitFor('the run to wait for a decision', async () => {
-        const r = await db.store.state(run.id);
+        const r = await db.records.state(run.id);
         return r.status === 'WAITING' && r;
       }, 30_000);
       expect(waiting.waiting).toMatchObject({ kind: 'decision', toolCalls: [{ toolName: 'charge' }] });
       expect(waiting.lockedBy).toBeNull();
       const toolUseId = waiting.waiting!.toolCalls[0]!.toolUseId;
-      expect(await db.store.decide(run.id, toolUseId, decision)).toEqual({ id: run.id, status: 'QUEUED' });
-      await waitFor('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 30_000);
+      expect(await db.records.decide(run.id, toolUseId, decision)).toEqual({ id: run.id, status: 'QUEUED' });
+      await waitFor('the run to finish', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
       const steps = await db.store.steps(run.id as RunId);
       expect(steps.map((s) => s.kind)).toEqual(['MODEL', 'TOOL', 'MODEL']);
       check(steps[1]!);
@@ -75,10 +75,10 @@ describe('a non-idempotent tool SIGKILLed mid-call', () => {
 
 describe('the sleep tool', () => {
   it('wakes a 3 s sleep within a second or two of wakeAt across a restart of every process', async () => {
-    const run = await newRun(db.store, 'wait 3 seconds');
+    const run = await newRun(db.records, 'wait 3 seconds');
     const a = startWorker('worker-A', { TOOL: 'sleep', SLEEP_SECONDS: '3' });
     const waiting = await waitFor('the run to sleep', async () => {
-      const r = await db.store.state(run.id);
+      const r = await db.records.state(run.id);
       return r.status === 'WAITING' && r;
     }, 30_000);
     expect(waiting.waiting).toMatchObject({ kind: 'timer', toolCalls: [{ toolName: 'sleep', input: { seconds: 3 } }] });
@@ -91,7 +91,7 @@ describe('the sleep tool', () => {
     // A process needs a few seconds to start on a busy machine: when B is up only after wakeAt, it
     // must claim the due run as it starts.
     const up = Math.max(Date.now(), wakeAt.getTime());
-    await waitFor('the run to finish', async () => (await db.store.state(run.id)).status === 'SUCCEEDED', 30_000);
+    await waitFor('the run to finish', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
     const steps = await db.store.steps(run.id as RunId);
     expect(steps.map((s) => [s.kind, s.status, s.worker])).toEqual([['MODEL', 'DONE', 'worker-A'], ['TOOL', 'DONE', 'worker-B'], ['MODEL', 'DONE', 'worker-B']]);
     expect(steps[1]!.response).toBe('slept 3 seconds');

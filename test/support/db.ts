@@ -2,12 +2,15 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { createPool } from '../../src/db/pool.ts';
+import { RunRecords } from '../../src/store/run-records.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 
 export interface TestDatabase {
   url: string;
   pool: pg.Pool;
   store: RunStore;
+  /** What people and the API ask of runs (create, read, cancel, decide). */
+  records: RunRecords;
   close(): Promise<void>;
 }
 
@@ -35,6 +38,7 @@ export async function testDatabase(): Promise<TestDatabase> {
     url,
     pool,
     store: new RunStore(pool),
+    records: new RunRecords(pool),
     async close() {
       await pool.end();
       await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`).catch(() => {});

@@ -6,7 +6,7 @@ import { createLogger, type Logger } from '../../src/observability/logger.ts';
 import { leaseKeeperThread } from '../../src/leases/lease-keeper-thread.ts';
 import { livenessSession } from '../../src/leases/liveness-session.ts';
 import type { EngineStore, LeaseKeeperFactory, OwnerLivenessFactory } from '../../src/ports/engine-store.ts';
-import type { RunStore } from '../../src/store/run-store.ts';
+import type { RunRecords } from '../../src/store/run-records.ts';
 import { ToolExecutor } from '../../src/tools/executor.ts';
 import type { Tool } from '../../src/tools/types.ts';
 import type { EngineEvents } from '../../src/ports/engine-events.ts';
@@ -82,8 +82,8 @@ export function testWorker(
   );
 }
 
-export function newRun(store: RunStore, input = 'find x', extra: Partial<Parameters<RunStore['create']>[0]> = {}) {
-  return store.create({ input, model: 'test-model', tokenBudget: 10_000, timeoutSeconds: 300, maxSteps: 50, ...extra });
+export function newRun(records: Pick<RunRecords, 'create'>, input = 'find x', extra: Partial<Parameters<RunRecords['create']>[0]> = {}) {
+  return records.create({ input, model: 'test-model', tokenBudget: 10_000, timeoutSeconds: 300, maxSteps: 50, ...extra });
 }
 
 /** Makes the run's lease lapse now, as if its worker had died LEASE_SECONDS ago. */

@@ -9,7 +9,7 @@ import { ReaderAccess } from '../../src/store/reader-access.ts';
 import { RunDeletion } from '../../src/store/retention.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
 import { RunEvents } from '../../src/store/run-events.ts';
-import { RunStore } from '../../src/store/run-store.ts';
+import { RunRecords } from '../../src/store/run-records.ts';
 
 export interface EventsApi {
   url: string;
@@ -26,7 +26,7 @@ export async function startEventsApi(databaseUrl: string, opts: { poolSize?: num
   const events = new RunEvents(pool);
   const hub = new EventHub(events, { databaseUrl: opts.listen === false ? null : databaseUrl, access: new ReaderAccess(pool), ...(opts.pollMs ? { pollMs: opts.pollMs } : {}) });
   const app = createServer({
-    store: new RunStore(pool),
+    store: new RunRecords(pool),
     listing: new RunListing(pool),
     deletion: new RunDeletion(pool),
     defaults: { agent: 'demo', model: 'claude-sonnet-4-6', tokenBudget: 100_000, timeoutSeconds: 600, maxSteps: 10 },

@@ -1,0 +1,232 @@
+/**
+ * What people and the API ask of runs: create one, read it, its timeline and a fork's turn
+ * boundaries, cancel it, decide about a waiting tool call. The engine's side of the same tables (claim,
+ * checkpoints, leases) is RunStore; both seal and open payloads the same way (encryption.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { type Decision, DEFAULT_TENANT, DEMO_AGENT, type ForkPoint, type Run, type RunId, type RunStatus, type Step, type StepSummary } from '../domain/types.ts';
+import { ConflictError, InputError, NotFoundError } from '../domain/errors.ts';
+import type { TurnRow } from '../core/fork-points.ts';
+import { noRedaction, type Redact, redactValue, textRedactor } from '../core/redact.ts';
+import { type Decided, recordDecision } from './decisions.ts';
+import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
+import { CONVERSATION_RUNS, conversationSteps, lineageSteps, qualified, TOOL_USES, TURN_AT } from './lineage-sql.ts';
+import type { EarlierRun } from '../core/chain-replay.ts';
+import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
+import type { RunStoreOptions } from './run-store.ts';
+
+export interface NewRun {
+  input: string;
+  model: string;
+  tokenBudget: number;
+  timeoutSeconds: number;
+  maxSteps: number;
+  /** USD the run may spend on model calls; null or absent: no money limit. */
+  costBudgetUsd?: number | null;
+  metadata?: Record<string, unknown>;
+  /** Whose run it is; "default" when absent. */
+  tenant?: string;
+  /** Continue this run's conversation after the step `afterSeq` (a fork); its turn boundary is checked by the caller. */
+  forkedFrom?: ForkPoint;
+  /** The agent that drives it; the demo agent when absent. */
+  agent?: string;
+  /** The version label of that agent's definition. */
+  agentVersion?: string | null;
+  /**
+   * The finished run whose conversation it continues. Checked by the caller (previous-run.ts); the
+   * foreign key still refuses one deleted meanwhile (an InputError).
+   */
+  previousRunId?: RunId | null;
+  /** Not claimed before this time (a delayed start); its deadline counts from then. */
+  startAt?: Date;
+  /** A second create with this key (same tenant, within 24 hours) answers the first run. */
+  idempotencyKey?: string;
+  /** SHA-256 of the canonical request: the same key with another request is a conflict. */
+  requestHash?: string;
+}
+
+const FOREIGN_KEY_VIOLATION = '23503';
+
+type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status']; tool_uses: number | null };
+const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
+
+export class RunRecords {
+  /** For stored texts, which may be JSON: their string values are redacted, their shape kept. */
+  private readonly redact: Redact;
+  /** The patterns on one string value. */
+  private readonly redactString: Redact;
+  private readonly sealer: Sealer;
+
+  constructor(private readonly db: pg.Pool, opts: RunStoreOptions = {}) {
+    this.redactString = opts.redact ?? noRedaction;
+    this.redact = textRedactor(this.redactString);
+    this.sealer = opts.sealer ?? NO_ENCRYPTION;
+  }
+
+  /** A named statement: each connection parses and plans it once. */
+  private prepared<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    return this.db.query<R>({ name: `durable_agent_${name}`, text, values });
+  }
+
+  async create(r: NewRun): Promise<Run> {
+    return (await this.createOnce(r)).run;
+  }
+
+  /**
+   * Queues a run. With an idempotency key, a run created under the same key (and tenant) in the last
+   * 24 hours is answered instead (`created` false) when its request was the same, and a different
+   * request is a ConflictError. The unique index decides between concurrent creates, not a read first.
+   */
+  async createOnce(r: NewRun): Promise<{ run: Run; created: boolean }> {
+    const tenant = r.tenant ?? DEFAULT_TENANT;
+    for (let tries = 1; ; tries++) {
+      const { rows } = await this.prepared<RunRow>(
+        'create',
+        `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, run_at, deadline_at, metadata, tenant, idempotency_key, request_hash,
+                                         agent, agent_version, previous_run_id,
+                                         cost_budget_usd, forked_from_run_id, forked_after_seq)
+         VALUES ($1, $2, $3, $4, $5, greatest(coalesce($9::timestamptz, now()), now()),
+                 greatest(coalesce($9::timestamptz, now()), now()) + $6 * interval '1 second', $7, $8, $10, $11, $12, $13, $14,
+                 $15, $16, $17)
+         ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         RETURNING ${RUN_COLUMNS}`,
+        [
+          randomUUID(), this.sealer.text(this.redact(r.input)), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds,
+          JSON.stringify(this.sealer.json(redactValue(r.metadata ?? {}, this.redactString))), tenant,
+          r.startAt ?? null, r.idempotencyKey ?? null, r.idempotencyKey ? (r.requestHash ?? null) : null,
+          r.agent ?? DEMO_AGENT, r.agentVersion ?? null, r.previousRunId ?? null,
+          r.costBudgetUsd ?? null, r.forkedFrom?.runId ?? null, r.forkedFrom?.afterSeq ?? null,
+        ],
+      ).catch((e: unknown) => {
+        // The run it continues was deleted between the caller's check and this insert.
+        if (r.previousRunId && (e as { code?: string }).code === FOREIGN_KEY_VIOLATION) {
+          throw new InputError(`invalid previousRunId: no run ${r.previousRunId}`, [{ path: 'previousRunId', message: `no run ${r.previousRunId}` }]);
+        }
+        throw e;
+      });
+      if (rows[0]) return { run: toRun(rows[0], this.sealer), created: true };
+      const { rows: found } = await this.db.query<RunRow & { request_hash: string | null; expired: boolean }>(
+        `SELECT ${RUN_COLUMNS}, request_hash, created_at < now() - interval '24 hours' AS expired
+         FROM durable_agent.run WHERE tenant = $1 AND idempotency_key = $2`,
+        [tenant, r.idempotencyKey],
+      );
+      const existing = found[0];
+      if (existing && !existing.expired) {
+        if (existing.request_hash !== (r.requestHash ?? null)) {
+          throw new ConflictError(`Idempotency-Key ${JSON.stringify(r.idempotencyKey)} was used for a different request (run ${existing.id})`);
+        }
+        return { run: toRun(existing, this.sealer), created: false };
+      }
+      if (tries >= 3) throw new ConflictError(`Idempotency-Key ${JSON.stringify(r.idempotencyKey)} is being reused right now; try again`);
+      // Older than 24 hours: the key is free again; the old run keeps everything but the key.
+      if (existing) {
+        await this.db.query(
+          `UPDATE durable_agent.run SET idempotency_key = NULL WHERE id = $1 AND created_at < now() - interval '24 hours'`,
+          [existing.id],
+        );
+      }
+    }
+  }
+
+  /** Records a person's decision about a waiting tool call (see decisions.ts). */
+  async decide(runId: RunId, toolUseId: string, decision: Decision): Promise<Decided> {
+    return recordDecision(this.db, runId, toolUseId, decision, (text) => this.sealer.text(this.redact(text)));
+  }
+
+  async get(id: RunId): Promise<Run | null> {
+    const { rows } = await this.db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM durable_agent.run WHERE id = $1`, [id]);
+    return rows[0] ? toRun(rows[0], this.sealer) : null;
+  }
+
+  /** The run as it is now; throws NotFoundError when there is none. */
+  async state(id: RunId): Promise<Run> {
+    const run = await this.get(id);
+    if (!run) throw new NotFoundError(`run ${id} not found`);
+    return run;
+  }
+
+  /** The steps without their request and response bodies, which can be large: what a timeline shows. */
+  async timeline(runId: RunId): Promise<StepSummary[]> {
+    const { rows } = await this.db.query<StepRow>(lineageSteps(qualified(STEP_SUMMARY_COLUMNS)), [runId]);
+    return rows.map(toStepSummary);
+  }
+
+  /**
+   * The steps of the run's log from its latest MODEL step at or before `seq` through `seq`, with the
+   * tool calls each model step asked for: what decides whether a fork can start after `seq`.
+   */
+  async turnAt(runId: RunId, seq: number): Promise<TurnRow[]> {
+    const { rows } = await this.db.query<TurnRowSql>(TURN_AT, [runId, seq]);
+    return rows.map(toTurnRow);
+  }
+
+  /** The whole log as turn rows: every seq a fork could start after. */
+  async turnRows(runId: RunId): Promise<TurnRow[]> {
+    const { rows } = await this.db.query<TurnRowSql>(lineageSteps(`s.seq, s.kind, s.status, ${TOOL_USES}`), [runId]);
+    return rows.map(toTurnRow);
+  }
+
+  /**
+   * The provider of the run's latest model step ("anthropic", "openai" …); null before its first
+   * model call (or when its model steps were recorded before steps kept their provider).
+   */
+  async latestProvider(runId: RunId): Promise<string | null> {
+    const { rows } = await this.db.query<{ provider: string }>(
+      `SELECT request->>'provider' AS provider FROM durable_agent.run_step
+        WHERE run_id = $1 AND kind = 'MODEL' AND request ? 'provider' ORDER BY seq DESC LIMIT 1`,
+      [runId],
+    );
+    return rows[0]?.provider ?? null;
+  }
+
+  /** Steps 1..upTo (inclusive), enough to rebuild the request of step upTo. */
+  async stepsThrough(runId: RunId, upTo: number): Promise<Step[]> {
+    const { rows } = await this.db.query<StepRow>(lineageSteps(qualified(STEP_COLUMNS), true), [runId, upTo]);
+    return rows.map((r) => toStep(r, this.sealer));
+  }
+
+  /**
+   * Cooperative cancel: a queued or waiting run ends at once, a running one stops at its next guard.
+   * Cancelling a finished run, or a running run a second time, is a conflict.
+   */
+  async cancel(id: RunId): Promise<Run> {
+    const { rows } = await this.db.query<RunRow>(
+      `UPDATE durable_agent.run SET cancel_requested = true,
+              status = CASE WHEN status IN ('QUEUED', 'WAITING') THEN 'CANCELLED' ELSE status END,
+              finished_at = CASE WHEN status IN ('QUEUED', 'WAITING') THEN now() ELSE finished_at END,
+              error = CASE WHEN status = 'WAITING' THEN 'cancelled while waiting (' || coalesce(waiting->>'kind', 'wait') || ')'
+                           WHEN status <> 'QUEUED' THEN error WHEN attempts = 0 AND provider_requeues = 0 THEN 'cancelled before it started'
+                           ELSE 'cancelled while waiting in the queue' END,
+              updated_at = now()
+       WHERE id = $1 AND status IN ('QUEUED', 'RUNNING', 'WAITING') AND NOT cancel_requested
+       RETURNING ${RUN_COLUMNS}`,
+      [id],
+    );
+    if (rows[0]) return toRun(rows[0], this.sealer);
+    const run = await this.state(id);
+    throw new ConflictError(
+      run.status === 'RUNNING' ? `run ${id} is already being cancelled` : `run ${id} has already finished (${run.status})`,
+    );
+  }
+
+  async conversationBefore(runId: RunId): Promise<EarlierRun[]> {
+    // The parts' head runs, then all their steps in one read: two round trips, however long the chain.
+    const { rows: runs } = await this.prepared<{ part: number; id: string; input: string; status: RunStatus }>(
+      'conversation_runs', CONVERSATION_RUNS, [runId]);
+    if (runs.length === 0) return [];
+    const { rows: steps } = await this.prepared<StepRow & { part: number }>(
+      'conversation_steps', conversationSteps(qualified(STEP_COLUMNS)), [runId]);
+    const byPart = new Map<number, Step[]>(runs.map((r) => [r.part, []]));
+    for (const row of steps) byPart.get(row.part)!.push(toStep(row, this.sealer));
+    // Oldest first: the highest part is the start of the conversation.
+    return runs
+      .sort((a, b) => b.part - a.part)
+      .map((r) => ({ id: r.id as RunId, input: this.sealer.openText(r.input), status: r.status, steps: byPart.get(r.part)! }));
+  }
+
+  async blob(digest: string): Promise<string | null> {
+    const { rows } = await this.db.query<{ body: string }>('SELECT body FROM durable_agent.content_blob WHERE digest = $1', [digest]);
+    return this.sealer.openText(rows[0]?.body ?? null);
+  }
+}
