@@ -7,7 +7,8 @@
 import pg from 'pg';
 // The built package (npm run build), not the sources: a worker starts in a fraction of the time, and
 // the suite restarts workers all the time.
-import { defineTool, loadConfig, startRuntime } from '../../dist/index.js';
+import { defineTool } from '../../dist/index.js';
+import { loadConfig, startRuntime } from '../../dist/internals.js';
 import { TOOL_NAME } from './model.ts';
 
 const config = loadConfig();
