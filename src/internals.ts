@@ -10,6 +10,7 @@ export { loadConfig, loadClientConfig, type ClientConfig, type Config, type Env 
 export { createPool, type Database } from './db/pool.ts';
 export { migrate, MIGRATIONS_DIR, type MigrateOptions } from './db/migrate.ts';
 export { RunStore, type RunStoreOptions } from './store/run-store.ts';
+export { RunRecords, type NewRun } from './store/run-records.ts';
 export { Worker, type AgentDefinition, type WorkerDeps, type WorkerNotifications, type WorkerOptions } from './engine/worker.ts';
 export { ToolExecutor, type ToolExecutorOptions } from './tools/executor.ts';
 export type { ToolSource } from './tools/tool-source.ts';

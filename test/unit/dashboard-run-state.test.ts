@@ -11,7 +11,8 @@ function run(fields: Partial<Run>): Run {
   return {
     id: '6f1c0a52-0000-4000-8000-000000000000', status: 'RUNNING', input: 'x', model: 'm', agent: 'a', tokenBudget: 1, tokensUsed: 0, costUsd: 0,
     maxSteps: 1, deadlineAt: ago(-3_600_000), createdAt: ago(300_000), updatedAt: ago(0), finishedAt: null, output: null, error: null,
-    stopReason: null, attempts: 1, cancelRequested: false, metadata: {}, waiting: null, ...fields,
+    stopReason: null, attempts: 1, cancelRequested: false, metadata: {}, waiting: null, agentVersion: null, previousRunId: null, tenant: 'default',
+    costBudgetUsd: null, providerRequeues: 0, lastError: null, nextAttemptAt: null, forkedFrom: null, ...fields,
   };
 }
 

@@ -9,7 +9,7 @@ function step(seq: number, kind: 'MODEL' | 'TOOL', startMs: number, latencyMs: n
   return {
     seq, kind, status, toolName: kind === 'TOOL' ? 'lookup' : null, toolUseId: null, stopReason: null, inputTokens: 0, outputTokens: 0,
     cacheCreationInputTokens: 0, cacheReadInputTokens: 0, costUsd: 0, attempts: 1, latencyMs, worker: 'w',
-    startedAt: at(startMs), finishedAt: latencyMs === null ? null : at(startMs + latencyMs),
+    startedAt: at(startMs), finishedAt: latencyMs === null ? null : at(startMs + latencyMs), inherited: false, inheritedFrom: null,
   };
 }
 
