@@ -58,14 +58,4 @@ export {
   UnauthorizedError,
   WaitTimeoutError,
 } from './domain/errors.ts';
-// Following a run's events, as from `durable-agent/client` (the same code), for a Node program.
-export { foldEvents, EventFold, type RunFold, type StepText } from './events/fold.ts';
-export { followRun, FollowRunError, type FollowRunOptions } from './events/follow.ts';
-export {
-  RUN_EVENT_TYPES,
-  type AbandonReason,
-  type RunEvent,
-  type RunEventData,
-  type RunEventType,
-  type UnknownRunEvent,
-} from './events/protocol.ts';
+export * from './events/public.ts';

@@ -10,33 +10,6 @@
  *   for await (const e of api.runs.events(id)) if (e.type === 'text.delta') show(e.data.text);
  */
 export { createClient, ApiError, type Client, type ClientOptions, type RequestOptions, type RunsClient } from './client.ts';
-export type {
-  ApiErrorBody,
-  CancelResult,
-  CreatedRun,
-  CreateRunRequest,
-  DecisionRequest,
-  DecisionResult,
-  ForkedRun,
-  ForkRunRequest,
-  ListRunsRequest,
-  RunDetail,
-  RunEventPage,
-  RunListItem,
-  RunPage,
-  RunSummary,
-  StepDetail,
-  TimelineStep,
-  Waiting,
-} from './types.ts';
-export { followRun, FollowRunError, type FollowRunOptions } from '../events/follow.ts';
-export { foldEvents, EventFold, type RunFold, type StepText } from '../events/fold.ts';
-export {
-  RUN_EVENT_TYPES,
-  type AbandonReason,
-  type RunEvent,
-  type RunEventData,
-  type RunEventType,
-  type UnknownRunEvent,
-} from '../events/protocol.ts';
+export type * from './types.ts';
+export * from '../events/public.ts';
 export type { RunId, RunStatus } from '../domain/types.ts';
