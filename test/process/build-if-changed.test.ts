@@ -52,7 +52,7 @@ describe('npm start on a clone', () => {
     fs.rmSync(inCopy('src/build-probe.ts'));
     fs.appendFileSync(inCopy('dashboard/static/app.css'), '\n/* probe */\n');
     await prestart();
-    expect(fs.readFileSync(inCopy('dist/errors.js'), 'utf8')).toContain("BUILD_PROBE = 'edited'");
+    expect(fs.readFileSync(inCopy('dist/domain/errors.js'), 'utf8')).toContain("BUILD_PROBE = 'edited'");
     expect(fs.existsSync(inCopy('dist/build-probe.js'))).toBe(false);
     expect(fs.readFileSync(inCopy('dist/dashboard/app.css'), 'utf8')).toContain('/* probe */');
     expect(mtime('dist/.tsbuildinfo')).toBeGreaterThan(built.tsc);
