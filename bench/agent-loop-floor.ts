@@ -18,9 +18,13 @@ const inFlight = Number(arg('in-flight'));
 const runs = Number(arg('runs'));
 
 const pool = new pg.Pool({ connectionString: url, max: 24 });
-await pool.query('CREATE TABLE IF NOT EXISTS bench_floor_step (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, run int, seq int, body text)');
+await pool.query(
+  'CREATE TABLE IF NOT EXISTS bench_floor_step (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, run int, seq int, body text)',
+);
 
-const TOOLS = [{ name: 'lookup', description: 'Looks a key up.', input_schema: { type: 'object', properties: { key: { type: 'string' } } } }];
+const TOOLS = [
+  { name: 'lookup', description: 'Looks a key up.', input_schema: { type: 'object', properties: { key: { type: 'string' } } } },
+];
 
 /** The message the streamed events of one answer add up to (content blocks and stop reason). */
 function assemble(sse: string): { content: any[]; stopReason: string } {
@@ -33,8 +37,7 @@ function assemble(sse: string): { content: any[]; stopReason: string } {
     if (e.type === 'content_block_start') {
       content[e.index] = e.content_block;
       json[e.index] = '';
-    }
-    else if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') content[e.index].text += e.delta.text;
+    } else if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') content[e.index].text += e.delta.text;
     else if (e.type === 'content_block_delta' && e.delta.type === 'input_json_delta') json[e.index] += e.delta.partial_json;
     else if (e.type === 'content_block_stop' && json[e.index]) content[e.index].input = JSON.parse(json[e.index]!);
     else if (e.type === 'message_delta') stopReason = e.delta.stop_reason;
@@ -51,7 +54,14 @@ async function loop(): Promise<void> {
       const res = await fetch(`${modelUrl}/v1/messages`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': 'bench', 'anthropic-version': '2023-06-01' },
-        body: JSON.stringify({ model: 'claude-sonnet-4-6', max_tokens: 1024, system: 'You are a bench.', messages, tools: TOOLS, stream: true }),
+        body: JSON.stringify({
+          model: 'claude-sonnet-4-6',
+          max_tokens: 1024,
+          system: 'You are a bench.',
+          messages,
+          tools: TOOLS,
+          stream: true,
+        }),
       });
       const { content, stopReason } = assemble(await res.text());
       await pool.query('INSERT INTO bench_floor_step (run, seq, body) VALUES ($1, $2, $3)', [run, seq, JSON.stringify(content)]);

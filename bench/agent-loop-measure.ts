@@ -31,7 +31,10 @@ export interface AgentLoopFigures {
  * one holds that the other does not, and two of one side what its live heap gained in between.
  */
 export function stepCounter(side: 'floor' | 'runtime', runs: number): { step: () => void; readonly steps: number } {
-  const at = (process.env.BENCH_AGENT_LOOP_SNAPSHOT ?? '').split(',').filter(Boolean).map(Number)
+  const at = (process.env.BENCH_AGENT_LOOP_SNAPSHOT ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map(Number)
     .map((n) => (n === 1 ? Math.floor((runs * STEPS_PER_RUN) / 2) : n));
   let steps = 0;
   return {

@@ -61,20 +61,28 @@ if (process.env.BENCH_AGENT_LOOP_TRACE) {
     const kinds: Record<string, number> = {};
     for (const k of process.getActiveResourcesInfo()) kinds[k] = (kinds[k] ?? 0) + 1;
     const m = process.memoryUsage();
-    process.stderr.write(`trace runtime: steps/s ${counter.steps - last}, event loop ${d.utilization.toFixed(2)} busy, heap used ${mb(m.heapUsed)} MB, rss ${mb(m.rss)} MB, sockets ${kinds.TCPSocketWrap ?? 0}, connecting ${kinds.TCPConnectWrap ?? 0}, timers ${kinds.Timeout ?? 0}\n`);
+    process.stderr.write(
+      `trace runtime: steps/s ${counter.steps - last}, event loop ${d.utilization.toFixed(2)} busy, heap used ${mb(m.heapUsed)} MB, rss ${mb(m.rss)} MB, sockets ${kinds.TCPSocketWrap ?? 0}, connecting ${kinds.TCPConnectWrap ?? 0}, timers ${kinds.Timeout ?? 0}\n`,
+    );
     last = counter.steps;
   }, 1000).unref();
 }
 const figures: AgentLoopFigures = await measure(async (started) => {
   rt = await createRuntime({
-    agents: [defineAgent({ name: 'bench', system: 'You are a bench.', tools: [lookup], llm: anthropic({ apiKey: 'sk-bench', baseUrl: modelUrl }) })],
+    agents: [
+      defineAgent({
+        name: 'bench',
+        system: 'You are a bench.',
+        tools: [lookup],
+        llm: anthropic({ apiKey: 'sk-bench', baseUrl: modelUrl }),
+      }),
+    ],
     api: false,
     onEvent: (e) => {
       if (e.type === 'runClaimed') started();
       else if (e.type === 'modelStep' || e.type === 'toolStep') {
         counter.step();
-      }
-      else if (e.type === 'runFinished' && ++finished === runs) allFinished();
+      } else if (e.type === 'runFinished' && ++finished === runs) allFinished();
     },
   });
   await done;
@@ -89,7 +97,11 @@ process.send!(figures, () => process.exit(0));
 async function samplingAllocations(): Promise<(file: string) => Promise<void>> {
   const session = new Session();
   session.connect();
-  await session.post('HeapProfiler.startSampling', { samplingInterval: 32_768, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 32_768,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
   return async (file) => {
     const { profile } = await session.post('HeapProfiler.stopSampling');
     fs.mkdirSync(new URL('.', `file://${file}`).pathname, { recursive: true });
@@ -113,5 +125,13 @@ function mappings(): void {
     } else if (line.startsWith('Rss:')) kinds[kind] = (kinds[kind] ?? 0) + Number(line.split(/\s+/)[1]);
   }
   const m = process.memoryUsage();
-  process.stderr.write(`trace memory at the end: rss ${mb(m.rss)} MB, heap total ${mb(m.heapTotal)} MB, external ${mb(m.external)} MB; resident by mapping (MB): ${Object.entries(kinds).filter(([, kb]) => kb > 1024).sort((a, b) => b[1] - a[1]).map(([k, kb]) => `${k} ${Math.round(kb / 1024)}`).join(', ')}\n`);
+  process.stderr.write(
+    `trace memory at the end: rss ${mb(m.rss)} MB, heap total ${mb(m.heapTotal)} MB, external ${mb(m.external)} MB; resident by mapping (MB): ${Object.entries(
+      kinds,
+    )
+      .filter(([, kb]) => kb > 1024)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, kb]) => `${k} ${Math.round(kb / 1024)}`)
+      .join(', ')}\n`,
+  );
 }

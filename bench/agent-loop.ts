@@ -64,10 +64,15 @@ export function agentLoopCases(spec = process.env.BENCH_AGENT_LOOP ?? 'quick'): 
   });
 }
 
-const defaultRepeats = (spec = process.env.BENCH_AGENT_LOOP ?? 'quick') => Number(process.env.BENCH_AGENT_LOOP_REPEATS ?? (spec === 'full' ? 3 : 1));
+const defaultRepeats = (spec = process.env.BENCH_AGENT_LOOP ?? 'quick') =>
+  Number(process.env.BENCH_AGENT_LOOP_REPEATS ?? (spec === 'full' ? 3 : 1));
 
 /** A bench process under tsx, with IPC; `message` is the first it sends, `exited` when it is gone. */
-function child<T>(file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; stdoutFile?: string } = {}): { process: ChildProcess; message: Promise<T>; exited: Promise<void> } {
+function child<T>(
+  file: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; stdoutFile?: string } = {},
+): { process: ChildProcess; message: Promise<T>; exited: Promise<void> } {
   const stdout = opts.stdoutFile === undefined ? 'ignore' : fs.openSync(opts.stdoutFile, 'w');
   const cp = fork(path.join(here, file), args, {
     execArgv: ['--import', 'tsx', ...(opts.execArgv ?? [])],
@@ -112,16 +117,27 @@ const TRACE_QUERIES = {
 };
 
 /** Runs a measured process, adding the commits per step it made (the bench's own queries are a handful). */
-async function measured(pool: pg.Pool, file: string, args: string[], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; stdoutFile?: string }): Promise<AgentLoopFigures> {
+async function measured(
+  pool: pg.Pool,
+  file: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; stdoutFile?: string },
+): Promise<AgentLoopFigures> {
   await pool.query('SELECT pg_stat_force_next_flush()');
   const before = await commits(pool);
   const c = child<AgentLoopFigures>(file, args, opts);
   // BENCH_AGENT_LOOP_TRACE=1: what the database's backends do, every second of a runtime round.
-  const trace = process.env.BENCH_AGENT_LOOP_TRACE && file.includes('runtime') ? setInterval(() => {
-    for (const [label, sql] of Object.entries(TRACE_QUERIES)) {
-      void pool.query<{ k: string }>(sql).then(({ rows }) => rows.length && process.stderr.write(`trace database ${label}: ${rows.map((r) => r.k).join(' | ')}\n`), () => {});
-    }
-  }, 1000) : undefined;
+  const trace =
+    process.env.BENCH_AGENT_LOOP_TRACE && file.includes('runtime')
+      ? setInterval(() => {
+          for (const [label, sql] of Object.entries(TRACE_QUERIES)) {
+            void pool.query<{ k: string }>(sql).then(
+              ({ rows }) => rows.length && process.stderr.write(`trace database ${label}: ${rows.map((r) => r.k).join(' | ')}\n`),
+              () => {},
+            );
+          }
+        }, 1000)
+      : undefined;
   void c.exited.then(() => clearInterval(trace));
   const figures = await c.message;
   await c.exited;
@@ -144,7 +160,14 @@ async function queueRuns(records: RunRecords, n: number): Promise<void> {
   for (let i = 0; i < n; i += batch) {
     await Promise.all(
       Array.from({ length: Math.min(batch, n - i) }, (_, j) =>
-        records.create({ agent: 'bench', input: `bench run ${i + j}`, model: 'claude-sonnet-4-6', tokenBudget: 1_000_000, timeoutSeconds: 3600, maxSteps: 50 }),
+        records.create({
+          agent: 'bench',
+          input: `bench run ${i + j}`,
+          model: 'claude-sonnet-4-6',
+          tokenBudget: 1_000_000,
+          timeoutSeconds: 3600,
+          maxSteps: 50,
+        }),
       ),
     );
   }
@@ -163,14 +186,20 @@ function profiling(name: string): { execArgv: string[]; stdoutFile?: string } {
     fs.mkdirSync(path.dirname(dir), { recursive: true });
     return { execArgv: ['--trace-gc'], stdoutFile: `${dir}.gc.log` };
   }
-  return { execArgv: profile === 'cpu' ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : profile === 'heap' ? ['--heap-prof', `--heap-prof-dir=${dir}`] : [] };
+  return {
+    execArgv:
+      profile === 'cpu' ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : profile === 'heap' ? ['--heap-prof', `--heap-prof-dir=${dir}`] : [],
+  };
 }
 
 async function runtimeOnce(url: string, pool: pg.Pool, modelUrl: string, c: AgentLoopCase, round: number): Promise<AgentLoopFigures> {
   await pool.query('TRUNCATE durable_agent.run CASCADE');
   await queueRuns(new RunRecords(pool), c.runs);
   const env = { ...process.env, DATABASE_URL: url, WORKER_CONCURRENCY: String(c.inFlight) };
-  const figures = await measured(pool, 'agent-loop-runtime.ts', [`--model-url=${modelUrl}`, `--runs=${c.runs}`], { env, ...profiling(`runtime-${c.inFlight}-${c.latencyMs}-${round}`) });
+  const figures = await measured(pool, 'agent-loop-runtime.ts', [`--model-url=${modelUrl}`, `--runs=${c.runs}`], {
+    env,
+    ...profiling(`runtime-${c.inFlight}-${c.latencyMs}-${round}`),
+  });
   const { rows } = await pool.query(
     `SELECT count(*) FILTER (WHERE status = 'SUCCEEDED')::int AS ok, (SELECT count(*)::int FROM durable_agent.run_step) AS steps FROM durable_agent.run`,
   );
@@ -189,7 +218,12 @@ async function floorOnce(url: string, pool: pg.Pool, modelUrl: string, c: AgentL
 }
 
 /** Every case against the scratch database at `url` (migrated; `pool` on it), printed as it goes. */
-export async function agentLoopBench(url: string, pool: pg.Pool, cases = agentLoopCases(), repeats = defaultRepeats()): Promise<AgentLoopResult[]> {
+export async function agentLoopBench(
+  url: string,
+  pool: pg.Pool,
+  cases = agentLoopCases(),
+  repeats = defaultRepeats(),
+): Promise<AgentLoopResult[]> {
   const results: AgentLoopResult[] = [];
   // The runtime process loads the package as built; tsc is incremental, so this is quick when fresh.
   if (cases.length && spawnSync(process.execPath, [path.join(here, '..', 'scripts', 'build.mjs')], { stdio: 'inherit' }).status !== 0) {
@@ -216,7 +250,9 @@ export async function agentLoopBench(url: string, pool: pg.Pool, cases = agentLo
           cpuMsPerStep: ratio(runtime.cpuMsPerStep, floor.cpuMsPerStep),
           peakRss: ratio(runtime.peakRssMb, floor.peakRssMb),
         },
-        rounds: floors.map((f, i) => `${f.stepsPerSecond}/${runtimes[i]!.stepsPerSecond} (${f.peakRssMb}/${runtimes[i]!.peakRssMb} MB)`).join(', '),
+        rounds: floors
+          .map((f, i) => `${f.stepsPerSecond}/${runtimes[i]!.stepsPerSecond} (${f.peakRssMb}/${runtimes[i]!.peakRssMb} MB)`)
+          .join(', '),
       };
       console.log(formatAgentLoop(result));
       results.push(result);
@@ -232,7 +268,12 @@ export function formatAgentLoop(r: AgentLoopResult): string {
   const line = (what: string, f: AgentLoopFigures) =>
     `  ${what.padEnd(8)} ${String(f.stepsPerSecond).padStart(6)} steps/s ${f.cpuMsPerStep.toFixed(3).padStart(7)} CPU ms/step ${String(f.peakRssMb).padStart(5)} MB peak RSS (heap ${f.peakHeapMb}, external ${f.peakExternalMb}) ${f.commitsPerStep ?? ''} commits/step`;
   const q = r.ratio;
-  return [head, line('floor', r.floor), line('runtime', r.runtime), `  ratio    ${q.stepsPerSecond}× steps/s (target ≥ 0.8)  ${q.cpuMsPerStep}× CPU/step  ${q.peakRss}× RSS (target ≤ 1.3)   rounds floor/runtime steps/s (peak RSS): ${r.rounds}`].join('\n');
+  return [
+    head,
+    line('floor', r.floor),
+    line('runtime', r.runtime),
+    `  ratio    ${q.stepsPerSecond}× steps/s (target ≥ 0.8)  ${q.cpuMsPerStep}× CPU/step  ${q.peakRss}× RSS (target ≤ 1.3)   rounds floor/runtime steps/s (peak RSS): ${r.rounds}`,
+  ].join('\n');
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -24,9 +24,17 @@ const module = (!serving && process.argv[2]) || path.join(import.meta.dirname, '
 
 // The streamed answer, as the stand-ins of the tests and the agent-loop bench write it.
 const answer = messageEvents({
-  id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'text', text: 'ok' }],
-  stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 },
-}).map(encode).join('');
+  id: 'msg_1',
+  type: 'message',
+  role: 'assistant',
+  model: 'm',
+  content: [{ type: 'text', text: 'ok' }],
+  stop_reason: 'end_turn',
+  stop_sequence: null,
+  usage: { input_tokens: 1, output_tokens: 1 },
+})
+  .map(encode)
+  .join('');
 
 // The server is a process of its own (as the model's API is): its sockets and buffers are not counted.
 if (serving) {
@@ -41,17 +49,32 @@ if (serving) {
 }
 
 async function measure(): Promise<void> {
-  const standin = fork(fileURLToPath(import.meta.url), ['--server'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const standin = fork(fileURLToPath(import.meta.url), ['--server'], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const port = await new Promise<number>((resolve) => standin.once('message', (m) => resolve(m as number)));
   const { AnthropicClient }: typeof import('../src/llm/anthropic.ts') = await import(pathToFileURL(path.resolve(module)).href);
   const client = new AnthropicClient({ apiKey: 'sk-bench', baseUrl: `http://127.0.0.1:${port}`, streaming: true });
   // A conversation of a few turns, as the agent-loop bench's runs send (~1.5 KB of JSON).
   const messages: Message[] = [{ role: 'user', content: 'bench run 1234' }];
   for (let k = 1; k <= 4; k++) {
-    messages.push({ role: 'assistant', content: [{ type: 'text', text: 'Let me look that up.' }, { type: 'tool_use', id: `toolu_${k}`, name: 'lookup', input: { key: `item-${k}` } }] });
+    messages.push({
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Let me look that up.' },
+        { type: 'tool_use', id: `toolu_${k}`, name: 'lookup', input: { key: `item-${k}` } },
+      ],
+    });
     messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_${k}`, content: `value of item-${k}` }] });
   }
-  const request = { model: 'm', maxTokens: 1024, system: 'You are a bench.', messages, tools: [{ name: 'lookup', description: 'Looks a key up.', input_schema: { type: 'object' } }] };
+  const request = {
+    model: 'm',
+    maxTokens: 1024,
+    system: 'You are a bench.',
+    messages,
+    tools: [{ name: 'lookup', description: 'Looks a key up.', input_schema: { type: 'object' } }],
+  };
   /** `CALLS` calls at once, started 500 at a time (a burst of 10,000 connects overflows the listen queue). */
   async function wave(): Promise<{ all: Promise<unknown> }> {
     const calls: Promise<unknown>[] = [];
@@ -62,7 +85,9 @@ async function measure(): Promise<void> {
     return { all: Promise.all(calls) }; // wrapped: an async function would wait for a promise it returns
   }
 
-  await (await wave()).all; // opens one connection per call; they stay for the next wave
+  await (
+    await wave()
+  ).all; // opens one connection per call; they stay for the next wave
   gc!();
   const idle = process.memoryUsage().heapUsed;
   const calls = await wave();
@@ -70,7 +95,9 @@ async function measure(): Promise<void> {
   gc!();
   const waiting = process.memoryUsage().heapUsed;
   await calls.all;
-  console.log(`${CALLS} calls waiting: ${((waiting - idle) / 2 ** 20).toFixed(1)} MB more live heap than idle, ${Math.round((waiting - idle) / CALLS)} B per call`);
+  console.log(
+    `${CALLS} calls waiting: ${((waiting - idle) / 2 ** 20).toFixed(1)} MB more live heap than idle, ${Math.round((waiting - idle) / CALLS)} B per call`,
+  );
   standin.kill();
   process.exit(0);
 }

@@ -30,9 +30,18 @@ function perRunModel(toolTurns: number): LlmClient {
       let inputAt = req.messages.length - 1;
       while (inputAt > 0 && typeof req.messages[inputAt]!.content !== 'string') inputAt--;
       const turns = req.messages.slice(inputAt).filter((m) => m.role === 'assistant').length;
-      const content = turns < toolTurns ? [{ type: 'tool_use', id: `toolu_chain_${++n}`, name: 'noop', input: {} }] : [{ type: 'text', text: 'done' }];
+      const content =
+        turns < toolTurns ? [{ type: 'tool_use', id: `toolu_chain_${++n}`, name: 'noop', input: {} }] : [{ type: 'text', text: 'done' }];
       const usage = { inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 };
-      return { id: null, model: 'bench', content, stopReason: turns < toolTurns ? 'tool_use' : 'end_turn', usage, requestId: null, attempts: 1 };
+      return {
+        id: null,
+        model: 'bench',
+        content,
+        stopReason: turns < toolTurns ? 'tool_use' : 'end_turn',
+        usage,
+        requestId: null,
+        attempts: 1,
+      };
     },
   };
 }

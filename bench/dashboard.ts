@@ -64,7 +64,7 @@ async function measure(pool: pg.Pool, app: FastifyInstance, label: string): Prom
     'list, FAILED only (50)': await time(app, '/api/runs?status=FAILED&limit=50'),
     'one run': await time(app, `/api/runs/${picks[0]!.id}`),
     'its timeline (11 steps)': await time(app, `/api/runs/${picks[0]!.id}/timeline`),
-    'overview': await time(app, '/api/overview'),
+    overview: await time(app, '/api/overview'),
   };
   // Wall-clock figures on a shared machine mean little without its load beside them.
   figures.loadAverage = round(os.loadavg()[0]!);
@@ -101,21 +101,37 @@ async function main(): Promise<void> {
     let t = performance.now();
     await seedRuns(pool, { runs: RUNS, steps: STEPS, spanMs: 30 * 86_400_000 });
     await vacuum(pool);
-    process.stdout.write(`seeded ${RUNS.toLocaleString('en-US')} runs × ${STEPS} steps over 30 days in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
+    process.stdout.write(
+      `seeded ${RUNS.toLocaleString('en-US')} runs × ${STEPS} steps over 30 days in ${((performance.now() - t) / 1000).toFixed(1)} s\n`,
+    );
     const day = [new Date(Date.now() - 86_400_000), new Date(Date.now() - 3_600_000), new Date()];
     results.indexes = {
-      overviewSteps: await indexesUsed(pool, 'SELECT count(*) FROM durable_agent.run_step WHERE started_at >= $1 AND started_at < $3 AND $2::timestamptz IS NOT NULL', day),
-      overviewRuns: await indexesUsed(pool, 'SELECT status, count(*) FROM durable_agent.run WHERE created_at >= $1 AND created_at < $2 GROUP BY status', [day[0], day[2]]),
+      overviewSteps: await indexesUsed(
+        pool,
+        'SELECT count(*) FROM durable_agent.run_step WHERE started_at >= $1 AND started_at < $3 AND $2::timestamptz IS NOT NULL',
+        day,
+      ),
+      overviewRuns: await indexesUsed(
+        pool,
+        'SELECT status, count(*) FROM durable_agent.run WHERE created_at >= $1 AND created_at < $2 GROUP BY status',
+        [day[0], day[2]],
+      ),
       runsByStatus: await indexesUsed(pool, 'SELECT status, count(*) FROM durable_agent.run GROUP BY status', []),
     };
     process.stdout.write(`indexes used: ${JSON.stringify(results.indexes)}\n`);
     const lastDay = Math.round(RUNS / 30);
-    results.month = await measure(pool, app, `runs created over 30 days (about ${lastDay.toLocaleString('en-US')} runs and ${(lastDay * STEPS).toLocaleString('en-US')} steps in the last day)`);
+    results.month = await measure(
+      pool,
+      app,
+      `runs created over 30 days (about ${lastDay.toLocaleString('en-US')} runs and ${(lastDay * STEPS).toLocaleString('en-US')} steps in the last day)`,
+    );
 
     await pool.query('DROP INDEX run_step_started_idx');
     await pool.query('ANALYZE durable_agent.run_step');
     results.monthWithoutStepIndex = { overview: await time(app, '/api/overview') };
-    process.stdout.write(`  ${'overview without run_step_started_idx'.padEnd(40)} p50 ${String((results.monthWithoutStepIndex as { overview: { p50: number } }).overview.p50).padStart(8)} ms\n`);
+    process.stdout.write(
+      `  ${'overview without run_step_started_idx'.padEnd(40)} p50 ${String((results.monthWithoutStepIndex as { overview: { p50: number } }).overview.p50).padStart(8)} ms\n`,
+    );
     await pool.query('CREATE INDEX run_step_started_idx ON run_step (started_at)');
 
     // The worst case for the overview: every run, and so every step, within the last day.
@@ -124,7 +140,11 @@ async function main(): Promise<void> {
     await seedRuns(pool, { runs: RUNS, steps: STEPS, spanMs: 86_000_000 });
     await vacuum(pool);
     process.stdout.write(`\nseeded again within one day in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
-    results.day = await measure(pool, app, `all ${RUNS.toLocaleString('en-US')} runs (${(RUNS * STEPS).toLocaleString('en-US')} steps) within the last day`);
+    results.day = await measure(
+      pool,
+      app,
+      `all ${RUNS.toLocaleString('en-US')} runs (${(RUNS * STEPS).toLocaleString('en-US')} steps) within the last day`,
+    );
     await app.close();
   } finally {
     await pool.end();

@@ -30,7 +30,10 @@ const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(
 const round = (x: number, d = 3) => Number(x.toFixed(d));
 
 async function standIn(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('bench/messages-standin.ts')], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('bench/messages-standin.ts')], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { port: number }).port));
     child.once('exit', () => reject(new Error('the Messages API stand-in exited')));
@@ -48,25 +51,51 @@ interface Ctx {
 
 function worker(ctx: Ctx, baseUrl: string, streaming: boolean, concurrency: number): Worker {
   const llm = createLlmClient({
-    llmProvider: 'anthropic', anthropicApiKey: 'sk-ant-bench-000000000000000000', anthropicBaseUrl: baseUrl, demoLatencyMs: 0,
-    llmStreaming: streaming, stepTimeoutMs: 60_000, maxAttempts: 1, retryBaseMs: 10, retryCapMs: 100,
+    llmProvider: 'anthropic',
+    anthropicApiKey: 'sk-ant-bench-000000000000000000',
+    anthropicBaseUrl: baseUrl,
+    demoLatencyMs: 0,
+    llmStreaming: streaming,
+    stepTimeoutMs: 60_000,
+    maxAttempts: 1,
+    retryBaseMs: 10,
+    retryCapMs: 100,
   });
   const noop = { name: 'noop', description: 'returns at once', inputSchema: { type: 'object' }, execute: async () => 'ok' };
   return new Worker(
-    { store: ctx.store, llm, agent: { system: 'bench', tools: new ToolExecutor([noop], 10_000), maxTokens: 1024 }, costOf: () => 0, logger: ctx.logger,
-      subscribe: (on) => listenForWorker(ctx.url, on, () => {}), leaseKeeper: leaseKeeperThread(ctx.url) },
-    { name: `bench-${streaming ? 'stream' : 'whole'}`, concurrency, leaseMs: 60_000, maxRunAttempts: 5, pollIntervalMs: 1000, shutdownGraceMs: 5000, requeueDelayMs: 1000 },
+    {
+      store: ctx.store,
+      llm,
+      agent: { system: 'bench', tools: new ToolExecutor([noop], 10_000), maxTokens: 1024 },
+      costOf: () => 0,
+      logger: ctx.logger,
+      subscribe: (on) => listenForWorker(ctx.url, on, () => {}),
+      leaseKeeper: leaseKeeperThread(ctx.url),
+    },
+    {
+      name: `bench-${streaming ? 'stream' : 'whole'}`,
+      concurrency,
+      leaseMs: 60_000,
+      maxRunAttempts: 5,
+      pollIntervalMs: 1000,
+      shutdownGraceMs: 5000,
+      requeueDelayMs: 1000,
+    },
   );
 }
 
-const newRun = (records: RunRecords) => records.create({ input: 'bench', model: 'claude-bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 100 });
+const newRun = (records: RunRecords) =>
+  records.create({ input: 'bench', model: 'claude-bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 100 });
 
 /** Registers the runs as an event hub following them would: their streamed text is then written as it comes. */
 const follow = (ctx: Ctx, ids: RunId[]) => new RunEvents(ctx.pool).watch(ids, randomUUID(), 3_600_000);
 
 async function untilDone(pool: pg.Pool, ids: RunId[]): Promise<void> {
   for (;;) {
-    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM durable_agent.run WHERE id = ANY($1) AND status IN ('QUEUED','RUNNING')`, [ids]);
+    const { rows } = await pool.query(
+      `SELECT count(*)::int AS n FROM durable_agent.run WHERE id = ANY($1) AND status IN ('QUEUED','RUNNING')`,
+      [ids],
+    );
     if (rows[0].n === 0) return;
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -85,7 +114,10 @@ async function throughput(ctx: Ctx, baseUrl: string, streaming: boolean): Promis
     await untilDone(ctx.pool, ids);
     const seconds = (performance.now() - t) / 1000;
     await w.stop();
-    const { rows } = await ctx.pool.query(`SELECT count(*)::int AS n FROM durable_agent.run_step s JOIN durable_agent.run r ON r.id = s.run_id WHERE r.id = ANY($1) AND r.status = 'SUCCEEDED'`, [ids]);
+    const { rows } = await ctx.pool.query(
+      `SELECT count(*)::int AS n FROM durable_agent.run_step s JOIN durable_agent.run r ON r.id = s.run_id WHERE r.id = ANY($1) AND r.status = 'SUCCEEDED'`,
+      [ids],
+    );
     if (rows[0].n !== 450) throw new Error(`streaming=${streaming}: runs did not all succeed with 9 steps (${rows[0].n})`);
     if (round > 0) rounds.push(Math.round(rows[0].n / seconds));
   }
@@ -97,8 +129,13 @@ async function deliveryLatency(ctx: Ctx, readers: number, deltas: number): Promi
   const events = new RunEvents(ctx.pool);
   const hub = new EventHub(events, { databaseUrl: ctx.url });
   const app = createServer({
-    store: ctx.records, listing: new RunListing(ctx.pool), defaults: { agent: 'demo', model: 'm', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 5 },
-    checkDatabase: async () => {}, metrics: async () => ({ contentType: 'text/plain', body: '' }), logger: false, runEvents: { events, hub },
+    store: ctx.records,
+    listing: new RunListing(ctx.pool),
+    defaults: { agent: 'demo', model: 'm', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 5 },
+    checkDatabase: async () => {},
+    metrics: async () => ({ contentType: 'text/plain', body: '' }),
+    logger: false,
+    runEvents: { events, hub },
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
@@ -112,10 +149,12 @@ async function deliveryLatency(ctx: Ctx, readers: number, deltas: number): Promi
   });
   let output = '';
   child.stdout!.setEncoding('utf8');
-  const ready = new Promise<void>((resolve) => child.stdout!.on('data', (d: string) => {
-    output += d;
-    if (output.includes('"ready"')) resolve();
-  }));
+  const ready = new Promise<void>((resolve) =>
+    child.stdout!.on('data', (d: string) => {
+      output += d;
+      if (output.includes('"ready"')) resolve();
+    }),
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await ctx.store.appendEvents(run.id, lease, [newEvent('text.delta', { seq: 1, attempt: 1, text: 'hello' })]);
   await ready;
@@ -153,7 +192,11 @@ async function storage(ctx: Ctx): Promise<{ bytesPer1000Tokens: number; deltaRow
        FROM durable_agent.run_event e WHERE run_id = $1`,
       [run.id],
     );
-    return { bytesPer1000Tokens: Number(rows[0]!.bytes) * (1000 / tokens), deltaRows: rows[0]!.rows, bytesAllEvents: Number(rows[0]!.all_bytes) };
+    return {
+      bytesPer1000Tokens: Number(rows[0]!.bytes) * (1000 / tokens),
+      deltaRows: rows[0]!.rows,
+      bytesAllEvents: Number(rows[0]!.all_bytes),
+    };
   } finally {
     s.child.kill();
   }
@@ -182,9 +225,21 @@ export async function benchEvents(ctx: Ctx): Promise<{ results: Record<string, n
     eventBytesOf1000TokenAnswerRun: stored.bytesAllEvents,
   };
   const rows: [string, string, string][] = [
-    ['steps/s, model whole / streamed (followed)', `${whole} / ${streamed}`, `streaming costs ${round((1 - streamed / whole) * 100, 1)}% (target ≤ 25%); client → stand-in process`],
-    ['event delivery p50 / p99', `${latency.p50} / ${latency.p99} ms`, `commit → 1,000 SSE readers of one API process (target p50 ≤ 50 ms)`],
-    ['event storage per 1k out tokens (followed)', `${stored.bytesPer1000Tokens} B`, `${stored.deltaRows} text.delta rows at ~100 tokens/s; all events of the run ${stored.bytesAllEvents} B`],
+    [
+      'steps/s, model whole / streamed (followed)',
+      `${whole} / ${streamed}`,
+      `streaming costs ${round((1 - streamed / whole) * 100, 1)}% (target ≤ 25%); client → stand-in process`,
+    ],
+    [
+      'event delivery p50 / p99',
+      `${latency.p50} / ${latency.p99} ms`,
+      `commit → 1,000 SSE readers of one API process (target p50 ≤ 50 ms)`,
+    ],
+    [
+      'event storage per 1k out tokens (followed)',
+      `${stored.bytesPer1000Tokens} B`,
+      `${stored.deltaRows} text.delta rows at ~100 tokens/s; all events of the run ${stored.bytesAllEvents} B`,
+    ],
   ];
   return { results, rows };
 }

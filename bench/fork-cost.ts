@@ -15,7 +15,14 @@ const defaults = { agent: 'bench', model: 'bench', tokenBudget: 1_000_000, timeo
 
 /** A finished run of `steps` steps (turns of one tool call each), written straight into the tables. */
 async function sourceOf(pool: pg.Pool, records: RunRecords, steps: number): Promise<RunId> {
-  const run = await records.create({ agent: 'bench', input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 1000 });
+  const run = await records.create({
+    agent: 'bench',
+    input: 'bench',
+    model: 'bench',
+    tokenBudget: 10_000_000,
+    timeoutSeconds: 3600,
+    maxSteps: 1000,
+  });
   await pool.query(
     `INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, request, response, stop_reason)
      SELECT $1, g,
@@ -49,7 +56,9 @@ export async function forkCost(pool: pg.Pool, store: RunStore, records: RunRecor
       const t = performance.now();
       const fork = await forkRun(records, source, { afterSeq: lengths[k]! }, defaults, 'options');
       times[k]!.push(performance.now() - t);
-      bytes[k]!.push(Number((await pool.query('SELECT pg_column_size(r.*) AS b FROM durable_agent.run r WHERE id = $1', [fork.id])).rows[0].b));
+      bytes[k]!.push(
+        Number((await pool.query('SELECT pg_column_size(r.*) AS b FROM durable_agent.run r WHERE id = $1', [fork.id])).rows[0].b),
+      );
       forks[k] = fork.id;
     }
   }

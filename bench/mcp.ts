@@ -31,7 +31,11 @@ const summary = (xs: number[]) => ({ n: xs.length, p50: pct(xs, 0.5), p99: pct(x
 
 const connection = new McpConnection(server, { logger: createLogger({ level: 'silent' }) });
 const call = (i: number) =>
-  connection.callTool('lookup_order', { orderId: `A-${i}` }, { idempotencyKey: `toolu_${i}`, signal: new AbortController().signal, idempotent: true });
+  connection.callTool(
+    'lookup_order',
+    { orderId: `A-${i}` },
+    { idempotencyKey: `toolu_${i}`, signal: new AbortController().signal, idempotent: true },
+  );
 
 let t = performance.now();
 const tools = await connection.listTools();

@@ -12,7 +12,8 @@ const ANSWER_TOKENS = Number(process.env.ANSWER_TOKENS ?? 50);
 const TOOL_TURNS = Number(process.env.TOOL_TURNS ?? 4);
 let n = 0;
 
-const sse = (res: http.ServerResponse, type: string, data: object) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+const sse = (res: http.ServerResponse, type: string, data: object) =>
+  res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
 const pause = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
 
 function pieces(text: string, count: number): string[] {
@@ -39,7 +40,9 @@ http
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'request-id': `req_${n}` });
-      sse(res, 'message_start', { message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 100, output_tokens: 1 } } });
+      sse(res, 'message_start', {
+        message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 100, output_tokens: 1 } },
+      });
       sse(res, 'content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
       for (const piece of pieces(text, tool ? 2 : DELTAS)) {
         await pause(DELTA_MS);
@@ -51,7 +54,10 @@ http
         sse(res, 'content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '{}' } });
         sse(res, 'content_block_stop', { index: 1 });
       }
-      sse(res, 'message_delta', { delta: { stop_reason: tool ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
+      sse(res, 'message_delta', {
+        delta: { stop_reason: tool ? 'tool_use' : 'end_turn', stop_sequence: null },
+        usage: { output_tokens: usage.output_tokens },
+      });
       sse(res, 'message_stop', {});
       res.end();
     });

@@ -37,7 +37,8 @@ function table(title: string, key: (n: Node) => string): void {
     sums.set(k, (sums.get(k) ?? 0) + t);
   }
   console.log(`\n${title} (of ${(total / 1000).toFixed(0)} ms sampled)`);
-  for (const [k, t] of [...sums].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((100 * t) / total).toFixed(1).padStart(6)}%  ${k}`);
+  for (const [k, t] of [...sums].sort((a, b) => b[1] - a[1]).slice(0, top))
+    console.log(`${((100 * t) / total).toFixed(1).padStart(6)}%  ${k}`);
 }
 
 table('self time by package or file', where);
@@ -59,4 +60,5 @@ for (const [id, t] of self) {
   }
 }
 console.log(`\ninclusive time of the project's functions`);
-for (const [k, t] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((100 * t) / total).toFixed(1).padStart(6)}%  ${k}`);
+for (const [k, t] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top))
+  console.log(`${((100 * t) / total).toFixed(1).padStart(6)}%  ${k}`);

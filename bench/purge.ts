@@ -27,7 +27,12 @@ const pct = (xs: number[], p: number) => {
 const summary = (xs: number[]) => ({ n: xs.length, p50: pct(xs, 0.5), p99: pct(xs, 0.99), max: Number(Math.max(...xs).toFixed(2)) });
 
 /** A worker's writes, back to back, until `until` resolves: claim a fresh run, then checkpoint 10 model steps on it. */
-async function workerLoad(store: RunStore, records: RunRecords, digest: string, until: Promise<unknown>): Promise<{ claims: number[]; checkpoints: number[] }> {
+async function workerLoad(
+  store: RunStore,
+  records: RunRecords,
+  digest: string,
+  until: Promise<unknown>,
+): Promise<{ claims: number[]; checkpoints: number[] }> {
   let stop = false;
   void until.then(() => (stop = true));
   const claims: number[] = [];
@@ -40,12 +45,22 @@ async function workerLoad(store: RunStore, records: RunRecords, digest: string, 
     claims.push(performance.now() - t);
     for (let seq = 1; seq <= 10; seq++) {
       t = performance.now();
-      await store.checkpointModel(run!.id, run!.lease, {
-        seq, request: { model: 'bench', maxTokens: 1024, systemDigest: digest, toolsDigest: null },
-        content: [{ type: 'text', text: 'x'.repeat(200) }], stopReason: 'end_turn',
-        usage: { inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
-        budgetTokens: 120, attempts: 1, costUsd: 0.001, latencyMs: 1,
-      }, seq === 10 ? { end: { status: 'SUCCEEDED', output: 'done' } } : {});
+      await store.checkpointModel(
+        run!.id,
+        run!.lease,
+        {
+          seq,
+          request: { model: 'bench', maxTokens: 1024, systemDigest: digest, toolsDigest: null },
+          content: [{ type: 'text', text: 'x'.repeat(200) }],
+          stopReason: 'end_turn',
+          usage: { inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+          budgetTokens: 120,
+          attempts: 1,
+          costUsd: 0.001,
+          latencyMs: 1,
+        },
+        seq === 10 ? { end: { status: 'SUCCEEDED', output: 'done' } } : {},
+      );
       checkpoints.push(performance.now() - t);
     }
   }
@@ -77,7 +92,9 @@ async function main(): Promise<void> {
     );
     await pool.query('VACUUM ANALYZE durable_agent.run_step');
     await pool.query('VACUUM ANALYZE durable_agent.run');
-    process.stdout.write(`seeded ${RUNS.toLocaleString('en-US')} finished runs × ${STEPS} steps in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
+    process.stdout.write(
+      `seeded ${RUNS.toLocaleString('en-US')} finished runs × ${STEPS} steps in ${((performance.now() - t) / 1000).toFixed(1)} s\n`,
+    );
     const cutoff = new Date();
 
     // Alone, for as long as the purge will take at most; 20 s is enough for a stable p50/p99.
@@ -91,8 +108,15 @@ async function main(): Promise<void> {
     const deleted = await purge;
     const purgeMs = performance.now() - t;
     results.duringPurge = { claim: summary(during.claims), checkpoint: summary(during.checkpoints) };
-    results.purge = { runsDeleted: deleted.runs, blobsDeleted: deleted.blobs, batches, seconds: Number((purgeMs / 1000).toFixed(1)), runsPerSecond: Math.round(deleted.runs / (purgeMs / 1000)) };
-    const left = (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM durable_agent.run WHERE finished_at < $1`, [cutoff])).rows[0]!.n;
+    results.purge = {
+      runsDeleted: deleted.runs,
+      blobsDeleted: deleted.blobs,
+      batches,
+      seconds: Number((purgeMs / 1000).toFixed(1)),
+      runsPerSecond: Math.round(deleted.runs / (purgeMs / 1000)),
+    };
+    const left = (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM durable_agent.run WHERE finished_at < $1`, [cutoff]))
+      .rows[0]!.n;
     const blob = (await pool.query('SELECT 1 FROM durable_agent.content_blob WHERE digest = $1', [digest])).rowCount;
     results.check = { seededRunsLeft: left, sharedPromptKept: blob === 1 };
 

@@ -31,12 +31,23 @@ export async function resumeLatencies(url: string, pool: pg.Pool, samples: numbe
     const name = `resume-bench-${++n}`;
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'chaos/worker.ts')], {
       env: {
-        ...process.env, DATABASE_URL: url, WORKER_NAME: name, LLM_PROVIDER: 'anthropic', ANTHROPIC_API_KEY: 'bench', ANTHROPIC_BASE_URL: model.url,
-        DEFAULT_MODEL: 'chaos-model', LOG_LEVEL: 'fatal', LEASE_SECONDS: '', DURABLE_AGENT_CRASH_AT: '', RETENTION_DAYS: '',
+        ...process.env,
+        DATABASE_URL: url,
+        WORKER_NAME: name,
+        LLM_PROVIDER: 'anthropic',
+        ANTHROPIC_API_KEY: 'bench',
+        ANTHROPIC_BASE_URL: model.url,
+        DEFAULT_MODEL: 'chaos-model',
+        LOG_LEVEL: 'fatal',
+        LEASE_SECONDS: '',
+        DURABLE_AGENT_CRASH_AT: '',
+        RETENTION_DAYS: '',
       },
       stdio: ['ignore', 'pipe', 'ignore'],
     });
-    const ready = new Promise<void>((resolve) => createInterface({ input: child.stdout! }).on('line', (l) => l.includes('"ready"') && resolve()));
+    const ready = new Promise<void>((resolve) =>
+      createInterface({ input: child.stdout! }).on('line', (l) => l.includes('"ready"') && resolve()),
+    );
     const p = { name, child, ready };
     procs.push(p);
     return p;
@@ -46,7 +57,13 @@ export async function resumeLatencies(url: string, pool: pg.Pool, samples: numbe
     let workers = [start(), start()];
     for (let i = 0; i < samples; i++) {
       await Promise.all(workers.map((w) => w.ready));
-      const run = await records.create({ input: `chaos run ${i}`, model: 'chaos-model', tokenBudget: 1_000_000, timeoutSeconds: 600, maxSteps: 20 });
+      const run = await records.create({
+        input: `chaos run ${i}`,
+        model: 'chaos-model',
+        tokenBudget: 1_000_000,
+        timeoutSeconds: 600,
+        maxSteps: 20,
+      });
       let owner: string | null = null;
       while (!owner) {
         await new Promise((r) => setTimeout(r, 20));

@@ -45,7 +45,12 @@ function scriptedModel(toolCalls: (assistantTurns: number) => number): LlmClient
   };
 }
 
-const noop = (result: string): Tool => ({ name: 'noop', description: 'returns at once', inputSchema: { type: 'object' }, execute: async () => result });
+const noop = (result: string): Tool => ({
+  name: 'noop',
+  description: 'returns at once',
+  inputSchema: { type: 'object' },
+  execute: async () => result,
+});
 
 async function main() {
   await withScratchDatabase(async (urlText, pool, description) => {
@@ -59,7 +64,8 @@ async function main() {
     const sealedStore = new RunStore(pool, { sealer });
     const sealedRecords = new RunRecords(pool, { sealer });
 
-    const newRun = (maxSteps = 1000) => records.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps });
+    const newRun = (maxSteps = 1000) =>
+      records.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps });
     const owner = { worker: 'bench', leaseMs: 60_000 };
     const results: Record<string, number | string> = { database: description, at: new Date().toISOString() };
 
@@ -75,26 +81,51 @@ async function main() {
     const tools = new ToolExecutor([noop('ok')], 10_000);
     // A model turn with some text and a tool call, a tool result of a kilobyte: what sealing works on.
     const prose = 'The order was shipped on Tuesday and should arrive within three working days. '.repeat(6);
-    const result = JSON.stringify({ order: 'A-1042', items: Array.from({ length: 12 }, (_, i) => ({ sku: `SKU-${i}`, qty: i + 1, note: 'in stock' })) });
+    const result = JSON.stringify({
+      order: 'A-1042',
+      items: Array.from({ length: 12 }, (_, i) => ({ sku: `SKU-${i}`, qty: i + 1, note: 'in stock' })),
+    });
     const steps = async (s: RunStore, run: RunId, lease: Lease, seq: number, into: { checkpoints: number[]; tools: number[] }) => {
       const t = performance.now();
       await s.checkpointModel(run, lease, {
-        seq, request: { model: 'bench', maxTokens: 1024, systemDigest: null, toolsDigest: null },
-        content: [{ type: 'text', text: prose }, { type: 'tool_use', id: `t${seq}`, name: 'noop', input: { order: 'A-1042' } }], stopReason: 'tool_use',
+        seq,
+        request: { model: 'bench', maxTokens: 1024, systemDigest: null, toolsDigest: null },
+        content: [
+          { type: 'text', text: prose },
+          { type: 'tool_use', id: `t${seq}`, name: 'noop', input: { order: 'A-1042' } },
+        ],
+        stopReason: 'tool_use',
         usage: { inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
-        budgetTokens: 120, attempts: 1, costUsd: 0.001, latencyMs: 0,
+        budgetTokens: 120,
+        attempts: 1,
+        costUsd: 0.001,
+        latencyMs: 0,
       });
       into.checkpoints.push(performance.now() - t);
       const t2 = performance.now();
       await s.startTool(run, lease, { seq: seq + 1, toolUseId: `t${seq}`, toolName: 'noop', input: { order: 'A-1042' } });
-      const out = await tools.execute({ type: 'tool_use', id: `t${seq}`, name: 'noop', input: {} }, { runId: run, signal: new AbortController().signal });
-      await s.finishTool(run, lease, { toolUseId: `t${seq}`, status: out.status, result: out.status === 'DONE' ? result : out.result, latencyMs: 0 });
+      const out = await tools.execute(
+        { type: 'tool_use', id: `t${seq}`, name: 'noop', input: {} },
+        { runId: run, signal: new AbortController().signal },
+      );
+      await s.finishTool(run, lease, {
+        toolUseId: `t${seq}`,
+        status: out.status,
+        result: out.status === 'DONE' ? result : out.result,
+        latencyMs: 0,
+      });
       into.tools.push(performance.now() - t2);
     };
     for (let r = 0; r < 10; r++) {
       const run = await newRun();
       const lease = (await store.claim(owner, 1))[0]!.lease;
-      const sealedRun = await sealedRecords.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 1000 });
+      const sealedRun = await sealedRecords.create({
+        input: 'bench',
+        model: 'bench',
+        tokenBudget: 10_000_000,
+        timeoutSeconds: 3600,
+        maxSteps: 1000,
+      });
       const sealedLease = (await sealedStore.claim(owner, 1))[0]!.lease;
       for (let seq = 1; seq <= 400; seq += 2) {
         const t0 = performance.now();
@@ -114,13 +145,32 @@ async function main() {
 
     const worker = (llm: LlmClient, tool: Tool, concurrency: number, events = {}) =>
       new Worker(
-        { store, llm, agent: { system: 'bench', tools: new ToolExecutor([tool], 10_000), maxTokens: 1024 }, costOf: () => 0, logger, events: [events],
-          subscribe: (on) => listenForWorker(url.toString(), on, () => {}), leaseKeeper: leaseKeeperThread(url.toString()) },
-        { name: 'bench-worker', concurrency, leaseMs: 60_000, maxRunAttempts: 5, pollIntervalMs: 1000, shutdownGraceMs: 5000, requeueDelayMs: 1000 },
+        {
+          store,
+          llm,
+          agent: { system: 'bench', tools: new ToolExecutor([tool], 10_000), maxTokens: 1024 },
+          costOf: () => 0,
+          logger,
+          events: [events],
+          subscribe: (on) => listenForWorker(url.toString(), on, () => {}),
+          leaseKeeper: leaseKeeperThread(url.toString()),
+        },
+        {
+          name: 'bench-worker',
+          concurrency,
+          leaseMs: 60_000,
+          maxRunAttempts: 5,
+          pollIntervalMs: 1000,
+          shutdownGraceMs: 5000,
+          requeueDelayMs: 1000,
+        },
       );
     const untilDone = async (ids: RunId[]) => {
       for (;;) {
-        const { rows } = await pool.query(`SELECT count(*)::int AS n FROM durable_agent.run WHERE id = ANY($1) AND status IN ('QUEUED','RUNNING')`, [ids]);
+        const { rows } = await pool.query(
+          `SELECT count(*)::int AS n FROM durable_agent.run WHERE id = ANY($1) AND status IN ('QUEUED','RUNNING')`,
+          [ids],
+        );
         if (rows[0].n === 0) return;
         await new Promise((r) => setTimeout(r, 5));
       }
@@ -136,9 +186,14 @@ async function main() {
         let finished = 0;
         let allDone!: () => void;
         const done = new Promise<void>((r) => (allDone = r));
-        const w = worker(scriptedModel((turns) => [1, 1, 1, 2][turns] ?? 0), noop('ok'), 100, {
-          runFinished: () => ++finished === 100 && allDone(),
-        });
+        const w = worker(
+          scriptedModel((turns) => [1, 1, 1, 2][turns] ?? 0),
+          noop('ok'),
+          100,
+          {
+            runFinished: () => ++finished === 100 && allDone(),
+          },
+        );
         // Timed from the first claim: starting a worker (its lease keeper thread, its connections) is
         // not part of the steps. start() returns as its claim loop begins.
         await w.start();
@@ -159,7 +214,11 @@ async function main() {
 
     // Latency from a committed POST to the first checkpointed step, with an idle worker woken by NOTIFY.
     {
-      const w = worker(scriptedModel(() => 0), noop('ok'), 4);
+      const w = worker(
+        scriptedModel(() => 0),
+        noop('ok'),
+        4,
+      );
       await w.start();
       await new Promise((r) => setTimeout(r, 200));
       const samples: number[] = [];
@@ -182,7 +241,12 @@ async function main() {
       const at = new Map<number, number>();
       const mark = (e: { seq: number }) => at.set(e.seq, performance.now());
       const run = await newRun(1000);
-      const w = worker(scriptedModel((turns) => (turns < 105 ? 1 : 0)), noop(result), 1, { modelStep: mark, toolStep: mark });
+      const w = worker(
+        scriptedModel((turns) => (turns < 105 ? 1 : 0)),
+        noop(result),
+        1,
+        { modelStep: mark, toolStep: mark },
+      );
       await w.start();
       await untilDone([run.id]);
       await w.stop();
@@ -191,7 +255,14 @@ async function main() {
       results.perStepMsAt10 = round(perStep(1));
       results.perStepMsAt200 = round(perStep(190));
       const bytes = async (upTo: number) =>
-        Number((await pool.query(`SELECT sum(pg_column_size(s.*))::bigint AS b FROM durable_agent.run_step s WHERE run_id = $1 AND seq <= $2`, [run.id, upTo])).rows[0].b);
+        Number(
+          (
+            await pool.query(`SELECT sum(pg_column_size(s.*))::bigint AS b FROM durable_agent.run_step s WHERE run_id = $1 AND seq <= $2`, [
+              run.id,
+              upTo,
+            ])
+          ).rows[0].b,
+        );
       results.storageBytesAt10 = await bytes(10);
       results.storageBytesAt200 = await bytes(200);
     }
@@ -219,12 +290,18 @@ async function main() {
 
     // A fork of a 10-step and of a 1,000-step source: its cost must not grow with the source.
     Object.assign(results, await forkCost(pool, store, records));
-    Object.assign(results, await chainBench({ records, worker: (llm, tool, concurrency, events) => worker(llm, tool, concurrency, events), untilDone }));
+    Object.assign(
+      results,
+      await chainBench({ records, worker: (llm, tool, concurrency, events) => worker(llm, tool, concurrency, events), untilDone }),
+    );
     // Live events: streaming's cost, delivery to many readers, storage (bench/events.ts).
     const events = await benchEvents({ pool, url: url.toString(), store, records, logger });
     Object.assign(results, events.results);
     // Waiting runs woken by a due timer and by an approval, with the worker idle.
-    Object.assign(results, await benchWaiting({ pool, store, records, newRun: () => newRun(), worker: (llm, tool, n) => worker(llm, tool, n) }));
+    Object.assign(
+      results,
+      await benchWaiting({ pool, store, records, newRun: () => newRun(), worker: (llm, tool, n) => worker(llm, tool, n) }),
+    );
     // A worker killed mid-step under the default 30 s lease: how soon another live worker resumes its run.
     {
       const ms = (await resumeLatencies(url.toString(), pool, 5)).sort((a, b) => a - b);
@@ -235,22 +312,74 @@ async function main() {
     const num = (k: string) => results[k] as number;
     const rows: [string, string, string][] = [
       ['bare INSERT commit p50 (floor)', `${num('commitP50Ms')} ms`, ''],
-      ['model checkpoint p50', `${num('modelCheckpointP50Ms')} ms`, `${round(num('modelCheckpointP50Ms') / num('commitP50Ms'), 2)}× floor (target ≤ 1.5×)`],
+      [
+        'model checkpoint p50',
+        `${num('modelCheckpointP50Ms')} ms`,
+        `${round(num('modelCheckpointP50Ms') / num('commitP50Ms'), 2)}× floor (target ≤ 1.5×)`,
+      ],
       ['tool step overhead p50', `${num('toolStepP50Ms')} ms`, 'STARTED + execute + DONE, zero-latency tool'],
-      ['  with ENCRYPTION_KEY: model', `${num('modelCheckpointEncryptedP50Ms')} ms`, `${round(num('modelCheckpointEncryptedP50Ms') / num('modelCheckpointP50Ms'), 2)}× the plain checkpoint`],
-      ['  with ENCRYPTION_KEY: tool', `${num('toolStepEncryptedP50Ms')} ms`, `${round(num('toolStepEncryptedP50Ms') / num('toolStepP50Ms'), 2)}× the plain tool step`],
+      [
+        '  with ENCRYPTION_KEY: model',
+        `${num('modelCheckpointEncryptedP50Ms')} ms`,
+        `${round(num('modelCheckpointEncryptedP50Ms') / num('modelCheckpointP50Ms'), 2)}× the plain checkpoint`,
+      ],
+      [
+        '  with ENCRYPTION_KEY: tool',
+        `${num('toolStepEncryptedP50Ms')} ms`,
+        `${round(num('toolStepEncryptedP50Ms') / num('toolStepP50Ms'), 2)}× the plain tool step`,
+      ],
       ['steps per second', `${num('stepsPerSecond')}`, '100 runs × 10 steps, one worker (target ≥ 2,100)'],
       ['queued → first step p50', `${num('queuedToFirstStepP50Ms')} ms`, 'NOTIFY wake-up'],
-      ['per step at 10 / at 200', `${num('perStepMsAt10')} / ${num('perStepMsAt200')} ms`, `${round(num('perStepMsAt200') / num('perStepMsAt10'), 2)}× (target ≤ 1.2×)`],
-      ['timeline, 10 MB result in the log', `${num('timelineWith10MbResultP50Ms')} ms`, `the full log read: ${num('fullLogWith10MbResultP50Ms')} ms`],
-      ['fork of 10 / 1,000 steps p50', `${num('forkP50MsAt10')} / ${num('forkP50MsAt1000')} ms`, `${round(num('forkP50MsAt1000') / num('forkP50MsAt10'), 2)}× (target ≈ 1×; nothing copied)`],
-      ['fork stores, 10 / 1,000 steps', `${num('forkBytesAt10')} / ${num('forkBytesAt1000')} B`, `one run row each; step rows added by 62 forks: ${num('forkStepRowsAdded')}`],
-      ["fork's log read, 10 / 1,000", `${num('forkLogReadP50MsAt10')} / ${num('forkLogReadP50MsAt1000')} ms`, 'the inherited conversation, read on its first claim'],
-      ['per step: a run / 100th of a chain', `${num('chainPerStepMsSingle')} / ${num('chainPerStepMsAt100th')} ms`, `${round(num('chainPerStepMsAt100th') / num('chainPerStepMsSingle'), 2)}×; the chain is read once per claim: ${num('chainReadAtClaimP50Ms')} ms`],
-      ['due timer → woken p50 / p99', `${num('timerWakeP50Ms')} / ${num('timerWakeP99Ms')} ms`, 'wakeAt → sleep result recorded, idle worker (target ≤ 50 ms)'],
-      ['approval → step started p50 / p99', `${num('approvalWakeP50Ms')} / ${num('approvalWakeP99Ms')} ms`, 'decision committed → tool step started (target ≤ 50 ms)'],
-      ['resume after SIGKILL p50 / max', `${num('resumeAfterKillP50Ms')} / ${num('resumeAfterKillMaxMs')} ms`, 'default 30 s lease; a live worker takes the run over'],
-      ['storage after 10 / 200 steps', `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`, `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`],
+      [
+        'per step at 10 / at 200',
+        `${num('perStepMsAt10')} / ${num('perStepMsAt200')} ms`,
+        `${round(num('perStepMsAt200') / num('perStepMsAt10'), 2)}× (target ≤ 1.2×)`,
+      ],
+      [
+        'timeline, 10 MB result in the log',
+        `${num('timelineWith10MbResultP50Ms')} ms`,
+        `the full log read: ${num('fullLogWith10MbResultP50Ms')} ms`,
+      ],
+      [
+        'fork of 10 / 1,000 steps p50',
+        `${num('forkP50MsAt10')} / ${num('forkP50MsAt1000')} ms`,
+        `${round(num('forkP50MsAt1000') / num('forkP50MsAt10'), 2)}× (target ≈ 1×; nothing copied)`,
+      ],
+      [
+        'fork stores, 10 / 1,000 steps',
+        `${num('forkBytesAt10')} / ${num('forkBytesAt1000')} B`,
+        `one run row each; step rows added by 62 forks: ${num('forkStepRowsAdded')}`,
+      ],
+      [
+        "fork's log read, 10 / 1,000",
+        `${num('forkLogReadP50MsAt10')} / ${num('forkLogReadP50MsAt1000')} ms`,
+        'the inherited conversation, read on its first claim',
+      ],
+      [
+        'per step: a run / 100th of a chain',
+        `${num('chainPerStepMsSingle')} / ${num('chainPerStepMsAt100th')} ms`,
+        `${round(num('chainPerStepMsAt100th') / num('chainPerStepMsSingle'), 2)}×; the chain is read once per claim: ${num('chainReadAtClaimP50Ms')} ms`,
+      ],
+      [
+        'due timer → woken p50 / p99',
+        `${num('timerWakeP50Ms')} / ${num('timerWakeP99Ms')} ms`,
+        'wakeAt → sleep result recorded, idle worker (target ≤ 50 ms)',
+      ],
+      [
+        'approval → step started p50 / p99',
+        `${num('approvalWakeP50Ms')} / ${num('approvalWakeP99Ms')} ms`,
+        'decision committed → tool step started (target ≤ 50 ms)',
+      ],
+      [
+        'resume after SIGKILL p50 / max',
+        `${num('resumeAfterKillP50Ms')} / ${num('resumeAfterKillMaxMs')} ms`,
+        'default 30 s lease; a live worker takes the run over',
+      ],
+      [
+        'storage after 10 / 200 steps',
+        `${num('storageBytesAt10')} / ${num('storageBytesAt200')} B`,
+        `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`,
+      ],
       ...events.rows,
     ];
     console.log(`durable-agent bench on ${description}\n`);

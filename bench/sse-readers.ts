@@ -20,34 +20,36 @@ function reader(): Promise<void> {
     new Promise<void>((resolve, reject) => {
       const headers: Record<string, string> = { accept: 'text/event-stream' };
       if (lastId > 0) headers['last-event-id'] = String(lastId);
-      http.get(url, { headers, agent: false }, (res) => {
-        let buffer = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          const at = now();
-          buffer += chunk;
-          let end: number;
-          while ((end = buffer.indexOf('\n\n')) !== -1) {
-            const frame = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            const lines = frame.split('\n');
-            const id = lines.find((l) => l.startsWith('id: '));
-            if (id) lastId = Number(id.slice(4));
-            const data = lines.find((l) => l.startsWith('data: '));
-            const text = data ? (JSON.parse(data.slice(6)) as { text?: string }).text : undefined;
-            if (text === undefined) continue;
-            if (text === 'hello' && !sawHello) {
-              sawHello = true;
-              if (++ready === readers) console.log(JSON.stringify({ ready: true }));
+      http
+        .get(url, { headers, agent: false }, (res) => {
+          let buffer = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            const at = now();
+            buffer += chunk;
+            let end: number;
+            while ((end = buffer.indexOf('\n\n')) !== -1) {
+              const frame = buffer.slice(0, end);
+              buffer = buffer.slice(end + 2);
+              const lines = frame.split('\n');
+              const id = lines.find((l) => l.startsWith('id: '));
+              if (id) lastId = Number(id.slice(4));
+              const data = lines.find((l) => l.startsWith('data: '));
+              const text = data ? (JSON.parse(data.slice(6)) as { text?: string }).text : undefined;
+              if (text === undefined) continue;
+              if (text === 'hello' && !sawHello) {
+                sawHello = true;
+                if (++ready === readers) console.log(JSON.stringify({ ready: true }));
+              }
+              let list = arrivals.get(text);
+              if (!list) arrivals.set(text, (list = []));
+              list.push(at);
             }
-            let list = arrivals.get(text);
-            if (!list) arrivals.set(text, (list = []));
-            list.push(at);
-          }
-        });
-        res.on('end', resolve);
-        res.on('error', reject);
-      }).on('error', reject);
+          });
+          res.on('end', resolve);
+          res.on('error', reject);
+        })
+        .on('error', reject);
     });
   const attempt = async (): Promise<void> => {
     for (let tries = 0; ; tries++) {

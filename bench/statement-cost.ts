@@ -36,15 +36,32 @@ async function runningRuns(pool: pg.Pool, n: number): Promise<Owned[]> {
 
 function item(run: Owned, seq: number): ModelStepItem {
   const owner = { worker: 'bench', leaseMs: 3_600_000, token: run.token };
-  const content = [{ type: 'text' as const, text: 'Let me look that up.' }, { type: 'tool_use' as const, id: `toolu_${seq}`, name: 'lookup', input: { key: 'k' } }];
+  const content = [
+    { type: 'text' as const, text: 'Let me look that up.' },
+    { type: 'tool_use' as const, id: `toolu_${seq}`, name: 'lookup', input: { key: 'k' } },
+  ];
   const events = [
-    { type: 'step.finished', data: { seq, kind: 'MODEL', status: 'DONE', stopReason: 'tool_use', inputTokens: 120, outputTokens: 40 }, with_next: false },
+    {
+      type: 'step.finished',
+      data: { seq, kind: 'MODEL', status: 'DONE', stopReason: 'tool_use', inputTokens: 120, outputTokens: 40 },
+      with_next: false,
+    },
     { type: 'step.started', data: { seq: seq + 1, kind: 'TOOL' }, with_next: true },
     { type: 'tool.started', data: { seq: seq + 1, toolUseId: `toolu_${seq}`, toolName: 'lookup', input: { key: 'k' } }, with_next: true },
   ];
   return stepItem(run.id as never, owner, { seq: seq + 1, toolUseId: `toolu_${seq}`, toolName: 'lookup' }, events, {
-    tokens: 160, cost: 0.001, seq, request: { model: 'bench-model', maxTokens: 1024, systemDigest: null, toolsDigest: null }, content,
-    stop_reason: 'tool_use', input_tokens: 120, output_tokens: 40, cache_creation: 0, cache_read: 0, attempts: 1, latency_ms: 10,
+    tokens: 160,
+    cost: 0.001,
+    seq,
+    request: { model: 'bench-model', maxTokens: 1024, systemDigest: null, toolsDigest: null },
+    content,
+    stop_reason: 'tool_use',
+    input_tokens: 120,
+    output_tokens: 40,
+    cache_creation: 0,
+    cache_read: 0,
+    attempts: 1,
+    latency_ms: 10,
   });
 }
 
@@ -74,7 +91,9 @@ await withScratchDatabase(async (_url, pool, description) => {
     const r = await measure(pool, size);
     results[`runsPerStatement${size}`] = r;
     const x = (r.stepsPerSecond / results.runsPerStatement1!.stepsPerSecond).toFixed(1);
-    console.log(`${String(size).padStart(4)} runs/statement  ${String(r.statementsPerSecond).padStart(6)} statements/s  ${String(r.stepsPerSecond).padStart(7)} steps/s  ${x}×`);
+    console.log(
+      `${String(size).padStart(4)} runs/statement  ${String(r.statementsPerSecond).padStart(6)} statements/s  ${String(r.stepsPerSecond).padStart(7)} steps/s  ${x}×`,
+    );
   }
   mergeIntoLatest({ statementCost: results });
 });

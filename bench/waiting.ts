@@ -22,7 +22,9 @@ function oneCall(tool: string, input: unknown): LlmClient {
     provider: 'bench',
     async send(req: LlmRequest): Promise<LlmResponse> {
       const first = req.messages.length === 1;
-      const content = first ? [{ type: 'tool_use', id: `toolu_w${++n}_${Math.random().toString(36).slice(2)}`, name: tool, input }] : [{ type: 'text', text: 'done' }];
+      const content = first
+        ? [{ type: 'tool_use', id: `toolu_w${++n}_${Math.random().toString(36).slice(2)}`, name: tool, input }]
+        : [{ type: 'text', text: 'done' }];
       const usage = { inputTokens: 10, outputTokens: 5, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 };
       return { id: null, model: 'bench', content, stopReason: first ? 'tool_use' : 'end_turn', usage, requestId: null, attempts: 1 };
     },
@@ -39,7 +41,10 @@ export interface WaitingBench {
 
 async function until(pool: pg.Pool, ids: RunId[], statuses: string[]): Promise<void> {
   for (;;) {
-    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM durable_agent.run WHERE id = ANY($1) AND NOT (status = ANY($2))`, [ids, statuses]);
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM durable_agent.run WHERE id = ANY($1) AND NOT (status = ANY($2))`, [
+      ids,
+      statuses,
+    ]);
     if (rows[0].n === 0) return;
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -64,7 +69,13 @@ export async function benchWaiting(b: WaitingBench): Promise<Record<string, numb
   const timerMs = late.map((r) => Number(r.ms));
 
   // Approvals: 30 runs wait for approval; each decision is made with the worker idle.
-  const approved: Tool = { name: 'approved', description: 'needs approval', inputSchema: { type: 'object' }, needsApproval: true, execute: async () => 'ok' };
+  const approved: Tool = {
+    name: 'approved',
+    description: 'needs approval',
+    inputSchema: { type: 'object' },
+    needsApproval: true,
+    execute: async () => 'ok',
+  };
   const approver = b.worker(oneCall('approved', {}), approved, 8);
   await approver.start();
   const waiting: RunId[] = [];

@@ -23,7 +23,9 @@ const require = createRequire(import.meta.url);
 /** The server's modules the dashboard imports (through tsconfig's rootDirs): a change to them rebuilds it. */
 const SHARED = path.resolve(HERE, '../src/events');
 /** Where the page's types come from (types.ts): a change to them checks it again. */
-const TYPE_SOURCES = ['../src/api/schemas.ts', '../src/api/schemas-overview.ts', '../src/runs/requests.ts', '../src/domain/types.ts'].map((f) => path.resolve(HERE, f));
+const TYPE_SOURCES = ['../src/api/schemas.ts', '../src/api/schemas-overview.ts', '../src/runs/requests.ts', '../src/domain/types.ts'].map(
+  (f) => path.resolve(HERE, f),
+);
 
 function modules(dir: string, base = dir): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -34,7 +36,13 @@ function modules(dir: string, base = dir): string[] {
 }
 
 function newest(dir: string): number {
-  return Math.max(0, ...fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => fs.statSync(path.join(e.parentPath, e.name)).mtimeMs));
+  return Math.max(
+    0,
+    ...fs
+      .readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => fs.statSync(path.join(e.parentPath, e.name)).mtimeMs),
+  );
 }
 
 /** Why the built dashboard cannot be trusted to match its sources, or null when it can. */
@@ -43,7 +51,13 @@ export function dashboardStaleness(): string | null {
   if (!fs.existsSync(shell)) return `the dashboard is not built (${shell} is missing): run npm run build`;
   const built = fs.statSync(shell).mtimeMs;
   const types = TYPE_SOURCES.map((f) => fs.statSync(f, { throwIfNoEntry: false })?.mtimeMs ?? Infinity);
-  const sources = Math.max(newest(path.join(HERE, 'src')), newest(path.join(HERE, 'static')), newest(SHARED), ...types, fs.statSync(fileURLToPath(import.meta.url)).mtimeMs);
+  const sources = Math.max(
+    newest(path.join(HERE, 'src')),
+    newest(path.join(HERE, 'static')),
+    newest(SHARED),
+    ...types,
+    fs.statSync(fileURLToPath(import.meta.url)).mtimeMs,
+  );
   if (sources > built) {
     return 'the dashboard was built before its last change: run npm run build';
   }
@@ -67,7 +81,8 @@ function shipImported(out: string, server: string): void {
     const module = pending.pop()!;
     const from = fs.existsSync(path.join(out, module)) ? out : server;
     for (const specifier of importsOf(fs.readFileSync(path.join(from, module), 'utf8'))) {
-      if (!specifier.startsWith('.')) throw new Error(`${module} imports "${specifier}": the browser gets no packages (import its types with \`import type\`)`);
+      if (!specifier.startsWith('.'))
+        throw new Error(`${module} imports "${specifier}": the browser gets no packages (import its types with \`import type\`)`);
       const target = path.posix.normalize(path.posix.join(path.posix.dirname(module), specifier));
       if (seen.has(target)) continue;
       seen.add(target);
@@ -75,7 +90,8 @@ function shipImported(out: string, server: string): void {
         pending.push(target);
         continue;
       }
-      if (!fs.existsSync(path.join(server, target))) throw new Error(`${module} imports ${specifier}, which is neither the page's nor the server's`);
+      if (!fs.existsSync(path.join(server, target)))
+        throw new Error(`${module} imports ${specifier}, which is neither the page's nor the server's`);
       fs.mkdirSync(path.dirname(path.join(out, target)), { recursive: true });
       fs.copyFileSync(path.join(server, target), path.join(out, target));
       pending.push(target);

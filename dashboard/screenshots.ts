@@ -66,7 +66,14 @@ async function main(): Promise<void> {
   url.pathname = `/${scratch}`;
   const pool = createPool(url.toString(), 4);
   const runtime = await startRuntime(
-    loadConfig({ DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'silent', WORKER_NAME: 'worker-a', LLM_PROVIDER: 'demo', DEFAULT_MODEL: 'claude-sonnet-4-6' }),
+    loadConfig({
+      DATABASE_URL: url.toString(),
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      WORKER_NAME: 'worker-a',
+      LLM_PROVIDER: 'demo',
+      DEFAULT_MODEL: 'claude-sonnet-4-6',
+    }),
     { api: true, worker: true, llm: stagedModel(), agent: { tools: slowed(demoTools(new TicketStore(pool))) } },
   );
   const chromium = await launchChromium({ viewport: { width: 1360, height: 860 } });
@@ -74,7 +81,11 @@ async function main(): Promise<void> {
     await seedRuns(pool, { runs: 4000, steps: 11, varied: true, spanMs: 7 * 86_400_000 });
     const base = runtime.url!;
     const post = async (body: object) => {
-      const res = await fetch(`${base}/api/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(`${base}/api/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       return ((await res.json()) as { id: string }).id;
     };
     const status = async (id: string) => ((await (await fetch(`${base}/api/runs/${id}`)).json()) as { status: string }).status;
@@ -84,7 +95,9 @@ async function main(): Promise<void> {
     await fetch(`${base}/api/runs/${queued}/cancel`, { method: 'POST' });
     const comment = await post({ input: 'Add a comment to ACME-102 saying the SSO fix ships on Friday.' });
     const overdue = await post({ input: 'Which acme tickets are overdue, and what is the latest on each?' });
-    await until('the runs to finish', async () => (await Promise.all([budget, comment, overdue].map(status))).every((s) => s !== 'RUNNING' && s !== 'QUEUED'));
+    await until('the runs to finish', async () =>
+      (await Promise.all([budget, comment, overdue].map(status))).every((s) => s !== 'RUNNING' && s !== 'QUEUED'),
+    );
     const weekly = await post({ input: 'Put together the weekly report of open tickets.' });
     // Two model calls and the tool calls done; the third model call takes a minute: the run is mid-flight.
     await until('the weekly run to reach its last model call', async () => {

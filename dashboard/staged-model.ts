@@ -33,7 +33,8 @@ interface Ticket {
   priority?: string;
 }
 
-const tickets = (results: unknown[]): Ticket[] => results.flatMap((r) => (Array.isArray(r) ? (r as Ticket[]) : r && typeof r === 'object' && 'id' in r ? [r as Ticket] : []));
+const tickets = (results: unknown[]): Ticket[] =>
+  results.flatMap((r) => (Array.isArray(r) ? (r as Ticket[]) : r && typeof r === 'object' && 'id' in r ? [r as Ticket] : []));
 const due = (t: Ticket) => (t.dueDate ? new Date(t.dueDate).toLocaleDateString('en-GB', { day: 'numeric', month: 'short' }) : 'no date');
 
 const SCENARIOS: Scenario[] = [
@@ -42,10 +43,19 @@ const SCENARIOS: Scenario[] = [
     latencyMs: [1400, 2100, 3300],
     turns: [
       () => [text("I'll look up acme's overdue tickets first."), toolUse('list_tickets', { customer: 'acme', overdue: true })],
-      (r) => [text('Three are overdue. Let me read the two most urgent in full.'), ...tickets(r).slice(0, 2).map((t) => toolUse('get_ticket', { id: t.id }))],
+      (r) => [
+        text('Three are overdue. Let me read the two most urgent in full.'),
+        ...tickets(r)
+          .slice(0, 2)
+          .map((t) => toolUse('get_ticket', { id: t.id })),
+      ],
       (r) => {
         const list = tickets(r);
-        return [text(`The most urgent of acme's three overdue tickets:\n\n${list.map((t) => `• ${t.id} — ${t.title} (${t.priority ?? 'normal'}, due ${due(t)})`).join('\n')}\n\nNeither has a comment yet; ACME-102 is urgent and blocks sign-in for their whole team.`)];
+        return [
+          text(
+            `The most urgent of acme's three overdue tickets:\n\n${list.map((t) => `• ${t.id} — ${t.title} (${t.priority ?? 'normal'}, due ${due(t)})`).join('\n')}\n\nNeither has a comment yet; ACME-102 is urgent and blocks sign-in for their whole team.`,
+          ),
+        ];
       },
     ],
   },
@@ -54,7 +64,10 @@ const SCENARIOS: Scenario[] = [
     latencyMs: [1100, 1700, 1300],
     turns: [
       () => [toolUse('get_ticket', { id: 'ACME-102' })],
-      () => [text('The ticket is open and urgent; adding the comment now.'), toolUse('add_ticket_comment', { ticketId: 'ACME-102', body: 'The SSO fix ships on Friday; we will confirm once it is live.' })],
+      () => [
+        text('The ticket is open and urgent; adding the comment now.'),
+        toolUse('add_ticket_comment', { ticketId: 'ACME-102', body: 'The SSO fix ships on Friday; we will confirm once it is live.' }),
+      ],
       () => [text('Done: ACME-102 now says the SSO fix ships on Friday.')],
     ],
   },
@@ -63,7 +76,13 @@ const SCENARIOS: Scenario[] = [
     latencyMs: [2600, 4200, 60_000],
     turns: [
       () => [text('Collecting every open ticket for the report.'), toolUse('list_tickets', { status: 'open' })],
-      (r) => [text('Reading the high-priority ones in detail.'), ...tickets(r).filter((t) => t.priority === 'high').slice(0, 3).map((t) => toolUse('get_ticket', { id: t.id }))],
+      (r) => [
+        text('Reading the high-priority ones in detail.'),
+        ...tickets(r)
+          .filter((t) => t.priority === 'high')
+          .slice(0, 3)
+          .map((t) => toolUse('get_ticket', { id: t.id })),
+      ],
       () => [text('Weekly report: 8 open tickets, 5 overdue, 2 urgent.')],
     ],
   },

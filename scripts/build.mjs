@@ -28,13 +28,22 @@ const src = path.join(root, 'src');
 const dist = path.join(root, 'dist');
 
 const STAMP = path.join(dist, '.build-inputs');
-const INPUTS = ['src', 'dashboard', 'scripts/build.mjs', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'node_modules/.package-lock.json'];
+const INPUTS = [
+  'src',
+  'dashboard',
+  'scripts/build.mjs',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'package.json',
+  'node_modules/.package-lock.json',
+];
 /** Outputs whose absence means dist/ was cleared by hand, whatever the stamp says. */
 const OUTPUTS = ['index.js', 'cli/main.js', '.tsbuildinfo', 'dashboard/index.html'];
 
 /** Every file under `dir`, as paths relative to it. */
 function files(dir) {
-  return fs.readdirSync(dir, { recursive: true, withFileTypes: true })
+  return fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile())
     .map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
 }
@@ -44,7 +53,13 @@ function inputsDigest() {
   for (const input of INPUTS) {
     const full = path.join(root, input);
     const stat = fs.statSync(full, { throwIfNoEntry: false });
-    const entries = !stat ? [] : stat.isDirectory() ? files(full).sort().map((f) => path.join(input, f)) : [input];
+    const entries = !stat
+      ? []
+      : stat.isDirectory()
+        ? files(full)
+            .sort()
+            .map((f) => path.join(input, f))
+        : [input];
     hash.update(`${input}:${entries.length}\n`);
     for (const file of entries) {
       const { size, mtimeMs } = fs.statSync(path.join(root, file));
@@ -62,7 +77,9 @@ if (process.argv.includes('--if-changed')) {
 fs.rmSync(STAMP, { force: true });
 
 const require = createRequire(import.meta.url);
-const compiled = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+const compiled = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(root, 'tsconfig.build.json')], {
+  stdio: 'inherit',
+});
 if (compiled.status !== 0) process.exit(compiled.status ?? 1);
 
 const RELATIVE_TS = /(\bfrom\s*|\bimport\s*\(\s*)(['"])(\.\.?\/[^'"]*)\.ts\2/g;

@@ -30,7 +30,14 @@ export interface RunFacts {
   effects: Map<string, number>;
 }
 
-export const CHECKS = ['terminal', 'timeline whole', 'tokens add up', 'effects once per key', 'tool runs <= claims', 'repeated model calls <= interruptions'] as const;
+export const CHECKS = [
+  'terminal',
+  'timeline whole',
+  'tokens add up',
+  'effects once per key',
+  'tool runs <= claims',
+  'repeated model calls <= interruptions',
+] as const;
 export type CheckName = (typeof CHECKS)[number];
 
 const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
@@ -50,18 +57,21 @@ export function checkRun(r: RunFacts): { check: CheckName; why: string }[] {
   if (toolIds.some((id) => !asked.includes(id))) fail('timeline whole', 'a tool step no model step asked for');
   if (r.status === 'SUCCEEDED') {
     const models = r.steps.filter((s) => s.kind === 'MODEL').length;
-    if (models !== MODEL_TURNS || asked.length !== toolIds.length) fail('timeline whole', `${models} model steps, ${toolIds.length}/${asked.length} tool steps`);
+    if (models !== MODEL_TURNS || asked.length !== toolIds.length)
+      fail('timeline whole', `${models} model steps, ${toolIds.length}/${asked.length} tool steps`);
     if (tools.some((s) => s.status === 'STARTED')) fail('timeline whole', 'a tool call left STARTED');
   }
 
   const recorded = r.steps.reduce((n, s) => n + s.tokens, 0);
   // What was recorded is counted; nothing beyond what the model billed (a call paid for and recorded
   // in no step may be counted too: that is the budget being honest).
-  if (r.tokensUsed < recorded || r.tokensUsed > r.billedTokens) fail('tokens add up', `steps ${recorded} <= used ${r.tokensUsed} <= billed ${r.billedTokens}`);
+  if (r.tokensUsed < recorded || r.tokensUsed > r.billedTokens)
+    fail('tokens add up', `steps ${recorded} <= used ${r.tokensUsed} <= billed ${r.billedTokens}`);
 
   for (const s of tools) {
     const applied = r.effects.get(s.toolUseId!) ?? 0;
-    if (applied > 1 || (s.status === 'DONE' && applied !== 1)) fail('effects once per key', `${s.toolUseId} applied ${applied} times (step ${s.status})`);
+    if (applied > 1 || (s.status === 'DONE' && applied !== 1))
+      fail('effects once per key', `${s.toolUseId} applied ${applied} times (step ${s.status})`);
   }
   for (const [key, n] of r.executions) {
     if (!toolIds.includes(key)) fail('effects once per key', `${key} ran but is in no step`);

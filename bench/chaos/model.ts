@@ -25,15 +25,30 @@ export interface ChaosModel extends ModelCounts {
   close(): Promise<void>;
 }
 
-const usageOf = (turn: number) => ({ input_tokens: 100 + 50 * turn, output_tokens: 20 + turn, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
+const usageOf = (turn: number) => ({
+  input_tokens: 100 + 50 * turn,
+  output_tokens: 20 + turn,
+  cache_creation_input_tokens: 0,
+  cache_read_input_tokens: 0,
+});
 
 function reply(turn: number, input: string): Record<string, unknown> {
   const toolUse = (i: number) => ({ type: 'tool_use', id: `toolu_${randomBytes(8).toString('hex')}`, name: TOOL_NAME, input: { turn, i } });
   const content =
-    turn === 0 ? [{ type: 'text', text: 'Two things at once.' }, toolUse(0), toolUse(1)] : turn === 1 ? [toolUse(0)] : [{ type: 'text', text: `done: ${input}` }];
+    turn === 0
+      ? [{ type: 'text', text: 'Two things at once.' }, toolUse(0), toolUse(1)]
+      : turn === 1
+        ? [toolUse(0)]
+        : [{ type: 'text', text: `done: ${input}` }];
   return {
-    id: `msg_${randomBytes(8).toString('hex')}`, type: 'message', role: 'assistant', model: 'chaos-model', content,
-    stop_reason: turn < 2 ? 'tool_use' : 'end_turn', stop_sequence: null, usage: usageOf(turn),
+    id: `msg_${randomBytes(8).toString('hex')}`,
+    type: 'message',
+    role: 'assistant',
+    model: 'chaos-model',
+    content,
+    stop_reason: turn < 2 ? 'tool_use' : 'end_turn',
+    stop_sequence: null,
+    usage: usageOf(turn),
   };
 }
 
@@ -46,7 +61,10 @@ export async function startChaosModel(latencyMs: number): Promise<ChaosModel> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { messages: { role: string; content: unknown }[]; stream?: boolean };
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        messages: { role: string; content: unknown }[];
+        stream?: boolean;
+      };
       const first = body.messages[0]?.content;
       const input = /chaos run \d+/.exec(typeof first === 'string' ? first : JSON.stringify(first))?.[0] ?? '?';
       const turn = Math.min(body.messages.filter((m) => m.role === 'assistant').length, MODEL_TURNS - 1);

@@ -141,7 +141,17 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
 
     const runIds: string[] = [];
     for (let i = 0; i < opts.runs; i++) {
-      runIds.push((await records.create({ input: `chaos run ${i}`, model: 'chaos-model', tokenBudget: 1_000_000, timeoutSeconds: 3600, maxSteps: 20 })).id);
+      runIds.push(
+        (
+          await records.create({
+            input: `chaos run ${i}`,
+            model: 'chaos-model',
+            tokenBudget: 1_000_000,
+            timeoutSeconds: 3600,
+            maxSteps: 20,
+          })
+        ).id,
+      );
     }
 
     /** A new worker process; most are armed at a crash point (in turn), a few are not, so runs make progress. */
@@ -152,11 +162,26 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       const crashAt = point ? `${point}:${1 + Math.floor(Math.random() * 3 * opts.concurrency)}` : null;
       const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'worker.ts')], {
         env: {
-          ...process.env, DATABASE_URL: db.url, WORKER_NAME: name, WORKER_CONCURRENCY: String(opts.concurrency),
-          LEASE_SECONDS: String(opts.leaseSeconds ?? 30), LLM_PROVIDER: 'anthropic', ANTHROPIC_API_KEY: 'chaos', ANTHROPIC_BASE_URL: model.url,
-          DEFAULT_MODEL: 'chaos-model', MAX_RUN_ATTEMPTS: '1000', MAX_ATTEMPTS: '20', RETRY_BASE_MS: '50', RETRY_CAP_MS: '500',
-          POLL_INTERVAL_MS: '500', LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'fatal', SHUTDOWN_GRACE_SECONDS: '2', SHUTDOWN_FORCE_SECONDS: '2', CHAOS_TOOL_MS: String(opts.toolMs),
-          DURABLE_AGENT_CRASH_AT: crashAt ?? '', RETENTION_DAYS: '',
+          ...process.env,
+          DATABASE_URL: db.url,
+          WORKER_NAME: name,
+          WORKER_CONCURRENCY: String(opts.concurrency),
+          LEASE_SECONDS: String(opts.leaseSeconds ?? 30),
+          LLM_PROVIDER: 'anthropic',
+          ANTHROPIC_API_KEY: 'chaos',
+          ANTHROPIC_BASE_URL: model.url,
+          DEFAULT_MODEL: 'chaos-model',
+          MAX_RUN_ATTEMPTS: '1000',
+          MAX_ATTEMPTS: '20',
+          RETRY_BASE_MS: '50',
+          RETRY_CAP_MS: '500',
+          POLL_INTERVAL_MS: '500',
+          LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'fatal',
+          SHUTDOWN_GRACE_SECONDS: '2',
+          SHUTDOWN_FORCE_SECONDS: '2',
+          CHAOS_TOOL_MS: String(opts.toolMs),
+          DURABLE_AGENT_CRASH_AT: crashAt ?? '',
+          RETENTION_DAYS: '',
         },
         stdio: ['ignore', 'pipe', opts.workerLog ? fs.openSync(opts.workerLog, 'a') : 'ignore'],
       });
@@ -190,7 +215,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       const t = setInterval(() => {
         if (busy || stopping) return;
         busy = true;
-        f().catch((e: Error) => log(`chaos action failed: ${e.message}`)).finally(() => (busy = false));
+        f()
+          .catch((e: Error) => log(`chaos action failed: ${e.message}`))
+          .finally(() => (busy = false));
       }, ms);
       return () => clearInterval(t);
     };
@@ -220,9 +247,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     while (left > 0 && Date.now() - started < opts.timeoutMs) {
       await sleep(1_000);
       try {
-        const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM durable_agent.run WHERE status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT')`);
+        const { rows } = await pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM durable_agent.run WHERE status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT')`,
+        );
         left = rows[0]!.n;
-        log(`${Math.round((Date.now() - started) / 1000)} s: ${opts.runs - left}/${opts.runs} runs finished, ${procs.size} workers, kills ${JSON.stringify(kills)}`);
+        log(
+          `${Math.round((Date.now() - started) / 1000)} s: ${opts.runs - left}/${opts.runs} runs finished, ${procs.size} workers, kills ${JSON.stringify(kills)}`,
+        );
       } catch {
         /* the server is restarting */
       }
@@ -261,26 +292,51 @@ interface Observed {
 }
 
 async function report(pool: pg.Pool, runIds: string[], o: Observed): Promise<ChaosReport> {
-  const runs = (await pool.query<{ id: string; input: string; status: string; tokens_used: string }>(`SELECT id, input, status, tokens_used FROM durable_agent.run`)).rows;
+  const runs = (
+    await pool.query<{ id: string; input: string; status: string; tokens_used: string }>(
+      `SELECT id, input, status, tokens_used FROM durable_agent.run`,
+    )
+  ).rows;
   const steps = (
-    await pool.query<{ run_id: string; seq: number; kind: 'MODEL' | 'TOOL'; status: string; tool_use_id: string | null; response: string | null; tokens: number }>(
+    await pool.query<{
+      run_id: string;
+      seq: number;
+      kind: 'MODEL' | 'TOOL';
+      status: string;
+      tool_use_id: string | null;
+      response: string | null;
+      tokens: number;
+    }>(
       `SELECT run_id, seq, kind, status, tool_use_id, CASE WHEN kind = 'MODEL' THEN response END AS response,
               input_tokens + cache_creation_input_tokens + output_tokens AS tokens
          FROM durable_agent.run_step ORDER BY run_id, seq`,
     )
   ).rows;
-  const executions = (await pool.query<{ run_id: string; key: string; n: number }>(`SELECT run_id, key, count(*)::int AS n FROM chaos.execution GROUP BY 1, 2`)).rows;
+  const executions = (
+    await pool.query<{ run_id: string; key: string; n: number }>(
+      `SELECT run_id, key, count(*)::int AS n FROM chaos.execution GROUP BY 1, 2`,
+    )
+  ).rows;
   const effects = (await pool.query<{ run_id: string; key: string }>(`SELECT run_id, key FROM chaos.effect`)).rows;
 
   const facts = new Map<string, RunFacts>();
   for (const r of runs) {
     facts.set(r.id, {
-      id: r.id, status: r.status, tokensUsed: Number(r.tokens_used), steps: [], claims: o.claims.get(r.id)?.length ?? 0,
-      modelCalls: o.model.calls.get(r.input) ?? 0, billedTokens: o.model.billed.get(r.input) ?? 0, executions: new Map(), effects: new Map(),
+      id: r.id,
+      status: r.status,
+      tokensUsed: Number(r.tokens_used),
+      steps: [],
+      claims: o.claims.get(r.id)?.length ?? 0,
+      modelCalls: o.model.calls.get(r.input) ?? 0,
+      billedTokens: o.model.billed.get(r.input) ?? 0,
+      executions: new Map(),
+      effects: new Map(),
     });
   }
   for (const s of steps) {
-    const toolUses = s.response ? (JSON.parse(s.response) as { type: string; id?: string }[]).filter((b) => b.type === 'tool_use').map((b) => b.id!) : [];
+    const toolUses = s.response
+      ? (JSON.parse(s.response) as { type: string; id?: string }[]).filter((b) => b.type === 'tool_use').map((b) => b.id!)
+      : [];
     facts.get(s.run_id)?.steps.push({ seq: s.seq, kind: s.kind, status: s.status, toolUseId: s.tool_use_id, toolUses, tokens: s.tokens });
   }
   for (const e of executions) facts.get(e.run_id)?.executions.set(e.key, e.n);
@@ -321,7 +377,11 @@ async function report(pool: pg.Pool, runIds: string[], o: Observed): Promise<Cha
     claims: [...o.claims.values()].reduce((n, l) => n + l.length, 0),
     repeatedModelCalls,
     repeatedToolRuns,
-    takeoverMs: { p50: latencies[Math.floor(latencies.length / 2)] ?? 0, max: latencies[latencies.length - 1] ?? 0, count: latencies.length },
+    takeoverMs: {
+      p50: latencies[Math.floor(latencies.length / 2)] ?? 0,
+      max: latencies[latencies.length - 1] ?? 0,
+      count: latencies.length,
+    },
     passed,
     failures,
   };
@@ -331,7 +391,11 @@ async function report(pool: pg.Pool, runIds: string[], o: Observed): Promise<Cha
 export function formatReport(r: ChaosReport): string {
   const lines = [
     `${r.runs} runs (${r.succeeded} succeeded) in ${r.seconds} s · ${r.claims} claims · ${r.backendsTerminated} backends terminated · ${r.serverRestarts} server restarts`,
-    `kills: ${Object.entries(r.kills).map(([k, n]) => `${k} ${n}`).join(' · ') || 'none'}`,
+    `kills: ${
+      Object.entries(r.kills)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(' · ') || 'none'
+    }`,
     `repeated model calls ${r.repeatedModelCalls} · repeated tool runs ${r.repeatedToolRuns} · takeover after a death: p50 ${r.takeoverMs.p50} ms, max ${r.takeoverMs.max} ms (${r.takeoverMs.count} takeovers)`,
     '',
     `${'check'.padEnd(40)} ${'runs passing'.padStart(14)}`,

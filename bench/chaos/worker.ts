@@ -27,7 +27,11 @@ const effect = defineTool({
   inputSchema: { type: 'object' },
   async execute(_input, ctx) {
     await new Promise((r) => setTimeout(r, toolMs * Math.random()));
-    await db.query('INSERT INTO chaos.execution (key, run_id, worker) VALUES ($1, $2, $3)', [ctx.idempotencyKey, ctx.runId, config.workerName]);
+    await db.query('INSERT INTO chaos.execution (key, run_id, worker) VALUES ($1, $2, $3)', [
+      ctx.idempotencyKey,
+      ctx.runId,
+      config.workerName,
+    ]);
     await db.query('INSERT INTO chaos.effect (key, run_id) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [ctx.idempotencyKey, ctx.runId]);
     return `applied ${ctx.idempotencyKey}`;
   },

@@ -53,8 +53,19 @@ export function jsonTree(value: unknown, depth = 0, label?: string): HTMLElement
   const details = h(
     'details',
     { class: 'j-node' },
-    h('summary', null, key, h('span', { class: 'j-punct' }, open), h('span', { class: 'j-count' }, ` ${n} ${Array.isArray(value) ? (n === 1 ? 'item' : 'items') : n === 1 ? 'key' : 'keys'} `), h('span', { class: 'j-punct' }, close)),
-    h('div', { class: 'j-children' }, entries.map(([k, v]) => jsonTree(v, depth + 1, k))),
+    h(
+      'summary',
+      null,
+      key,
+      h('span', { class: 'j-punct' }, open),
+      h('span', { class: 'j-count' }, ` ${n} ${Array.isArray(value) ? (n === 1 ? 'item' : 'items') : n === 1 ? 'key' : 'keys'} `),
+      h('span', { class: 'j-punct' }, close),
+    ),
+    h(
+      'div',
+      { class: 'j-children' },
+      entries.map(([k, v]) => jsonTree(v, depth + 1, k)),
+    ),
   );
   details.open = depth < 2 && n <= 20;
   return details;

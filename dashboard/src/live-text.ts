@@ -72,7 +72,12 @@ export function followRunEvents(runId: string, listener: RunEventsListener): () 
     if (key) headers.authorization = `Bearer ${key}`;
     const lastId = fold.result.lastId;
     if (lastId > 0) headers['last-event-id'] = String(lastId);
-    const res = await fetch(`/api/runs/${encodeURIComponent(runId)}/events`, { headers, signal: abort.signal, credentials: 'same-origin', cache: 'no-store' });
+    const res = await fetch(`/api/runs/${encodeURIComponent(runId)}/events`, {
+      headers,
+      signal: abort.signal,
+      credentials: 'same-origin',
+      cache: 'no-store',
+    });
     if (!res.ok || !res.body) throw new Error(`events: ${res.status}`);
     listener.connected(true);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();

@@ -12,7 +12,14 @@ import { runView } from './views/run.ts';
 import { runsView } from './views/runs.ts';
 
 const notFoundView: View = (main) => {
-  fill(main, h('section', { class: 'page' }, h('div', { class: 'card empty' }, h('h2', null, 'Nothing here'), h('a', { href: '/' }, 'Go to the runs'))));
+  fill(
+    main,
+    h(
+      'section',
+      { class: 'page' },
+      h('div', { class: 'card empty' }, h('h2', null, 'Nothing here'), h('a', { href: '/' }, 'Go to the runs')),
+    ),
+  );
   return () => {};
 };
 
@@ -24,13 +31,30 @@ function header(): { el: HTMLElement; setActive(name: Route['name']): void } {
     runs: h('a', { href: '/', class: 'nav-link' }, 'Runs'),
     overview: h('a', { href: '/overview', class: 'nav-link' }, 'Overview'),
   };
-  const conn = h('span', { class: 'conn', role: 'status', title: 'Connecting…' }, h('span', { class: 'conn-dot' }), h('span', { class: 'conn-text' }, 'connecting'));
+  const conn = h(
+    'span',
+    { class: 'conn', role: 'status', title: 'Connecting…' },
+    h('span', { class: 'conn-dot' }),
+    h('span', { class: 'conn-text' }, 'connecting'),
+  );
   const key = h('span', { class: 'key-slot' });
   const drawKey = () => {
     fill(
       key,
       apiKey.get()
-        ? h('button', { type: 'button', class: 'btn ghost small', title: 'Remove the API key from this tab', onClick: () => { apiKey.clear(); drawKey(); } }, 'Forget key')
+        ? h(
+            'button',
+            {
+              type: 'button',
+              class: 'btn ghost small',
+              title: 'Remove the API key from this tab',
+              onClick: () => {
+                apiKey.clear();
+                drawKey();
+              },
+            },
+            'Forget key',
+          )
         : null,
     );
   };
@@ -48,7 +72,12 @@ function header(): { el: HTMLElement; setActive(name: Route['name']): void } {
     h(
       'div',
       { class: 'top-inner' },
-      h('a', { href: '/', class: 'brand' }, h('img', { src: '/assets/favicon.svg', alt: '', width: 22, height: 22 }), h('span', null, 'durable-agent')),
+      h(
+        'a',
+        { href: '/', class: 'brand' },
+        h('img', { src: '/assets/favicon.svg', alt: '', width: 22, height: 22 }),
+        h('span', null, 'durable-agent'),
+      ),
       h('nav', { class: 'nav' }, links.runs, links.overview),
       h('div', { class: 'top-right' }, conn, key),
     ),

@@ -28,5 +28,10 @@ export function statusClass(status: string): string {
 }
 
 export function statusPill(status: string, size: 'sm' | 'lg' = 'sm'): HTMLElement {
-  return h('span', { class: `pill ${size} ${statusClass(status)}`, 'data-status': status }, h('span', { class: 'dot', 'aria-hidden': 'true' }), statusLabel(status));
+  return h(
+    'span',
+    { class: `pill ${size} ${statusClass(status)}`, 'data-status': status },
+    h('span', { class: 'dot', 'aria-hidden': 'true' }),
+    statusLabel(status),
+  );
 }

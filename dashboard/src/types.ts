@@ -4,7 +4,15 @@
  * are erased from the compiled module, and neither zod nor any server module reaches the browser.
  */
 import type { z } from 'zod';
-import type { RunJson, RunListItemJson, RunPageJson, StepDetail as StepDetailJson, TimelineItem, ToolRequestJson, WaitingJson } from '../../src/api/schemas.ts';
+import type {
+  RunJson,
+  RunListItemJson,
+  RunPageJson,
+  StepDetail as StepDetailJson,
+  TimelineItem,
+  ToolRequestJson,
+  WaitingJson,
+} from '../../src/api/schemas.ts';
 import type { OverviewJson } from '../../src/api/schemas-overview.ts';
 
 export type Run = z.infer<typeof RunJson>;

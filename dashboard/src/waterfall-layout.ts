@@ -33,10 +33,34 @@ const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const TICK_STEPS = [
-  1, 2, 5, 10, 20, 50, 100, 200, 250, 500,
-  SECOND, 2 * SECOND, 5 * SECOND, 10 * SECOND, 15 * SECOND, 30 * SECOND,
-  MINUTE, 2 * MINUTE, 5 * MINUTE, 10 * MINUTE, 15 * MINUTE, 30 * MINUTE,
-  HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, 24 * HOUR,
+  1,
+  2,
+  5,
+  10,
+  20,
+  50,
+  100,
+  200,
+  250,
+  500,
+  SECOND,
+  2 * SECOND,
+  5 * SECOND,
+  10 * SECOND,
+  15 * SECOND,
+  30 * SECOND,
+  MINUTE,
+  2 * MINUTE,
+  5 * MINUTE,
+  10 * MINUTE,
+  15 * MINUTE,
+  30 * MINUTE,
+  HOUR,
+  2 * HOUR,
+  3 * HOUR,
+  6 * HOUR,
+  12 * HOUR,
+  24 * HOUR,
 ];
 
 /** The smallest round interval that splits `spanMs` into at most `maxTicks` parts. */
@@ -68,12 +92,26 @@ export function layoutWaterfall({ steps, originMs, endMs, inFlight }: LayoutInpu
     const finished = s.finishedAt ? Date.parse(s.finishedAt) - originMs : null;
     const ongoing = s.status === 'STARTED';
     const end = finished ?? (ongoing ? endMs - originMs : start + (s.latencyMs ?? 0));
-    return { seq: s.seq, kind: s.kind, status: s.status as WaterfallBar['status'], startMs: start, durationMs: Math.max(0, end - start), ongoing };
+    return {
+      seq: s.seq,
+      kind: s.kind,
+      status: s.status as WaterfallBar['status'],
+      startMs: start,
+      durationMs: Math.max(0, end - start),
+      ongoing,
+    };
   });
   if (inFlight) {
     const last = raw.at(-1);
     const start = last ? last.startMs + last.durationMs : 0;
-    raw.push({ seq: (last?.seq ?? 0) + 1, kind: 'MODEL', status: 'IN_FLIGHT', startMs: start, durationMs: Math.max(0, endMs - originMs - start), ongoing: true });
+    raw.push({
+      seq: (last?.seq ?? 0) + 1,
+      kind: 'MODEL',
+      status: 'IN_FLIGHT',
+      startMs: start,
+      durationMs: Math.max(0, endMs - originMs - start),
+      ongoing: true,
+    });
   }
   const spanMs = Math.max(1, endMs - originMs, ...raw.map((b) => b.startMs + b.durationMs));
   const bars = raw.map((b) => ({

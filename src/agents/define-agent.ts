@@ -87,7 +87,11 @@ const AgentSchema = z.strictObject({
   version: z.string().min(1).max(200).optional(),
   llm: z
     .custom<LlmClient>(
-      (c) => typeof c === 'object' && c !== null && typeof (c as Partial<LlmClient>).send === 'function' && typeof (c as Partial<LlmClient>).provider === 'string',
+      (c) =>
+        typeof c === 'object' &&
+        c !== null &&
+        typeof (c as Partial<LlmClient>).send === 'function' &&
+        typeof (c as Partial<LlmClient>).provider === 'string',
       'must be a model client, e.g. openAiCompatible({ apiKey, baseUrl, model }) or anthropic({ apiKey })',
     )
     .optional(),
@@ -122,12 +126,15 @@ export function defineAgent(options: DefineAgentOptions): Agent {
  * non-empty list of definitions with distinct names. Plain objects are checked as `defineAgent` would.
  */
 export function checkAgents(value: unknown, where: string): Agent[] {
-  if (!Array.isArray(value) || value.length === 0) throw new ConfigError(`${where}: agents must be a non-empty array of defineAgent(…) values`);
+  if (!Array.isArray(value) || value.length === 0)
+    throw new ConfigError(`${where}: agents must be a non-empty array of defineAgent(…) values`);
   const agents = value.map((a: unknown, i) => {
     if (typeof a !== 'object' || a === null) throw new ConfigError(`${where}: agents.${i} is not an agent definition`);
     const { name, system, tools, model, maxTokens, version, llm, mcpServers } = a as Record<string, unknown>;
     // defineAgent's result has nulls where its options had nothing; read it back as options.
-    const options = Object.fromEntries(Object.entries({ name, system, tools, model, maxTokens, version, llm, mcpServers }).filter(([, v]) => v != null));
+    const options = Object.fromEntries(
+      Object.entries({ name, system, tools, model, maxTokens, version, llm, mcpServers }).filter(([, v]) => v != null),
+    );
     try {
       return defineAgent(options as unknown as DefineAgentOptions);
     } catch (e) {

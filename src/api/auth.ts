@@ -98,13 +98,14 @@ export function authByKeys(keys: Pick<ApiKeys, 'holder' | 'anyExist'>, opts: Key
 
   const required = async (): Promise<boolean> => {
     if (keysExist || now() - checkedAt < recheckMs) return keysExist;
-    checking ??= keys.anyExist().then(
-      (any) => {
+    checking ??= keys
+      .anyExist()
+      .then((any) => {
         keysExist ||= any;
         checkedAt = now();
         return keysExist;
-      },
-    ).finally(() => (checking = null));
+      })
+      .finally(() => (checking = null));
     return checking;
   };
 

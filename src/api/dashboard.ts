@@ -93,7 +93,10 @@ export function registerDashboard(app: FastifyInstance, files: DashboardFiles | 
     const name = (req.params as { '*': string })['*'];
     const a = files?.assets.get(name);
     if (!a) {
-      return reply.code(404).type('application/json; charset=utf-8').send({ error: { code: 'not_found', message: 'no such dashboard file' } });
+      return reply
+        .code(404)
+        .type('application/json; charset=utf-8')
+        .send({ error: { code: 'not_found', message: 'no such dashboard file' } });
     }
     return send(req, reply, a);
   });

@@ -49,7 +49,13 @@ export function toHttpError(e: unknown): HttpError {
   if (e instanceof ConflictError) return error(409, 'conflict', e.message);
   if (isTransientDatabaseError(e)) return databaseUnavailable();
   const f = e as { code?: unknown; statusCode?: unknown; message?: unknown };
-  if (typeof f.code === 'string' && f.code.startsWith('FST_') && typeof f.statusCode === 'number' && f.statusCode >= 400 && f.statusCode < 500) {
+  if (
+    typeof f.code === 'string' &&
+    f.code.startsWith('FST_') &&
+    typeof f.statusCode === 'number' &&
+    f.statusCode >= 400 &&
+    f.statusCode < 500
+  ) {
     const known = FASTIFY_ERRORS[f.code];
     if (known) return error(...known);
     // Fastify's other messages are its own texts, at most quoting the client's request back to it.

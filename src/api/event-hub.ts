@@ -116,7 +116,10 @@ export class EventHub {
   private readonly recentEvents: number;
   private checkingAccess = false;
 
-  constructor(private readonly pages: EventPages, private readonly opts: EventHubOptions) {
+  constructor(
+    private readonly pages: EventPages,
+    private readonly opts: EventHubOptions,
+  ) {
     this.pageSize = opts.pageSize ?? 1000;
     this.recentEvents = opts.recentEvents ?? 2000;
   }
@@ -164,7 +167,12 @@ export class EventHub {
     if (!this.pages.watch || !this.pages.unwatch) return Promise.resolve();
     const next = (this.watchChanges.get(runId) ?? Promise.resolve())
       .then(() => change(this.pages as Required<EventPages>))
-      .catch((e: Error) => this.opts.logger?.warn({ err_message: e.message, run_id: runId }, 'could not register the run for event announcements; its readers are served by the poll'));
+      .catch((e: Error) =>
+        this.opts.logger?.warn(
+          { err_message: e.message, run_id: runId },
+          'could not register the run for event announcements; its readers are served by the poll',
+        ),
+      );
     this.watchChanges.set(runId, next);
     void next.then(() => {
       if (this.watchChanges.get(runId) === next) this.watchChanges.delete(runId);
@@ -183,7 +191,11 @@ export class EventHub {
     this.renew = setInterval(() => {
       const runs = [...this.feeds.keys()];
       if (runs.length && this.pages.watch) {
-        this.pages.watch(runs, this.watcher, WATCH_TTL_MS).catch((e: Error) => this.opts.logger?.warn({ err_message: e.message }, 'could not renew the runs registered for event announcements'));
+        this.pages
+          .watch(runs, this.watcher, WATCH_TTL_MS)
+          .catch((e: Error) =>
+            this.opts.logger?.warn({ err_message: e.message }, 'could not renew the runs registered for event announcements'),
+          );
       }
     }, WATCH_TTL_MS / 4);
     this.renew.unref();
@@ -202,7 +214,11 @@ export class EventHub {
           for (const feed of this.feeds.values()) void this.read(feed);
           void this.checkAccess();
         },
-        onError: (e, retryInMs) => this.opts.logger?.warn({ err_message: e.message, retry_in_ms: retryInMs }, 'LISTEN connection for run events failed; reconnecting'),
+        onError: (e, retryInMs) =>
+          this.opts.logger?.warn(
+            { err_message: e.message, retry_in_ms: retryInMs },
+            'LISTEN connection for run events failed; reconnecting',
+          ),
       },
     );
   }
@@ -241,7 +257,10 @@ export class EventHub {
       if (keys.size) this.withdraw((_, r) => r.keyId !== null && keys.has(r.keyId), 'the API key was revoked');
       if (runs.size) this.withdraw((feed) => runs.has(feed.runId), 'the run was deleted');
     } catch (e) {
-      this.opts.logger?.warn({ err_message: (e as Error).message }, 'could not check whether the keys and runs of open event streams are still valid; trying again at the next poll');
+      this.opts.logger?.warn(
+        { err_message: (e as Error).message },
+        'could not check whether the keys and runs of open event streams are still valid; trying again at the next poll',
+      );
     } finally {
       this.checkingAccess = false;
     }
@@ -317,7 +336,10 @@ export class EventHub {
         } while (page.length === this.pageSize);
       } while (feed.again);
     } catch (e) {
-      this.opts.logger?.warn({ err_message: (e as Error).message, run_id: feed.runId }, 'reading run events failed; trying again at the next announcement or poll');
+      this.opts.logger?.warn(
+        { err_message: (e as Error).message, run_id: feed.runId },
+        'reading run events failed; trying again at the next announcement or poll',
+      );
     } finally {
       feed.reading = false;
     }

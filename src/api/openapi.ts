@@ -53,18 +53,24 @@ function operation(r: ApiRoute): Json {
   for (const [status, doc] of Object.entries(r.responses)) {
     responses[status] = {
       description: doc.description,
-      ...(doc.schema ? { content: { [doc.contentType ?? 'application/json']: { schema: schemaOf(doc.schema, responseSchemas, 'output') } } } : {}),
+      ...(doc.schema
+        ? { content: { [doc.contentType ?? 'application/json']: { schema: schemaOf(doc.schema, responseSchemas, 'output') } } }
+        : {}),
     };
   }
   const implied: [boolean, number, string][] = [
     [Boolean(r.params || r.query || r.body), 400, 'Invalid input; `issues` lists the failing fields.'],
     [!r.open, 401, 'An API key is required and none, or an unknown or revoked one, was sent (`WWW-Authenticate: Bearer`).'],
-    [Boolean(r.params), 404, "No such run or step (a run of another tenant is answered the same)."],
+    [Boolean(r.params), 404, 'No such run or step (a run of another tenant is answered the same).'],
     [Boolean(r.body), 413, 'The body is larger than 1 MiB.'],
     [Boolean(r.body), 415, 'The body is not application/json.'],
-    [true, 403, 'Refused while the server listens on loopback: a Host that is not a loopback name, or a state-changing request sent by a page of another site.'],
+    [
+      true,
+      403,
+      'Refused while the server listens on loopback: a Host that is not a loopback name, or a state-changing request sent by a page of another site.',
+    ],
     [true, 500, 'An error of the server; the message is generic.'],
-    [r.path.startsWith('/api/'), 503, 'The database cannot be reached; try again after the Retry-After header\'s seconds.'],
+    [r.path.startsWith('/api/'), 503, "The database cannot be reached; try again after the Retry-After header's seconds."],
   ];
   for (const [applies, status, description] of implied) {
     if (applies && !(status in responses)) responses[status] = errorResponse(description);
@@ -99,8 +105,8 @@ export function openApiDocument(routes: readonly ApiRoute[]): Json {
     info: {
       title: 'durable-agent',
       version: packageVersion(),
-      description: 'A durable runtime for LLM agents: runs, their checkpointed steps, and cancellation. '
-        + 'Errors are {"error":{"code","message"}}.',
+      description:
+        'A durable runtime for LLM agents: runs, their checkpointed steps, and cancellation. ' + 'Errors are {"error":{"code","message"}}.',
     },
     paths,
     // Every operation needs the key unless it says `security: []`; a server with no key yet lets them in without one.

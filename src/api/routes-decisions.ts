@@ -16,7 +16,10 @@ export function decisionRoute(store: Pick<RunRecords, 'decide'>): ApiRoute {
     params: ToolCallParams,
     body: DecisionBody,
     responses: {
-      202: { description: 'Recorded (or the same decision was recorded already). QUEUED once every pending call is decided.', schema: DecidedRun },
+      202: {
+        description: 'Recorded (or the same decision was recorded already). QUEUED once every pending call is decided.',
+        schema: DecidedRun,
+      },
       404: { description: 'No such run, or the run made no such tool call.', schema: ErrorBody },
       409: { description: 'The call is not waiting for a decision, or the decision contradicts the one already made.', schema: ErrorBody },
     },

@@ -53,25 +53,30 @@ function follow(
   const out = new PassThrough();
   out.write(first);
   const keepAlive = setInterval(() => out.write(': keep-alive\n\n'), keepAliveMs ?? KEEP_ALIVE_MS);
-  const following = hub.follow(runId as never, after, {
-    deliver(events) {
-      if (out.destroyed || out.writableEnded) return;
-      const end = events.findIndex(isFinished);
-      const batch = end === -1 ? events : events.slice(0, end + 1);
-      out.write(write(batch, end !== -1));
-      if (end !== -1) out.end();
-      else if (out.writableLength > MAX_BUFFERED_BYTES) out.destroy();
+  const following = hub.follow(
+    runId as never,
+    after,
+    {
+      deliver(events) {
+        if (out.destroyed || out.writableEnded) return;
+        const end = events.findIndex(isFinished);
+        const batch = end === -1 ? events : events.slice(0, end + 1);
+        out.write(write(batch, end !== -1));
+        if (end !== -1) out.end();
+        else if (out.writableLength > MAX_BUFFERED_BYTES) out.destroy();
+      },
+      failed() {
+        // The client reconnects (EventSource does by itself) and resumes from its last id.
+        out.end();
+      },
+      withdrawn(reason) {
+        // A comment line, which every SSE reader skips, says why to whoever reads the raw stream; the
+        // client's reconnect is then refused (401 or 404), which stops an EventSource for good.
+        if (!out.destroyed && !out.writableEnded) out.end(`: closed: ${reason}\n\n`);
+      },
     },
-    failed() {
-      // The client reconnects (EventSource does by itself) and resumes from its last id.
-      out.end();
-    },
-    withdrawn(reason) {
-      // A comment line, which every SSE reader skips, says why to whoever reads the raw stream; the
-      // client's reconnect is then refused (401 or 404), which stops an EventSource for good.
-      if (!out.destroyed && !out.writableEnded) out.end(`: closed: ${reason}\n\n`);
-    },
-  }, { keyId: caller.keyId });
+    { keyId: caller.keyId },
+  );
   out.on('close', () => {
     clearInterval(keepAlive);
     following.close();
@@ -131,7 +136,13 @@ export function eventRoutes(deps: EventsDeps): ApiRoute[] {
         "The run in the AI SDK's UI message stream protocol (header x-vercel-ai-ui-message-stream: v1), from its start: point useChat's " +
         'transport here to show a run, live and resumable.',
       params: RunParams,
-      responses: { 200: { description: 'UI message stream chunks as Server-Sent Events, ending with [DONE].', contentType: 'text/event-stream', schema: z.string() } },
+      responses: {
+        200: {
+          description: 'UI message stream chunks as Server-Sent Events, ending with [DONE].',
+          contentType: 'text/event-stream',
+          schema: z.string(),
+        },
+      },
       async handle({ run, raw, caller }) {
         raw?.socket.setTimeout(0);
         const mapper = new UiStreamMapper(run.id);

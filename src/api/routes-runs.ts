@@ -36,7 +36,18 @@ export type { RunDefaults } from '../runs/new-run.ts';
 
 export type RunsStore = Pick<
   RunRecords,
-  'create' | 'createOnce' | 'decide' | 'get' | 'latestProvider' | 'timeline' | 'stepsThrough' | 'cancel' | 'blob' | 'conversationBefore' | 'turnAt' | 'turnRows'
+  | 'create'
+  | 'createOnce'
+  | 'decide'
+  | 'get'
+  | 'latestProvider'
+  | 'timeline'
+  | 'stepsThrough'
+  | 'cancel'
+  | 'blob'
+  | 'conversationBefore'
+  | 'turnAt'
+  | 'turnRows'
 >;
 
 export interface RunsDeps {
@@ -78,8 +89,14 @@ export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): Api
       headers: IdempotencyHeaders,
       responses: {
         201: { description: 'The run is queued.', schema: CreatedRun },
-        200: { description: 'An Idempotency-Key answered the run created with it (the same body) in the last 24 hours.', schema: CreatedRun },
-        409: { description: 'previousRunId names a run that has not finished yet, or the Idempotency-Key was used with a different body.', schema: ErrorBody },
+        200: {
+          description: 'An Idempotency-Key answered the run created with it (the same body) in the last 24 hours.',
+          schema: CreatedRun,
+        },
+        409: {
+          description: 'previousRunId names a run that has not finished yet, or the Idempotency-Key was used with a different body.',
+          schema: ErrorBody,
+        },
       },
       async handle({ body, caller, headers }) {
         const { 'idempotency-key': idempotencyKey } = parseInput(IdempotencyHeaders, headers, 'headers');
@@ -121,12 +138,22 @@ export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): Api
       params: RunParams,
       body: ForkRunBody,
       responses: {
-        201: { description: "The fork is queued; its log begins with the source's steps 1..afterSeq, referred to, not copied.", schema: ForkedRun },
-        400: { description: 'afterSeq does not end a whole turn (the message lists the seqs that do), or another field is invalid.', schema: ErrorBody },
+        201: {
+          description: "The fork is queued; its log begins with the source's steps 1..afterSeq, referred to, not copied.",
+          schema: ForkedRun,
+        },
+        400: {
+          description: 'afterSeq does not end a whole turn (the message lists the seqs that do), or another field is invalid.',
+          schema: ErrorBody,
+        },
       },
       async handle({ run, body }) {
         const fork = await forkRun(store, run, body, defaults, 'body');
-        return { status: 201, headers: { location: `/api/runs/${fork.id}` }, body: { id: fork.id, status: 'QUEUED', forkedFrom: fork.forkedFrom! } };
+        return {
+          status: 201,
+          headers: { location: `/api/runs/${fork.id}` },
+          body: { id: fork.id, status: 'QUEUED', forkedFrom: fork.forkedFrom! },
+        };
       },
     }),
     defineRunRoute({

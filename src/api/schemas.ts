@@ -8,7 +8,15 @@ import { z } from 'zod';
 import { RUN_STATUSES, STEP_KINDS, STEP_STATUSES, WAITING_KINDS } from '../domain/types.ts';
 
 export {
-  CreateRunBody, DecisionBody, ForkRunBody, LIMITS, ListRunsQuery, requestSchemas, RunParams, StepParams, ToolCallParams,
+  CreateRunBody,
+  DecisionBody,
+  ForkRunBody,
+  LIMITS,
+  ListRunsQuery,
+  requestSchemas,
+  RunParams,
+  StepParams,
+  ToolCallParams,
 } from '../runs/requests.ts';
 
 export const responseSchemas = z.registry<{ id: string }>();
@@ -21,13 +29,19 @@ const count = z.number().int().nonnegative();
 export const ErrorDetail = z.object({
   code: z.string().describe('Stable, machine-readable: invalid_request, not_found, conflict, …'),
   message: z.string(),
-  issues: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe('The failing fields (400 only).'),
+  issues: z
+    .array(z.object({ path: z.string(), message: z.string() }))
+    .optional()
+    .describe('The failing fields (400 only).'),
 });
 export const ErrorBody = z.object({ error: ErrorDetail });
 responseSchemas.add(ErrorBody, { id: 'Error' });
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
-export const CreatedRun = z.object({ id: z.guid(), status: z.enum(RUN_STATUSES).describe('QUEUED for a new run; the run\'s status now when an Idempotency-Key answered an earlier one.') });
+export const CreatedRun = z.object({
+  id: z.guid(),
+  status: z.enum(RUN_STATUSES).describe("QUEUED for a new run; the run's status now when an Idempotency-Key answered an earlier one."),
+});
 responseSchemas.add(CreatedRun, { id: 'CreatedRun' });
 
 const ForkPointJson = z
@@ -52,7 +66,9 @@ responseSchemas.add(DecidedRun, { id: 'DecisionResult' });
 
 export const WaitingJson = z
   .object({
-    kind: z.enum(WAITING_KINDS).describe('approval: calls wait to be approved; decision: a call a crash left unfinished; timer: the sleep tool.'),
+    kind: z
+      .enum(WAITING_KINDS)
+      .describe('approval: calls wait to be approved; decision: a call a crash left unfinished; timer: the sleep tool.'),
     since: timestamp,
     toolCalls: z.array(z.object({ toolUseId: z.string(), toolName: z.string(), input: z.unknown() })).describe('The calls waiting.'),
     wakeAt: timestamp.nullable().optional().describe('timer: when the run is claimed again.'),
@@ -72,7 +88,10 @@ responseSchemas.add(CancelledRun, { id: 'CancelResult' });
 export const RunJson = z.object({
   id: z.guid(),
   agent: z.string().describe('The agent that drives the run, by name.'),
-  agentVersion: z.string().nullable().describe('The version label of the agent definition the run was created under; null when it had none.'),
+  agentVersion: z
+    .string()
+    .nullable()
+    .describe('The version label of the agent definition the run was created under; null when it had none.'),
   previousRunId: z.guid().nullable().describe('The run whose conversation this one continues; null for a new conversation.'),
   tenant: z.string().describe('Whose run it is: the tenant of the API key that created it ("default" without one).'),
   status: z.enum(RUN_STATUSES),
@@ -91,14 +110,18 @@ export const RunJson = z.object({
   error: z.string().nullable(),
   stopReason: z.string().nullable().describe('The final model stop reason; "max_tokens" means the output was cut short.'),
   attempts: count.describe('Claims of the run that count toward MAX_RUN_ATTEMPTS (hand-backs, stalls and outages are given back).'),
-  providerRequeues: count.describe('Times the run went back to the queue because its model provider kept failing; bounded by its deadline, not by MAX_RUN_ATTEMPTS.'),
+  providerRequeues: count.describe(
+    'Times the run went back to the queue because its model provider kept failing; bounded by its deadline, not by MAX_RUN_ATTEMPTS.',
+  ),
   cancelRequested: z.boolean(),
   metadata: z.record(z.string(), z.unknown()),
   lastError: z
     .object({ message: z.string(), at: timestamp, attempt: count.describe('The attempt it ended.') })
     .nullable()
     .describe('Why the last attempt ended without finishing the run (a crash, a database failure, a model outage); null when none did.'),
-  nextAttemptAt: timestamp.nullable().describe('When the run is tried again while it waits in the queue for a later time (after a model outage); null otherwise.'),
+  nextAttemptAt: timestamp
+    .nullable()
+    .describe('When the run is tried again while it waits in the queue for a later time (after a model outage); null otherwise.'),
   forkedFrom: ForkPointJson.nullable().describe('Set for a fork: the run whose steps 1..afterSeq begin its conversation.'),
   waiting: WaitingJson.nullable().describe('While the run is WAITING: what for; null otherwise.'),
 });
@@ -106,7 +129,10 @@ responseSchemas.add(RunJson, { id: 'Run' });
 export type RunJson = z.infer<typeof RunJson>;
 
 export const RunDetailJson = RunJson.extend({
-  provider: z.string().nullable().describe('The model provider of its latest model step ("anthropic", "openai" …); null before its first model call.'),
+  provider: z
+    .string()
+    .nullable()
+    .describe('The model provider of its latest model step ("anthropic", "openai" …); null before its first model call.'),
 });
 responseSchemas.add(RunDetailJson, { id: 'RunDetail' });
 
@@ -141,7 +167,7 @@ export const TimelineItem = z.object({
   startedAt: timestamp,
   finishedAt: timestamp.nullable(),
   inherited: z.boolean().describe("True for a fork's steps that belong to the run it was forked from."),
-  inheritedFrom: z.guid().nullable().describe('The run an inherited step was recorded in; null for the run\'s own steps.'),
+  inheritedFrom: z.guid().nullable().describe("The run an inherited step was recorded in; null for the run's own steps."),
 });
 responseSchemas.add(TimelineItem, { id: 'TimelineStep' });
 export type TimelineItem = z.infer<typeof TimelineItem>;

@@ -61,12 +61,16 @@ const fastifyPath = (openApiPath: string) => openApiPath.replace(/\{(\w+)\}/g, '
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /** Matches the paths fastify routes to this route, and no others (so a trailing slash is a 404, as fastify routes it). */
 const pathPattern = (openApiPath: string) =>
-  new RegExp(`^${openApiPath.split(/\{\w+\}/).map(escapeRegExp).join('[^/]+')}$`);
+  new RegExp(
+    `^${openApiPath
+      .split(/\{\w+\}/)
+      .map(escapeRegExp)
+      .join('[^/]+')}$`,
+  );
 
 /** JSON is UTF-8 (RFC 8259); bytes that are not are refused, not turned into U+FFFD and stored. */
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-const notUtf8 = () =>
-  new InputError('invalid request body: body: is not valid UTF-8', [{ path: 'body', message: 'is not valid UTF-8' }]);
+const notUtf8 = () => new InputError('invalid request body: body: is not valid UTF-8', [{ path: 'body', message: 'is not valid UTF-8' }]);
 
 /**
  * A request Node could not read (too slow, headers too large, not HTTP) is answered on the bare
@@ -82,7 +86,9 @@ function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
         : [400, 'bad_request', 'the request is not valid HTTP'];
   const body = JSON.stringify({ error: { code, message } });
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
   }
   socket.destroy();
 }
@@ -96,7 +102,9 @@ export function createServer(deps: ApiDeps): FastifyInstance {
   const timeouts = { ...CLIENT_TIMEOUTS, ...deps.timeouts };
   const app = Fastify({
     // Failures only: a line per request would drown the run lines, and bodies never reach the log.
-    ...(deps.logger ? { loggerInstance: deps.logger, logController: new LogController({ disableRequestLogging: true }) } : { logger: false }),
+    ...(deps.logger
+      ? { loggerInstance: deps.logger, logController: new LogController({ disableRequestLogging: true }) }
+      : { logger: false }),
     bodyLimit: BODY_LIMIT,
     requestTimeout: timeouts.requestMs,
     connectionTimeout: timeouts.idleMs,

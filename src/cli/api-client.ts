@@ -8,7 +8,10 @@ import type { ClientConfig } from '../config/environment.ts';
 
 /** A request the server refused, or a server that could not be reached (exit code 1). */
 export class ApiCallError extends Error {
-  constructor(message: string, readonly status: number | null) {
+  constructor(
+    message: string,
+    readonly status: number | null,
+  ) {
     super(message);
   }
 }
@@ -33,7 +36,10 @@ export function apiClient(config: Readonly<ClientConfig>, fetchFn: typeof fetch 
     }
     if (outcome.status < 200 || outcome.status > 299) {
       const hint = outcome.status === 401 ? (config.key ? ' (check DURABLE_AGENT_KEY)' : ' (set DURABLE_AGENT_KEY)') : '';
-      throw new ApiCallError(`${method} ${path}: ${outcome.status} ${errorDetailOf(outcome.json)?.message ?? outcome.statusText}${hint}`, outcome.status);
+      throw new ApiCallError(
+        `${method} ${path}: ${outcome.status} ${errorDetailOf(outcome.json)?.message ?? outcome.statusText}${hint}`,
+        outcome.status,
+      );
     }
     return outcome.json;
   }

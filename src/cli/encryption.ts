@@ -47,7 +47,7 @@ export async function encryptionCommand(argv: string[]): Promise<number> {
   return withDatabase(async (pool) => {
     if (name === 'status') {
       const stored = await storedKeyIds(pool);
-      if (values.json) return out(`${JSON.stringify({ stored, sealingKey: sealer.keyId }, null, 2)}\n`), 0;
+      if (values.json) return (out(`${JSON.stringify({ stored, sealingKey: sealer.keyId }, null, 2)}\n`), 0);
       out(`keys in use: ${stored.length ? stored.join(', ') : 'none (values are stored plain)'}\n`);
       out(`this process seals with: ${sealer.keyId ?? 'no key (ENCRYPTION_KEY is not set)'}\n`);
       return 0;
@@ -55,13 +55,16 @@ export async function encryptionCommand(argv: string[]): Promise<number> {
     const report = await rotateEncryption(pool, sealer, batch, (table, done) => {
       if (!values.json) process.stderr.write(`  ${table}: ${done} rows read\n`);
     });
-    if (values.json) return out(`${JSON.stringify(report, null, 2)}\n`), 0;
+    if (values.json) return (out(`${JSON.stringify(report, null, 2)}\n`), 0);
     for (const [table, c] of Object.entries(report.tables)) {
-      out(`${table}: ${c.read} rows read, ${c.rewritten} encrypted anew${c.changedMeanwhile ? `, ${c.changedMeanwhile} kept being written by a worker (left as written)` : ''}\n`);
+      out(
+        `${table}: ${c.read} rows read, ${c.rewritten} encrypted anew${c.changedMeanwhile ? `, ${c.changedMeanwhile} kept being written by a worker (left as written)` : ''}\n`,
+      );
     }
     out(`values are now encrypted with key ${report.keyId}`);
     out(report.retired.length ? `; no longer needed: ${report.retired.join(', ')}\n` : '\n');
-    if (report.stillUsed.length) out(`still in use by rows written meanwhile: ${report.stillUsed.join(', ')}; run encryption rotate again\n`);
+    if (report.stillUsed.length)
+      out(`still in use by rows written meanwhile: ${report.stillUsed.join(', ')}; run encryption rotate again\n`);
     return 0;
   });
 }

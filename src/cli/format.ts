@@ -41,7 +41,12 @@ export function ago(then: Date, now: Date): string {
   const ms = now.getTime() - then.getTime();
   const abs = Math.abs(ms);
   if (abs < 1000) return 'just now';
-  const units: [number, string][] = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm'], [1000, 's']];
+  const units: [number, string][] = [
+    [86_400_000, 'd'],
+    [3_600_000, 'h'],
+    [60_000, 'm'],
+    [1000, 's'],
+  ];
   const [size, unit] = units.find(([u]) => abs >= u)!;
   const n = Math.floor(abs / size);
   return ms >= 0 ? `${n}${unit} ago` : `in ${n}${unit}`;

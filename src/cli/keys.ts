@@ -23,7 +23,14 @@ const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 
 function infoJson(k: ApiKeyInfo) {
   const iso = (d: Date | null) => (d ? d.toISOString() : null);
-  return { id: k.id, tenant: k.tenant, label: k.label, createdAt: iso(k.createdAt), lastUsedAt: iso(k.lastUsedAt), revokedAt: iso(k.revokedAt) };
+  return {
+    id: k.id,
+    tenant: k.tenant,
+    label: k.label,
+    createdAt: iso(k.createdAt),
+    lastUsedAt: iso(k.lastUsedAt),
+    revokedAt: iso(k.revokedAt),
+  };
 }
 
 export async function keysCommand(argv: string[]): Promise<number> {
@@ -65,7 +72,7 @@ export async function keysCommand(argv: string[]): Promise<number> {
     switch (name) {
       case 'create': {
         const k = await keys.create(values.tenant!, values.label ?? null);
-        if (values.json) return out(json({ ...infoJson(k), key: k.key })), 0;
+        if (values.json) return (out(json({ ...infoJson(k), key: k.key })), 0);
         out(`${k.key}\n`);
         process.stderr.write(
           `created key ${k.id} for tenant ${k.tenant}${k.label ? ` (${k.label})` : ''}.\n` +
@@ -76,8 +83,8 @@ export async function keysCommand(argv: string[]): Promise<number> {
       }
       case 'list': {
         const all = await keys.list();
-        if (values.json) return out(json(all.map(infoJson))), 0;
-        if (all.length === 0) return out('no keys: requests need none while the server listens on loopback\n'), 0;
+        if (values.json) return (out(json(all.map(infoJson))), 0);
+        if (all.length === 0) return (out('no keys: requests need none while the server listens on loopback\n'), 0);
         const now = new Date();
         const columns: Column<ApiKeyInfo>[] = [
           { title: 'ID', value: (k) => k.id },
@@ -87,7 +94,7 @@ export async function keysCommand(argv: string[]): Promise<number> {
           { title: 'LAST USED', value: (k) => (k.lastUsedAt ? ago(k.lastUsedAt, now) : 'never') },
           { title: 'REVOKED', value: (k) => (k.revokedAt ? ago(k.revokedAt, now) : '') },
         ];
-        return out(table(all, columns)), 0;
+        return (out(table(all, columns)), 0);
       }
       default: {
         const k = await keys.revoke(args[0]!);

@@ -83,8 +83,16 @@ function cliHint(url: string, key: string, cliUrl: string): string[] {
 }
 
 function banner(
-  config: Readonly<Config>, url: string, cliUrl: string, database: string, provider: string, agent: string | null, withWorker: boolean,
-  traces: string | null, auth: string, keyed: boolean,
+  config: Readonly<Config>,
+  url: string,
+  cliUrl: string,
+  database: string,
+  provider: string,
+  agent: string | null,
+  withWorker: boolean,
+  traces: string | null,
+  auth: string,
+  keyed: boolean,
 ): string {
   const example = agent ? '{"input":"Hello!"}' : '{"input":"Which acme tickets are overdue?","tokenBudget":50000,"timeoutSeconds":300}';
   const key = keyed ? ` -H "Authorization: Bearer $DURABLE_AGENT_KEY"` : '';
@@ -115,7 +123,9 @@ async function migrateCommand(config: Readonly<Config>): Promise<number> {
   try {
     await checkConnection(pool, database);
     const applied = await migrate(pool, { schema: config.databaseSchema });
-    process.stdout.write(applied.length ? `applied ${applied.join(', ')} to ${database.description}\n` : `${database.description} is up to date\n`);
+    process.stdout.write(
+      applied.length ? `applied ${applied.join(', ')} to ${database.description}\n` : `${database.description} is up to date\n`,
+    );
   } finally {
     await pool.end();
     await database.release();
@@ -130,7 +140,12 @@ async function otelExport(config: Readonly<Config>) {
   return startOtelExport(config.otel, { 'service.instance.id': config.workerName });
 }
 
-async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker', withWorker: boolean, configFile: string | undefined): Promise<number> {
+async function serveCommand(
+  config: Readonly<Config>,
+  command: 'serve' | 'worker',
+  withWorker: boolean,
+  configFile: string | undefined,
+): Promise<number> {
   let agents;
   if (configFile !== undefined) {
     const { loadAgentsConfig } = await import('../agents/config-module.ts');
@@ -148,11 +163,28 @@ async function serveCommand(config: Readonly<Config>, command: 'serve' | 'worker
       const auth = authLine(runtime.auth.mode, required);
       const { loadClientConfig } = await import('../config/environment.ts');
       process.stdout.write(
-        banner(config, runtime.url!, loadClientConfig({}).url, runtime.database.description, runtime.llm.provider, agents ? agents.map((a) => a.name).join(', ') : null, withWorker, otel?.tracesUrl ?? null, auth, required),
+        banner(
+          config,
+          runtime.url!,
+          loadClientConfig({}).url,
+          runtime.database.description,
+          runtime.llm.provider,
+          agents ? agents.map((a) => a.name).join(', ') : null,
+          withWorker,
+          otel?.tracesUrl ?? null,
+          auth,
+          required,
+        ),
       );
     } else {
       runtime.logger.info(
-        { database: runtime.database.description, provider: runtime.llm.provider, agents: agents?.map((a) => a.name) ?? ['demo'], metrics: runtime.url ? `${runtime.url}/metrics` : undefined, traces: otel?.tracesUrl },
+        {
+          database: runtime.database.description,
+          provider: runtime.llm.provider,
+          agents: agents?.map((a) => a.name) ?? ['demo'],
+          metrics: runtime.url ? `${runtime.url}/metrics` : undefined,
+          traces: otel?.tracesUrl,
+        },
         `worker ${config.workerName} started`,
       );
     }
@@ -182,7 +214,8 @@ async function run(argv: string[]): Promise<number> {
   if (command === undefined) throw new UsageError('no command given');
   if (!(COMMANDS as readonly string[]).includes(command)) throw new UsageError(`unknown command "${command}"`);
   if (rest.length) throw new UsageError(`unexpected argument "${rest[0]}"`);
-  if (values.config !== undefined && command !== 'serve' && command !== 'worker') throw new UsageError('--config applies to serve and worker');
+  if (values.config !== undefined && command !== 'serve' && command !== 'worker')
+    throw new UsageError('--config applies to serve and worker');
   if (values['no-worker'] && command !== 'serve') throw new UsageError('--no-worker applies to serve');
 
   const { loadConfig } = await import('../config/environment.ts');

@@ -48,6 +48,7 @@ export function statusOption(ctx: RunsContext): string | undefined {
 /** A run id argument: a UUID, or a usage error. */
 export function runIdArgument(ctx: RunsContext): string {
   const id = ctx.args[0]!;
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) throw ctx.usage(`"${id.slice(0, 60)}" is not a run id (a UUID)`);
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id))
+    throw ctx.usage(`"${id.slice(0, 60)}" is not a run id (a UUID)`);
   return id;
 }

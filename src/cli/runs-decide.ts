@@ -18,10 +18,11 @@ async function decide(ctx: RunsContext, body: DecisionBody): Promise<number> {
   // The API's own limit, checked here so a pasted fragment is a usage error (2), not a refused request (1).
   if (!toolUseId || toolUseId.length > 200) throw ctx.usage(`"${toolUseId.slice(0, 60)}" is not a tool call id (runs show lists them)`);
   const r = await ctx.api().post<z.infer<typeof DecidedRun>>(`/api/runs/${id}/tool-calls/${encodeURIComponent(toolUseId)}/decision`, body);
-  if (ctx.json) return ctx.out(`${JSON.stringify(r, null, 2)}\n`), 0;
+  if (ctx.json) return (ctx.out(`${JSON.stringify(r, null, 2)}\n`), 0);
   const what = PAST[body.decision];
   // The same decision made again is accepted, whatever the run has done since.
-  const where = r.status === 'QUEUED' ? 'continues' : r.status === 'WAITING' ? 'is WAITING (other calls still wait for a decision)' : `is ${r.status}`;
+  const where =
+    r.status === 'QUEUED' ? 'continues' : r.status === 'WAITING' ? 'is WAITING (other calls still wait for a decision)' : `is ${r.status}`;
   ctx.out(`${what} ${toolUseId}; run ${id} ${where}\n`);
   return 0;
 }
@@ -56,7 +57,8 @@ export const completeCommand: RunsSubcommand = {
   async run(ctx) {
     const result = ctx.options.result;
     // The text goes to the model as it is typed; JSON text is not re-serialised, so it stays as given.
-    if (typeof result !== 'string' || !result.trim()) throw ctx.usage('--result is required: what the call returned, e.g. --result \'{"charged":true}\'');
+    if (typeof result !== 'string' || !result.trim())
+      throw ctx.usage('--result is required: what the call returned, e.g. --result \'{"charged":true}\'');
     return decide(ctx, { decision: 'complete', result });
   },
 };

@@ -23,7 +23,9 @@ export const forkCommand: RunsSubcommand = {
       ...(ctx.options.input !== undefined ? { input: ctx.options.input } : {}),
     };
     const r = await ctx.api().post<z.infer<typeof ForkedRun>>(`/api/runs/${id}/fork`, body);
-    ctx.out(ctx.json ? `${JSON.stringify(r, null, 2)}\n` : `run ${r.id} QUEUED (a fork of run ${id} after step ${r.forkedFrom.afterSeq})\n`);
+    ctx.out(
+      ctx.json ? `${JSON.stringify(r, null, 2)}\n` : `run ${r.id} QUEUED (a fork of run ${id} after step ${r.forkedFrom.afterSeq})\n`,
+    );
     return 0;
   },
 };

@@ -33,7 +33,8 @@ export const purgeCommand: RunsSubcommand = {
       ctx.json
         ? `${JSON.stringify({ cutoff: cutoff.toISOString(), runsDeleted: deleted.runs, blobsDeleted: deleted.blobs })}\n`
         : `deleted ${count(deleted.runs)} finished run${deleted.runs === 1 ? '' : 's'} that finished before ${cutoff.toISOString()}` +
-            (deleted.blobs ? ` (and ${deleted.blobs} stored text${deleted.blobs === 1 ? '' : 's'} no other run refers to)` : '') + '\n',
+            (deleted.blobs ? ` (and ${deleted.blobs} stored text${deleted.blobs === 1 ? '' : 's'} no other run refers to)` : '') +
+            '\n',
     );
     return 0;
   },

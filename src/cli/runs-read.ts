@@ -31,8 +31,8 @@ export const listCommand: RunsSubcommand = {
     if (status) query.set('status', status);
     for (const k of ['agent', 'limit', 'cursor'] as const) if (ctx.options[k] !== undefined) query.set(k, String(ctx.options[k]));
     const page = await ctx.api().get<RunPage>(`/api/runs${query.size ? `?${query}` : ''}`);
-    if (ctx.json) return ctx.out(json(page)), 0;
-    if (page.runs.length === 0) return ctx.out('no runs\n'), 0;
+    if (ctx.json) return (ctx.out(json(page)), 0);
+    if (page.runs.length === 0) return (ctx.out('no runs\n'), 0);
     const hasAgent = page.runs.some((r) => r.agent !== undefined);
     const columns: Column<ListedRun>[] = [
       { title: 'ID', value: (r) => r.id },
@@ -48,7 +48,10 @@ export const listCommand: RunsSubcommand = {
     ctx.out(table(page.runs, columns));
     if (page.nextCursor) {
       // The next page is the same query further on: the hint keeps the filters and the page size.
-      const kept = [status && `--status ${status}`, ...(['agent', 'limit'] as const).map((k) => ctx.options[k] !== undefined && `--${k} ${String(ctx.options[k])}`)];
+      const kept = [
+        status && `--status ${status}`,
+        ...(['agent', 'limit'] as const).map((k) => ctx.options[k] !== undefined && `--${k} ${String(ctx.options[k])}`),
+      ];
       ctx.out(`more: durable-agent runs list ${[...kept.filter(Boolean), `--cursor ${page.nextCursor}`].join(' ')}\n`);
     }
     return 0;
@@ -63,7 +66,12 @@ function runDetails(r: RunJson & { agent?: string }, now: Date, url: string | un
     ['model', r.model],
     ['tenant', r.tenant],
     ['created', `${r.createdAt} (${since(r.createdAt, now)})`],
-    ['finished', r.finishedAt ? `${r.finishedAt} (${since(r.finishedAt, now)}, took ${duration(Date.parse(r.finishedAt) - Date.parse(r.createdAt))})` : '-'],
+    [
+      'finished',
+      r.finishedAt
+        ? `${r.finishedAt} (${since(r.finishedAt, now)}, took ${duration(Date.parse(r.finishedAt) - Date.parse(r.createdAt))})`
+        : '-',
+    ],
     ['tokens', `${count(r.tokensUsed)} of ${count(r.tokenBudget)}`],
     ['cost', cost(r.costUsd)],
     ['attempts', String(r.attempts)],
@@ -72,14 +80,25 @@ function runDetails(r: RunJson & { agent?: string }, now: Date, url: string | un
   if (r.nextAttemptAt) rows.push(['next attempt', `${r.nextAttemptAt} (${since(r.nextAttemptAt, now)})`]);
   if (r.waiting) {
     const w = r.waiting;
-    rows.push(['waiting', `${w.kind} since ${w.since}${w.wakeAt ? `, wakes ${w.wakeAt}` : ''}${w.expiresAt ? `, expires ${w.expiresAt}` : ''}`]);
+    rows.push([
+      'waiting',
+      `${w.kind} since ${w.since}${w.wakeAt ? `, wakes ${w.wakeAt}` : ''}${w.expiresAt ? `, expires ${w.expiresAt}` : ''}`,
+    ]);
     for (const c of w.toolCalls) rows.push(['  tool call', `${c.toolUseId} ${c.toolName} ${oneLine(JSON.stringify(c.input) ?? '', 160)}`]);
   }
-  if (r.lastError) rows.push(['last error', `${oneLine(r.lastError.message, 200)} (attempt ${r.lastError.attempt}, ${since(r.lastError.at, now)})`]);
+  if (r.lastError)
+    rows.push(['last error', `${oneLine(r.lastError.message, 200)} (attempt ${r.lastError.attempt}, ${since(r.lastError.at, now)})`]);
   const width = Math.max(...rows.map(([k]) => k.length));
   const block = (title: string, text: string | null) => (text === null ? '' : `\n${title}:\n${text.replace(/^/gm, '  ')}\n`);
   const actions = r.status === 'WAITING' && r.waiting ? waitingActions(r.id, r.waiting, now, url) : '';
-  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n' + actions + block('input', r.input) + block('output', r.output) + block('error', r.error);
+  return (
+    rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') +
+    '\n' +
+    actions +
+    block('input', r.input) +
+    block('output', r.output) +
+    block('error', r.error)
+  );
 }
 
 export const showCommand: RunsSubcommand = {
@@ -103,8 +122,8 @@ export const stepsCommand: RunsSubcommand = {
   positionals: 1,
   async run(ctx) {
     const steps = await ctx.api().get<TimelineItem[]>(`/api/runs/${runIdArgument(ctx)}/timeline`);
-    if (ctx.json) return ctx.out(json(steps)), 0;
-    if (steps.length === 0) return ctx.out('no steps yet\n'), 0;
+    if (ctx.json) return (ctx.out(json(steps)), 0);
+    if (steps.length === 0) return (ctx.out('no steps yet\n'), 0);
     ctx.out(
       table(steps, [
         { title: 'SEQ', value: (s) => String(s.seq), align: 'right' },
@@ -113,7 +132,11 @@ export const stepsCommand: RunsSubcommand = {
         { title: 'TOOL', value: stepName },
         { title: 'STOP', value: (s) => s.stopReason ?? '' },
         { title: 'LATENCY', value: (s) => (s.latencyMs === null ? '' : duration(s.latencyMs)), align: 'right' },
-        { title: 'IN', value: (s) => (s.kind === 'MODEL' ? count(s.inputTokens + s.cacheCreationInputTokens + s.cacheReadInputTokens) : ''), align: 'right' },
+        {
+          title: 'IN',
+          value: (s) => (s.kind === 'MODEL' ? count(s.inputTokens + s.cacheCreationInputTokens + s.cacheReadInputTokens) : ''),
+          align: 'right',
+        },
         { title: 'OUT', value: (s) => (s.kind === 'MODEL' ? count(s.outputTokens) : ''), align: 'right' },
         { title: 'COST', value: (s) => (s.kind === 'MODEL' ? cost(s.costUsd) : ''), align: 'right' },
         { title: 'WORKER', value: (s) => s.worker ?? '' },
@@ -132,8 +155,12 @@ export const cancelCommand: RunsSubcommand = {
   async run(ctx) {
     const id = runIdArgument(ctx);
     const r = await ctx.api().post<z.infer<typeof CancelledRun>>(`/api/runs/${id}/cancel`);
-    if (ctx.json) return ctx.out(json(r)), 0;
-    ctx.out(r.status === 'CANCELLED' ? `run ${id} CANCELLED\n` : `cancel requested: run ${id} is ${r.status}; its step in flight is stopped and it ends CANCELLED\n`);
+    if (ctx.json) return (ctx.out(json(r)), 0);
+    ctx.out(
+      r.status === 'CANCELLED'
+        ? `run ${id} CANCELLED\n`
+        : `cancel requested: run ${id} is ${r.status}; its step in flight is stopped and it ends CANCELLED\n`,
+    );
     return 0;
   },
 };

@@ -38,7 +38,9 @@ export class TailPrinter {
       }
       case 'attempt.abandoned': {
         const d = data as RunEventData['attempt.abandoned'];
-        this.line(`-- step ${d.seq}: attempt ${d.attempt} abandoned (${d.reason}${d.error ? `: ${d.error}` : ''}); the text above it is void`);
+        this.line(
+          `-- step ${d.seq}: attempt ${d.attempt} abandoned (${d.reason}${d.error ? `: ${d.error}` : ''}); the text above it is void`,
+        );
         break;
       }
       case 'tool.started': {
@@ -49,7 +51,8 @@ export class TailPrinter {
       }
       case 'step.finished': {
         const d = data as RunEventData['step.finished'];
-        const tokens = d.kind === 'MODEL' ? ` in=${d.inputTokens ?? 0} out=${d.outputTokens ?? 0}${d.stopReason ? ` stop=${d.stopReason}` : ''}` : '';
+        const tokens =
+          d.kind === 'MODEL' ? ` in=${d.inputTokens ?? 0} out=${d.outputTokens ?? 0}${d.stopReason ? ` stop=${d.stopReason}` : ''}` : '';
         this.line(`-- step ${d.seq} ${d.kind} ${d.status}${tokens} ${duration(d.latencyMs)}`);
         break;
       }
@@ -81,7 +84,11 @@ export const tailCommand: RunsSubcommand = {
     let received = false;
     // A server that cannot be reached at all is an error (exit 1); one that drops the stream is reconnected to.
     const onReconnect = (error: Error) => {
-      if (!received) throw new ApiCallError(`cannot follow run ${id} at ${api.url} (${error.message}): is the server running? (--url or DURABLE_AGENT_URL)`, null);
+      if (!received)
+        throw new ApiCallError(
+          `cannot follow run ${id} at ${api.url} (${error.message}): is the server running? (--url or DURABLE_AGENT_URL)`,
+          null,
+        );
     };
     try {
       for await (const e of followRun(api.url, id, { after: Number(after ?? 0), onReconnect, ...(api.key ? { apiKey: api.key } : {}) })) {

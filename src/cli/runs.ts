@@ -67,7 +67,8 @@ export async function runsCommand(argv: string[], env: Record<string, string | u
     return 0;
   }
   if (positionals.length < command.positionals) throw new UsageError(`runs ${name}: missing ${command.args}`, usage);
-  if (positionals.length > command.positionals) throw new UsageError(`runs ${name}: unexpected argument "${positionals[command.positionals]}"`, usage);
+  if (positionals.length > command.positionals)
+    throw new UsageError(`runs ${name}: unexpected argument "${positionals[command.positionals]}"`, usage);
   let client: ApiClient | null = null;
   const { loadClientConfig } = await import('../config/environment.ts');
   const ctx: RunsContext = {

@@ -35,7 +35,14 @@ export function announceShutdown(worker: Worker | null, logger: Logger, toolTime
   for (const t of worker?.unstoppableTools() ?? []) {
     const leftMs = Math.max(0, toolTimeoutMs - t.runningMs);
     logger.warn(
-      { event: 'shutdown_waits_for_tool', run_id: t.runId, step_seq: t.seq, tool_name: t.tool, running_ms: Math.round(t.runningMs), wait_up_to_ms: Math.round(leftMs) },
+      {
+        event: 'shutdown_waits_for_tool',
+        run_id: t.runId,
+        step_seq: t.seq,
+        tool_name: t.tool,
+        running_ms: Math.round(t.runningMs),
+        wait_up_to_ms: Math.round(leftMs),
+      },
       `shutdown waits for tool "${t.tool}" of run ${t.runId} (step ${t.seq}) to finish: it is not idempotent, so it is never cut off; ` +
         `up to ${duration(leftMs)} more (its timeout, TOOL_TIMEOUT_SECONDS=${toolTimeoutMs / 1000}). ` +
         `Press Ctrl-C again to exit now and leave the call to a person's decision`,

@@ -9,7 +9,6 @@ export interface EncryptionKey {
   readonly key: Buffer;
 }
 
-
 /**
  * ENCRYPTION_KEY (one key, base64 of 32 bytes; its id is derived from it) or ENCRYPTION_KEYS
  * (`id1:key1,id2:key2`, the first sealing new values). Throws a message that never quotes a key.
@@ -41,4 +40,3 @@ function decodeKey(text: string, what: string): Buffer {
   }
   return key;
 }
-

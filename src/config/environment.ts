@@ -20,84 +20,206 @@ const httpUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http:// o
 
 /** Every environment variable the project reads, with its meaning and default (docs/configuration.md is generated from it). */
 export const EnvSchema = z.object({
-  DATABASE_URL: z.string().min(1).optional().describe('PostgreSQL to use (15 or newer). Unset: an embedded PostgreSQL under `DATA_DIR`, shared by every process of the project on the machine'),
+  DATABASE_URL: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'PostgreSQL to use (15 or newer). Unset: an embedded PostgreSQL under `DATA_DIR`, shared by every process of the project on the machine',
+    ),
   /** Where the embedded PostgreSQL keeps its data when DATABASE_URL is unset. */
   DATA_DIR: z.string().min(1).default('.data').describe('Where the embedded PostgreSQL keeps its data (when `DATABASE_URL` is unset)'),
   /** The PostgreSQL schema of the project's tables. */
-  DATABASE_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case identifier (letters, digits, _; at most 63)').default('durable_agent').describe('The PostgreSQL schema that holds every table of the project (your `public` is never touched)'),
+  DATABASE_SCHEMA: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case identifier (letters, digits, _; at most 63)')
+    .default('durable_agent')
+    .describe('The PostgreSQL schema that holds every table of the project (your `public` is never touched)'),
   PORT: int(0, 65535).default(8080).describe('The port the API listens on (`--port` overrides it)'),
   HOST: z.string().min(1).default('127.0.0.1').describe('The address the API listens on (`--host` overrides it)'),
-  WORKER_NAME: z.string().min(1).max(200).optional().describe('Lease owner name, in `locked_by` and the timeline\'s `worker`. Unset: `<hostname>-<pid>`'),
+  WORKER_NAME: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe("Lease owner name, in `locked_by` and the timeline's `worker`. Unset: `<hostname>-<pid>`"),
   WORKER_CONCURRENCY: int(1, 10_000).default(32).describe('Runs one worker process drives at once'),
-  LEASE_SECONDS: positive.default(30).describe('Lease length, the safety net: a stalled worker\'s runs are taken over this long after its last renewal (renewed every third of it)'),
+  LEASE_SECONDS: positive
+    .default(30)
+    .describe(
+      "Lease length, the safety net: a stalled worker's runs are taken over this long after its last renewal (renewed every third of it)",
+    ),
   /** `session`: a session lock tells at once that a worker died; `lease`: the lease alone (behind a pooler in transaction mode). */
-  WORKER_LIVENESS: z.enum(['session', 'lease'], { error: 'must be session or lease' }).default('session').describe('`session`: a dead worker\'s runs are taken over within about a second (its session lock vanished); `lease`: when its leases lapse (behind a pooler in transaction mode)'),
+  WORKER_LIVENESS: z
+    .enum(['session', 'lease'], { error: 'must be session or lease' })
+    .default('session')
+    .describe(
+      "`session`: a dead worker's runs are taken over within about a second (its session lock vanished); `lease`: when its leases lapse (behind a pooler in transaction mode)",
+    ),
   /** Claims a run may take without finishing before it is failed as abandoned (a poison run). */
-  MAX_RUN_ATTEMPTS: int(1, 1000).default(5).describe('Claims a run may take without finishing before it is failed as abandoned (hand-backs, model outages and leases lost by a live worker do not count)'),
+  MAX_RUN_ATTEMPTS: int(1, 1000)
+    .default(5)
+    .describe(
+      'Claims a run may take without finishing before it is failed as abandoned (hand-backs, model outages and leases lost by a live worker do not count)',
+    ),
   /** Fallback poll when no notification arrives; LISTEN/NOTIFY wakes workers sooner. */
   POLL_INTERVAL_MS: int(10, 3_600_000).default(2000).describe('Fallback poll; workers are woken by LISTEN/NOTIFY'),
-  LLM_PROVIDER: z.enum(['anthropic', 'openai', 'demo']).optional().describe('`anthropic`, `openai` (any server speaking OpenAI\'s Chat Completions API) or `demo`. Unset: `anthropic` when `ANTHROPIC_API_KEY` is set, else `demo` (with a warning)'),
-  ANTHROPIC_API_KEY: z.string().min(1).optional().describe('The Anthropic provider\'s API key'),
-  ANTHROPIC_BASE_URL: z.string().url().optional().describe('The Anthropic provider\'s endpoint. Unset: `https://api.anthropic.com`'),
-  OPENAI_API_KEY: z.string().min(1).optional().describe('The OpenAI-compatible provider\'s key (required with `LLM_PROVIDER=openai`; any value for a server that checks none)'),
+  LLM_PROVIDER: z
+    .enum(['anthropic', 'openai', 'demo'])
+    .optional()
+    .describe(
+      "`anthropic`, `openai` (any server speaking OpenAI's Chat Completions API) or `demo`. Unset: `anthropic` when `ANTHROPIC_API_KEY` is set, else `demo` (with a warning)",
+    ),
+  ANTHROPIC_API_KEY: z.string().min(1).optional().describe("The Anthropic provider's API key"),
+  ANTHROPIC_BASE_URL: z.string().url().optional().describe("The Anthropic provider's endpoint. Unset: `https://api.anthropic.com`"),
+  OPENAI_API_KEY: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("The OpenAI-compatible provider's key (required with `LLM_PROVIDER=openai`; any value for a server that checks none)"),
   /** Any server speaking the Chat Completions API: OpenAI, vLLM, Ollama, LM Studio … (up to /v1). */
-  OPENAI_BASE_URL: httpUrl().optional().describe('The OpenAI-compatible provider\'s endpoint, up to `/v1` (OpenAI, vLLM, Ollama, LM Studio, a gateway). Unset: `https://api.openai.com/v1`'),
-  DEFAULT_MODEL: z.string().min(1).optional().describe('The model used when a run names none. Unset: `claude-sonnet-4-6`; `gpt-5.4-mini` with `LLM_PROVIDER=openai`; `demo` for the demo model'),
+  OPENAI_BASE_URL: httpUrl()
+    .optional()
+    .describe(
+      "The OpenAI-compatible provider's endpoint, up to `/v1` (OpenAI, vLLM, Ollama, LM Studio, a gateway). Unset: `https://api.openai.com/v1`",
+    ),
+  DEFAULT_MODEL: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'The model used when a run names none. Unset: `claude-sonnet-4-6`; `gpt-5.4-mini` with `LLM_PROVIDER=openai`; `demo` for the demo model',
+    ),
   /** Ask the model for its answer as a stream of events, so text is seen as it is written. */
-  LLM_STREAMING: z.stringbool({ error: 'must be true or false' }).default(true).describe('Ask the model for its answer as a stream of events (`true`/`false`); the step stores the same message either way'),
+  LLM_STREAMING: z
+    .stringbool({ error: 'must be true or false' })
+    .default(true)
+    .describe('Ask the model for its answer as a stream of events (`true`/`false`); the step stores the same message either way'),
   MAX_TOKENS: int(1, 200_000).default(4096).describe('`max_tokens` of each model call'),
   STEP_TIMEOUT_SECONDS: positive.default(120).describe('Limit for one model attempt (the HTTP request is aborted)'),
   MAX_ATTEMPTS: int(1, 100).default(5).describe('Attempts a model call makes at most (full jitter, honouring `retry-after`)'),
-  RETRY_BASE_MS: int(0, 3_600_000).default(500).describe('The base of the model call retries\' backoff'),
-  RETRY_CAP_MS: int(0, 3_600_000).default(30_000).describe('The longest a worker waits between model call attempts; a server that asks for longer sends the run back to the queue until then'),
+  RETRY_BASE_MS: int(0, 3_600_000).default(500).describe("The base of the model call retries' backoff"),
+  RETRY_CAP_MS: int(0, 3_600_000)
+    .default(30_000)
+    .describe(
+      'The longest a worker waits between model call attempts; a server that asks for longer sends the run back to the queue until then',
+    ),
   MAX_STEPS: int(1, 1000).default(50).describe('Step cap per run (a run may set a lower one)'),
-  DEFAULT_TOKEN_BUDGET: int(1, 10_000_000).default(100_000).describe('A run\'s token budget when its request names none'),
-  DEFAULT_TIMEOUT_SECONDS: int(1, 86_400).default(600).describe('A run\'s deadline in seconds when its request names none'),
+  DEFAULT_TOKEN_BUDGET: int(1, 10_000_000).default(100_000).describe("A run's token budget when its request names none"),
+  DEFAULT_TIMEOUT_SECONDS: int(1, 86_400).default(600).describe("A run's deadline in seconds when its request names none"),
   TOOL_TIMEOUT_SECONDS: positive.default(60).describe('Limit for one tool call'),
   /** USD a run may spend when its request names no budget; unset: no money limit. */
-  DEFAULT_COST_BUDGET_USD: positive.max(10_000, 'must be at most 10000').optional().describe('USD a run may spend on model calls when its request names no `costBudgetUsd` (more than 0, at most 10000). Unset: no money limit'),
+  DEFAULT_COST_BUDGET_USD: positive
+    .max(10_000, 'must be at most 10000')
+    .optional()
+    .describe(
+      'USD a run may spend on model calls when its request names no `costBudgetUsd` (more than 0, at most 10000). Unset: no money limit',
+    ),
   /** Idempotent tool calls of one model turn run at once, at most this many. */
   TOOL_CONCURRENCY: int(1, 256).default(4).describe('Idempotent tool calls of one model turn run at once, at most this many'),
   /** The most of a tool's result that is stored (and sent to the model); the rest is cut, with a note. */
-  TOOL_RESULT_MAX_BYTES: int(1024, 100 * 1024 * 1024).default(1024 * 1024).describe('The most of a tool result that is stored and sent to the model (UTF-8 bytes); the rest is cut, with a note'),
+  TOOL_RESULT_MAX_BYTES: int(1024, 100 * 1024 * 1024)
+    .default(1024 * 1024)
+    .describe('The most of a tool result that is stored and sent to the model (UTF-8 bytes); the rest is cut, with a note'),
   /** A named crash point that kills the process with SIGKILL when reached (fault-injection tests). */
-  DURABLE_AGENT_CRASH_AT: z.string().min(1).optional().describe('Fault injection for crash tests: `<point>[:<n>]` makes a worker kill itself with SIGKILL the n-th time it reaches that crash point'),
-  PRICES_FILE: z.string().min(1).default(path.join(PROJECT_ROOT, 'prices.json')).describe('USD per million tokens per model: `input`, `output`, `cacheWrite`, `cacheRead`'),
+  DURABLE_AGENT_CRASH_AT: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'Fault injection for crash tests: `<point>[:<n>]` makes a worker kill itself with SIGKILL the n-th time it reaches that crash point',
+    ),
+  PRICES_FILE: z
+    .string()
+    .min(1)
+    .default(path.join(PROJECT_ROOT, 'prices.json'))
+    .describe('USD per million tokens per model: `input`, `output`, `cacheWrite`, `cacheRead`'),
   /** How long a stopping worker lets in-flight steps finish before handing their runs back. */
-  SHUTDOWN_GRACE_SECONDS: number().nonnegative('must not be negative').default(20).describe('How long a stopping worker lets in-flight steps finish before handing runs back'),
+  SHUTDOWN_GRACE_SECONDS: number()
+    .nonnegative('must not be negative')
+    .default(20)
+    .describe('How long a stopping worker lets in-flight steps finish before handing runs back'),
   /** After the grace period, how long steps told to stop may take before their runs are handed back without them. */
-  SHUTDOWN_FORCE_SECONDS: number().nonnegative('must not be negative').default(10).describe('Then how long steps told to stop may take before their runs are handed back without them (a non-idempotent tool is always let finish)'),
-  DEMO_LATENCY_MS: int(0, 600_000).default(800).describe('How long the demo model takes per call (it streams its text in a few pieces over that time)'),
+  SHUTDOWN_FORCE_SECONDS: number()
+    .nonnegative('must not be negative')
+    .default(10)
+    .describe(
+      'Then how long steps told to stop may take before their runs are handed back without them (a non-idempotent tool is always let finish)',
+    ),
+  DEMO_LATENCY_MS: int(0, 600_000)
+    .default(800)
+    .describe('How long the demo model takes per call (it streams its text in a few pieces over that time)'),
   METRICS_PORT: int(0, 65535).optional().describe('A worker-only process serves `/metrics` on this port. Unset: none'),
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json').describe('`json` (one object a line) or `pretty`'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('The least level that is logged'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('The least level that is logged'),
   // The standard OpenTelemetry variables the CLI honours (see observability/otel-config.ts).
-  OTEL_SDK_DISABLED: z.stringbool({ error: 'must be true or false' }).optional().describe('`true`: no trace export, even with an endpoint set'),
-  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none'], { error: 'must be otlp or none' }).optional().describe('`none`: no trace export, even with an endpoint set'),
-  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl().optional().describe('The CLI exports its traces over OTLP/HTTP to this collector (`/v1/traces` is added). Unset: no export, no SDK loaded'),
+  OTEL_SDK_DISABLED: z
+    .stringbool({ error: 'must be true or false' })
+    .optional()
+    .describe('`true`: no trace export, even with an endpoint set'),
+  OTEL_TRACES_EXPORTER: z
+    .enum(['otlp', 'none'], { error: 'must be otlp or none' })
+    .optional()
+    .describe('`none`: no trace export, even with an endpoint set'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl()
+    .optional()
+    .describe('The CLI exports its traces over OTLP/HTTP to this collector (`/v1/traces` is added). Unset: no export, no SDK loaded'),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl().optional().describe('The same for traces alone, used as it is (nothing added)'),
   OTEL_EXPORTER_OTLP_HEADERS: z.string().optional().describe('`key=value,…` sent with every export (percent-encoded values; never logged)'),
   OTEL_EXPORTER_OTLP_TRACES_HEADERS: z.string().optional().describe('The same for trace exports alone'),
-  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(OTLP_PROTOCOLS, { error: 'must be http/protobuf, http/json or grpc' }).optional().describe('`http/protobuf` or `http/json` (`grpc` is refused). Unset: `http/protobuf`'),
-  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(OTLP_PROTOCOLS, { error: 'must be http/protobuf, http/json or grpc' }).optional().describe('The same for trace exports alone'),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z
+    .enum(OTLP_PROTOCOLS, { error: 'must be http/protobuf, http/json or grpc' })
+    .optional()
+    .describe('`http/protobuf` or `http/json` (`grpc` is refused). Unset: `http/protobuf`'),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z
+    .enum(OTLP_PROTOCOLS, { error: 'must be http/protobuf, http/json or grpc' })
+    .optional()
+    .describe('The same for trace exports alone'),
   OTEL_SERVICE_NAME: z.string().min(1).optional().describe('The service name the spans are exported under. Unset: `durable-agent`'),
-  OTEL_RESOURCE_ATTRIBUTES: z.string().optional().describe('More attributes of the exported resource, `key=value,…` (`service.instance.id` is `WORKER_NAME`)'),
+  OTEL_RESOURCE_ATTRIBUTES: z
+    .string()
+    .optional()
+    .describe('More attributes of the exported resource, `key=value,…` (`service.instance.id` is `WORKER_NAME`)'),
   /** API keys: unset → required once a key exists or off loopback; `on` → always; `off` → never (loudly). */
-  AUTH: z.enum(['on', 'off'], { error: 'must be on or off (unset: keys are required once one exists, or when HOST is not loopback)' }).optional().describe('`on`: API keys required even on loopback before the first key exists; `off`: no authentication at all (a loud warning at start). Unset: keys required once one exists, or whenever `HOST` is not loopback'),
+  AUTH: z
+    .enum(['on', 'off'], { error: 'must be on or off (unset: keys are required once one exists, or when HOST is not loopback)' })
+    .optional()
+    .describe(
+      '`on`: API keys required even on loopback before the first key exists; `off`: no authentication at all (a loud warning at start). Unset: keys required once one exists, or whenever `HOST` is not loopback',
+    ),
   /** Finished runs older than this many days are deleted by workers; unset keeps them for ever. */
-  RETENTION_DAYS: positive.max(36_500, 'must be at most 36500').optional().describe('Workers delete the runs that finished longer ago than this many days (fractions allowed), at start and every 15 minutes. Unset: kept until deleted'),
+  RETENTION_DAYS: positive
+    .max(36_500, 'must be at most 36500')
+    .optional()
+    .describe(
+      'Workers delete the runs that finished longer ago than this many days (fractions allowed), at start and every 15 minutes. Unset: kept until deleted',
+    ),
   /** Patterns of secrets to redact from run input and tool results, besides the defaults; `off` for none. */
-  REDACT: z.string().optional().describe('Patterns of secrets to replace with `[redacted]` in what comes into a run from outside the model (input, metadata, tool results, decisions, error texts) before it is stored, and in log lines, besides the defaults: a JSON array of regular expressions, or one per line; `off` for none. Unset: the default list'),
+  REDACT: z
+    .string()
+    .optional()
+    .describe(
+      'Patterns of secrets to replace with `[redacted]` in what comes into a run from outside the model (input, metadata, tool results, decisions, error texts) before it is stored, and in log lines, besides the defaults: a JSON array of regular expressions, or one per line; `off` for none. Unset: the default list',
+    ),
   /** A 32-byte key (base64) that encrypts what runs store; ENCRYPTION_KEYS (`id:key,…`, the first encrypting) to rotate. */
   ENCRYPTION_KEY: z.string().optional().describe('A 32-byte key in base64: run payloads are stored encrypted with it. Unset: stored plain'),
-  ENCRYPTION_KEYS: z.string().optional().describe('`id1:key1,id2:key2`, for rotation: the first encrypts new values, all decrypt; instead of `ENCRYPTION_KEY`'),
+  ENCRYPTION_KEYS: z
+    .string()
+    .optional()
+    .describe('`id1:key1,id2:key2`, for rotation: the first encrypts new values, all decrypt; instead of `ENCRYPTION_KEY`'),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
 
 /** What the commands that talk to a running server (`durable-agent runs …`) read. */
 export const ClientEnvSchema = z.object({
-  DURABLE_AGENT_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional().describe('Where `durable-agent runs …` finds the API. Unset: `http://127.0.0.1:8080`'),
+  DURABLE_AGENT_URL: z
+    .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+    .optional()
+    .describe('Where `durable-agent runs …` finds the API. Unset: `http://127.0.0.1:8080`'),
   DURABLE_AGENT_KEY: z.string().min(1).optional().describe('The API key `durable-agent runs …` sends. Unset: none'),
 });
 
@@ -208,7 +330,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (llmProvider === 'openai' && !e.OPENAI_API_KEY) {
     // Local servers ignore the key, but the protocol has one: any non-empty value will do for them.
-    throw new ConfigError('invalid configuration: LLM_PROVIDER=openai needs OPENAI_API_KEY (any value for a local server that checks none)');
+    throw new ConfigError(
+      'invalid configuration: LLM_PROVIDER=openai needs OPENAI_API_KEY (any value for a local server that checks none)',
+    );
   }
   let crashAt: CrashPlan | null = null;
   if (e.DURABLE_AGENT_CRASH_AT) {
@@ -284,7 +408,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 /** What one model call may take and how it is retried: a runtime's settings, for model clients made in code. */
 export type ModelCallSettings = Pick<Config, 'stepTimeoutMs' | 'maxAttempts' | 'retryBaseMs' | 'retryCapMs' | 'llmStreaming'>;
 
-const ModelCallSchema = EnvSchema.pick({ STEP_TIMEOUT_SECONDS: true, MAX_ATTEMPTS: true, RETRY_BASE_MS: true, RETRY_CAP_MS: true, LLM_STREAMING: true });
+const ModelCallSchema = EnvSchema.pick({
+  STEP_TIMEOUT_SECONDS: true,
+  MAX_ATTEMPTS: true,
+  RETRY_BASE_MS: true,
+  RETRY_CAP_MS: true,
+  LLM_STREAMING: true,
+});
 
 /**
  * The model call settings alone (STEP_TIMEOUT_SECONDS, MAX_ATTEMPTS, RETRY_BASE_MS, RETRY_CAP_MS,

@@ -29,7 +29,7 @@ export interface TokenRates {
 /** The rates of `model` from a cost function (USD for a usage), so the price table stays the only source. */
 export function ratesOf(costOf: (model: string, usage: Usage) => number, model: string): TokenRates {
   const per = (u: Partial<Usage>) =>
-    costOf(model, { inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, ...u, }) / 1_000_000;
+    costOf(model, { inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, ...u }) / 1_000_000;
   return {
     input: Math.max(per({ inputTokens: 1_000_000 }), per({ cacheCreationInputTokens: 1_000_000 })),
     output: per({ outputTokens: 1_000_000 }),

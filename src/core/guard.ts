@@ -31,7 +31,8 @@ export function usd(amount: number): string {
 
 export function guard(g: GuardInput, now: Date): GuardStop | null {
   if (g.cancelRequested) return { status: 'CANCELLED', error: 'cancelled on request' };
-  if (now.getTime() >= g.deadlineAt.getTime()) return { status: 'TIMED_OUT', error: `deadline ${g.deadlineAt.toISOString()} passed`, budget: 'time' };
+  if (now.getTime() >= g.deadlineAt.getTime())
+    return { status: 'TIMED_OUT', error: `deadline ${g.deadlineAt.toISOString()} passed`, budget: 'time' };
   if (g.tokensUsed >= g.tokenBudget) {
     return { status: 'FAILED', error: `token budget exhausted (${g.tokensUsed} of ${g.tokenBudget} tokens used)`, budget: 'tokens' };
   }

@@ -86,7 +86,8 @@ export function redactValue<T>(v: T, redact: Redact): T {
       const item = source[k];
       const clean = redactValue(item, redact);
       // Defined, not assigned: an own "__proto__" key (JSON.parse makes one) assigned would set the prototype.
-      if (clean !== item) Object.defineProperty((out ??= { ...source }), k, { value: clean, writable: true, enumerable: true, configurable: true });
+      if (clean !== item)
+        Object.defineProperty((out ??= { ...source }), k, { value: clean, writable: true, enumerable: true, configurable: true });
     }
     return (out ?? v) as T;
   }
@@ -138,7 +139,10 @@ export function parseRedactSetting(value: string | undefined): RedactPattern[] |
       throw new SyntaxError('not a JSON array of non-empty strings');
     }
   } else {
-    sources = value.split('\n').map((l) => l.trim()).filter((l) => l.length > 0);
+    sources = value
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l.length > 0);
   }
   const own = (sources as string[]).map((source, i) => ({ name: `pattern ${i + 1} (${source.slice(0, 40)})`, source }));
   // Compile now, so a bad pattern is a configuration error at start, not a failed write later.

@@ -106,7 +106,8 @@ function entries(dir: string): Entry[] {
   });
 }
 
-const ahead = (a: { number: number; id: string }, b: { number: number; id: string }) => a.number < b.number || (a.number === b.number && a.id < b.id);
+const ahead = (a: { number: number; id: string }, b: { number: number; id: string }) =>
+  a.number < b.number || (a.number === b.number && a.id < b.id);
 
 /**
  * True when one reading of the directory shows no other process choosing and no ticket before `mine`.

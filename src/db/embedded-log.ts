@@ -42,7 +42,8 @@ export async function applyServerLogSettings(adminUrl: string): Promise<void> {
     const stale = await staleSettings(client);
     if (!stale.length) return;
     // ALTER SYSTEM takes no parameters; the names and values are our own constants.
-    for (const name of stale) await client.query(`ALTER SYSTEM SET ${pg.escapeIdentifier(name)} = ${pg.escapeLiteral(SERVER_LOG_SETTINGS[name]!)}`);
+    for (const name of stale)
+      await client.query(`ALTER SYSTEM SET ${pg.escapeIdentifier(name)} = ${pg.escapeLiteral(SERVER_LOG_SETTINGS[name]!)}`);
     await client.query('SELECT pg_reload_conf()');
     // The reload is a signal each backend (this one too) takes before its next statement: wait until
     // it has been taken, so that nothing this process runs next is logged the old way.

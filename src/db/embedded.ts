@@ -58,12 +58,17 @@ async function binaries(): Promise<Binaries> {
 
 function unprivilegedUser(): RunAs | null {
   if (process.getuid?.() !== 0) return null;
-  const users = fs.readFileSync('/etc/passwd', 'utf8').split('\n').map((l) => l.split(':'));
+  const users = fs
+    .readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .map((l) => l.split(':'));
   for (const name of ['postgres', 'nobody']) {
     const u = users.find((f) => f[0] === name);
     if (u) return { name, uid: Number(u[2]), gid: Number(u[3]) };
   }
-  throw new ConfigError('running as root, and neither a "postgres" nor a "nobody" user exists to run the embedded PostgreSQL; set DATABASE_URL');
+  throw new ConfigError(
+    'running as root, and neither a "postgres" nor a "nobody" user exists to run the embedded PostgreSQL; set DATABASE_URL',
+  );
 }
 
 /** Fails early with a readable message when the server's user cannot reach a directory it needs. */
@@ -166,7 +171,12 @@ async function initCluster(bin: Binaries, dataDir: string, pgDir: string, runAs:
     fs.chownSync(pwFile, runAs.uid, runAs.gid);
   }
   try {
-    await run(bin.initdb, ['-D', building, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwFile}`, '-E', 'UTF8', '--no-locale'], runAs, 'initdb');
+    await run(
+      bin.initdb,
+      ['-D', building, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwFile}`, '-E', 'UTF8', '--no-locale'],
+      runAs,
+      'initdb',
+    );
   } finally {
     fs.rmSync(pwFile, { force: true });
   }
@@ -216,7 +226,9 @@ export async function findOrStartLocked(dataDir: string): Promise<EmbeddedCluste
   let creds = fs.existsSync(credsFile) ? (JSON.parse(fs.readFileSync(credsFile, 'utf8')) as Credentials) : null;
   if (initialised && !creds) {
     // Never wipe a cluster that may hold runs: without its credentials nothing can connect, so say so.
-    throw new ConfigError(`${pgDir} holds a PostgreSQL cluster but ${credsFile} is missing; restore it, or remove ${dataDir} to start afresh`);
+    throw new ConfigError(
+      `${pgDir} holds a PostgreSQL cluster but ${credsFile} is missing; restore it, or remove ${dataDir} to start afresh`,
+    );
   }
   if (creds && initialised && (await canConnect(urlFor(creds)))) {
     await secureServerLog(dataDir, urlFor(creds));

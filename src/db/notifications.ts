@@ -103,7 +103,12 @@ export function listen(url: string, handlers: Readonly<Record<string, (payload: 
  */
 export function listenForWorker(
   url: string,
-  on: { runQueued(): void; cancelRequested(runId: string): void; runFollowed?(runId: string): void; blobDeleted?(digest: string | null): void },
+  on: {
+    runQueued(): void;
+    cancelRequested(runId: string): void;
+    runFollowed?(runId: string): void;
+    blobDeleted?(digest: string | null): void;
+  },
   onError: ListenOptions['onError'],
 ): Subscription {
   return listen(

@@ -55,7 +55,13 @@ export function poolSizeFor(concurrency: number): number {
 
 /** A pool whose statements find the project's tables in `schema` (see schema.ts). */
 export function createPool(url: string, max = 10, schema = DEFAULT_SCHEMA): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, application_name: APPLICATION_NAME, types: PG_TYPES, Client: clientForSchema(schema) });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    application_name: APPLICATION_NAME,
+    types: PG_TYPES,
+    Client: clientForSchema(schema),
+  });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   // Nor must a checked-out one (a migration, a transaction) whose backend is terminated between two of

@@ -98,7 +98,9 @@ export function demoReply(request: LlmRequest, toolUseId: string): ContentBlock[
   const available = allowed.length > 0 ? ` I know the tools ${allowed.map((t) => t.name).join(', ')}, but none fits.` : '';
   const role = request.system ? ` My instructions: "${clip(firstSentence(request.system), 160)}"` : '';
   return [
-    text(`I am the offline demo model (set ANTHROPIC_API_KEY to use Claude), so I cannot really answer "${clip(said, 120)}".${available}${role}`),
+    text(
+      `I am the offline demo model (set ANTHROPIC_API_KEY to use Claude), so I cannot really answer "${clip(said, 120)}".${available}${role}`,
+    ),
   ];
 }
 
@@ -143,7 +145,24 @@ export function askedFor(input: string, tools: readonly ToolDefinition[]): { nam
   return null;
 }
 
-const STOP_WORDS = new Set(['the', 'and', 'for', 'are', 'which', 'what', 'with', 'that', 'this', 'from', 'one', 'all', 'any', 'our', 'my', 'me']);
+const STOP_WORDS = new Set([
+  'the',
+  'and',
+  'for',
+  'are',
+  'which',
+  'what',
+  'with',
+  'that',
+  'this',
+  'from',
+  'one',
+  'all',
+  'any',
+  'our',
+  'my',
+  'me',
+]);
 const ID_PATTERN = /\b[A-Za-z]+-\d+\b/;
 
 /** Lower-cased words, plurals folded to singular, so "tickets" meets "ticket". */

@@ -19,7 +19,8 @@ export const DEFAULT_SYSTEM_PROMPT =
 
 function parse<T>(schema: z.ZodType<T>, input: unknown): T {
   const r = schema.safeParse(input);
-  if (!r.success) throw new ToolError(`invalid input: ${r.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`);
+  if (!r.success)
+    throw new ToolError(`invalid input: ${r.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`);
   return r.data;
 }
 
@@ -33,7 +34,8 @@ async function query<T>(what: string, ctx: ToolContext, policy: RetryPolicy, op:
   try {
     return await retryTransient(op, { what, signal: ctx.signal, policy });
   } catch (e) {
-    if (isTransientDatabaseError(e)) throw new DatabaseUnavailableError(`could not ${what}: the database stayed unreachable (${describeDatabaseError(e)})`, { cause: e });
+    if (isTransientDatabaseError(e))
+      throw new DatabaseUnavailableError(`could not ${what}: the database stayed unreachable (${describeDatabaseError(e)})`, { cause: e });
     throw e;
   }
 }
@@ -52,7 +54,8 @@ export function demoTools(tickets: TicketStore, retry: RetryPolicy = WRITE_RETRY
   return [
     {
       name: 'list_tickets',
-      description: 'Lists support tickets, optionally only those of one customer (e.g. "acme"), only overdue ones (open and past their due date), or only open/closed ones.',
+      description:
+        'Lists support tickets, optionally only those of one customer (e.g. "acme"), only overdue ones (open and past their due date), or only open/closed ones.',
       inputSchema: z.toJSONSchema(ListInput) as Record<string, unknown>,
       execute: async (input, ctx) => {
         const filter = parse(ListInput, input);

@@ -67,7 +67,11 @@ export class TicketStore {
    * Closes a ticket with its resolution (kept as a comment under the idempotency key): closing again
    * with the same key changes nothing and answers the same. Null when there is no such ticket.
    */
-  async close(ticketId: string, resolution: string, idempotencyKey: string): Promise<{ ticketId: string; status: 'closed'; commentId: number } | null> {
+  async close(
+    ticketId: string,
+    resolution: string,
+    idempotencyKey: string,
+  ): Promise<{ ticketId: string; status: 'closed'; commentId: number } | null> {
     const { rows } = await this.db.query<{ id: string; comment_id: number }>(
       `WITH ticket AS (UPDATE durable_agent.demo_ticket SET status = 'closed' WHERE id = upper($1) RETURNING id),
        ins AS (

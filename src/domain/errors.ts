@@ -10,7 +10,10 @@ export class DurableAgentError extends Error {
 
 /** A fenced write found that this worker no longer owns the run; it must stop driving it. */
 export class LeaseLostError extends DurableAgentError {
-  constructor(readonly runId: string, readonly worker: string) {
+  constructor(
+    readonly runId: string,
+    readonly worker: string,
+  ) {
     super(`worker ${worker} no longer holds the lease on run ${runId}`);
   }
 }
@@ -87,7 +90,10 @@ export class InconsistentLogError extends DurableAgentError {}
 
 /** Bad input from a user: an HTTP 400 or a CLI exit code, never a stack trace. */
 export class InputError extends DurableAgentError {
-  constructor(message: string, readonly issues: readonly { path: string; message: string }[] = []) {
+  constructor(
+    message: string,
+    readonly issues: readonly { path: string; message: string }[] = [],
+  ) {
     super(message);
   }
 }
@@ -96,7 +102,10 @@ export class NotFoundError extends DurableAgentError {}
 
 /** A request without a valid credential: a missing, unknown or revoked API key (HTTP 401). */
 export class UnauthorizedError extends DurableAgentError {
-  constructor(message: string, readonly reason: 'missing' | 'invalid') {
+  constructor(
+    message: string,
+    readonly reason: 'missing' | 'invalid',
+  ) {
     super(message);
   }
 }
@@ -106,7 +115,10 @@ export class ConflictError extends DurableAgentError {}
 
 /** `rt.runs.wait` gave up: the run did not finish within `timeoutMs`. The run itself goes on. */
 export class WaitTimeoutError extends DurableAgentError {
-  constructor(readonly runId: string, readonly timeoutMs: number) {
+  constructor(
+    readonly runId: string,
+    readonly timeoutMs: number,
+  ) {
     super(`run ${runId} did not finish within ${timeoutMs} ms`);
   }
 }
@@ -125,14 +137,22 @@ export class EncryptionError extends DurableAgentError {}
  * store, a broken constraint): the run ends FAILED with this message instead of being retried.
  */
 export class PermanentDatabaseError extends DurableAgentError {
-  constructor(message: string, readonly sqlState: string | null, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly sqlState: string | null,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
 
 /** A tool step was to be finished, but its STARTED row is not there (already finished, or never started). */
 export class StepNotStartedError extends DurableAgentError {
-  constructor(readonly runId: string, readonly toolUseId: string, readonly status: string | null) {
+  constructor(
+    readonly runId: string,
+    readonly toolUseId: string,
+    readonly status: string | null,
+  ) {
     super(`tool step ${toolUseId} of run ${runId} is not STARTED (${status === null ? 'no such step' : `it is ${status}`})`);
   }
 }

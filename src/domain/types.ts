@@ -54,7 +54,6 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
 /** Which limit stopped a run: its token budget, its money budget, its step cap or its deadline. */
 export type BudgetKind = 'tokens' | 'cost' | 'steps' | 'time';
 
-
 /** A content block of the Messages API, kept verbatim: blocks we do not interpret pass through untouched. */
 export interface ContentBlock {
   type: string;
@@ -100,7 +99,6 @@ export interface Usage {
   cacheCreationInputTokens: number;
   cacheReadInputTokens: number;
 }
-
 
 /**
  * Tokens that count against a run's budget. Cache reads are left out on purpose: they are the cheap

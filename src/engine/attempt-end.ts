@@ -72,11 +72,17 @@ export class AttemptEnds {
     if (reason instanceof AttemptHandedBack) return this.handBack(h);
     if (reason instanceof AttemptRequeued) {
       const delayMs = Math.max(this.d.requeueDelayMs, reason.retryAfterMs ?? 0);
-      return this.release(h, { countAttempt: false, providerRequeue: true, delayMs, error: reason.message, ...reason.unrecorded }, 'requeued', reason);
+      return this.release(
+        h,
+        { countAttempt: false, providerRequeue: true, delayMs, error: reason.message, ...reason.unrecorded },
+        'requeued',
+        reason,
+      );
     }
     // Nobody wants this run driven further: the cancel pending makes the release end it CANCELLED.
     if (reason instanceof CancelSignal) return this.release(h, { countAttempt: false, ...h.unrecorded }, null);
-    if (reason instanceof DeadlineSignal) return this.end(h, { status: 'TIMED_OUT', error: reason.message, budget: 'time', ...h.unrecorded });
+    if (reason instanceof DeadlineSignal)
+      return this.end(h, { status: 'TIMED_OUT', error: reason.message, budget: 'time', ...h.unrecorded });
     if (reason instanceof LeaseLostError) {
       await this.lostLease(h);
     } else if (reason instanceof FatalError) {
@@ -99,12 +105,19 @@ export class AttemptEnds {
     return this.release(h, { countAttempt: false, ...h.unrecorded }, 'handed-back');
   }
 
-  private async release(h: HeldRun, how: Release, reported: 'handed-back' | 'requeued' | null, error?: unknown): Promise<TerminalStatus | null> {
+  private async release(
+    h: HeldRun,
+    how: Release,
+    reported: 'handed-back' | 'requeued' | null,
+    error?: unknown,
+  ): Promise<TerminalStatus | null> {
     const { run } = h;
     let released = await this.write(h, 'release', () => this.d.store.release(run.id, run.lease, how));
     if (released === PERMANENT && how.error) {
       // The cause itself could not be stored: release without it rather than leave the lease to lapse.
-      released = await this.write(h, 'release', () => this.d.store.release(run.id, run.lease, { ...how, error: 'the cause of this attempt could not be stored' }));
+      released = await this.write(h, 'release', () =>
+        this.d.store.release(run.id, run.lease, { ...how, error: 'the cause of this attempt could not be stored' }),
+      );
     }
     if (released === undefined || released === PERMANENT) return null;
     if (released === false) {
@@ -113,7 +126,13 @@ export class AttemptEnds {
     }
     if (reported) this.d.events.attemptEnded({ runId: run.id, worker: this.d.owner.worker, reason: reported, error });
     if (released.status !== 'CANCELLED') return null;
-    this.d.events.runFinished({ run, worker: run.lease.worker, status: 'CANCELLED', error: 'cancelled on request', tokensUsed: released.tokensUsed });
+    this.d.events.runFinished({
+      run,
+      worker: run.lease.worker,
+      status: 'CANCELLED',
+      error: 'cancelled on request',
+      tokensUsed: released.tokensUsed,
+    });
     return 'CANCELLED';
   }
 
@@ -127,7 +146,14 @@ export class AttemptEnds {
       await this.lostLease(h);
       return null;
     }
-    this.d.events.runFinished({ run, worker: run.lease.worker, status: end.status, error: end.error ?? null, tokensUsed: h.tokensUsed, ...(end.budget ? { budget: end.budget } : {}) });
+    this.d.events.runFinished({
+      run,
+      worker: run.lease.worker,
+      status: end.status,
+      error: end.error ?? null,
+      tokensUsed: h.tokensUsed,
+      ...(end.budget ? { budget: end.budget } : {}),
+    });
     return end.status;
   }
 
@@ -140,7 +166,10 @@ export class AttemptEnds {
     this.d.events.leaseLost({ runId: run.id, worker: this.d.owner.worker });
     try {
       if (await this.d.store.forgiveLapsedAttempt(run.id, run.lease)) {
-        this.d.logger.info({ run_id: run.id, worker: this.d.owner.worker }, 'the attempt lost with the lease is not counted against the run');
+        this.d.logger.info(
+          { run_id: run.id, worker: this.d.owner.worker },
+          'the attempt lost with the lease is not counted against the run',
+        );
       }
     } catch (e) {
       this.d.logger.warn({ err: e, run_id: run.id, worker: this.d.owner.worker }, 'could not give back the attempt lost with the lease');

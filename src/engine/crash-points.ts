@@ -33,7 +33,10 @@ export type CrashPointName = (typeof CRASH_POINTS)[number];
 
 /** Thrown by an armed crash point: the worker "dies" here. */
 export class CrashPointError extends FatalError {
-  constructor(readonly point: CrashPointName, readonly runId: RunId) {
+  constructor(
+    readonly point: CrashPointName,
+    readonly runId: RunId,
+  ) {
     super(`crash point ${point} reached (run ${runId})`);
   }
 }

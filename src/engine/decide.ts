@@ -11,10 +11,7 @@ import { textOf } from '../domain/types.ts';
 import type { RunEnd } from '../ports/engine-store.ts';
 import type { Conversation, PendingTool } from '../core/replay.ts';
 
-export type NextAction =
-  | { type: 'model' }
-  | { type: 'tool'; pending: PendingTool }
-  | { type: 'finish'; end: RunEnd };
+export type NextAction = { type: 'model' } | { type: 'tool'; pending: PendingTool } | { type: 'finish'; end: RunEnd };
 
 /** Stop reasons under which a reply's tool calls are run all the same (see `decide`). */
 const RUNS_TOOLS_ANYWAY = new Set(['end_turn', 'stop_sequence', 'pause_turn']);
@@ -33,7 +30,8 @@ export function decide(c: Conversation): NextAction {
 
   const reused = c.reusedToolUseId;
   if (reused) {
-    const where = reused.firstSeq === reused.seq ? `twice in step ${reused.seq}` : `in step ${reused.seq}, already used in step ${reused.firstSeq}`;
+    const where =
+      reused.firstSeq === reused.seq ? `twice in step ${reused.seq}` : `in step ${reused.seq}, already used in step ${reused.firstSeq}`;
     return {
       type: 'finish',
       end: {
@@ -52,7 +50,9 @@ export function decide(c: Conversation): NextAction {
     case 'end_turn':
     case 'stop_sequence':
       if (c.turn.length > 0) return runTools();
-      return c.stopReason === 'pause_turn' ? { type: 'model' } : { type: 'finish', end: { status: 'SUCCEEDED', output: output(), stopReason: c.stopReason } };
+      return c.stopReason === 'pause_turn'
+        ? { type: 'model' }
+        : { type: 'finish', end: { status: 'SUCCEEDED', output: output(), stopReason: c.stopReason } };
     case 'tool_use':
       if (c.turn.length === 0) {
         return {
@@ -70,10 +70,29 @@ export function decide(c: Conversation): NextAction {
       // The answer is cut short; it is still the answer, and the run says why it ends there.
       return { type: 'finish', end: { status: 'SUCCEEDED', output: output(), stopReason: 'max_tokens' } };
     case 'refusal':
-      return { type: 'finish', end: { status: 'FAILED', output: output() || null, error: 'the model refused to continue (stop_reason "refusal")', stopReason: 'refusal' } };
+      return {
+        type: 'finish',
+        end: {
+          status: 'FAILED',
+          output: output() || null,
+          error: 'the model refused to continue (stop_reason "refusal")',
+          stopReason: 'refusal',
+        },
+      };
     case 'model_context_window_exceeded':
-      return { type: 'finish', end: { status: 'FAILED', output: output() || null, error: "the conversation no longer fits the model's context window", stopReason: c.stopReason } };
+      return {
+        type: 'finish',
+        end: {
+          status: 'FAILED',
+          output: output() || null,
+          error: "the conversation no longer fits the model's context window",
+          stopReason: c.stopReason,
+        },
+      };
     default:
-      return { type: 'finish', end: { status: 'FAILED', error: `unknown stop reason "${c.stopReason}" from the model`, stopReason: c.stopReason } };
+      return {
+        type: 'finish',
+        end: { status: 'FAILED', error: `unknown stop reason "${c.stopReason}" from the model`, stopReason: c.stopReason },
+      };
   }
 }

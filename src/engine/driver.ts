@@ -8,7 +8,15 @@
  * the database will refuse however often it is tried (PermanentDatabaseError) ends the run FAILED with
  * the cause, at once: crashing on it would only repeat it, and repeat the paid model call before it.
  */
-import { budgetTokens, type DecisionRecord, type Run, type RunProgress, type TerminalStatus, type ToolUseBlock, type Usage } from '../domain/types.ts';
+import {
+  budgetTokens,
+  type DecisionRecord,
+  type Run,
+  type RunProgress,
+  type TerminalStatus,
+  type ToolUseBlock,
+  type Usage,
+} from '../domain/types.ts';
 import { InconsistentLogError, LlmError, PermanentDatabaseError } from '../domain/errors.ts';
 import type { LlmResponse } from '../llm/types.ts';
 import { type FencedWrite, NO_ATTEMPTS, type RunEnd, type ToolStart, type WaitStart } from '../ports/engine-store.ts';
@@ -41,7 +49,6 @@ function untilSettledOrAborted(p: Promise<void>, signal: AbortSignal): Promise<v
     p.then(done, done);
   });
 }
-
 
 const pendingCall = (use: ToolUseBlock) => ({ toolUseId: use.id, toolName: use.name, input: use.input });
 
@@ -113,7 +120,9 @@ class RunDriver {
   /** The live events of model step `seq`, when the store keeps events. */
   private stepStream(seq: number): StepStream | null {
     const append = this.deps.store.appendEvents?.bind(this.deps.store);
-    return append ? new StepStream(append, this.run.id, this.deps.owner, seq, this.attemptsBefore.get(seq) ?? 0, this.deps.followers ?? new Followers()) : null;
+    return append
+      ? new StepStream(append, this.run.id, this.deps.owner, seq, this.attemptsBefore.get(seq) ?? 0, this.deps.followers ?? new Followers())
+      : null;
   }
 
   /** `lastSeq`: of the log; a fork's step cap counts its own steps, not those it continues from. */
@@ -122,8 +131,14 @@ class RunDriver {
     const steps = lastSeq - (run.forkedFrom?.afterSeq ?? 0);
     return guard(
       {
-        tokensUsed: progress.tokensUsed, cancelRequested: progress.cancelRequested, deadlineAt: run.deadlineAt, tokenBudget: run.tokenBudget,
-        costUsd: this.costUsd, costBudgetUsd: run.costBudgetUsd, steps, maxSteps: run.maxSteps,
+        tokensUsed: progress.tokensUsed,
+        cancelRequested: progress.cancelRequested,
+        deadlineAt: run.deadlineAt,
+        tokenBudget: run.tokenBudget,
+        costUsd: this.costUsd,
+        costBudgetUsd: run.costBudgetUsd,
+        steps,
+        maxSteps: run.maxSteps,
       },
       this.deps.now(),
     );
@@ -150,7 +165,11 @@ class RunDriver {
         if (stop) return this.finish(stop);
       }
       // Idempotent calls with no decision and no timer run together; a call that waits for a person or a timer never joins them.
-      if (action.type === 'tool' && deps.agent.tools.isIdempotent(action.pending.use.name) && !this.hasDecisionOrTimer(action.pending.use)) {
+      if (
+        action.type === 'tool' &&
+        deps.agent.tools.isIdempotent(action.pending.use.name) &&
+        !this.hasDecisionOrTimer(action.pending.use)
+      ) {
         const ended = await this.toolBatch(preStarted?.use.id ?? null);
         if (ended) return ended;
         continue;
@@ -194,7 +213,14 @@ class RunDriver {
 
   private finished(end: RunEnd): TerminalStatus {
     const budget = end.budget ? { budget: end.budget } : {};
-    this.deps.events.runFinished({ run: this.run, worker: this.deps.owner.worker, status: end.status, error: end.error ?? null, tokensUsed: this.progress.tokensUsed, ...budget });
+    this.deps.events.runFinished({
+      run: this.run,
+      worker: this.deps.owner.worker,
+      status: end.status,
+      error: end.error ?? null,
+      tokensUsed: this.progress.tokensUsed,
+      ...budget,
+    });
     return end.status;
   }
 
@@ -204,14 +230,22 @@ class RunDriver {
    * runs once on resume) and only when the guard would let it run.
    */
   private nextToStart(use: ToolUseBlock | undefined, progressAfter: RunProgress, stepsAfter: number): ToolStart | undefined {
-    if (!use || !this.deps.agent.tools.isIdempotent(use.name) || this.hasDecisionOrTimer(use) || this.guardAt(progressAfter, stepsAfter)) return undefined;
+    if (!use || !this.deps.agent.tools.isIdempotent(use.name) || this.hasDecisionOrTimer(use) || this.guardAt(progressAfter, stepsAfter))
+      return undefined;
     return { seq: stepsAfter + 1, toolUseId: use.id, toolName: use.name, input: use.input };
   }
 
   private foldStarted(write: FencedWrite, start: ToolStart | undefined): void {
     this.progress = write;
     if (!start || !write.nextStarted) return;
-    foldStep(this.conversation, { seq: start.seq, kind: 'TOOL', status: 'STARTED', toolUseId: start.toolUseId, response: null, stopReason: null });
+    foldStep(this.conversation, {
+      seq: start.seq,
+      kind: 'TOOL',
+      status: 'STARTED',
+      toolUseId: start.toolUseId,
+      response: null,
+      stopReason: null,
+    });
     this.preStarted = start.toolUseId;
   }
 
@@ -268,12 +302,28 @@ class RunDriver {
     const tokens = budgetTokens(response.usage);
     // Fold first: what comes next decides what the checkpoint can do in the same statement. If the
     // write fails, this attempt ends and its in-memory state is dropped with it.
-    foldStep(conversation, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: response.content, stopReason: response.stopReason });
+    foldStep(conversation, {
+      seq,
+      kind: 'MODEL',
+      status: 'DONE',
+      toolUseId: null,
+      response: response.content,
+      stopReason: response.stopReason,
+    });
     this.costUsd += costUsd;
     const u = response.usage;
-    this.knownInput = { tokens: u.inputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens + u.outputTokens, messages: conversation.messages.length };
+    this.knownInput = {
+      tokens: u.inputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens + u.outputTokens,
+      messages: conversation.messages.length,
+    };
     if (toolUseUnderOtherStopReason(conversation)) {
-      deps.events.stepWarning({ run, worker: deps.owner.worker, seq, warning: 'tool-use-under-stop-reason', detail: `the reply asks for tools under stop_reason "${response.stopReason}"; running them` });
+      deps.events.stepWarning({
+        run,
+        worker: deps.owner.worker,
+        seq,
+        warning: 'tool-use-under-stop-reason',
+        detail: `the reply asks for tools under stop_reason "${response.stopReason}"; running them`,
+      });
     }
     const next = decide(conversation);
     const end = next.type === 'finish' ? next.end : undefined;
@@ -284,7 +334,13 @@ class RunDriver {
         : undefined;
     const checkpoint = {
       seq,
-      request: { model: run.model, maxTokens, systemDigest: agent.systemDigest, toolsDigest: agent.toolsDigest, provider: deps.llm.provider },
+      request: {
+        model: run.model,
+        maxTokens,
+        systemDigest: agent.systemDigest,
+        toolsDigest: agent.toolsDigest,
+        provider: deps.llm.provider,
+      },
       content: response.content,
       stopReason: response.stopReason,
       usage: response.usage,
@@ -318,7 +374,10 @@ class RunDriver {
   private costClamp(maxTokens: number) {
     const { run, conversation, deps } = this;
     if (run.costBudgetUsd === null) return { maxTokens };
-    const input = estimateInputTokens({ system: deps.agent.system, tools: deps.agent.toolDefinitions, messages: conversation.messages }, this.knownInput);
+    const input = estimateInputTokens(
+      { system: deps.agent.system, tools: deps.agent.toolDefinitions, messages: conversation.messages },
+      this.knownInput,
+    );
     return clampToCost(run.costBudgetUsd - this.costUsd, input, ratesOf(deps.costOf, run.model), maxTokens);
   }
 
@@ -330,7 +389,13 @@ class RunDriver {
     const { run, conversation, deps } = this;
     const batch = idempotentBatch(conversation, (use) => deps.agent.tools.isIdempotent(use.name) && !this.hasDecisionOrTimer(use));
     try {
-      await runToolBatch(batch, { run, conversation, deps, preStarted, progress: (p) => (this.progress = { tokensUsed: p.tokensUsed, cancelRequested: p.cancelRequested }) });
+      await runToolBatch(batch, {
+        run,
+        conversation,
+        deps,
+        preStarted,
+        progress: (p) => (this.progress = { tokensUsed: p.tokensUsed, cancelRequested: p.cancelRequested }),
+      });
     } catch (e) {
       if (!(e instanceof PermanentDatabaseError)) throw e;
       return this.finish({ status: 'FAILED', error: e.message });
@@ -387,7 +452,10 @@ class RunDriver {
       };
     } else {
       const start = verdict.type === 'sleep' ? { seq, toolUseId: p.use.id, toolName: p.use.name } : undefined;
-      wait = { waiting: { kind: 'timer', toolCalls: [pendingCall(p.use)], wakeAt: verdict.wakeAt, expiresAt: null }, ...(start ? { start } : {}) };
+      wait = {
+        waiting: { kind: 'timer', toolCalls: [pendingCall(p.use)], wakeAt: verdict.wakeAt, expiresAt: null },
+        ...(start ? { start } : {}),
+      };
     }
     const written = await deps.store.wait(run.id, deps.owner, wait);
     this.progress = written;
@@ -404,7 +472,12 @@ class RunDriver {
       seq = started.seq;
       foldStep(conversation, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
     }
-    const write = await deps.store.finishTool(run.id, deps.owner, { toolUseId, status: outcome.status, result: outcome.result, latencyMs: 0 });
+    const write = await deps.store.finishTool(run.id, deps.owner, {
+      toolUseId,
+      status: outcome.status,
+      result: outcome.result,
+      latencyMs: 0,
+    });
     this.progress = write;
     foldStep(conversation, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
     deps.events.toolStep({ run, worker: deps.owner.worker, seq, toolName, toolUseId, status: outcome.status, latencyMs: 0 });
@@ -430,7 +503,12 @@ class RunDriver {
     const following = [...conversation.pending.values()].find((q) => q.use.id !== toolUseId);
     const start = following?.startedSeq === null ? this.nextToStart(following.use, this.progress, conversation.lastSeq) : undefined;
     crashPoint('before-tool-finish', run.id);
-    const write = await deps.store.finishTool(run.id, deps.owner, { toolUseId, seq, status: outcome.status, result: outcome.result, latencyMs }, start);
+    const write = await deps.store.finishTool(
+      run.id,
+      deps.owner,
+      { toolUseId, seq, status: outcome.status, result: outcome.result, latencyMs },
+      start,
+    );
     foldStep(conversation, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
     this.foldStarted(write, start);
     deps.events.toolStep({ run, worker: deps.owner.worker, seq, toolName, toolUseId, status: outcome.status, latencyMs });

@@ -80,7 +80,11 @@ export class EventLoopWatch {
         this.namedAt = performance.now();
         const seq = [...this.runs()].find((h) => h.id === ctx.runId)?.tool?.seq;
         const suspect = { run_id: ctx.runId, step_seq: seq, tool: use.name };
-        this.report(blockedMs, suspect, `tool "${use.name}" blocked the event loop for ${Math.round(blockedMs)} ms as it started (run ${ctx.runId})`);
+        this.report(
+          blockedMs,
+          suspect,
+          `tool "${use.name}" blocked the event loop for ${Math.round(blockedMs)} ms as it started (run ${ctx.runId})`,
+        );
       }
       return outcome;
     };
@@ -99,17 +103,26 @@ export class EventLoopWatch {
       const seq = [...this.runs()].find((h) => h.id === call.runId)?.tool?.seq;
       const suspect = { run_id: call.runId, step_seq: seq, tool: call.tool };
       const seen = samples.length === 1 ? 'the sample' : `all ${samples.length} samples`;
-      this.report(blockedMs, suspect, `event loop blocked for ${ms} ms by tool "${call.tool}": its code was running in ${seen} of the stall (run ${call.runId}, step ${seq})`);
+      this.report(
+        blockedMs,
+        suspect,
+        `event loop blocked for ${ms} ms by tool "${call.tool}": its code was running in ${seen} of the stall (run ${call.runId}, step ${seq})`,
+      );
       return;
     }
     const running = samples.at(-1)?.where;
     const why = samples.length
       ? `no tool's code was running in every sample of it (it was in ${running?.[0] ?? 'no JavaScript'})`
-      : 'no sample of it showed a tool\'s code running';
+      : "no sample of it showed a tool's code running";
     this.report(blockedMs, undefined, `event loop blocked for ${ms} ms by the runtime itself, not by a tool: ${why}`, running);
   }
 
-  private report(blockedMs: number, suspect: { run_id: string; step_seq?: number | undefined; tool: string } | undefined, msg: string, running?: string[]): void {
+  private report(
+    blockedMs: number,
+    suspect: { run_id: string; step_seq?: number | undefined; tool: string } | undefined,
+    msg: string,
+    running?: string[],
+  ): void {
     const held = [...this.runs()];
     this.logger.warn(
       { event: 'event_loop_blocked', blocked_ms: Math.round(blockedMs), runs_waiting: held.length, suspect, running },

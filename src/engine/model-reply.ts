@@ -16,7 +16,10 @@ export interface AcceptedReply {
 
 export function acceptReply(reply: LlmResponse): AcceptedReply {
   // What the provider layer already repaired in the wire answer (counts out of range, missing content).
-  const warnings: AcceptedReply['warnings'] = (reply.warnings ?? []).map((detail) => ({ warning: 'provider-value-repaired' as const, detail }));
+  const warnings: AcceptedReply['warnings'] = (reply.warnings ?? []).map((detail) => ({
+    warning: 'provider-value-repaired' as const,
+    detail,
+  }));
   const content = storableContent(reply.content);
   const stopReason = storableText(reply.stopReason);
   if (content !== reply.content || stopReason !== reply.stopReason) {
@@ -28,7 +31,10 @@ export function acceptReply(reply: LlmResponse): AcceptedReply {
   const own = storableUsage(reply.usage);
   const failed = reply.failedAttemptsUsage ? storableUsage(reply.failedAttemptsUsage) : null;
   if (!sameUsage(own, reply.usage) || (failed && !sameUsage(failed, reply.failedAttemptsUsage!))) {
-    warnings.push({ warning: 'usage-out-of-range', detail: `the provider reported token counts out of range (${JSON.stringify(reply.usage)}): clamped` });
+    warnings.push({
+      warning: 'usage-out-of-range',
+      detail: `the provider reported token counts out of range (${JSON.stringify(reply.usage)}): clamped`,
+    });
   }
   const usage = storableUsage(addUsage(own, failed));
   return { response: withFields(reply, { content, stopReason, usage, attempts: Math.max(1, storableCount(reply.attempts)) }), warnings };

@@ -88,7 +88,11 @@ async function retryAfter<T>(firstError: unknown, op: () => Promise<T>, o: Retry
 }
 
 const waitedStatus = (r: RecordedWrite) => (r.status === 'WAITING' || r.status === 'CANCELLED' ? r.status : null);
-const asWrite = (r: RecordedWrite): FencedWrite => ({ tokensUsed: r.tokensUsed, cancelRequested: r.cancelRequested, nextStarted: r.nextStarted });
+const asWrite = (r: RecordedWrite): FencedWrite => ({
+  tokensUsed: r.tokensUsed,
+  cancelRequested: r.cancelRequested,
+  nextStarted: r.nextStarted,
+});
 
 /**
  * The store, with the engine's reads and writes retried as above, giving up when `signal` aborts.
@@ -116,7 +120,10 @@ function retryingMethods(store: EngineStore): EngineStore {
   const s: EngineStore = Object.create(store);
   const retry = <T>(run: Signalled, what: string, op: () => Promise<T>, landed?: () => Promise<{ value: T } | null>) =>
     retryTransient(op, { what, signal: run.signal, landed });
-  type Method<K extends keyof EngineStore> = (this: Signalled, ...args: Parameters<NonNullable<EngineStore[K]>>) => ReturnType<NonNullable<EngineStore[K]>>;
+  type Method<K extends keyof EngineStore> = (
+    this: Signalled,
+    ...args: Parameters<NonNullable<EngineStore[K]>>
+  ) => ReturnType<NonNullable<EngineStore[K]>>;
   const method = <K extends keyof EngineStore>(name: K, f: Method<K>) => {
     (s as unknown as Record<K, Method<K>>)[name] = f;
   };
@@ -134,19 +141,29 @@ function retryingMethods(store: EngineStore): EngineStore {
     return retry(this, 'store a shared text', () => store.putBlob(body));
   });
   method('checkpointModel', function (runId, owner, cp, then) {
-    return retry(this, `record model step ${cp.seq}`, () => store.checkpointModel(runId, owner, cp, then), async () => {
-      const r = await store.recordedWrite(runId, owner, { modelSeq: cp.seq, startNext: then?.startNext });
-      // A checkpoint that started a wait gave the lease up with it: its step is there and the run waits.
-      if (then?.wait && !then.end) return r?.modelStep && waitedStatus(r) ? { value: { ...asWrite(r), waited: waitedStatus(r)! } } : null;
-      return r?.ours && r.modelStep ? { value: asWrite(r) } : null;
-    });
+    return retry(
+      this,
+      `record model step ${cp.seq}`,
+      () => store.checkpointModel(runId, owner, cp, then),
+      async () => {
+        const r = await store.recordedWrite(runId, owner, { modelSeq: cp.seq, startNext: then?.startNext });
+        // A checkpoint that started a wait gave the lease up with it: its step is there and the run waits.
+        if (then?.wait && !then.end) return r?.modelStep && waitedStatus(r) ? { value: { ...asWrite(r), waited: waitedStatus(r)! } } : null;
+        return r?.ours && r.modelStep ? { value: asWrite(r) } : null;
+      },
+    );
   });
   method('wait', function (runId, owner, start) {
-    return retry(this, 'start waiting', () => store.wait(runId, owner, start), async () => {
-      const r = await store.recordedWrite(runId, owner, {});
-      const status = r && waitedStatus(r);
-      return r && status ? { value: { tokensUsed: r.tokensUsed, cancelRequested: r.cancelRequested, status } } : null;
-    });
+    return retry(
+      this,
+      'start waiting',
+      () => store.wait(runId, owner, start),
+      async () => {
+        const r = await store.recordedWrite(runId, owner, {});
+        const status = r && waitedStatus(r);
+        return r && status ? { value: { tokensUsed: r.tokensUsed, cancelRequested: r.cancelRequested, status } } : null;
+      },
+    );
   });
   method('decisions', function (runId) {
     return retry(this, 'read the decisions', () => store.decisions(runId));
@@ -159,10 +176,15 @@ function retryingMethods(store: EngineStore): EngineStore {
     return retry(this, `record the start of tool step ${start.seq}`, () => store.startTool(runId, owner, start));
   });
   method('finishTool', function (runId, owner, finish, startNext) {
-    return retry(this, `record the result of tool call ${finish.toolUseId}`, () => store.finishTool(runId, owner, finish, startNext), async () => {
-      const r = await store.recordedWrite(runId, owner, { finishedToolUseId: finish.toolUseId, startNext });
-      return r?.ours && r.toolFinished ? { value: asWrite(r) } : null;
-    });
+    return retry(
+      this,
+      `record the result of tool call ${finish.toolUseId}`,
+      () => store.finishTool(runId, owner, finish, startNext),
+      async () => {
+        const r = await store.recordedWrite(runId, owner, { finishedToolUseId: finish.toolUseId, startNext });
+        return r?.ours && r.toolFinished ? { value: asWrite(r) } : null;
+      },
+    );
   });
   // A retry after a lost reply may write run.started twice, which readers take as it is; nothing else repeats.
   if (store.eventsClaimed) {
@@ -171,10 +193,15 @@ function retryingMethods(store: EngineStore): EngineStore {
     });
   }
   method('finish', function (runId, owner, end) {
-    return retry(this, `end the run ${end.status}`, () => store.finish(runId, owner, end), async () => {
-      const r = await store.recordedWrite(runId, owner, {});
-      return r?.ours && isTerminal(r.status) ? { value: undefined } : null;
-    });
+    return retry(
+      this,
+      `end the run ${end.status}`,
+      () => store.finish(runId, owner, end),
+      async () => {
+        const r = await store.recordedWrite(runId, owner, {});
+        return r?.ours && isTerminal(r.status) ? { value: undefined } : null;
+      },
+    );
   });
   return s;
 }

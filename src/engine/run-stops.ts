@@ -53,7 +53,10 @@ export class HeldRun {
   /** Whether an event hub follows the run (see step-stream.ts). */
   readonly followers = new Followers();
 
-  constructor(readonly run: ClaimedRun, now: () => Date) {
+  constructor(
+    readonly run: ClaimedRun,
+    now: () => Date,
+  ) {
     this.tokensUsed = run.tokensUsed;
     this.armDeadline(now);
   }

@@ -53,9 +53,11 @@ export function markToolCall(tool: Tool): Tool {
   marked.execute = (input, ctx) => {
     const name = MARK + JSON.stringify([tool.name, ctx.runId]);
     // A computed method name is the function's own name, the one V8 prints for its frames.
-    const call = { async [name]() {
-      return await execute.call(tool, input, ctx);
-    } }[name]!;
+    const call = {
+      async [name]() {
+        return await execute.call(tool, input, ctx);
+      },
+    }[name]!;
     return call();
   };
   return marked;
@@ -160,7 +162,11 @@ class Sampler {
     this.shared[BEAT] = Date.now();
     this.beat = setInterval(() => (this.shared[BEAT] = Date.now()), HEARTBEAT_MS);
     this.beat.unref();
-    this.thread = new Thread(THREAD_SOURCE, { eval: true, workerData: { shared: this.shared.buffer, port: port2, mark: MARK }, transferList: [port2] });
+    this.thread = new Thread(THREAD_SOURCE, {
+      eval: true,
+      workerData: { shared: this.shared.buffer, port: port2, mark: MARK },
+      transferList: [port2],
+    });
     this.thread.unref();
     this.ready = new Promise((resolve) => {
       this.thread.once('message', () => resolve());

@@ -27,10 +27,13 @@ export async function agentAsStarted(
   ]);
   // A text the run refers to is kept as long as the run is (deletions keep referenced texts), so a
   // missing one means the database was edited by hand: the current definition is the best left.
-  if ((!sameSystem && first.systemDigest !== null && system === null) || (!sameTools && first.toolsDigest !== null && tools === null)) return agent;
+  if ((!sameSystem && first.systemDigest !== null && system === null) || (!sameTools && first.toolsDigest !== null && tools === null))
+    return agent;
   return {
     ...agent,
     ...(sameSystem ? {} : { system, systemDigest: first.systemDigest }),
-    ...(sameTools ? {} : { toolDefinitions: tools === null ? [] : (JSON.parse(tools) as ToolDefinition[]), toolsDigest: first.toolsDigest }),
+    ...(sameTools
+      ? {}
+      : { toolDefinitions: tools === null ? [] : (JSON.parse(tools) as ToolDefinition[]), toolsDigest: first.toolsDigest }),
   };
 }

@@ -93,7 +93,13 @@ async function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Pro
   crashPoint('after-tool-effect', run.id);
   const latencyMs = performance.now() - t0;
   crashPoint('before-tool-finish', run.id);
-  const write = await deps.store.finishTool(run.id, deps.owner, { toolUseId, seq: at, status: outcome.status, result: outcome.result, latencyMs });
+  const write = await deps.store.finishTool(run.id, deps.owner, {
+    toolUseId,
+    seq: at,
+    status: outcome.status,
+    result: outcome.result,
+    latencyMs,
+  });
   foldStep(conversation, { seq: at, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
   s.progress(write);
   deps.events.toolStep({ run, worker: deps.owner.worker, seq: at, toolName, toolUseId, status: outcome.status, latencyMs });

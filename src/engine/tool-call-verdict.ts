@@ -58,7 +58,8 @@ export function judgeToolCall(p: PendingTool, facts: ToolCallFacts): ToolCallVer
       case 'complete': // never accepted for an approval; treated as the safer "no"
         return { type: 'resolve', status: 'ERROR', result: deniedResult('not approved') };
       case null:
-        if (a.expiresAt && a.expiresAt.getTime() <= facts.now.getTime()) return { type: 'resolve', status: 'ERROR', result: deniedResult(APPROVAL_TIMED_OUT) };
+        if (a.expiresAt && a.expiresAt.getTime() <= facts.now.getTime())
+          return { type: 'resolve', status: 'ERROR', result: deniedResult(APPROVAL_TIMED_OUT) };
         return { type: 'wait', kind: 'approval' };
     }
   }

@@ -10,7 +10,15 @@ import { DEMO_AGENT, type RunId, type TerminalStatus, type Usage } from '../doma
 import { LeaseLostError } from '../domain/errors.ts';
 import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { ClaimedRun, EngineStore, LeaseKeeper, LeaseKeeperFactory, LeaseOwner, OwnerLiveness, OwnerLivenessFactory } from '../ports/engine-store.ts';
+import type {
+  ClaimedRun,
+  EngineStore,
+  LeaseKeeper,
+  LeaseKeeperFactory,
+  LeaseOwner,
+  OwnerLiveness,
+  OwnerLivenessFactory,
+} from '../ports/engine-store.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
 import { type ToolSource, withSourceTools } from '../tools/tool-source.ts';
 import { AttemptEnds } from './attempt-end.ts';
@@ -121,15 +129,22 @@ export class Worker {
   /** Owner locks found orphaned: their runs are claimable now; cleared by the claim that reads them. */
   private orphaned: number[] = [];
 
-  constructor(private readonly deps: WorkerDeps, private readonly opts: WorkerOptions) {
+  constructor(
+    private readonly deps: WorkerDeps,
+    private readonly opts: WorkerOptions,
+  ) {
     this.owner = { worker: opts.name, leaseMs: opts.leaseMs };
     this.now = deps.now ?? (() => new Date());
     const definitions = deps.agents ?? (deps.agent ? [deps.agent] : []);
     this.definitions = new Map(definitions.map((a) => [a.name ?? DEMO_AGENT, a]));
-    if (this.definitions.size === 0 || this.definitions.size !== definitions.length) throw new Error('a worker needs agents with distinct names');
+    if (this.definitions.size === 0 || this.definitions.size !== definitions.length)
+      throw new Error('a worker needs agents with distinct names');
     this.events = combineEvents(
       ...(deps.events ?? []),
-      followSteps(this.held, (name, agent) => (this.lastPrepared?.get(agent)?.tools ?? this.definitions.get(agent)?.tools)?.isIdempotent(name) ?? true),
+      followSteps(
+        this.held,
+        (name, agent) => (this.lastPrepared?.get(agent)?.tools ?? this.definitions.get(agent)?.tools)?.isIdempotent(name) ?? true,
+      ),
     );
     this.loopWatch = new EventLoopWatch(deps.logger, () => this.held.values(), { thresholdMs: opts.blockedLoopWarnMs ?? 1000 });
     this.ends = new AttemptEnds({
@@ -180,7 +195,10 @@ export class Worker {
     const prepared = new Map<string, PreparedAgent>();
     for (const [name, agent] of this.definitions) {
       const tools = withSourceTools(agent.tools, agent.toolSources ?? [], (source, tool) =>
-        logger.warn({ agent: name, tool_source: source, tool_name: tool }, 'a tool source offers a tool whose name is taken; it is left out'),
+        logger.warn(
+          { agent: name, tool_source: source, tool_name: tool },
+          'a tool source offers a tool whose name is taken; it is left out',
+        ),
       );
       const toolDefinitions = tools.definitions();
       prepared.set(name, {
@@ -224,7 +242,9 @@ export class Worker {
       ];
       for (const [d, text] of texts) {
         if (d === null || text === null || (digest !== null && digest !== d)) continue;
-        this.deps.store.putBlob(text).catch((e: Error) => this.deps.logger.warn({ err_message: e.message }, 'could not store the agent texts again'));
+        this.deps.store
+          .putBlob(text)
+          .catch((e: Error) => this.deps.logger.warn({ err_message: e.message }, 'could not store the agent texts again'));
       }
     }
   }
@@ -233,15 +253,16 @@ export class Worker {
     await this.prepare();
     // The keeper is up before the first claim, so the first leases are renewed in time.
     await this.leases().ready;
-    this.liveness = this.deps.liveness?.({
-      orphaned: (locks) => {
-        this.orphaned = locks;
-        this.wake();
-      },
-      lost: () => this.livenessLost(),
-      // Runs taken over meanwhile are stopped before the others take their next step.
-      regained: () => void this.checkLeases().finally(() => this.resumeSteps()),
-    }) ?? null;
+    this.liveness =
+      this.deps.liveness?.({
+        orphaned: (locks) => {
+          this.orphaned = locks;
+          this.wake();
+        },
+        lost: () => this.livenessLost(),
+        // Runs taken over meanwhile are stopped before the others take their next step.
+        regained: () => void this.checkLeases().finally(() => this.resumeSteps()),
+      }) ?? null;
     await this.liveness?.ready;
     this.subscription =
       this.deps.subscribe?.({
@@ -311,9 +332,14 @@ export class Worker {
           const orphaned = this.orphaned;
           this.orphaned = [];
           const runs = await this.deps.store.claim(this.owner, free, [...this.held.keys()], [...this.definitions.keys()], {
-            ownerLock: ownerLock === 'lost' ? null : ownerLock, orphaned,
+            ownerLock: ownerLock === 'lost' ? null : ownerLock,
+            orphaned,
           });
-          if (orphaned.length && runs.length) this.deps.logger.info({ event: 'runs_taken_over', runs: runs.length, owner_locks: orphaned }, 'took over runs whose worker is gone');
+          if (orphaned.length && runs.length)
+            this.deps.logger.info(
+              { event: 'runs_taken_over', runs: runs.length, owner_locks: orphaned },
+              'took over runs whose worker is gone',
+            );
           claimed = runs.length;
           // A claim that left free slots found the queue empty: until a run is queued (NOTIFY) or the poll
           // interval passes, an attempt's end needs no claim — with thousands in flight, one per finished
@@ -361,7 +387,8 @@ export class Worker {
   }
 
   private leases(): LeaseKeeper {
-    const factory = this.deps.leaseKeeper ?? inProcessLeaseKeeper((owner, held, withinMs) => this.deps.store.renewLeases(owner, held, withinMs));
+    const factory =
+      this.deps.leaseKeeper ?? inProcessLeaseKeeper((owner, held, withinMs) => this.deps.store.renewLeases(owner, held, withinMs));
     return (this.keeper ??= factory(this.owner, Math.max(10, Math.floor(this.opts.leaseMs / 3)), {
       lost: ({ runId, token }) => {
         const h = this.held.get(runId);
@@ -425,7 +452,10 @@ export class Worker {
 
   private deliverCancel(runId: string, via: string): void {
     if (this.held.get(runId as RunId)?.stop(new CancelSignal())) {
-      this.deps.logger.info({ run_id: runId, worker: this.owner.worker, event: 'cancel_delivered', via }, 'cancel delivered to the step in flight');
+      this.deps.logger.info(
+        { run_id: runId, worker: this.owner.worker, event: 'cancel_delivered', via },
+        'cancel delivered to the step in flight',
+      );
     }
   }
 

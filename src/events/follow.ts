@@ -20,7 +20,10 @@ export interface FollowRunOptions {
 
 /** The server refused the request (a 4xx: unknown run, bad key): reconnecting would not help. */
 export class FollowRunError extends Error {
-  constructor(message: string, readonly status: number) {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
     super(message);
     this.name = 'FollowRunError';
   }
@@ -65,10 +68,14 @@ export class SseParser {
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      reject(signal.reason);
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 
 export async function* followRun(baseUrl: string, id: string, opts: FollowRunOptions = {}): AsyncGenerator<RunEvent | UnknownRunEvent> {
@@ -82,7 +89,10 @@ export async function* followRun(baseUrl: string, id: string, opts: FollowRunOpt
     if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
     let failure: Error;
     try {
-      const res = await fetchFn(`${baseUrl.replace(/\/$/, '')}/api/runs/${encodeURIComponent(id)}/events`, { headers, ...(opts.signal ? { signal: opts.signal } : {}) });
+      const res = await fetchFn(`${baseUrl.replace(/\/$/, '')}/api/runs/${encodeURIComponent(id)}/events`, {
+        headers,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
       if (res.status >= 400 && res.status < 500) {
         const body = (await res.json().catch(() => null)) as { error?: { message?: string } } | null;
         throw new FollowRunError(body?.error?.message ?? `HTTP ${res.status}`, res.status);

@@ -84,7 +84,12 @@ export interface RunEventData {
    * The run waits and holds nothing (written with the status change): for people to decide about
    * `toolCalls` (kind approval or decision), or until `wakeAt` (kind timer).
    */
-  'run.waiting': { kind: string; toolCalls: { toolUseId: string; toolName: string; input: unknown }[]; wakeAt: string | null; expiresAt: string | null };
+  'run.waiting': {
+    kind: string;
+    toolCalls: { toolUseId: string; toolName: string; input: unknown }[];
+    wakeAt: string | null;
+    expiresAt: string | null;
+  };
   /** The run left WAITING (every call decided, its timer due, or an approval timed out); `kind` is what it waited for. */
   'run.resumed': { kind: string; toolCalls: { toolUseId: string; toolName: string; input: unknown }[] };
   /** The last event of every run: the stream closes after it. */

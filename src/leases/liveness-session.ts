@@ -68,7 +68,11 @@ class LivenessSession implements OwnerLiveness {
   private readonly confirmMs: number;
   private readonly rejoinMs: number;
 
-  constructor(private readonly url: string, private readonly listener: OwnerLivenessListener, private readonly opts: LivenessSessionOptions) {
+  constructor(
+    private readonly url: string,
+    private readonly listener: OwnerLivenessListener,
+    private readonly opts: LivenessSessionOptions,
+  ) {
     this.Client = clientForSchema(opts.schema ?? DEFAULT_SCHEMA);
     this.intervalMs = opts.intervalMs ?? 500;
     this.graceMs = opts.graceMs ?? 2 * this.intervalMs;
@@ -107,7 +111,11 @@ class LivenessSession implements OwnerLiveness {
   }
 
   private async connect(): Promise<void> {
-    const c = new this.Client({ connectionString: this.url, application_name: 'durable-agent-liveness', query_timeout: Math.max(2 * this.intervalMs, 2_000) });
+    const c = new this.Client({
+      connectionString: this.url,
+      application_name: 'durable-agent-liveness',
+      query_timeout: Math.max(2 * this.intervalMs, 2_000),
+    });
     // An idle session that dies (its backend terminated) says so here, between probes.
     c.on('error', (e) => {
       if (this.client !== c) return;
@@ -142,7 +150,10 @@ class LivenessSession implements OwnerLiveness {
     // Does this very backend hold the lock? Not behind a pooler in transaction mode.
     const probe = await c.query<ProbeRow>({ text: PROBE, values: [this.key] });
     if (!probe.rows[0]!.mine) return await this.fallBack();
-    if (this.state === 'starting') this.opts.log?.('info', 'owner liveness: a session lock; a dead worker\'s runs are taken over within about a second', { owner_lock: this.key });
+    if (this.state === 'starting')
+      this.opts.log?.('info', "owner liveness: a session lock; a dead worker's runs are taken over within about a second", {
+        owner_lock: this.key,
+      });
     else this.opts.log?.('info', 'liveness session back under a new lock', { owner_lock: this.key });
     this.live();
   }
@@ -176,7 +187,10 @@ class LivenessSession implements OwnerLiveness {
       this.missing.clear();
       if (this.state === 'live') {
         this.state = 'reconnecting';
-        this.opts.log?.('warn', 'liveness session lost; claiming nothing until it is back', { err_message: e.message, owner_lock: this.key });
+        this.opts.log?.('warn', 'liveness session lost; claiming nothing until it is back', {
+          err_message: e.message,
+          owner_lock: this.key,
+        });
       }
     }
   }
@@ -199,7 +213,7 @@ class LivenessSession implements OwnerLiveness {
   private async fallBack(): Promise<void> {
     this.opts.log?.(
       'warn',
-      'owner liveness: the session lock is not held by the connection that answers (a pooler in transaction mode?); falling back to the lease alone: a dead worker\'s runs wait for their lease to lapse',
+      "owner liveness: the session lock is not held by the connection that answers (a pooler in transaction mode?); falling back to the lease alone: a dead worker's runs wait for their lease to lapse",
     );
     this.state = 'lease';
     this.key = null;
@@ -228,7 +242,7 @@ export function livenessSession(url: string, opts: LivenessSessionOptions = {}):
 /** No session lock: the lease alone tells a dead worker (WORKER_LIVENESS=lease, e.g. behind a transaction pooler). */
 export function leaseOnlyLiveness(log?: LivenessSessionOptions['log']): OwnerLivenessFactory {
   return () => {
-    log?.('info', 'owner liveness: the lease alone (WORKER_LIVENESS=lease); a dead worker\'s runs wait for their lease to lapse');
+    log?.('info', "owner liveness: the lease alone (WORKER_LIVENESS=lease); a dead worker's runs wait for their lease to lapse");
     return { ready: Promise.resolve(), ownerLock: () => null, close: async () => {} };
   };
 }

@@ -85,7 +85,11 @@ export function timedOut(context: FailureContext = {}): LlmError {
 export function connectionFailed(cause: unknown, context: FailureContext = {}): LlmError {
   // The useful part is the cause (ECONNREFUSED, socket hang up …).
   const detail = cause instanceof Error ? `: ${describeCause(cause)}` : '';
-  return new LlmError(-1, redactor(context.apiKey)(`connection error${detail}`), { type: 'connection_error', cause, usage: context.usage ?? null });
+  return new LlmError(-1, redactor(context.apiKey)(`connection error${detail}`), {
+    type: 'connection_error',
+    cause,
+    usage: context.usage ?? null,
+  });
 }
 
 /**

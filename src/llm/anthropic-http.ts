@@ -69,11 +69,16 @@ export class MessagesEndpoint {
     // nothing the API needs. The key only ever goes here: errors never show headers. No
     // accept-encoding: the responses are small, and inflating them would cost CPU on every call.
     this.headers = Object.freeze([
-      'host', url.host,
-      'accept', 'application/json',
-      'content-type', 'application/json',
-      'authorization', `Bearer ${options.apiKey}`,
-      'anthropic-version', ANTHROPIC_VERSION,
+      'host',
+      url.host,
+      'accept',
+      'application/json',
+      'content-type',
+      'application/json',
+      'authorization',
+      `Bearer ${options.apiKey}`,
+      'anthropic-version',
+      ANTHROPIC_VERSION,
     ]);
   }
 
@@ -269,7 +274,8 @@ export async function readEvents(response: IncomingMessage, onEvent: (event: unk
   const headers = response.headers;
   const sse = new SseReader((event, data) => {
     if (event === null || event === 'ping') return;
-    if (event === 'error') throw fromErrorResponse({ status: undefined, ...errorBodyFields(parseJson(data)), headers: headerSource(headers) });
+    if (event === 'error')
+      throw fromErrorResponse({ status: undefined, ...errorBodyFields(parseJson(data)), headers: headerSource(headers) });
     if (data === '') return;
     onEvent(JSON.parse(data));
   });

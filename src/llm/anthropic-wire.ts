@@ -87,8 +87,7 @@ function hasCacheControl(block: ContentBlock): boolean {
 
 /** A copy of the message whose last cacheable block carries a breakpoint, or null if none can. */
 function withBreakpoint(message: Message): Message | null {
-  const blocks: ContentBlock[] =
-    typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : [...message.content];
+  const blocks: ContentBlock[] = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : [...message.content];
   for (let i = blocks.length - 1; i >= 0; i--) {
     const block = blocks[i]!;
     if (!cacheable(block)) continue;

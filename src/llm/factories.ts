@@ -68,7 +68,10 @@ const OptionsSchema = z.object({
   retryBaseMs: z.number().int().min(0).optional(),
   retryCapMs: z.number().int().min(0).optional(),
   onRetry: z.custom<RetryListener>((f) => typeof f === 'function', 'must be a function').optional(),
-  provider: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'use 1 to 64 lower-case letters, digits, ".", "_" or "-"').optional(),
+  provider: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'use 1 to 64 lower-case letters, digits, ".", "_" or "-"')
+    .optional(),
 });
 
 function check<T extends ProviderClientOptions>(options: T, factory: string): T & ModelCallSettings {

@@ -13,7 +13,13 @@ export { StreamAssembler } from './anthropic-stream.ts';
 export { DemoLlmClient, DEMO_LABEL } from '../demo/demo-llm.ts';
 export { OpenAiClient, DEFAULT_OPENAI_BASE_URL, type OpenAiClientOptions } from './openai.ts';
 export { ChatStreamAssembler } from './openai-stream.ts';
-export { anthropic, openAiCompatible, type AnthropicOptions, type OpenAiCompatibleOptions, type ProviderClientOptions } from './factories.ts';
+export {
+  anthropic,
+  openAiCompatible,
+  type AnthropicOptions,
+  type OpenAiCompatibleOptions,
+  type ProviderClientOptions,
+} from './factories.ts';
 export { RetryingLlmClient, backoffMs, giveUpReason, parseRetryAfterMs, retryReason } from './retrying.ts';
 export { normaliseChatUsage, normaliseContent, normaliseUsage } from './normalise.ts';
 export type { RandomSource, RetryListener, RetryPolicy, RetryingOptions, Sleeper } from './retrying.ts';
@@ -23,14 +29,7 @@ export { MAX_TIMER_MS, timerSleeper } from '../util/sleep.ts';
 
 export type LlmConfig = Pick<
   Config,
-  | 'llmProvider'
-  | 'anthropicApiKey'
-  | 'anthropicBaseUrl'
-  | 'demoLatencyMs'
-  | 'stepTimeoutMs'
-  | 'maxAttempts'
-  | 'retryBaseMs'
-  | 'retryCapMs'
+  'llmProvider' | 'anthropicApiKey' | 'anthropicBaseUrl' | 'demoLatencyMs' | 'stepTimeoutMs' | 'maxAttempts' | 'retryBaseMs' | 'retryCapMs'
 > &
   // Optional so a configuration written before streaming (or the OpenAI provider) existed still
   // builds a client (streaming on).

@@ -49,7 +49,11 @@ export function normaliseChatUsage(raw: unknown, warnings: string[]): Usage {
   if (source !== raw) warnings.push(`usage was ${describe(raw)}: counted as 0 tokens`);
   const details = source.prompt_tokens_details;
   const prompt = tokenCount(source.prompt_tokens, 'prompt_tokens', warnings);
-  let cached = tokenCount(details !== null && typeof details === 'object' ? (details as Record<string, unknown>).cached_tokens : undefined, 'prompt_tokens_details.cached_tokens', warnings);
+  let cached = tokenCount(
+    details !== null && typeof details === 'object' ? (details as Record<string, unknown>).cached_tokens : undefined,
+    'prompt_tokens_details.cached_tokens',
+    warnings,
+  );
   if (cached > prompt) {
     warnings.push(`usage.prompt_tokens_details.cached_tokens (${cached}) exceeds prompt_tokens (${prompt}): counted as ${prompt}`);
     cached = prompt;
@@ -65,8 +69,11 @@ export function normaliseChatUsage(raw: unknown, warnings: string[]): Usage {
 /** The answer's content blocks, kept verbatim; `null`, a missing or a non-array `content` is no blocks. */
 export function normaliseContent(raw: unknown, warnings: string[]): ContentBlock[] {
   if (Array.isArray(raw)) {
-    const blocks = raw.filter((b): b is ContentBlock => b !== null && typeof b === 'object' && typeof (b as { type?: unknown }).type === 'string');
-    if (blocks.length !== raw.length) warnings.push(`content held ${raw.length - blocks.length} item(s) that are not content blocks: dropped`);
+    const blocks = raw.filter(
+      (b): b is ContentBlock => b !== null && typeof b === 'object' && typeof (b as { type?: unknown }).type === 'string',
+    );
+    if (blocks.length !== raw.length)
+      warnings.push(`content held ${raw.length - blocks.length} item(s) that are not content blocks: dropped`);
     return blocks;
   }
   warnings.push(`content was ${describe(raw)}: taken as no content`);

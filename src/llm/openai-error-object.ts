@@ -63,5 +63,9 @@ export function shouldRetry(error: ChatErrorObject | null | undefined, header: s
 /** An error object sent in a 200's body, as the error it stands for. */
 export function errorOfBody(error: ChatErrorObject, requestId: string | null): LlmError {
   const message = typeof error.message === 'string' && error.message !== '' ? error.message : 'error body with HTTP 200';
-  return new LlmError(statusOfChatError(error), message, { type: kindOfChatError(error), requestId, shouldRetry: shouldRetry(error, null) });
+  return new LlmError(statusOfChatError(error), message, {
+    type: kindOfChatError(error),
+    requestId,
+    shouldRetry: shouldRetry(error, null),
+  });
 }

@@ -74,18 +74,25 @@ export class ChatStreamAssembler {
     if (this.finishReason === null) {
       throw new LlmError(-1, 'the stream ended before its finish_reason', { type: 'incomplete_stream', requestId, usage: this.usage() });
     }
-    const calls = [...this.calls.entries()].sort(([a], [b]) => a - b).map(([, c]) => ({
-      id: c.id,
-      type: 'function',
-      function: { name: c.name, arguments: c.arguments },
-    }));
+    const calls = [...this.calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([, c]) => ({
+        id: c.id,
+        type: 'function',
+        function: { name: c.name, arguments: c.arguments },
+      }));
     const completion = {
       id: this.id,
       model: this.model,
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: this.text === '' ? null : this.text, refusal: this.refusal === '' ? null : this.refusal, tool_calls: calls },
+          message: {
+            role: 'assistant',
+            content: this.text === '' ? null : this.text,
+            refusal: this.refusal === '' ? null : this.refusal,
+            tool_calls: calls,
+          },
           finish_reason: this.finishReason,
         },
       ],

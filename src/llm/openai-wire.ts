@@ -52,7 +52,9 @@ function blocksOf(m: Message): ContentBlock[] {
 }
 
 function unsupported(block: ContentBlock, index: number): LlmError {
-  return new LlmError(0, `message ${index} holds a "${block.type}" block, which the Chat Completions API cannot express`, { type: 'unsupported_content' });
+  return new LlmError(0, `message ${index} holds a "${block.type}" block, which the Chat Completions API cannot express`, {
+    type: 'unsupported_content',
+  });
 }
 
 /** Tool results first (they must follow the assistant's tool calls at once), then the user's text. */
@@ -62,7 +64,11 @@ function userMessages(m: Message, index: number): ChatMessage[] {
   for (const block of blocksOf(m)) {
     if (block.type === 'tool_result') {
       const text = resultText(block.content);
-      tools.push({ role: 'tool', tool_call_id: String(block.tool_use_id), content: block.is_error === true ? `${TOOL_ERROR_PREFIX}${text}` : text });
+      tools.push({
+        role: 'tool',
+        tool_call_id: String(block.tool_use_id),
+        content: block.is_error === true ? `${TOOL_ERROR_PREFIX}${text}` : text,
+      });
     } else if (block.type === 'text') {
       texts.push(String(block.text ?? ''));
     } else if (!PRIVATE_BLOCKS.has(block.type)) {
@@ -130,7 +136,12 @@ export function toolUseBlocks(calls: unknown, warnings: string[]): ContentBlock[
     }
     const id = typeof call!.id === 'string' && call!.id !== '' ? call!.id : null;
     if (!id) warnings.push(`tool call ${i + 1} (${name}) has no id: one was made up`);
-    blocks.push({ type: 'tool_use', id: id ?? `call_made_up_${i + 1}_${Date.now().toString(36)}`, name, input: parseArguments(call!.function!.arguments, name, warnings) });
+    blocks.push({
+      type: 'tool_use',
+      id: id ?? `call_made_up_${i + 1}_${Date.now().toString(36)}`,
+      name,
+      input: parseArguments(call!.function!.arguments, name, warnings),
+    });
   });
   return blocks;
 }

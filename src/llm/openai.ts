@@ -48,18 +48,21 @@ export class OpenAiClient implements LlmClient {
    */
   private sdk(): Promise<OpenAI> {
     const options = this.options;
-    return (this.loaded ??= import('openai').then(({ default: OpenAI }) => new OpenAI({
-      apiKey: options.apiKey,
-      // Every option the SDK would otherwise read from the environment is explicit, so it reads none
-      // behind config's back; and it logs nothing itself (a chunk it cannot parse would be printed).
-      baseURL: options.baseUrl ?? DEFAULT_OPENAI_BASE_URL,
-      organization: null,
-      project: null,
-      webhookSecret: null,
-      logLevel: 'off',
-      maxRetries: 0,
-      timeout: Math.min(options.timeoutMs ?? 10 * 60 * 1000, MAX_TIMER_MS),
-    })));
+    return (this.loaded ??= import('openai').then(
+      ({ default: OpenAI }) =>
+        new OpenAI({
+          apiKey: options.apiKey,
+          // Every option the SDK would otherwise read from the environment is explicit, so it reads none
+          // behind config's back; and it logs nothing itself (a chunk it cannot parse would be printed).
+          baseURL: options.baseUrl ?? DEFAULT_OPENAI_BASE_URL,
+          organization: null,
+          project: null,
+          webhookSecret: null,
+          logLevel: 'off',
+          maxRetries: 0,
+          timeout: Math.min(options.timeoutMs ?? 10 * 60 * 1000, MAX_TIMER_MS),
+        }),
+    ));
   }
 
   async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
@@ -85,7 +88,11 @@ export class OpenAiClient implements LlmClient {
 
   private async stream(request: LlmRequest, options: LlmCallOptions, call: Call): Promise<LlmResponse> {
     const params = { ...toChatParams(request), stream: true as const, stream_options: { include_usage: true } };
-    const { data: chunks, request_id } = await (await this.sdk()).chat.completions.create(params, { signal: options.signal }).withResponse();
+    const { data: chunks, request_id } = await (
+      await this.sdk()
+    ).chat.completions
+      .create(params, { signal: options.signal })
+      .withResponse();
     call.responded = true;
     call.requestId = request_id ?? null;
     const assembler = new ChatStreamAssembler(request.model);
@@ -102,4 +109,3 @@ export class OpenAiClient implements LlmClient {
     return assembler.finish(call.requestId);
   }
 }
-

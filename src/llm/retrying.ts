@@ -147,9 +147,11 @@ export class RetryingLlmClient implements LlmClient {
       let current = true;
       const { onText } = options;
       const attemptOptions: LlmCallOptions = withFields(options, {
-        onText: onText && ((text: string) => {
-          if (current) onText(text, attempt);
-        }),
+        onText:
+          onText &&
+          ((text: string) => {
+            if (current) onText(text, attempt);
+          }),
       });
       try {
         const response = await this.delegate.send(request, attemptOptions);
@@ -164,7 +166,9 @@ export class RetryingLlmClient implements LlmClient {
         const waitMs = backoffMs(attempt - 1, this.policy, this.random, error.retryAfterMs);
         // An abort by the caller surfaces as a network error (-1); it is a decision, not a fault.
         const retry =
-          error.retryable && !options.signal?.aborted && giveUpReason(attempt, waitMs, this.policy, options.deadlineAt, this.now()) === null;
+          error.retryable &&
+          !options.signal?.aborted &&
+          giveUpReason(attempt, waitMs, this.policy, options.deadlineAt, this.now()) === null;
         if (!retry) {
           error.usage = failedUsage;
           throw error;

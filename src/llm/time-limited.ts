@@ -54,9 +54,11 @@ export class TimeLimitedLlmClient implements LlmClient {
       const { onText, onUsage } = options;
       const delegateOptions: LlmCallOptions = withFields(options, {
         signal: controller.signal,
-        onText: onText && ((text: string, attempt: number) => {
-          if (!settled) onText(text, attempt);
-        }),
+        onText:
+          onText &&
+          ((text: string, attempt: number) => {
+            if (!settled) onText(text, attempt);
+          }),
         onUsage: (reported: Usage) => {
           if (settled) return;
           usage = reported;

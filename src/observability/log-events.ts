@@ -78,7 +78,16 @@ export function logEvents(logger: Logger): EngineEvents {
 
     toolStarted({ run, worker, seq, toolName, toolUseId, resumed }) {
       logger.info(
-        { run_id: run.id, worker, step_seq: seq, event: 'tool_started', kind: 'TOOL', tool_name: toolName, tool_use_id: toolUseId, resumed },
+        {
+          run_id: run.id,
+          worker,
+          step_seq: seq,
+          event: 'tool_started',
+          kind: 'TOOL',
+          tool_name: toolName,
+          tool_use_id: toolUseId,
+          resumed,
+        },
         // A resumed tool runs again with the same idempotency key: worth seeing when effects look doubled.
         resumed ? 'tool re-run after resume' : 'tool started',
       );
@@ -113,18 +122,19 @@ export function logEvents(logger: Logger): EngineEvents {
     runWaiting({ run, worker, waiting }) {
       logger.info(
         {
-          run_id: run.id, worker, event: 'run_waiting', kind: waiting.kind,
-          tool_calls: waiting.toolCalls.map((c) => `${c.toolName}:${c.toolUseId}`), wake_at: waiting.wakeAt?.toISOString(),
+          run_id: run.id,
+          worker,
+          event: 'run_waiting',
+          kind: waiting.kind,
+          tool_calls: waiting.toolCalls.map((c) => `${c.toolName}:${c.toolUseId}`),
+          wake_at: waiting.wakeAt?.toISOString(),
         },
         `run waiting (${waiting.kind}); it holds no lease until it is woken`,
       );
     },
 
     leaseLost({ runId, worker }) {
-      logger.warn(
-        { run_id: runId, worker, event: 'lease_lost' },
-        'lease lost: another worker took the run over; this attempt stops',
-      );
+      logger.warn({ run_id: runId, worker, event: 'lease_lost' }, 'lease lost: another worker took the run over; this attempt stops');
     },
 
     attemptEnded({ runId, worker, reason, error }) {

@@ -5,7 +5,17 @@ import { type Redact, redactValue } from '../core/redact.ts';
 export type Logger = pino.Logger;
 
 /** Secrets: censored wherever they sit in the top three levels of a logged object (e.g. req.headers.authorization). */
-const SECRET_KEYS = ['apiKey', 'api_key', 'authorization', 'Authorization', '["x-api-key"]', '["X-Api-Key"]', 'password', 'databaseUrl', 'cookie'];
+const SECRET_KEYS = [
+  'apiKey',
+  'api_key',
+  'authorization',
+  'Authorization',
+  '["x-api-key"]',
+  '["X-Api-Key"]',
+  'password',
+  'databaseUrl',
+  'cookie',
+];
 /** Conversation text and tool inputs: censored at the top two levels; logs say what happened, not what was said. */
 const CONTENT_KEYS = ['messages', 'content', 'input'];
 

@@ -148,12 +148,15 @@ export function createMetrics(sources: MetricsSources, labels: MetricLabels): Me
   let inFlight: Promise<void> | null = null;
   function refresh(): Promise<void> {
     inFlight ??= Promise.allSettled([
-      readWithin(sources.countRunsByStatus, readTimeoutMs).then((counts) => {
-        // Every known status is present, 0 when none, so dashboards and alerts never see a gap;
-        // a status added by a later migration shows up before this list learns of it.
-        for (const status of RUN_STATUSES) runs.set({ status }, counts[status] ?? 0);
-        for (const [status, n] of Object.entries(counts)) runs.set({ status }, n);
-      }, () => readFailures.inc({ gauge: 'agent_runs' })),
+      readWithin(sources.countRunsByStatus, readTimeoutMs).then(
+        (counts) => {
+          // Every known status is present, 0 when none, so dashboards and alerts never see a gap;
+          // a status added by a later migration shows up before this list learns of it.
+          for (const status of RUN_STATUSES) runs.set({ status }, counts[status] ?? 0);
+          for (const [status, n] of Object.entries(counts)) runs.set({ status }, n);
+        },
+        () => readFailures.inc({ gauge: 'agent_runs' }),
+      ),
       readWithin(sources.queueDepth, readTimeoutMs).then(
         (byAgent) => {
           // An agent's runs leave the queue, so its series drops to 0 rather than keeping its last value.

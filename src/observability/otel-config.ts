@@ -48,7 +48,9 @@ export function otelExportConfig(env: OtelEnv): OtelExportConfig | null {
   const protocolVariable = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf';
   if (protocol === 'grpc') {
-    throw new ConfigError(`invalid configuration: ${protocolVariable}: grpc is not supported; use http/protobuf (the default) or http/json`);
+    throw new ConfigError(
+      `invalid configuration: ${protocolVariable}: grpc is not supported; use http/protobuf (the default) or http/json`,
+    );
   }
   const headers = {
     ...parseKeyValues(env.OTEL_EXPORTER_OTLP_HEADERS, 'OTEL_EXPORTER_OTLP_HEADERS'),

@@ -25,11 +25,14 @@ export interface OtelExport {
 
 /** Registers the SDK as the global tracer provider; the spans of every run from now on are exported. */
 export async function startOtelExport(config: OtelExportConfig, extraResource: Record<string, string> = {}): Promise<OtelExport> {
-  const [{ BasicTracerProvider, BatchSpanProcessor }, { defaultResource, resourceFromAttributes }, { OTLPTraceExporter }] = await Promise.all([
-    import('@opentelemetry/sdk-trace-base'),
-    import('@opentelemetry/resources'),
-    config.protocol === 'http/json' ? import('@opentelemetry/exporter-trace-otlp-http') : import('@opentelemetry/exporter-trace-otlp-proto'),
-  ]);
+  const [{ BasicTracerProvider, BatchSpanProcessor }, { defaultResource, resourceFromAttributes }, { OTLPTraceExporter }] =
+    await Promise.all([
+      import('@opentelemetry/sdk-trace-base'),
+      import('@opentelemetry/resources'),
+      config.protocol === 'http/json'
+        ? import('@opentelemetry/exporter-trace-otlp-http')
+        : import('@opentelemetry/exporter-trace-otlp-proto'),
+    ]);
   // Complaints before the log exists are kept (a few) and written when it does.
   let sink: Logger | null = null;
   const early: string[] = [];
@@ -39,7 +42,10 @@ export async function startOtelExport(config: OtelExportConfig, extraResource: R
     else if (early.length < 20) early.push(message);
   };
   const quiet = () => {};
-  diag.setLogger({ error: forward, warn: forward, info: quiet, debug: quiet, verbose: quiet }, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
+  diag.setLogger(
+    { error: forward, warn: forward, info: quiet, debug: quiet, verbose: quiet },
+    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
+  );
 
   const exporter = new OTLPTraceExporter({ url: config.tracesUrl, headers: config.headers });
   const provider = new BasicTracerProvider({
@@ -64,7 +70,8 @@ export async function startOtelExport(config: OtelExportConfig, extraResource: R
         const limit = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), SHUTDOWN_LIMIT_MS)));
         try {
           const outcome = await Promise.race([provider.shutdown().then(() => 'sent' as const), limit]);
-          if (outcome === 'late') forward(`the last spans could not be sent to ${config.tracesUrl} within ${SHUTDOWN_LIMIT_MS} ms and are dropped`);
+          if (outcome === 'late')
+            forward(`the last spans could not be sent to ${config.tracesUrl} within ${SHUTDOWN_LIMIT_MS} ms and are dropped`);
         } catch (error) {
           forward(`the last spans could not be sent to ${config.tracesUrl}: ${error instanceof Error ? error.message : String(error)}`);
         } finally {

@@ -56,7 +56,16 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
   };
 
   /** A child of the attempt span (`parent`) that began `latencyMs` ago and ends now; `finish` adds to it first. */
-  function stepSpan(parent: Span | undefined, run: Run, seq: number, name: string, kind: SpanKind, latencyMs: number, attributes: Attributes, finish?: (span: Span) => void): void {
+  function stepSpan(
+    parent: Span | undefined,
+    run: Run,
+    seq: number,
+    name: string,
+    kind: SpanKind,
+    latencyMs: number,
+    attributes: Attributes,
+    finish?: (span: Span) => void,
+  ): void {
     const ctx = parent ? trace.setSpan(context.active(), parent) : context.active();
     const now = Date.now();
     const span = tracer.startSpan(

@@ -26,7 +26,14 @@ export interface EngineEvents {
   toolStarted?(e: { run: Run; worker: string; seq: number; toolName: string; toolUseId: string; resumed: boolean }): void;
   toolStep?(e: { run: Run; worker: string; seq: number; toolName: string; toolUseId: string; status: StepStatus; latencyMs: number }): void;
   /** `budget`: the kind of limit that stopped the run, when one did. */
-  runFinished?(e: { run: Run; worker: string; status: TerminalStatus; error: string | null; tokensUsed: number; budget?: BudgetKind }): void;
+  runFinished?(e: {
+    run: Run;
+    worker: string;
+    status: TerminalStatus;
+    error: string | null;
+    tokensUsed: number;
+    budget?: BudgetKind;
+  }): void;
   /** The run went WAITING (for approvals, a decision or a timer) and this attempt is over; `since` is the database's. */
   runWaiting?(e: { run: Run; worker: string; waiting: Omit<Waiting, 'since'> }): void;
   leaseLost?(e: { runId: RunId; worker: string }): void;

@@ -1,6 +1,20 @@
 import type { EarlierRun } from '../core/chain-replay.ts';
 import type { NewEvent } from './new-event.ts';
-import type { BudgetKind, ContentBlock, DecisionRecord, ModelRequestParams, Run, RunId, RunProgress, RunStatus, Step, StepStatus, TerminalStatus, Usage, Waiting } from '../domain/types.ts';
+import type {
+  BudgetKind,
+  ContentBlock,
+  DecisionRecord,
+  ModelRequestParams,
+  Run,
+  RunId,
+  RunProgress,
+  RunStatus,
+  Step,
+  StepStatus,
+  TerminalStatus,
+  Usage,
+  Waiting,
+} from '../domain/types.ts';
 
 /** Who writes, and for how long a successful write extends the lease. Every engine write is fenced on it. */
 export interface LeaseOwner {
@@ -242,7 +256,13 @@ export interface EngineStore {
    * Takes up to `limit` runs of `agents` (the demo agent's when absent) that are QUEUED or due, or
    * RUNNING with a lapsed lease or an owner that is gone (`liveness`); one statement.
    */
-  claim(owner: LeaseOwner, limit: number, holding?: readonly RunId[], agents?: readonly string[], liveness?: ClaimLiveness): Promise<ClaimedRun[]>;
+  claim(
+    owner: LeaseOwner,
+    limit: number,
+    holding?: readonly RunId[],
+    agents?: readonly string[],
+    liveness?: ClaimLiveness,
+  ): Promise<ClaimedRun[]>;
   steps(runId: RunId): Promise<Step[]>;
   /**
    * Records a model step, and in the same statement what follows it when that is already known (see

@@ -22,10 +22,20 @@ export type ForkStore = Pick<RunRecords, 'create' | 'turnAt' | 'turnRows'>;
  * Creates the fork of `source` after step `afterSeq`. The source may still be running: the fork takes
  * its steps checkpointed so far. `afterSeq` must end a whole turn, or the InputError lists those that do.
  */
-export async function forkRun(store: ForkStore, source: Run, request: ForkRunOptions, defaults: RunDefaults, part: InputPart): Promise<Run> {
+export async function forkRun(
+  store: ForkStore,
+  source: Run,
+  request: ForkRunOptions,
+  defaults: RunDefaults,
+  part: InputPart,
+): Promise<Run> {
   const { afterSeq, ...rest } = request;
   // The fork is a run of its source's agent (a worker serving that agent drives it).
-  const newRun = toNewRun({ ...rest, input: request.input ?? source.input, model: request.model ?? source.model, agent: source.agent }, defaults, part);
+  const newRun = toNewRun(
+    { ...rest, input: request.input ?? source.input, model: request.model ?? source.model, agent: source.agent },
+    defaults,
+    part,
+  );
   if (!wholeTurnEnds(await store.turnAt(source.id, afterSeq)).includes(afterSeq)) {
     const valid = wholeTurnEnds(await store.turnRows(source.id));
     const message =

@@ -43,8 +43,16 @@ export interface RunDefaults {
 
 /** The library's options: the HTTP body plus what only a caller in the same process can ask for. */
 export const CreateRunOptions = CreateRunBody.extend({
-  idempotencyKey: z.string().min(1).max(200).optional().describe('A second create with the same key (and the same options) within 24 hours returns the first run.'),
-  tenant: z.string().regex(TENANT_PATTERN, 'must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit').optional()
+  idempotencyKey: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('A second create with the same key (and the same options) within 24 hours returns the first run.'),
+  tenant: z
+    .string()
+    .regex(TENANT_PATTERN, 'must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit')
+    .optional()
     .describe('Whose run it is; "default" when absent. (Over HTTP the tenant is the API key\'s.)'),
 });
 export type CreateRunOptions = z.infer<typeof CreateRunOptions>;
@@ -110,7 +118,10 @@ export function moneyBudget(
   const budget = requested ?? defaults.costBudgetUsd ?? null;
   if (budget === null || !defaults.isPriced || defaults.isPriced(model)) return budget;
   const where = requested === undefined ? "the server's DEFAULT_COST_BUDGET_USD applies, but " : '';
-  return refuse(requested === undefined ? 'model' : 'costBudgetUsd', `${where}model "${model}" has no price in the prices file, so a money budget cannot be kept; add its price or leave costBudgetUsd out`);
+  return refuse(
+    requested === undefined ? 'model' : 'costBudgetUsd',
+    `${where}model "${model}" has no price in the prices file, so a money budget cannot be kept; add its price or leave costBudgetUsd out`,
+  );
 }
 
 /**
@@ -142,7 +153,9 @@ export function requestHash(request: unknown): string {
 function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
   if (v !== null && typeof v === 'object') {
-    const entries = Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(v)
+      .filter(([, x]) => x !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x)}`).join(',')}}`;
   }
   return JSON.stringify(v) ?? 'null';

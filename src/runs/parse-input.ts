@@ -2,7 +2,13 @@ import type { z } from 'zod';
 import { InputError } from '../domain/errors.ts';
 
 /** What the input being parsed is called in error messages: a part of an HTTP request, or a library call's options. */
-export const INPUT_NAMES = { body: 'request body', query: 'query parameters', path: 'path', options: 'options', headers: 'headers' } as const;
+export const INPUT_NAMES = {
+  body: 'request body',
+  query: 'query parameters',
+  path: 'path',
+  options: 'options',
+  headers: 'headers',
+} as const;
 export type InputPart = keyof typeof INPUT_NAMES;
 
 /** Parses a request part with its schema; a failure is an InputError naming every failing field. */

@@ -84,7 +84,10 @@ const Metadata = z
 
 export const CreateRunBody = z.strictObject({
   input: text(LIMITS.inputChars, 'The task: the first user message of the conversation.'),
-  agent: text(LIMITS.modelChars, "The agent to run, by name; the server's first agent when absent (the previous run's with previousRunId).").optional(),
+  agent: text(
+    LIMITS.modelChars,
+    "The agent to run, by name; the server's first agent when absent (the previous run's with previousRunId).",
+  ).optional(),
   model: text(LIMITS.modelChars, "The model to call; the server's DEFAULT_MODEL when absent.").optional(),
   tokenBudget: int(1, LIMITS.tokenBudget, 'Tokens the run may use (input, cache writes and output).').optional(),
   timeoutSeconds: int(1, LIMITS.timeoutSeconds, 'Wall-clock limit from now; the run is TIMED_OUT after it.').optional(),
@@ -95,7 +98,9 @@ export const CreateRunBody = z.strictObject({
     .positive()
     .max(LIMITS.costBudgetUsd)
     .optional()
-    .describe("USD the run may spend on model calls; the server's DEFAULT_COST_BUDGET_USD when absent (none when that is unset). The model must have a price."),
+    .describe(
+      "USD the run may spend on model calls; the server's DEFAULT_COST_BUDGET_USD when absent (none when that is unset). The model must have a price.",
+    ),
   previousRunId: z
     .guid('must be a run id (a UUID)')
     .optional()
@@ -103,7 +108,9 @@ export const CreateRunBody = z.strictObject({
   startAt: z.iso
     .datetime({ offset: true })
     .optional()
-    .describe('Not started before this time (ISO-8601, at most a year ahead); the run is QUEUED until then. Its timeoutSeconds counts from then.'),
+    .describe(
+      'Not started before this time (ISO-8601, at most a year ahead); the run is QUEUED until then. Its timeoutSeconds counts from then.',
+    ),
 });
 requestSchemas.add(CreateRunBody, { id: 'CreateRunRequest' });
 export type CreateRunBody = z.infer<typeof CreateRunBody>;

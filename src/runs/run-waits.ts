@@ -80,7 +80,8 @@ export class RunWaits {
   /** Rejects every pending wait and closes the LISTEN connection. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const w of [...this.waiters.values()].flatMap((s) => [...s])) w.abandon(new DurableAgentError('the runtime was closed while waiting for a run'));
+    for (const w of [...this.waiters.values()].flatMap((s) => [...s]))
+      w.abandon(new DurableAgentError('the runtime was closed while waiting for a run'));
     await this.subscription?.close();
   }
 }

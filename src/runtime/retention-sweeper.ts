@@ -35,7 +35,10 @@ export function startRetention(deletion: Pick<RunDeletion, 'purge'>, opts: Reten
     try {
       const deleted = await deletion.purge(cutoff, { batchSize: opts.batchSize ?? 500, signal: stop.signal });
       if (deleted.runs > 0) {
-        logger.info({ event: 'retention', runs_deleted: deleted.runs, blobs_deleted: deleted.blobs, cutoff: cutoff.toISOString() }, 'retention: deleted finished runs past RETENTION_DAYS');
+        logger.info(
+          { event: 'retention', runs_deleted: deleted.runs, blobs_deleted: deleted.blobs, cutoff: cutoff.toISOString() },
+          'retention: deleted finished runs past RETENTION_DAYS',
+        );
       }
     } catch (e) {
       if (stop.signal.aborted) return;

@@ -116,14 +116,17 @@ function metricsServer(metrics: Metrics, auth: Authenticator, host: string, port
   const server = http.createServer((req, res) => {
     if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
       // The same rule as the API's /metrics: a key when keys are required.
-      auth.authenticate(req).then(() => metrics.render()).then(
-        ({ contentType, body }) => res.writeHead(200, { 'content-type': contentType }).end(body),
-        (e: Error) => {
-          if (!(e instanceof UnauthorizedError)) return res.writeHead(500).end();
-          res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="durable-agent"' });
-          res.end(JSON.stringify({ error: { code: 'unauthorized', message: e.message } }));
-        },
-      );
+      auth
+        .authenticate(req)
+        .then(() => metrics.render())
+        .then(
+          ({ contentType, body }) => res.writeHead(200, { 'content-type': contentType }).end(body),
+          (e: Error) => {
+            if (!(e instanceof UnauthorizedError)) return res.writeHead(500).end();
+            res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="durable-agent"' });
+            res.end(JSON.stringify({ error: { code: 'unauthorized', message: e.message } }));
+          },
+        );
     } else {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"not_found","message":"only /metrics here"}}');
     }
@@ -138,7 +141,11 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
   const redact = config.redact ? redactor(config.redact) : noRedaction;
   const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat, redact });
   const database = await resolveDatabase(config);
-  const pool = createPool(database.url, poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0), config.databaseSchema);
+  const pool = createPool(
+    database.url,
+    poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0),
+    config.databaseSchema,
+  );
   let worker: Worker | null = null;
   let server: FastifyInstance | null = null;
   let plainMetrics: http.Server | null = null;
@@ -164,7 +171,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     await checkConnection(pool, database);
     const agents = opts.agents ?? [opts.agent ?? {}];
     const names = agents.map((a) => a.name ?? DEMO_AGENT);
-    if (agents.length === 0 || new Set(names).size !== names.length) throw new ConfigError(`agents must be a non-empty list of distinct names (got ${names.join(', ')})`);
+    if (agents.length === 0 || new Set(names).size !== names.length)
+      throw new ConfigError(`agents must be a non-empty list of distinct names (got ${names.join(', ')})`);
     // The demo agent's tickets exist only where the demo agent is served.
     const demo = agents.some((a) => a.tools === undefined);
     await migrate(pool, {
@@ -206,11 +214,21 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     const llm: LlmClient = !needsConfigured
       ? (opts.llm ?? agents[0]!.llm!)
       : createLlmClient(config, {
-        onRetry: (error, attempt, waitMs, call) => {
-          metrics.onLlmRetry(retryReason(error));
-          logger.warn({ ...call.logFields, attempt, wait_ms: waitMs, status: error.status, request_id: error.requestId, err_message: error.message }, 'model call retried');
-        },
-      });
+          onRetry: (error, attempt, waitMs, call) => {
+            metrics.onLlmRetry(retryReason(error));
+            logger.warn(
+              {
+                ...call.logFields,
+                attempt,
+                wait_ms: waitMs,
+                status: error.status,
+                request_id: error.requestId,
+                err_message: error.message,
+              },
+              'model call retried',
+            );
+          },
+        });
 
     if (opts.worker && needsConfigured && config.llmProviderDefaulted) {
       logger.warn('ANTHROPIC_API_KEY is not set: using the offline demo model (LLM_PROVIDER=demo)');
@@ -247,7 +265,9 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       });
       url = await server.listen({ host: config.host, port: config.port }).catch((e: NodeJS.ErrnoException) => {
         if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') throw e;
-        throw new ConfigError(`cannot listen on ${config.host}:${config.port} (${e.code === 'EADDRINUSE' ? 'in use' : 'not allowed'}); set PORT or --port`);
+        throw new ConfigError(
+          `cannot listen on ${config.host}:${config.port} (${e.code === 'EADDRINUSE' ? 'in use' : 'not allowed'}); set PORT or --port`,
+        );
       });
     } else if (config.metricsPort !== null) {
       plainMetrics = await metricsServer(metrics, auth, config.host, config.metricsPort);
@@ -266,7 +286,10 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           agents: agents.map((a, i) => ({
             name: names[i]!,
             system: a.system === undefined ? DEFAULT_SYSTEM_PROMPT : a.system,
-            tools: new ToolExecutor(a.tools ?? demoTools(tickets!), config.toolTimeoutMs, config.toolResultMaxBytes, { concurrency: config.toolConcurrency, logger }),
+            tools: new ToolExecutor(a.tools ?? demoTools(tickets!), config.toolTimeoutMs, config.toolResultMaxBytes, {
+              concurrency: config.toolConcurrency,
+              logger,
+            }),
             maxTokens: a.maxTokens ?? config.maxTokens,
             ...(a.llm ? { llm: a.llm } : {}),
             toolSources: mcpToolSources(a.mcpServers ?? [], { logger: logger.child({ agent: names[i]! }) }),
@@ -284,7 +307,10 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           }),
           liveness:
             config.workerLiveness === 'session'
-              ? livenessSession(database.url, { schema: config.databaseSchema, log: (level, msg, fields) => logger[level](fields ?? {}, msg) })
+              ? livenessSession(database.url, {
+                  schema: config.databaseSchema,
+                  log: (level, msg, fields) => logger[level](fields ?? {}, msg),
+                })
               : leaseOnlyLiveness((level, msg) => logger[level](msg)),
         },
         {

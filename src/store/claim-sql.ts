@@ -55,6 +55,11 @@ export const CLAIM_SQL = `WITH due AS (
   RETURNING r.*, EXISTS (SELECT 1 FROM durable_agent.run_step s WHERE s.run_id = r.id) AS has_steps`;
 
 export const claimParams = (
-  worker: string, leaseMs: number, limit: number, holding: readonly string[], agents: readonly string[],
-  ownerLock: number | null = null, orphaned: readonly number[] = [],
+  worker: string,
+  leaseMs: number,
+  limit: number,
+  holding: readonly string[],
+  agents: readonly string[],
+  ownerLock: number | null = null,
+  orphaned: readonly number[] = [],
 ) => [worker, leaseMs, limit, holding, agents, ownerLock, orphaned];

@@ -49,9 +49,18 @@ export async function recordDecision(
   }
 }
 
-async function decideIn(db: pg.PoolClient, runId: RunId, toolUseId: string, d: Decision, stored: (text: string) => string): Promise<Decided> {
+async function decideIn(
+  db: pg.PoolClient,
+  runId: RunId,
+  toolUseId: string,
+  d: Decision,
+  stored: (text: string) => string,
+): Promise<Decided> {
   const run = (
-    await db.query<{ status: RunStatus; waiting: WaitingColumn | null }>(`SELECT status, waiting FROM durable_agent.run WHERE id = $1 FOR UPDATE`, [runId])
+    await db.query<{ status: RunStatus; waiting: WaitingColumn | null }>(
+      `SELECT status, waiting FROM durable_agent.run WHERE id = $1 FOR UPDATE`,
+      [runId],
+    )
   ).rows[0];
   if (!run) throw new NotFoundError(`run ${runId} not found`);
   const rows = (
@@ -80,7 +89,10 @@ async function decideIn(db: pg.PoolClient, runId: RunId, toolUseId: string, d: D
     `UPDATE durable_agent.tool_decision SET decision = $4, reason = $5, result = $6, decided_at = clock_timestamp()
      WHERE run_id = $1 AND tool_use_id = $2 AND kind = $3`,
     [
-      runId, toolUseId, pending.kind, d.decision,
+      runId,
+      toolUseId,
+      pending.kind,
+      d.decision,
       d.decision === 'deny' ? stored(storableText(d.reason)) : null,
       d.decision === 'complete' ? stored(storableText(resultText(d.result))) : null,
     ],

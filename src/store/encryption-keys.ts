@@ -69,7 +69,10 @@ const WALKS: readonly Walk[] = [
       waiting:
         r.waiting == null
           ? r.waiting
-          : JSON.stringify({ ...(r.waiting as object), toolCalls: sealToolCalls(s, ((r.waiting as { toolCalls?: { input?: unknown }[] }).toolCalls ?? [])) }),
+          : JSON.stringify({
+              ...(r.waiting as object),
+              toolCalls: sealToolCalls(s, (r.waiting as { toolCalls?: { input?: unknown }[] }).toolCalls ?? []),
+            }),
     }),
   },
   {
@@ -109,7 +112,12 @@ const ROW_TRIES = 5;
  * ENCRYPTION_KEYS) before a rotation starts. Then each older key id that no stored value uses any
  * more, as a last scan shows, is removed from encryption_key.
  */
-export async function rotateEncryption(db: pg.Pool, sealer: Sealer, batchSize = 500, onBatch?: (table: string, done: number) => void): Promise<RotationReport> {
+export async function rotateEncryption(
+  db: pg.Pool,
+  sealer: Sealer,
+  batchSize = 500,
+  onBatch?: (table: string, done: number) => void,
+): Promise<RotationReport> {
   if (sealer.keyId === null) throw new EncryptionError('encryption rotate needs ENCRYPTION_KEY or ENCRYPTION_KEYS (the first key seals)');
   await checkEncryptionKeys(db, sealer);
   const report: RotationReport = { keyId: sealer.keyId, tables: {}, retired: [], stillUsed: [] };
@@ -121,7 +129,10 @@ export async function rotateEncryption(db: pg.Pool, sealer: Sealer, batchSize = 
     let after: unknown[] | null = null;
     for (;;) {
       const cursor: string = after === null ? '' : `WHERE (${keyList}) > (${walk.key.map((_, i) => `$${i + 2}`).join(', ')})`;
-      const batch: pg.QueryResult<Record<string, unknown>> = await db.query<Record<string, unknown>>(`${select} ${cursor} ORDER BY ${keyList} LIMIT $1`, [batchSize, ...(after ?? [])]);
+      const batch: pg.QueryResult<Record<string, unknown>> = await db.query<Record<string, unknown>>(
+        `${select} ${cursor} ORDER BY ${keyList} LIMIT $1`,
+        [batchSize, ...(after ?? [])],
+      );
       if (batch.rows.length === 0) break;
       counts.read += batch.rows.length;
       for (let row of batch.rows) {
@@ -133,7 +144,10 @@ export async function rotateEncryption(db: pg.Pool, sealer: Sealer, batchSize = 
             break;
           }
           // Written meanwhile: read it again, unless it is gone or keeps changing.
-          const again = await db.query<Record<string, unknown>>(`${select} WHERE ${byKey}`, walk.key.map((k) => row[k]));
+          const again = await db.query<Record<string, unknown>>(
+            `${select} WHERE ${byKey}`,
+            walk.key.map((k) => row[k]),
+          );
           if (!again.rows[0]) break;
           if (tries >= ROW_TRIES) {
             counts.changedMeanwhile += 1;
@@ -160,7 +174,12 @@ export async function rotateEncryption(db: pg.Pool, sealer: Sealer, batchSize = 
 }
 
 /** Writes `row`'s payload columns as the sealer's key would store them, unless a write came first. */
-async function resealRow(db: pg.Pool, walk: Walk, row: Record<string, unknown>, sealer: Sealer): Promise<'current' | 'written' | 'changed'> {
+async function resealRow(
+  db: pg.Pool,
+  walk: Walk,
+  row: Record<string, unknown>,
+  sealer: Sealer,
+): Promise<'current' | 'written' | 'changed'> {
   const parsed = walk.table === 'run' ? { ...row, metadata: parseJson(row.metadata), waiting: parseJson(row.waiting) } : row;
   const next = walk.reseal(parsed, sealer.resealing);
   const writes = walk.columns.filter((c) => c !== 'kind' && !sameStored(row[c], next[c]));

@@ -36,7 +36,8 @@ export const STATUS_IS = (status: RunStatus, r?: string) => `(${r ? `${r}.` : ''
  * The fence: the run is still RUNNING under the claim this lease came from. The token is new at every
  * claim, so a driver whose lease lapsed and was claimed again — even by its own worker — is stale.
  */
-export const FENCE = (tokenParam: number) => `id = $1 AND locked_by = $2 AND lease_token = $${tokenParam}::uuid AND ${STATUS_IS('RUNNING')}`;
+export const FENCE = (tokenParam: number) =>
+  `id = $1 AND locked_by = $2 AND lease_token = $${tokenParam}::uuid AND ${STATUS_IS('RUNNING')}`;
 
 /** Renews the lease of a run this claim still owns ($1 run, $2 worker, $3 lease ms), and yields nothing otherwise. */
 export const OWNED = (tokenParam: number, extraSet = '') => `owner AS (

@@ -51,8 +51,12 @@ export interface RenewedRow {
   followed: boolean;
 }
 
-
-export async function renewLeases(db: Pick<pg.Pool, 'query'>, owner: LeaseOwner, held: readonly HeldLease[], withinMs: number | null): Promise<RenewedLease[]> {
+export async function renewLeases(
+  db: Pick<pg.Pool, 'query'>,
+  owner: LeaseOwner,
+  held: readonly HeldLease[],
+  withinMs: number | null,
+): Promise<RenewedLease[]> {
   if (held.length === 0) return [];
   const values = [owner.worker, owner.leaseMs, held.map((h) => h.runId), held.map((h) => h.token), withinMs];
   const { rows } = await db.query<RenewedRow>({ name: RENEW_LEASES_NAME, text: RENEW_LEASES, values });

@@ -66,7 +66,13 @@ export class RunDeletion {
    */
   async deleteRun(id: RunId, tenant: string | null = null): Promise<Deleted> {
     // A run's later conversation (a follow-up by previousRunId, or a fork) reads its steps: they must outlive it.
-    const { rows } = await this.db.query<{ status: RunStatus | null; continued: boolean | null; forks: number; runs: number; blobs: number }>(
+    const { rows } = await this.db.query<{
+      status: RunStatus | null;
+      continued: boolean | null;
+      forks: number;
+      runs: number;
+      blobs: number;
+    }>(
       `WITH target AS (
          SELECT id, status, EXISTS (SELECT 1 FROM durable_agent.run c WHERE c.previous_run_id = run.id) AS continued
          FROM durable_agent.run WHERE id = $1 AND ($2::text IS NULL OR tenant = $2) FOR UPDATE),
@@ -83,7 +89,8 @@ export class RunDeletion {
     const r = rows[0]!;
     if (r.status === null) throw new NotFoundError(`run ${id} not found`);
     if (r.continued) throw new ConflictError(`run ${id} is continued by a later run (previousRunId): delete that one first`);
-    if (r.forks > 0 && r.runs === 0) throw new ConflictError(`run ${id} has ${r.forks} fork(s) that continue from its steps: delete them first`);
+    if (r.forks > 0 && r.runs === 0)
+      throw new ConflictError(`run ${id} has ${r.forks} fork(s) that continue from its steps: delete them first`);
     if (r.runs === 0) throw new ConflictError(`run ${id} is ${r.status}: cancel it first, then delete it once it has finished`);
     return { runs: r.runs, blobs: r.blobs };
   }

@@ -1,5 +1,16 @@
 /** Rows (snake_case, as PostgreSQL returns them) converted to domain types in one place. */
-import type { ContentBlock, ModelRequestParams, Run, RunId, RunStatus, Step, StepKind, StepStatus, StepSummary, Waiting } from '../domain/types.ts';
+import type {
+  ContentBlock,
+  ModelRequestParams,
+  Run,
+  RunId,
+  RunStatus,
+  Step,
+  StepKind,
+  StepStatus,
+  StepSummary,
+  Waiting,
+} from '../domain/types.ts';
 import type { Sealer } from './encryption.ts';
 import { openBlocks, openToolCalls } from './sealed-columns.ts';
 
@@ -120,7 +131,8 @@ export function toRun(r: RunRow, sealer: Sealer): Run {
     output: sealer.openText(r.output),
     stopReason: r.stop_reason,
     error: sealer.openText(r.error),
-    lastError: r.last_error === null ? null : { message: sealer.openText(r.last_error), at: r.last_error_at!, attempt: r.last_error_attempt ?? 0 },
+    lastError:
+      r.last_error === null ? null : { message: sealer.openText(r.last_error), at: r.last_error_at!, attempt: r.last_error_attempt ?? 0 },
     nextAttemptAt: r.next_attempt_at ?? null,
     providerRequeues: r.provider_requeues,
     forkedFrom: r.forked_from_run_id === null ? null : { runId: r.forked_from_run_id as RunId, afterSeq: r.forked_after_seq! },
@@ -155,6 +167,9 @@ export function toStep(r: StepRow, sealer: Sealer): Step {
   return {
     ...summary,
     request: r.request,
-    response: summary.kind === 'MODEL' && r.response !== null ? openBlocks(sealer, JSON.parse(r.response) as ContentBlock[]) : sealer.openText(r.response),
+    response:
+      summary.kind === 'MODEL' && r.response !== null
+        ? openBlocks(sealer, JSON.parse(r.response) as ContentBlock[])
+        : sealer.openText(r.response),
   };
 }

@@ -18,7 +18,6 @@ import { openEventText, sealEventData } from './sealed-columns.ts';
 import { WriteBatches } from '../util/write-batches.ts';
 import { withFields } from '../util/with-fields.ts';
 
-
 /**
  * The parameter of EVENTS: the events as one JSON array of {type, data, with_next}. One JSON text
  * costs less to build and to read than three arrays of text (each element quoted and escaped by the

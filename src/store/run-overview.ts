@@ -202,7 +202,12 @@ export class RunOverview {
         bucketSeconds: FINE_MS / 1000,
         runsCreated: createdIn('hour'),
         totals: hourTotals,
-        series: series(hourSince, at, FINE_MS, buckets.filter((r) => r.in_hour)),
+        series: series(
+          hourSince,
+          at,
+          FINE_MS,
+          buckets.filter((r) => r.in_hour),
+        ),
         latency: latency(latencies, 'hour'),
       },
       day: {

@@ -5,7 +5,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { type Decision, DEFAULT_TENANT, DEMO_AGENT, type ForkPoint, type Run, type RunId, type RunStatus, type Step, type StepSummary } from '../domain/types.ts';
+import {
+  type Decision,
+  DEFAULT_TENANT,
+  DEMO_AGENT,
+  type ForkPoint,
+  type Run,
+  type RunId,
+  type RunStatus,
+  type Step,
+  type StepSummary,
+} from '../domain/types.ts';
 import { ConflictError, InputError, NotFoundError } from '../domain/errors.ts';
 import type { TurnRow } from '../core/fork-points.ts';
 import { noRedaction, type Redact, redactValue, textRedactor } from '../core/redact.ts';
@@ -58,7 +68,10 @@ export class RunRecords {
   private readonly redactString: Redact;
   private readonly sealer: Sealer;
 
-  constructor(private readonly db: pg.Pool, opts: RunStoreOptions = {}) {
+  constructor(
+    private readonly db: pg.Pool,
+    opts: RunStoreOptions = {},
+  ) {
     this.redactString = opts.redact ?? noRedaction;
     this.redact = textRedactor(this.redactString);
     this.sealer = opts.sealer ?? NO_ENCRYPTION;
@@ -92,16 +105,30 @@ export class RunRecords {
          ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING ${RUN_COLUMNS}`,
         [
-          randomUUID(), this.sealer.text(this.redact(r.input)), r.model, r.tokenBudget, r.maxSteps, r.timeoutSeconds,
-          JSON.stringify(this.sealer.json(redactValue(r.metadata ?? {}, this.redactString))), tenant,
-          r.startAt ?? null, r.idempotencyKey ?? null, r.idempotencyKey ? (r.requestHash ?? null) : null,
-          r.agent ?? DEMO_AGENT, r.agentVersion ?? null, r.previousRunId ?? null,
-          r.costBudgetUsd ?? null, r.forkedFrom?.runId ?? null, r.forkedFrom?.afterSeq ?? null,
+          randomUUID(),
+          this.sealer.text(this.redact(r.input)),
+          r.model,
+          r.tokenBudget,
+          r.maxSteps,
+          r.timeoutSeconds,
+          JSON.stringify(this.sealer.json(redactValue(r.metadata ?? {}, this.redactString))),
+          tenant,
+          r.startAt ?? null,
+          r.idempotencyKey ?? null,
+          r.idempotencyKey ? (r.requestHash ?? null) : null,
+          r.agent ?? DEMO_AGENT,
+          r.agentVersion ?? null,
+          r.previousRunId ?? null,
+          r.costBudgetUsd ?? null,
+          r.forkedFrom?.runId ?? null,
+          r.forkedFrom?.afterSeq ?? null,
         ],
       ).catch((e: unknown) => {
         // The run it continues was deleted between the caller's check and this insert.
         if (r.previousRunId && (e as { code?: string }).code === FOREIGN_KEY_VIOLATION) {
-          throw new InputError(`invalid previousRunId: no run ${r.previousRunId}`, [{ path: 'previousRunId', message: `no run ${r.previousRunId}` }]);
+          throw new InputError(`invalid previousRunId: no run ${r.previousRunId}`, [
+            { path: 'previousRunId', message: `no run ${r.previousRunId}` },
+          ]);
         }
         throw e;
       });
@@ -114,7 +141,9 @@ export class RunRecords {
       const existing = found[0];
       if (existing && !existing.expired) {
         if (existing.request_hash !== (r.requestHash ?? null)) {
-          throw new ConflictError(`Idempotency-Key ${JSON.stringify(r.idempotencyKey)} was used for a different request (run ${existing.id})`);
+          throw new ConflictError(
+            `Idempotency-Key ${JSON.stringify(r.idempotencyKey)} was used for a different request (run ${existing.id})`,
+          );
         }
         return { run: toRun(existing, this.sealer), created: false };
       }
@@ -213,10 +242,16 @@ export class RunRecords {
   async conversationBefore(runId: RunId): Promise<EarlierRun[]> {
     // The parts' head runs, then all their steps in one read: two round trips, however long the chain.
     const { rows: runs } = await this.prepared<{ part: number; id: string; input: string; status: RunStatus }>(
-      'conversation_runs', CONVERSATION_RUNS, [runId]);
+      'conversation_runs',
+      CONVERSATION_RUNS,
+      [runId],
+    );
     if (runs.length === 0) return [];
     const { rows: steps } = await this.prepared<StepRow & { part: number }>(
-      'conversation_steps', conversationSteps(qualified(STEP_COLUMNS)), [runId]);
+      'conversation_steps',
+      conversationSteps(qualified(STEP_COLUMNS)),
+      [runId],
+    );
     const byPart = new Map<number, Step[]>(runs.map((r) => [r.part, []]));
     for (const row of steps) byPart.get(row.part)!.push(toStep(row, this.sealer));
     // Oldest first: the highest part is the start of the conversation.

@@ -9,9 +9,13 @@ type Queryable = Pick<pg.Pool, 'query'>;
 
 /** Runs per status, of one tenant or of all. Statuses with no runs are absent; the caller fills in zeros. */
 export async function countRunsByStatus(db: Queryable, tenant: string | null = null): Promise<Record<string, number>> {
-  const { rows } = tenant === null
-    ? await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM durable_agent.run GROUP BY status')
-    : await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM durable_agent.run WHERE tenant = $1 GROUP BY status', [tenant]);
+  const { rows } =
+    tenant === null
+      ? await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM durable_agent.run GROUP BY status')
+      : await db.query<{ status: string; n: number }>(
+          'SELECT status, count(*)::int AS n FROM durable_agent.run WHERE tenant = $1 GROUP BY status',
+          [tenant],
+        );
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 

@@ -6,14 +6,41 @@
  */
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { budgetTokens, type DecisionRecord, DEMO_AGENT, type Run, type RunId, type RunProgress, type RunStatus, type Step } from '../domain/types.ts';
+import {
+  budgetTokens,
+  type DecisionRecord,
+  DEMO_AGENT,
+  type Run,
+  type RunId,
+  type RunProgress,
+  type RunStatus,
+  type Step,
+} from '../domain/types.ts';
 import { EncryptionError, LeaseLostError } from '../domain/errors.ts';
 import type { EarlierRun } from '../core/chain-replay.ts';
 import { CLAIM_SQL, claimParams } from './claim-sql.ts';
 import { renewLeases } from './lease-renewal.ts';
 import type {
-  AfterCheckpoint, ClaimedRun, ClaimLiveness, EngineStore, EventsClaimed, FencedWrite, HeldLease, Lease, LeaseOwner, ModelCheckpoint, RecordedWrite, Release, Released,
-  RenewedLease, RunEnd, ToolFinish, ToolStart, WaitStart, Waited, WriteProbe,
+  AfterCheckpoint,
+  ClaimedRun,
+  ClaimLiveness,
+  EngineStore,
+  EventsClaimed,
+  FencedWrite,
+  HeldLease,
+  Lease,
+  LeaseOwner,
+  ModelCheckpoint,
+  RecordedWrite,
+  Release,
+  Released,
+  RenewedLease,
+  RunEnd,
+  ToolFinish,
+  ToolStart,
+  WaitStart,
+  Waited,
+  WriteProbe,
 } from '../ports/engine-store.ts';
 import { type RunRow, STEP_COLUMNS, type StepRow, toRun, toStep } from './rows.ts';
 import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow } from './fenced-sql.ts';
@@ -25,14 +52,23 @@ import { ANNOUNCED, EVENTS, eventParams, eventValues, RunEvents, toolOutput } fr
 import { newEvent, type NewEvent } from '../ports/new-event.ts';
 import { noRedaction, type Redact, textRedactor } from '../core/redact.ts';
 import {
-  FINAL_MODEL_STEPS, forItems, MODEL_STEPS, stepItem, type RunEndFields, type ModelStepItem, modelStepOutcomes, type ModelStepRow, TOOL_RESULTS, type ToolResultItem,
-  toolResultOutcomes, type ToolResultRow,
+  FINAL_MODEL_STEPS,
+  forItems,
+  MODEL_STEPS,
+  stepItem,
+  type RunEndFields,
+  type ModelStepItem,
+  modelStepOutcomes,
+  type ModelStepRow,
+  TOOL_RESULTS,
+  type ToolResultItem,
+  toolResultOutcomes,
+  type ToolResultRow,
 } from './step-batch-sql.ts';
 import { WriteBatches } from '../util/write-batches.ts';
 import { RunRecords } from './run-records.ts';
 import { consumeDecision, DECISION_ROWS, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitParams } from './waiting-sql.ts';
 import { withFields } from '../util/with-fields.ts';
-
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -65,7 +101,10 @@ export class RunStore implements EngineStore {
   private readonly finalModelSteps: WriteBatches<ModelStepItem & RunEndFields, FencedWrite>;
   private readonly toolResults: WriteBatches<ToolResultItem, FencedWrite>;
 
-  constructor(private readonly db: pg.Pool, opts: RunStoreOptions = {}) {
+  constructor(
+    private readonly db: pg.Pool,
+    opts: RunStoreOptions = {},
+  ) {
     this.redactString = opts.redact ?? noRedaction;
     this.redact = textRedactor(this.redactString);
     this.sealer = opts.sealer ?? NO_ENCRYPTION;
@@ -128,7 +167,11 @@ export class RunStore implements EngineStore {
    * `liveness`: the worker's owner lock, and the locks found orphaned (their runs are taken over).
    */
   async claim(
-    owner: LeaseOwner, limit: number, holding: readonly RunId[] = [], agents: readonly string[] = [DEMO_AGENT], liveness?: ClaimLiveness,
+    owner: LeaseOwner,
+    limit: number,
+    holding: readonly RunId[] = [],
+    agents: readonly string[] = [DEMO_AGENT],
+    liveness?: ClaimLiveness,
   ): Promise<ClaimedRun[]> {
     const { rows } = await this.prepared<RunRow & { has_steps: boolean; lease_token: string }>(
       'claim',
@@ -157,31 +200,69 @@ export class RunStore implements EngineStore {
     const u = cp.usage;
     const { end, wait } = then;
     const finished = newEvent('step.finished', {
-      seq: cp.seq, kind: 'MODEL', status: 'DONE', stopReason: cp.stopReason, inputTokens: u.inputTokens, outputTokens: u.outputTokens,
-      cacheReadInputTokens: u.cacheReadInputTokens, cacheCreationInputTokens: u.cacheCreationInputTokens, latencyMs: Math.round(cp.latencyMs),
+      seq: cp.seq,
+      kind: 'MODEL',
+      status: 'DONE',
+      stopReason: cp.stopReason,
+      inputTokens: u.inputTokens,
+      outputTokens: u.outputTokens,
+      cacheReadInputTokens: u.cacheReadInputTokens,
+      cacheCreationInputTokens: u.cacheCreationInputTokens,
+      latencyMs: Math.round(cp.latencyMs),
     });
     if (!wait || end) {
       // A step the run goes on from, or its last: batched with other runs' steps (step-batch-sql.ts).
       const startNext = end ? undefined : then.startNext;
-      const item: ModelStepItem = stepItem(runId, owner, startNext, eventValues([...(cp.streamed ?? []), finished, ...this.toolStartEvents(startNext, true)], this.sealer), {
-        tokens: cp.budgetTokens, cost: storableCost(cp.costUsd), seq: cp.seq, request: cp.request, content: sealBlocks(this.sealer, cp.content), stop_reason: cp.stopReason,
-        input_tokens: u.inputTokens, output_tokens: u.outputTokens, cache_creation: u.cacheCreationInputTokens, cache_read: u.cacheReadInputTokens,
-        attempts: cp.attempts, latency_ms: Math.round(cp.latencyMs),
-      });
+      const item: ModelStepItem = stepItem(
+        runId,
+        owner,
+        startNext,
+        eventValues([...(cp.streamed ?? []), finished, ...this.toolStartEvents(startNext, true)], this.sealer),
+        {
+          tokens: cp.budgetTokens,
+          cost: storableCost(cp.costUsd),
+          seq: cp.seq,
+          request: cp.request,
+          content: sealBlocks(this.sealer, cp.content),
+          stop_reason: cp.stopReason,
+          input_tokens: u.inputTokens,
+          output_tokens: u.outputTokens,
+          cache_creation: u.cacheCreationInputTokens,
+          cache_read: u.cacheReadInputTokens,
+          attempts: cp.attempts,
+          latency_ms: Math.round(cp.latencyMs),
+        },
+      );
       if (!end) return this.modelSteps.write(item);
       const [output, error, reason] = this.storedEnd(end);
-      return this.finalModelSteps.write(Object.assign(item, { end_status: end.status, end_output: output ?? null, end_error: error ?? null, end_reason: reason ?? null }));
+      return this.finalModelSteps.write(
+        Object.assign(item, { end_status: end.status, end_output: output ?? null, end_error: error ?? null, end_reason: reason ?? null }),
+      );
     }
     const stepValues = [
-      cp.budgetTokens, storableCost(cp.costUsd), cp.seq, cp.request, JSON.stringify(sealBlocks(this.sealer, cp.content)), cp.stopReason, u.inputTokens,
-      u.outputTokens, u.cacheCreationInputTokens, u.cacheReadInputTokens, cp.attempts, Math.round(cp.latencyMs),
+      cp.budgetTokens,
+      storableCost(cp.costUsd),
+      cp.seq,
+      cp.request,
+      JSON.stringify(sealBlocks(this.sealer, cp.content)),
+      cp.stopReason,
+      u.inputTokens,
+      u.outputTokens,
+      u.cacheCreationInputTokens,
+      u.cacheReadInputTokens,
+      cp.attempts,
+      Math.round(cp.latencyMs),
     ];
     return this.checkpointModelWaiting(runId, owner, stepValues, wait, eventParams([...(cp.streamed ?? []), finished], this.sealer));
   }
 
   /** The model step and the start of a wait for approvals, in one statement (see WaitStart). */
   private async checkpointModelWaiting(
-    runId: RunId, owner: Lease, stepValues: unknown[], wait: WaitStart, events: ReturnType<typeof eventParams>,
+    runId: RunId,
+    owner: Lease,
+    stepValues: unknown[],
+    wait: WaitStart,
+    events: ReturnType<typeof eventParams>,
   ): Promise<FencedWrite> {
     const [waiting, runAt, decisions] = waitParams(wait, this.sealer);
     const { rows } = await this.prepared<ProgressRow & { status: Waited['status'] }>(
@@ -217,7 +298,8 @@ export class RunStore implements EngineStore {
   }
 
   async startTool(runId: RunId, owner: Lease, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }> {
-    const { rows } = await this.prepared<ProgressRow & { inserted: number | null; existing: number | null }>('start_tool', 
+    const { rows } = await this.prepared<ProgressRow & { inserted: number | null; existing: number | null }>(
+      'start_tool',
       `WITH ${OWNED(7)},
        ins AS (
          INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
@@ -228,7 +310,16 @@ export class RunStore implements EngineStore {
        SELECT tokens_used, cancel_requested, (SELECT seq FROM ins) AS inserted,
               (SELECT seq FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing, ${ANNOUNCED}
        FROM owner`,
-      [runId, owner.worker, owner.leaseMs, start.seq, start.toolName, start.toolUseId, owner.token, ...eventParams(this.toolStartEvents(start, false), this.sealer)],
+      [
+        runId,
+        owner.worker,
+        owner.leaseMs,
+        start.seq,
+        start.toolName,
+        start.toolUseId,
+        owner.token,
+        ...eventParams(this.toolStartEvents(start, false), this.sealer),
+      ],
     );
     const row = rows[0];
     if (!row) throw new LeaseLostError(runId, owner.worker);
@@ -238,14 +329,22 @@ export class RunStore implements EngineStore {
   async finishTool(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
     const stored = this.redact(storableText(f.result));
     const seq = f.seq ?? 0;
-    const events = eventValues([
-      newEvent('tool.finished', { seq, toolUseId: f.toolUseId, isError: f.status === 'ERROR', ...toolOutput(stored) }),
-      newEvent('step.finished', { seq, kind: 'TOOL', status: f.status, latencyMs: Math.round(f.latencyMs) }),
-      ...this.toolStartEvents(startNext, true),
-    ], this.sealer);
-    return this.toolResults.write(stepItem(runId, owner, startNext, events, {
-      use_id: f.toolUseId, status: f.status, response: this.sealer.text(stored), latency_ms: Math.round(f.latencyMs),
-    }));
+    const events = eventValues(
+      [
+        newEvent('tool.finished', { seq, toolUseId: f.toolUseId, isError: f.status === 'ERROR', ...toolOutput(stored) }),
+        newEvent('step.finished', { seq, kind: 'TOOL', status: f.status, latencyMs: Math.round(f.latencyMs) }),
+        ...this.toolStartEvents(startNext, true),
+      ],
+      this.sealer,
+    );
+    return this.toolResults.write(
+      stepItem(runId, owner, startNext, events, {
+        use_id: f.toolUseId,
+        status: f.status,
+        response: this.sealer.text(stored),
+        latency_ms: Math.round(f.latencyMs),
+      }),
+    );
   }
 
   async finish(runId: RunId, owner: Lease, end: RunEnd): Promise<void> {
@@ -254,25 +353,48 @@ export class RunStore implements EngineStore {
       `UPDATE durable_agent.run SET status = $3, output = $4, error = $5, stop_reason = $6, finished_at = now(), updated_at = now(),
               locked_until = NULL, tokens_used = tokens_used + $8, cost_usd = cost_usd + $9
        WHERE ${FENCE(7)}`,
-      [runId, owner.worker, end.status, ...this.storedEnd(end), owner.token, end.usage ? budgetTokens(end.usage) : 0, storableCost(end.costUsd ?? 0)],
+      [
+        runId,
+        owner.worker,
+        end.status,
+        ...this.storedEnd(end),
+        owner.token,
+        end.usage ? budgetTokens(end.usage) : 0,
+        storableCost(end.costUsd ?? 0),
+      ],
     );
     if (rowCount !== 1) throw new LeaseLostError(runId, owner.worker);
   }
 
   async recordedWrite(runId: RunId, owner: Lease, probe: WriteProbe): Promise<RecordedWrite | null> {
-    const { rows } = await this.db.query<ProgressRow & { status: RunStatus; ours: boolean | null; model_step: boolean; tool_finished: boolean; next_started: boolean }>(
+    const { rows } = await this.db.query<
+      ProgressRow & { status: RunStatus; ours: boolean | null; model_step: boolean; tool_finished: boolean; next_started: boolean }
+    >(
       `SELECT r.status, r.tokens_used, r.cancel_requested, (r.locked_by = $2 AND r.lease_token = $3::uuid) AS ours,
               EXISTS (SELECT 1 FROM durable_agent.run_step WHERE run_id = r.id AND seq = $4 AND kind = 'MODEL') AS model_step,
               EXISTS (SELECT 1 FROM durable_agent.run_step WHERE run_id = r.id AND kind = 'TOOL' AND tool_use_id = $5 AND status <> 'STARTED') AS tool_finished,
               EXISTS (SELECT 1 FROM durable_agent.run_step WHERE run_id = r.id AND kind = 'TOOL' AND tool_use_id = $6 AND seq = $7) AS next_started
        FROM durable_agent.run r WHERE r.id = $1`,
-      [runId, owner.worker, owner.token, probe.modelSeq ?? null, probe.finishedToolUseId ?? null, probe.startNext?.toolUseId ?? null, probe.startNext?.seq ?? null],
+      [
+        runId,
+        owner.worker,
+        owner.token,
+        probe.modelSeq ?? null,
+        probe.finishedToolUseId ?? null,
+        probe.startNext?.toolUseId ?? null,
+        probe.startNext?.seq ?? null,
+      ],
     );
     const r = rows[0];
     if (!r) return null;
-    return progress(r, { status: r.status, ours: r.ours === true, modelStep: r.model_step, toolFinished: r.tool_finished, nextStarted: r.next_started });
+    return progress(r, {
+      status: r.status,
+      ours: r.ours === true,
+      modelStep: r.model_step,
+      toolFinished: r.tool_finished,
+      nextStarted: r.next_started,
+    });
   }
-
 
   async renewLeases(owner: LeaseOwner, held: readonly HeldLease[], withinMs: number | null = null): Promise<RenewedLease[]> {
     return renewLeases(this.db, owner, held, withinMs);
@@ -308,8 +430,15 @@ export class RunStore implements EngineStore {
        WHERE ${FENCE(3)}
        RETURNING status, tokens_used, run_at`,
       [
-        runId, owner.worker, owner.token, how.countAttempt, how.providerRequeue ?? false, delayMs, how.error == null ? null : this.sealer.text(this.redact(storableText(how.error))),
-        how.usage ? budgetTokens(storableUsage(how.usage)) : 0, storableCost(how.costUsd ?? 0),
+        runId,
+        owner.worker,
+        owner.token,
+        how.countAttempt,
+        how.providerRequeue ?? false,
+        delayMs,
+        how.error == null ? null : this.sealer.text(this.redact(storableText(how.error))),
+        how.usage ? budgetTokens(storableUsage(how.usage)) : 0,
+        storableCost(how.costUsd ?? 0),
       ],
     );
     const row = rows[0];
@@ -328,7 +457,10 @@ export class RunStore implements EngineStore {
 
   async putBlob(body: string): Promise<string> {
     const digest = sha256(body);
-    await this.db.query('INSERT INTO durable_agent.content_blob (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING', [digest, this.sealer.text(body)]);
+    await this.db.query('INSERT INTO durable_agent.content_blob (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING', [
+      digest,
+      this.sealer.text(body),
+    ]);
     return digest;
   }
 

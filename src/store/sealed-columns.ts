@@ -19,8 +19,14 @@ const EVENT_PAYLOAD = new Set(['text', 'error', 'input', 'output']);
 
 type Field = (v: unknown) => unknown;
 
-const sealField = (sealer: FieldSealer): Field => (v) => (v === null || v === undefined ? v : typeof v === 'string' ? sealer.text(v) : sealer.json(v));
-const openField = (sealer: Sealer): Field => (v) => sealer.open(v);
+const sealField =
+  (sealer: FieldSealer): Field =>
+  (v) =>
+    v === null || v === undefined ? v : typeof v === 'string' ? sealer.text(v) : sealer.json(v);
+const openField =
+  (sealer: Sealer): Field =>
+  (v) =>
+    sealer.open(v);
 
 /** `o` with `f` applied to the fields `payload` picks; `o` itself when none changed. */
 function mapFields<T extends object>(o: T, payload: (key: string) => boolean, f: Field): T {
@@ -48,7 +54,13 @@ const toolCalls = <T extends object>(calls: readonly T[], f: Field) => mapItems(
 const eventData = (data: object, f: Field): object => {
   const payload = mapFields(data, (k) => EVENT_PAYLOAD.has(k), f);
   const calls = (payload as { toolCalls?: unknown }).toolCalls;
-  return Array.isArray(calls) ? mapFields(payload, (k) => k === 'toolCalls', () => toolCalls(calls as object[], f)) : payload;
+  return Array.isArray(calls)
+    ? mapFields(
+        payload,
+        (k) => k === 'toolCalls',
+        () => toolCalls(calls as object[], f),
+      )
+    : payload;
 };
 
 /** A model step's content blocks as stored. */

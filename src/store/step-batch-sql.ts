@@ -12,7 +12,15 @@
 import type { RunId } from '../domain/types.ts';
 import { LeaseLostError, StepNotStartedError } from '../domain/errors.ts';
 import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
-import { type EventsClaimed, type FencedWrite, type Lease, type ModelCheckpoint, NO_ATTEMPTS, type ToolFinish, type ToolStart } from '../ports/engine-store.ts';
+import {
+  type EventsClaimed,
+  type FencedWrite,
+  type Lease,
+  type ModelCheckpoint,
+  NO_ATTEMPTS,
+  type ToolFinish,
+  type ToolStart,
+} from '../ports/engine-store.ts';
 import { FOLLOWED, progress, STATUS_IS } from './fenced-sql.ts';
 
 /** The run an item writes and the claim it writes under. */
@@ -57,10 +65,22 @@ export interface ToolResultItem extends ItemBase {
 const BASE_COLUMNS = 'run uuid, worker text, token uuid, lease_ms float8, next_seq int, next_tool text, next_use text, events json';
 
 /** A step item: what every one has, then the fields of its kind (`more`), in one literal (see with-fields.ts). */
-export function stepItem<M extends object>(runId: RunId, owner: Lease, startNext: ToolStart | undefined, events: readonly object[], more: M): ItemBase & M {
+export function stepItem<M extends object>(
+  runId: RunId,
+  owner: Lease,
+  startNext: ToolStart | undefined,
+  events: readonly object[],
+  more: M,
+): ItemBase & M {
   return {
-    run: runId.toLowerCase(), worker: owner.worker, token: owner.token, lease_ms: owner.leaseMs,
-    next_seq: startNext?.seq ?? null, next_tool: startNext?.toolName ?? null, next_use: startNext?.toolUseId ?? null, events,
+    run: runId.toLowerCase(),
+    worker: owner.worker,
+    token: owner.token,
+    lease_ms: owner.leaseMs,
+    next_seq: startNext?.seq ?? null,
+    next_tool: startNext?.toolName ?? null,
+    next_use: startNext?.toolUseId ?? null,
+    events,
     ...more,
   };
 }
@@ -77,9 +97,13 @@ const FENCE_OF = (r: string, i: string) => `${r}.locked_by = ${i}.worker AND ${r
 const FENCED = (many: boolean, extra = '') => `fenced AS (
   SELECT r.id, r.tokens_used, r.cancel_requested${extra}
   FROM durable_agent.run r JOIN input i ON r.id = i.run
-  WHERE r.id = ANY (ARRAY(SELECT run FROM input)) AND ${FENCE_OF('r', 'i')}${many ? `
+  WHERE r.id = ANY (ARRAY(SELECT run FROM input)) AND ${FENCE_OF('r', 'i')}${
+    many
+      ? `
   ORDER BY r.id
-  FOR NO KEY UPDATE OF r` : ''})`;
+  FOR NO KEY UPDATE OF r`
+      : ''
+  })`;
 
 /** A statement in its two forms: over one item, and over a batch (named `<name>_batch`). */
 interface BatchStatement {
@@ -126,21 +150,26 @@ announced AS (
   FROM (SELECT run_id, max(id) AS last FROM events GROUP BY run_id) a
   WHERE ${FOLLOWED('a.run_id')})`;
 
-
 /**
  * A model step: one the run goes on from (the lease renewed, the next tool call started), or with
  * `final` its last (the run ends with it: status, output, error, stop reason; the lease given up).
  */
 const modelSteps = (final: boolean) => (many: boolean) => `WITH input AS (
   SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, tokens bigint, cost numeric, seq int, request jsonb, content json,
-    stop_reason text, input_tokens int, output_tokens int, cache_creation int, cache_read int, attempts int, latency_ms int${final ? `,
-    end_status text, end_output text, end_error text, end_reason text` : ''})),
+    stop_reason text, input_tokens int, output_tokens int, cache_creation int, cache_read int, attempts int, latency_ms int${
+      final
+        ? `,
+    end_status text, end_output text, end_error text, end_reason text`
+        : ''
+    })),
 ${FENCED(many)},
 owner AS (
   UPDATE durable_agent.run r
-  SET ${final
-    ? 'status = i.end_status, output = i.end_output, error = i.end_error, stop_reason = i.end_reason, finished_at = now(), locked_until = NULL'
-    : "locked_until = now() + i.lease_ms * interval '1 millisecond'"},
+  SET ${
+    final
+      ? 'status = i.end_status, output = i.end_output, error = i.end_error, stop_reason = i.end_reason, finished_at = now(), locked_until = NULL'
+      : "locked_until = now() + i.lease_ms * interval '1 millisecond'"
+  },
       updated_at = now(), tokens_used = r.tokens_used + i.tokens, cost_usd = r.cost_usd + i.cost
   FROM fenced f JOIN input i ON i.run = f.id
   WHERE r.id = f.id AND ${FENCE_OF('r', 'i')}
@@ -158,7 +187,6 @@ FROM owner o JOIN input i ON i.run = o.id`;
 
 export const MODEL_STEPS = statement('durable_agent_checkpoint_model', modelSteps(false));
 export const FINAL_MODEL_STEPS = statement('durable_agent_checkpoint_model_final', modelSteps(true));
-
 
 /** What a final model step adds to its item: how the run ends (texts made storable and redacted by the caller). */
 export interface RunEndFields {
@@ -185,16 +213,18 @@ export function modelStepOutcomes(items: readonly ModelStepItem[], rows: readonl
   });
 }
 
-
 /**
  * Every part hangs on the tool call's STARTED row: without it the run writes nothing at all (no lease
  * renewal, no next STARTED row, no events), and its row says whether the lease or the step was missing.
  */
 const toolResults = (many: boolean) => `WITH input AS (
   SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, use_id text, status text, response text, latency_ms int)),
-${FENCED(many, `,
+${FENCED(
+  many,
+  `,
          EXISTS (SELECT 1 FROM durable_agent.run_step s
-                 WHERE s.run_id = r.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED') AS started`)},
+                 WHERE s.run_id = r.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED') AS started`,
+)},
 owner AS (
   UPDATE durable_agent.run r SET locked_until = now() + i.lease_ms * interval '1 millisecond', updated_at = now()
   FROM fenced f JOIN input i ON i.run = f.id
@@ -270,6 +300,9 @@ export function claimedOutcomes(items: readonly ClaimedItem[], rows: readonly Cl
     const mine = byRun.get(item.run);
     if (!mine) return new LeaseLostError(item.run as RunId, item.worker);
     const streamed = mine.filter((r) => r.seq !== null);
-    return { attempts: streamed.length ? new Map(streamed.map((r) => [r.seq!, r.attempt ?? 0])) : NO_ATTEMPTS, followed: mine[0]!.followed };
+    return {
+      attempts: streamed.length ? new Map(streamed.map((r) => [r.seq!, r.attempt ?? 0])) : NO_ATTEMPTS,
+      followed: mine[0]!.followed,
+    };
   });
 }

@@ -37,8 +37,18 @@ export const DECISION_ROWS = (d: number) => `decided AS (
 /** The parameters of a wait: waiting JSON, claimable-again time, decision rows. */
 export function waitParams(start: WaitStart, sealer: Sealer): [string, Date | null, string] {
   const w = start.waiting;
-  const waiting = { kind: w.kind, since: null, toolCalls: sealToolCalls(sealer, w.toolCalls), wakeAt: w.wakeAt?.toISOString() ?? null, expiresAt: w.expiresAt?.toISOString() ?? null };
-  const decisions = (start.decisions ?? []).map((d) => ({ tool_use_id: d.toolUseId, kind: d.kind, expires_at: d.expiresAt?.toISOString() ?? null }));
+  const waiting = {
+    kind: w.kind,
+    since: null,
+    toolCalls: sealToolCalls(sealer, w.toolCalls),
+    wakeAt: w.wakeAt?.toISOString() ?? null,
+    expiresAt: w.expiresAt?.toISOString() ?? null,
+  };
+  const decisions = (start.decisions ?? []).map((d) => ({
+    tool_use_id: d.toolUseId,
+    kind: d.kind,
+    expires_at: d.expiresAt?.toISOString() ?? null,
+  }));
   return [JSON.stringify(waiting), w.wakeAt ?? w.expiresAt ?? null, JSON.stringify(decisions)];
 }
 
@@ -87,7 +97,14 @@ export async function readDecisions(db: pg.Pool, runId: RunId, sealer: Sealer): 
     `SELECT tool_use_id, kind, decision, reason, result, expires_at FROM durable_agent.tool_decision WHERE run_id = $1`,
     [runId],
   );
-  return rows.map((r) => ({ toolUseId: r.tool_use_id, kind: r.kind, decision: r.decision, reason: sealer.openText(r.reason), result: sealer.openText(r.result), expiresAt: r.expires_at }));
+  return rows.map((r) => ({
+    toolUseId: r.tool_use_id,
+    kind: r.kind,
+    decision: r.decision,
+    reason: sealer.openText(r.reason),
+    result: sealer.openText(r.result),
+    expiresAt: r.expires_at,
+  }));
 }
 
 /**

@@ -83,7 +83,8 @@ export class ToolExecutor {
     this.concurrency = options.concurrency ?? DEFAULT_TOOL_CONCURRENCY;
     for (const t of tools) {
       if (t.concurrency === undefined) continue;
-      if (!Number.isInteger(t.concurrency) || t.concurrency < 1) throw new ConfigError(`tool "${t.name}": concurrency must be a whole number of at least 1`);
+      if (!Number.isInteger(t.concurrency) || t.concurrency < 1)
+        throw new ConfigError(`tool "${t.name}": concurrency must be a whole number of at least 1`);
       this.toolLimits.set(t.name, new Semaphore(t.concurrency));
     }
   }
@@ -163,7 +164,10 @@ export class ToolExecutor {
     // Every tool takes a JSON object. Anything else is arguments the provider could not read as one
     // (kept as the model's own text): running the tool on a guess would be worse than telling the model.
     if (typeof use.input !== 'object' || use.input === null || Array.isArray(use.input)) {
-      return { status: 'ERROR', result: `error: the arguments are not a JSON object, so ${use.name} was not run; call it again with a JSON object that fits its input schema` };
+      return {
+        status: 'ERROR',
+        result: `error: the arguments are not a JSON object, so ${use.name} was not run; call it again with a JSON object that fits its input schema`,
+      };
     }
     const controller = new AbortController();
     const onOuterAbort = () => controller.abort(ctx.signal.reason);
@@ -184,10 +188,7 @@ export class ToolExecutor {
       }, this.timeoutMs);
     });
     try {
-      const value = await Promise.race([
-        tool.execute(use.input, this.toolContext(use, ctx, controller.signal)),
-        timeout,
-      ]);
+      const value = await Promise.race([tool.execute(use.input, this.toolContext(use, ctx, controller.signal)), timeout]);
       return { status: 'DONE', result: render(value) };
     } catch (e) {
       if (e instanceof FatalError || e instanceof DatabaseUnavailableError) throw e;

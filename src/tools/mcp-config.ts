@@ -69,11 +69,12 @@ const ServerSchema = z
     args: z.array(z.string()).optional(),
     env: z.record(z.string(), z.string()).optional(),
     cwd: z.string().min(1).optional(),
-    url: z
-      .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
-      .optional(),
+    url: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),
     headers: z.record(z.string(), z.string()).optional(),
-    toolPrefix: z.string().regex(/^[A-Za-z0-9_-]{0,32}$/, 'use at most 32 letters, digits, "_" or "-"').optional(),
+    toolPrefix: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{0,32}$/, 'use at most 32 letters, digits, "_" or "-"')
+      .optional(),
     include: z.array(z.string().min(1)).optional(),
     needsApproval: z.boolean().optional(),
     overrides: z.record(z.string(), Override).optional(),
@@ -84,7 +85,8 @@ const ServerSchema = z
       ctx.addIssue({ code: 'custom', message: 'give either command (a stdio server) or url (a Streamable HTTP server)' });
     }
     const stdioOnly = (['args', 'env', 'cwd'] as const).filter((k) => s[k] !== undefined);
-    if (s.url !== undefined && stdioOnly.length) ctx.addIssue({ code: 'custom', message: `${stdioOnly.join(', ')} only apply to a command` });
+    if (s.url !== undefined && stdioOnly.length)
+      ctx.addIssue({ code: 'custom', message: `${stdioOnly.join(', ')} only apply to a command` });
     if (s.command !== undefined && s.headers !== undefined) ctx.addIssue({ code: 'custom', message: 'headers only apply to a url' });
   });
 

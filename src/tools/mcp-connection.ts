@@ -57,7 +57,9 @@ function notDelivered(e: unknown): boolean {
 /** An answer from the server (an error of the protocol about this call): the connection itself is fine. */
 function serverAnswered(e: unknown): boolean {
   const err = e as { code?: unknown };
-  return e?.constructor?.name === 'McpError' && typeof err.code === 'number' && err.code !== CONNECTION_CLOSED && err.code !== REQUEST_TIMEOUT;
+  return (
+    e?.constructor?.name === 'McpError' && typeof err.code === 'number' && err.code !== CONNECTION_CLOSED && err.code !== REQUEST_TIMEOUT
+  );
 }
 
 async function defaultTransport(server: McpServer, logger: Logger): Promise<Transport> {
@@ -90,7 +92,10 @@ export class McpConnection {
   private closed = false;
   private connections = 0;
 
-  constructor(readonly server: McpServer, private readonly opts: McpConnectionOptions) {}
+  constructor(
+    readonly server: McpServer,
+    private readonly opts: McpConnectionOptions,
+  ) {}
 
   /** The open connection, or a new one (one attempt shared by every caller meanwhile). */
   connected(): Promise<Client> {
@@ -141,7 +146,9 @@ export class McpConnection {
     let cursor: string | undefined;
     try {
       do {
-        const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.server.connectTimeoutMs ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS });
+        const page = await client.listTools(cursor ? { cursor } : undefined, {
+          timeout: this.server.connectTimeoutMs ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS,
+        });
         tools.push(...page.tools);
         cursor = page.nextCursor;
       } while (cursor);

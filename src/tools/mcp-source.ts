@@ -21,7 +21,9 @@ export interface McpSourceOptions {
 
 /** What decides whether the model's tools changed: definitions and durability, in order. */
 const fingerprint = (tools: readonly Tool[]) =>
-  JSON.stringify(tools.map((t) => [t.name, t.description, t.inputSchema, t.idempotent, typeof t.needsApproval === 'function' ? 'fn' : t.needsApproval]));
+  JSON.stringify(
+    tools.map((t) => [t.name, t.description, t.inputSchema, t.idempotent, typeof t.needsApproval === 'function' ? 'fn' : t.needsApproval]),
+  );
 
 export class McpToolSource implements ToolSource {
   private readonly connection: McpConnection;
@@ -34,7 +36,10 @@ export class McpToolSource implements ToolSource {
   private retryMs: number;
   private closed = false;
 
-  constructor(private readonly server: McpServer, private readonly opts: McpSourceOptions) {
+  constructor(
+    private readonly server: McpServer,
+    private readonly opts: McpSourceOptions,
+  ) {
     this.retryMs = opts.retryBaseMs ?? 1000;
     this.connection = new McpConnection(server, {
       logger: opts.logger,
@@ -92,9 +97,11 @@ export class McpToolSource implements ToolSource {
         do {
           this.listAgain = false;
           const infos = await this.connection.listTools();
-          this.adopt(mcpTools(this.server, infos, (name, input, ctx, idempotent) =>
-            this.connection.callTool(name, input, { idempotencyKey: ctx.idempotencyKey, signal: ctx.signal, idempotent, log: ctx.log }),
-          ));
+          this.adopt(
+            mcpTools(this.server, infos, (name, input, ctx, idempotent) =>
+              this.connection.callTool(name, input, { idempotencyKey: ctx.idempotencyKey, signal: ctx.signal, idempotent, log: ctx.log }),
+            ),
+          );
         } while (this.listAgain && !this.closed);
       } finally {
         this.listing = null;

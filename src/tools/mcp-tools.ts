@@ -16,7 +16,12 @@ import type { NeedsApproval, Tool, ToolContext } from './types.ts';
 export type { McpToolInfo };
 
 /** Calls one tool on the server by its own name; resolves with the server's result. */
-export type McpCall = (mcpName: string, input: Record<string, unknown>, context: ToolContext, idempotent: boolean) => Promise<CallToolResult>;
+export type McpCall = (
+  mcpName: string,
+  input: Record<string, unknown>,
+  context: ToolContext,
+  idempotent: boolean,
+) => Promise<CallToolResult>;
 
 /** The name the model knows the tool by: the agent's prefix, then the server's name with what the model's API refuses replaced by `_`. */
 export function agentToolName(server: McpServer, mcpName: string): string {
@@ -57,7 +62,11 @@ function describe(block: CallToolResult['content'][number]): string {
  */
 export function resultText(result: CallToolResult): string {
   const blocks = Array.isArray(result.content) ? result.content : [];
-  const text = blocks.length ? blocks.map(describe).join('\n\n') : result.structuredContent !== undefined ? JSON.stringify(result.structuredContent) : '';
+  const text = blocks.length
+    ? blocks.map(describe).join('\n\n')
+    : result.structuredContent !== undefined
+      ? JSON.stringify(result.structuredContent)
+      : '';
   if (result.isError) throw new ToolError(text || 'the tool reported an error and said nothing more');
   return text;
 }
@@ -66,7 +75,8 @@ export function resultText(result: CallToolResult): string {
 export function mcpTool(server: McpServer, info: McpToolInfo, call: McpCall): Tool {
   const { $schema: _dialect, ...inputSchema } = info.inputSchema as Record<string, unknown>;
   const { idempotent, needsApproval } = durabilityOf(server, info);
-  const description = info.description?.trim() || info.annotations?.title || info.title || `${info.name} (from the MCP server "${server.name}")`;
+  const description =
+    info.description?.trim() || info.annotations?.title || info.title || `${info.name} (from the MCP server "${server.name}")`;
   return {
     name: agentToolName(server, info.name),
     description,

@@ -21,7 +21,8 @@ const TIMER = Symbol('durable-agent.timer');
 export function sleepTool(): Tool<{ seconds: number }> {
   const t: Tool<{ seconds: number }> & { [TIMER]: true } = {
     name: SLEEP_TOOL_NAME,
-    description: 'Waits the given number of seconds before continuing, e.g. to check back on something later. The run holds no resources while it waits.',
+    description:
+      'Waits the given number of seconds before continuing, e.g. to check back on something later. The run holds no resources while it waits.',
     inputSchema: z.toJSONSchema(SleepInput, { io: 'input' }) as Record<string, unknown>,
     [TIMER]: true,
     execute() {

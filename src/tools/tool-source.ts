@@ -22,7 +22,11 @@ export interface ToolSource {
  * The agent's own tools and the sources' tools in one executor. A source's tool named like one
  * already taken (the agent's own, or an earlier source's) is left out, with `skipped` told why.
  */
-export function withSourceTools(own: ToolExecutor, sources: readonly ToolSource[], skipped: (source: string, tool: string) => void): ToolExecutor {
+export function withSourceTools(
+  own: ToolExecutor,
+  sources: readonly ToolSource[],
+  skipped: (source: string, tool: string) => void,
+): ToolExecutor {
   if (!sources.length) return own;
   const taken = new Set(own.definitions().map((d) => d.name));
   const extra: Tool[] = [];

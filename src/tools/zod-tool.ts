@@ -76,7 +76,8 @@ export function tool(options: ToolOptions<z.ZodType> | JsonSchemaToolOptions): T
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
     throw new ConfigError(`tool name ${JSON.stringify(name)}: use 1 to 64 letters, digits, "_" or "-"`);
   }
-  if (typeof description !== 'string' || !description.trim()) throw new ConfigError(`tool "${name}": description must be a non-empty string`);
+  if (typeof description !== 'string' || !description.trim())
+    throw new ConfigError(`tool "${name}": description must be a non-empty string`);
   if (options.input !== undefined && options.inputSchema !== undefined) {
     throw new ConfigError(`tool "${name}": give either input (a zod schema) or inputSchema (a JSON Schema), not both`);
   }
@@ -129,7 +130,9 @@ function zodTool(options: ToolOptions<z.ZodType>): ZodTool {
     inputSchema: jsonSchemaOf(name, input),
     input,
     ...optional(options),
-    ...(needsApproval === undefined ? {} : { needsApproval: typeof needsApproval === 'function' ? onParsed(needsApproval) : needsApproval }),
+    ...(needsApproval === undefined
+      ? {}
+      : { needsApproval: typeof needsApproval === 'function' ? onParsed(needsApproval) : needsApproval }),
     async execute(raw: unknown, context: ToolContext) {
       const parsed = await parse(raw);
       if (!parsed.success) throw new ToolError(`invalid input for ${name}: ${describeIssues(parsed.error)}`);

@@ -119,7 +119,10 @@ export class WriteBatches<I extends BatchedWrite, O> {
   private async send(batch: readonly Taken<I, O>[]): Promise<void> {
     let outcomes: readonly (O | Error)[];
     try {
-      outcomes = await this.writeAll(batch.map((p) => p.item), `[${batch.map((p) => p.json).join(',')}]`);
+      outcomes = await this.writeAll(
+        batch.map((p) => p.item),
+        `[${batch.map((p) => p.json).join(',')}]`,
+      );
     } catch (e) {
       if (batch.length > 1 && classifyDatabaseError(e) === 'permanent') {
         // One after another, in this batch's slot: the others' retries must not flood the pool.

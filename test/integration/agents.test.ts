@@ -128,7 +128,8 @@ it('a runtime serves several agents; a run of an agent nobody serves waits in th
   expect(calls.map((c) => c.agent).sort()).toEqual(['billing', 'weather']);
 
   // Over HTTP: the agent is named, shown, and filtered on; one this runtime lacks is a 400 naming it.
-  const post = (body: unknown) => fetch(`${both.url}/api/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (body: unknown) =>
+    fetch(`${both.url}/api/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const unknown = await post({ input: 'x', agent: 'ghost' });
   expect(unknown.status).toBe(400);
   expect(((await unknown.json()) as { error: { message: string } }).error.message).toBe(

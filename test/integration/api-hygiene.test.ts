@@ -77,7 +77,14 @@ describe('while listening on loopback', () => {
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'LOCALHOST', `app.localhost:${port}`, `[::1]:${port}`, '127.9.9.9']) {
       expect((await request(port, 'GET', `/api/runs/${run.id}`, { host })).status, host).toBe(200);
     }
-    for (const host of [`attacker.example:${port}`, 'attacker.example', '10.0.0.5', 'localhost.attacker.example', `localhost@attacker.example:${port}`, 'localhost/x']) {
+    for (const host of [
+      `attacker.example:${port}`,
+      'attacker.example',
+      '10.0.0.5',
+      'localhost.attacker.example',
+      `localhost@attacker.example:${port}`,
+      'localhost/x',
+    ]) {
       const res = await request(port, 'GET', `/api/runs/${run.id}`, { host });
       expect(res.status, host).toBe(403);
       expect(res.body).toEqual({ error: { code: 'forbidden', message: expect.stringContaining('loopback Host') } });
@@ -112,7 +119,10 @@ it('accepts any Host and Origin when listening on every address, where its names
     const port = await listening(app, '0.0.0.0');
     const run = await newRun(db.records);
     expect((await request(port, 'GET', `/api/runs/${run.id}`, { host: 'agents.example.com' })).status).toBe(200);
-    const res = await request(port, 'POST', `/api/runs/${run.id}/cancel`, { host: 'agents.example.com', origin: 'https://dashboard.example.com' });
+    const res = await request(port, 'POST', `/api/runs/${run.id}/cancel`, {
+      host: 'agents.example.com',
+      origin: 'https://dashboard.example.com',
+    });
     expect(res.status).toBe(202);
   } finally {
     await app.close();
@@ -150,7 +160,9 @@ describe('a client too slow to send its request', () => {
       const silent = slowClient(port, '', '');
       for (const { answer, afterMs } of await Promise.all([trickledBody, trickledHeaders, silent])) {
         expect(answer).toMatch(/^HTTP\/1\.1 408 /);
-        expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'request_timeout', message: expect.any(String) } });
+        expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({
+          error: { code: 'request_timeout', message: expect.any(String) },
+        });
         expect(afterMs).toBeLessThan(20_000); // it would trickle for 100 s
       }
     } finally {
@@ -170,7 +182,9 @@ it('answers a request that is not HTTP in its error shape too', async () => {
       socket.on('close', () => resolve(text));
     });
     expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
-    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'bad_request', message: 'the request is not valid HTTP' } });
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({
+      error: { code: 'bad_request', message: 'the request is not valid HTTP' },
+    });
   } finally {
     await app.close();
   }
@@ -223,11 +237,23 @@ describe('what reaches the log', () => {
     const app = server({ store, logger });
     try {
       const json = { 'content-type': 'application/json' };
-      const failed = await app.inject({ method: 'POST', url: '/api/runs', headers: json, payload: '{"input":"SECRET-IN-INPUT","metadata":{"token":"SECRET-IN-METADATA"}}' });
+      const failed = await app.inject({
+        method: 'POST',
+        url: '/api/runs',
+        headers: json,
+        payload: '{"input":"SECRET-IN-INPUT","metadata":{"token":"SECRET-IN-METADATA"}}',
+      });
       expect(failed.statusCode).toBe(500);
-      const refused = await app.inject({ method: 'POST', url: '/api/runs', headers: json, payload: '{"input":"x","metadata":{"token":"SECRET-IN-METADATA","bad":"\\ud800"}}' });
+      const refused = await app.inject({
+        method: 'POST',
+        url: '/api/runs',
+        headers: json,
+        payload: '{"input":"x","metadata":{"token":"SECRET-IN-METADATA","bad":"\\ud800"}}',
+      });
       expect(refused.statusCode).toBe(400);
-      expect((await app.inject({ method: 'POST', url: '/api/runs', headers: json, payload: '{"input":"SECRET-IN-INPUT",' })).statusCode).toBe(400);
+      expect(
+        (await app.inject({ method: 'POST', url: '/api/runs', headers: json, payload: '{"input":"SECRET-IN-INPUT",' })).statusCode,
+      ).toBe(400);
     } finally {
       await app.close();
     }
@@ -241,7 +267,10 @@ describe('what reaches the log', () => {
 class TcpProxy {
   private server: net.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
-  constructor(private readonly target: URL, private readonly port: number) {}
+  constructor(
+    private readonly target: URL,
+    private readonly port: number,
+  ) {}
 
   start(): Promise<void> {
     this.server = net.createServer((client) => {
@@ -262,4 +291,3 @@ class TcpProxy {
     this.server = null;
   }
 }
-

@@ -14,7 +14,10 @@ const DEFAULTS = { agent: 'demo', model: 'default-model', tokenBudget: 5_000, ti
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 function server(db: TestDatabase, extra: Partial<ApiDeps> = {}): FastifyInstance {
-  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: ['test-model'] });
+  const metrics = createMetrics(
+    { countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) },
+    { models: ['test-model'] },
+  );
   return createServer({
     store: db.records,
     listing: new RunListing(db.pool),
@@ -29,7 +32,11 @@ function server(db: TestDatabase, extra: Partial<ApiDeps> = {}): FastifyInstance
 }
 
 const post = (app: FastifyInstance, url: string, body?: unknown) =>
-  app.inject({ method: 'POST', url, ...(body === undefined ? {} : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
+  app.inject({
+    method: 'POST',
+    url,
+    ...(body === undefined ? {} : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+  });
 
 async function runCount(db: TestDatabase): Promise<number> {
   const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM durable_agent.run');
@@ -58,21 +65,45 @@ describe('POST /api/runs and GET /api/runs/{id}', () => {
       `SELECT status, input, model, token_budget, max_steps, metadata, deadline_at - created_at AS timeout FROM durable_agent.run WHERE id = $1`,
       [body.id],
     );
-    expect(rows[0]).toMatchObject({ status: 'QUEUED', input: 'Which acme tickets are overdue?', model: 'default-model', token_budget: 5_000, max_steps: 20, metadata: {} });
+    expect(rows[0]).toMatchObject({
+      status: 'QUEUED',
+      input: 'Which acme tickets are overdue?',
+      model: 'default-model',
+      token_budget: 5_000,
+      max_steps: 20,
+      metadata: {},
+    });
     expect(rows[0].timeout).toMatchObject({ minutes: 2 });
   });
 
   it('keeps what the request sets, and shows the run', async () => {
     const created = await post(app, '/api/runs', {
-      input: 'find x', model: 'claude-x', tokenBudget: 777, timeoutSeconds: 60, maxSteps: 3, metadata: { team: 'acme', tags: [1, 2] },
+      input: 'find x',
+      model: 'claude-x',
+      tokenBudget: 777,
+      timeoutSeconds: 60,
+      maxSteps: 3,
+      metadata: { team: 'acme', tags: [1, 2] },
     });
     expect(created.statusCode).toBe(201);
     const res = await app.inject(`/api/runs/${created.json().id}`);
     expect(res.statusCode).toBe(200);
     const run = res.json();
     expect(run).toMatchObject({
-      id: created.json().id, status: 'QUEUED', input: 'find x', model: 'claude-x', tokenBudget: 777, tokensUsed: 0, costUsd: 0,
-      maxSteps: 3, finishedAt: null, output: null, error: null, stopReason: null, attempts: 0, cancelRequested: false,
+      id: created.json().id,
+      status: 'QUEUED',
+      input: 'find x',
+      model: 'claude-x',
+      tokenBudget: 777,
+      tokensUsed: 0,
+      costUsd: 0,
+      maxSteps: 3,
+      finishedAt: null,
+      output: null,
+      error: null,
+      stopReason: null,
+      attempts: 0,
+      cancelRequested: false,
       metadata: { team: 'acme', tags: [1, 2] },
     });
     expect(Date.parse(run.deadlineAt) - Date.parse(run.createdAt)).toBe(60_000);
@@ -96,10 +127,16 @@ describe('GET /api/runs', () => {
       for (let i = 0; i < 8; i++) runs.push(await newRun(own.records, `run ${i}`));
       // Five CANCELLED, three QUEUED; created one microsecond apart, which a millisecond cursor would lose.
       for (const [i, r] of runs.entries()) {
-        await own.pool.query(`UPDATE durable_agent.run SET created_at = '2025-01-01T00:00:00.000000Z'::timestamptz + $2 * interval '1 microsecond' WHERE id = $1`, [r.id, i]);
+        await own.pool.query(
+          `UPDATE durable_agent.run SET created_at = '2025-01-01T00:00:00.000000Z'::timestamptz + $2 * interval '1 microsecond' WHERE id = $1`,
+          [r.id, i],
+        );
         if (i % 3 !== 0) await own.records.cancel(r.id);
       }
-      const cancelled = runs.filter((_, i) => i % 3 !== 0).reverse().map((r) => r.id);
+      const cancelled = runs
+        .filter((_, i) => i % 3 !== 0)
+        .reverse()
+        .map((r) => r.id);
 
       const pages: string[][] = [];
       let cursor: string | null = null;
@@ -171,7 +208,14 @@ describe('timeline and steps', () => {
         [2, 'TOOL', 'DONE', 'lookup', 'toolu_1', null],
         [3, 'MODEL', 'DONE', null, null, 'end_turn'],
       ]);
-      expect(items[0]).toMatchObject({ inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, worker: 'W', attempts: 1 });
+      expect(items[0]).toMatchObject({
+        inputTokens: 100,
+        outputTokens: 20,
+        cacheCreationInputTokens: 0,
+        cacheReadInputTokens: 0,
+        worker: 'W',
+        attempts: 1,
+      });
       expect(items[0]!.latencyMs).toEqual(expect.any(Number));
       expect(items[0]!.startedAt).toEqual(expect.stringMatching(/Z$/));
       for (const item of items) expect(Object.keys(item)).not.toEqual(expect.arrayContaining(['request']));
@@ -198,7 +242,12 @@ describe('timeline and steps', () => {
       expect(step1.request.messages).toEqual([{ role: 'user', content: 'find x' }]);
       expect(step1.response).toEqual([toolUse]);
       const step2 = (await api.inject(`/api/runs/${id}/steps/2`)).json();
-      expect(step2).toMatchObject({ seq: 2, kind: 'TOOL', request: { toolUseId: 'toolu_1', name: 'lookup', input: { q: 'x' } }, response: 'found' });
+      expect(step2).toMatchObject({
+        seq: 2,
+        kind: 'TOOL',
+        request: { toolUseId: 'toolu_1', name: 'lookup', input: { q: 'x' } },
+        response: 'found',
+      });
 
       expect((await api.inject(`/api/runs/${id}/steps/4`)).statusCode).toBe(404);
       expect((await api.inject(`/api/runs/${UNKNOWN_ID}/steps/1`)).statusCode).toBe(404);
@@ -221,7 +270,11 @@ describe('POST /api/runs/{id}/cancel', () => {
     expect(again.statusCode).toBe(409);
     expect(again.json()).toEqual({ error: { code: 'conflict', message: expect.stringContaining('CANCELLED') } });
     // A JSON content type with an empty body is still a cancel, not a 400.
-    const unknown = await app.inject({ method: 'POST', url: `/api/runs/${UNKNOWN_ID}/cancel`, headers: { 'content-type': 'application/json' } });
+    const unknown = await app.inject({
+      method: 'POST',
+      url: `/api/runs/${UNKNOWN_ID}/cancel`,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(unknown.statusCode).toBe(404);
   });
 
@@ -256,7 +309,12 @@ describe('POST /api/runs/{id}/cancel', () => {
 describe('what a client can get wrong', () => {
   const json = { 'content-type': 'application/json' };
   const body = (b: unknown) => ({ method: 'POST' as const, url: '/api/runs', payload: JSON.stringify(b), headers: json });
-  const raw = (payload: string, headers: Record<string, string> = json) => ({ method: 'POST' as const, url: '/api/runs', payload, headers });
+  const raw = (payload: string, headers: Record<string, string> = json) => ({
+    method: 'POST' as const,
+    url: '/api/runs',
+    payload,
+    headers,
+  });
   const get = (url: string) => ({ method: 'GET' as const, url });
   const cursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
   const nested = (depth: number) => JSON.parse(`${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`);
@@ -281,8 +339,20 @@ describe('what a client can get wrong', () => {
     ['input with NUL', body({ input: 'a\u0000b' }), 400, 'invalid_request', 'input'],
     ['input with an unpaired surrogate', raw('{"input":"a\\udc00b"}'), 400, 'invalid_request', 'input'],
     ['input with a reversed surrogate pair', raw('{"input":"\\ude00\\ud83d"}'), 400, 'invalid_request', 'input'],
-    ['a body that is not UTF-8', raw(Buffer.concat([Buffer.from('{"input":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('b"}')]) as never), 400, 'invalid_request', 'body'],
-    ['a body with an overlong UTF-8 encoding', raw(Buffer.from([0x7b, 0x22, 0x69, 0x6e, 0x70, 0x75, 0x74, 0x22, 0x3a, 0x22, 0xc0, 0xaf, 0x22, 0x7d]) as never), 400, 'invalid_request', 'body'],
+    [
+      'a body that is not UTF-8',
+      raw(Buffer.concat([Buffer.from('{"input":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('b"}')]) as never),
+      400,
+      'invalid_request',
+      'body',
+    ],
+    [
+      'a body with an overlong UTF-8 encoding',
+      raw(Buffer.from([0x7b, 0x22, 0x69, 0x6e, 0x70, 0x75, 0x74, 0x22, 0x3a, 0x22, 0xc0, 0xaf, 0x22, 0x7d]) as never),
+      400,
+      'invalid_request',
+      'body',
+    ],
     ['input over 100,000 chars', body({ input: 'x'.repeat(100_001) }), 400, 'invalid_request', 'input'],
     ['an unknown field', body({ input: 'x', priority: 1 }), 400, 'invalid_request', 'priority'],
     ['a number as a string', body({ input: 'x', tokenBudget: '100' }), 400, 'invalid_request', 'tokenBudget'],
@@ -304,7 +374,13 @@ describe('what a client can get wrong', () => {
     ['metadata nested deeply', body({ input: 'x', metadata: nested(1000) }), 400, 'invalid_request', 'metadata'],
     ['metadata with NUL', body({ input: 'x', metadata: { 'k\u0000': 1 } }), 400, 'invalid_request', 'metadata'],
     ['metadata with NUL deep inside', body({ input: 'x', metadata: { a: [{ b: 'x\u0000' }] } }), 400, 'invalid_request', 'metadata'],
-    ['metadata with an unpaired surrogate', raw('{"input":"x","metadata":{"token":"t","bad":"\\ud800"}}'), 400, 'invalid_request', 'metadata'],
+    [
+      'metadata with an unpaired surrogate',
+      raw('{"input":"x","metadata":{"token":"t","bad":"\\ud800"}}'),
+      400,
+      'invalid_request',
+      'metadata',
+    ],
     ['metadata with an unpaired surrogate in a key', raw('{"input":"x","metadata":{"\\udfff":1}}'), 400, 'invalid_request', 'metadata'],
     ['limit 0', get('/api/runs?limit=0'), 400, 'invalid_request', 'limit'],
     ['limit negative', get('/api/runs?limit=-1'), 400, 'invalid_request', 'limit'],
@@ -315,8 +391,20 @@ describe('what a client can get wrong', () => {
     ['an unknown query parameter', get('/api/runs?sort=asc'), 400, 'invalid_request', 'sort'],
     ['a garbage cursor', get('/api/runs?cursor=garbage!!'), 400, 'invalid_request', 'cursor'],
     ['a cursor of the wrong shape', get(`/api/runs?cursor=${cursor([1, 2])}`), 400, 'invalid_request', 'cursor'],
-    ['a cursor with a bad date', get(`/api/runs?cursor=${cursor({ createdAt: '2025-02-30T00:00:00.000000Z', id: UNKNOWN_ID })}`), 400, 'invalid_request', 'cursor'],
-    ['a cursor with a bad id', get(`/api/runs?cursor=${cursor({ createdAt: '2025-01-30T00:00:00.000000Z', id: "1' OR 1=1" })}`), 400, 'invalid_request', 'cursor'],
+    [
+      'a cursor with a bad date',
+      get(`/api/runs?cursor=${cursor({ createdAt: '2025-02-30T00:00:00.000000Z', id: UNKNOWN_ID })}`),
+      400,
+      'invalid_request',
+      'cursor',
+    ],
+    [
+      'a cursor with a bad id',
+      get(`/api/runs?cursor=${cursor({ createdAt: '2025-01-30T00:00:00.000000Z', id: "1' OR 1=1" })}`),
+      400,
+      'invalid_request',
+      'cursor',
+    ],
     ['a non-UUID id', get('/api/runs/123'), 400, 'invalid_request', 'id'],
     ['an SQL-ish id', get(`/api/runs/${encodeURIComponent("1' OR '1'='1")}`), 400, 'invalid_request', 'id'],
     ['an overlong id', get(`/api/runs/${'a'.repeat(500)}`), 400, 'invalid_request'],
@@ -346,7 +434,11 @@ describe('what a client can get wrong', () => {
     expect(res.statusCode).toBe(status);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     const err = res.json().error;
-    expect(err).toEqual({ code, message: expect.any(String), ...(status === 400 && code === 'invalid_request' && field ? { issues: expect.any(Array) } : {}) });
+    expect(err).toEqual({
+      code,
+      message: expect.any(String),
+      ...(status === 400 && code === 'invalid_request' && field ? { issues: expect.any(Array) } : {}),
+    });
     if (field) expect(err.issues.map((i: { path: string }) => i.path)).toContain(field);
     expect(await runCount(db)).toBe(before);
   });
@@ -439,8 +531,17 @@ describe('operations', () => {
       Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
     );
     expect(operations.sort()).toEqual([
-      'GET /api/overview', 'GET /api/runs', 'GET /api/runs/{id}', 'GET /api/runs/{id}/steps/{seq}', 'GET /api/runs/{id}/timeline',
-      'GET /healthz', 'GET /metrics', 'GET /openapi.json', 'POST /api/runs', 'POST /api/runs/{id}/cancel', 'POST /api/runs/{id}/fork',
+      'GET /api/overview',
+      'GET /api/runs',
+      'GET /api/runs/{id}',
+      'GET /api/runs/{id}/steps/{seq}',
+      'GET /api/runs/{id}/timeline',
+      'GET /healthz',
+      'GET /metrics',
+      'GET /openapi.json',
+      'POST /api/runs',
+      'POST /api/runs/{id}/cancel',
+      'POST /api/runs/{id}/fork',
       'POST /api/runs/{id}/tool-calls/{toolUseId}/decision',
     ]);
     for (const op of operations) {
@@ -452,18 +553,25 @@ describe('operations', () => {
     expect(create.additionalProperties).toBe(false);
     expect(create.properties.input).toMatchObject({ type: 'string', minLength: 1, maxLength: 100_000 });
     expect(create.properties.tokenBudget).toMatchObject({ type: 'integer', minimum: 1, maximum: 10_000_000 });
-    expect(doc.paths['/api/runs'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateRunRequest' });
+    expect(doc.paths['/api/runs'].post.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/CreateRunRequest',
+    });
     expect(doc.paths['/api/runs'].post.responses).toHaveProperty('415');
     expect(doc.paths['/api/runs/{id}/cancel'].post.responses).toHaveProperty('409');
     expect(doc.paths['/api/runs/{id}/cancel'].post.responses).toHaveProperty('403');
     expect(doc.paths['/api/runs'].post.responses).toHaveProperty('503');
     expect(doc.paths['/openapi.json'].get.responses).not.toHaveProperty('503');
-    expect(doc.paths['/api/runs/{id}/steps/{seq}'].get.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual(['path:id', 'path:seq']);
+    expect(doc.paths['/api/runs/{id}/steps/{seq}'].get.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual([
+      'path:id',
+      'path:seq',
+    ]);
     expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['Run', 'RunPage', 'TimelineStep', 'StepDetail', 'Error']));
     expect(doc.components.schemas.Timeline.items).toEqual({ $ref: '#/components/schemas/TimelineStep' });
     expect(create.properties.costBudgetUsd).toMatchObject({ type: 'number', exclusiveMinimum: 0, maximum: 10_000 });
     const fork = doc.components.schemas.ForkRunRequest;
     expect(fork.required).toEqual(['afterSeq']);
-    expect(doc.paths['/api/runs/{id}/fork'].post.responses['201'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ForkedRun' });
+    expect(doc.paths['/api/runs/{id}/fork'].post.responses['201'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/ForkedRun',
+    });
   });
 });

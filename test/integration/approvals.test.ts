@@ -14,7 +14,14 @@ let db: TestDatabase;
 let app: FastifyInstance;
 beforeAll(async () => {
   db = await testDatabase();
-  app = createServer({ store: db.records, listing: new RunListing(db.pool), defaults: DEFAULTS, checkDatabase: async () => {}, metrics: async () => ({ contentType: 'text/plain', body: '' }), logger: false });
+  app = createServer({
+    store: db.records,
+    listing: new RunListing(db.pool),
+    defaults: DEFAULTS,
+    checkDatabase: async () => {},
+    metrics: async () => ({ contentType: 'text/plain', body: '' }),
+    logger: false,
+  });
 });
 afterAll(async () => {
   await app.close();
@@ -56,7 +63,11 @@ describe('approvals', () => {
     const waiting = await getRun(run.id);
     expect(waiting).toMatchObject({
       status: 'WAITING',
-      waiting: { kind: 'approval', since: expect.any(String), toolCalls: [{ toolUseId: 'toolu_a', toolName: 'close_ticket', input: { ticketId: 'T-1' } }] },
+      waiting: {
+        kind: 'approval',
+        since: expect.any(String),
+        toolCalls: [{ toolUseId: 'toolu_a', toolName: 'close_ticket', input: { ticketId: 'T-1' } }],
+      },
     });
     const row = (await db.pool.query('SELECT locked_by, lease_token, run_at FROM durable_agent.run WHERE id = $1', [run.id])).rows[0];
     expect(row.locked_by).toBeNull();
@@ -122,7 +133,12 @@ describe('approvals', () => {
       ])
       .thenText('done');
     const lookups: string[] = [];
-    const lookup = defineTool({ name: 'lookup', description: 'l', inputSchema: { type: 'object' }, execute: async (_i, ctx) => lookups.push(ctx.idempotencyKey) });
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'l',
+      inputSchema: { type: 'object' },
+      execute: async (_i, ctx) => lookups.push(ctx.idempotencyKey),
+    });
     const worker = testWorker(db.store, llm, [closeTool(executed), lookup], { name: 'W' });
     const run = await newRun(db.records, 'close A and B');
     await worker.runOnce();
@@ -130,14 +146,21 @@ describe('approvals', () => {
     expect(w.waiting.toolCalls.map((c: { toolUseId: string }) => c.toolUseId)).toEqual(['toolu_1', 'toolu_3']);
     expect(lookups).toEqual([]); // nothing of the turn runs while it waits
 
-    expect((await decide(run.id, 'toolu_3', { decision: 'deny', reason: 'B stays open' })).json()).toEqual({ id: run.id, status: 'WAITING' });
+    expect((await decide(run.id, 'toolu_3', { decision: 'deny', reason: 'B stays open' })).json()).toEqual({
+      id: run.id,
+      status: 'WAITING',
+    });
     expect(await worker.runOnce()).toBeNull();
     expect((await decide(run.id, 'toolu_1', { decision: 'approve' })).json()).toEqual({ id: run.id, status: 'QUEUED' });
     expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
     expect(executed).toEqual(['A:toolu_1']);
     expect(lookups).toEqual(['toolu_2']);
     const results = llm.seen[1]!.messages.at(-1)!.content as unknown as { tool_use_id: string; is_error?: boolean }[];
-    expect(results.map((r) => [r.tool_use_id, r.is_error === true])).toEqual([['toolu_1', false], ['toolu_2', false], ['toolu_3', true]]);
+    expect(results.map((r) => [r.tool_use_id, r.is_error === true])).toEqual([
+      ['toolu_1', false],
+      ['toolu_2', false],
+      ['toolu_3', true],
+    ]);
   });
 
   it('denies a call whose approval timed out with the reason "approval timed out"', async () => {
@@ -176,7 +199,10 @@ describe('approvals', () => {
     const run = await newRun(db.records, 'close T-5');
     await testWorker(db.store, llm, [closeTool([])], { name: 'W' }).runOnce();
     const before = await db.records.state(run.id);
-    await db.pool.query(`UPDATE durable_agent.run SET waiting = jsonb_set(waiting, '{since}', to_jsonb(now() - interval '1 hour')) WHERE id = $1`, [run.id]);
+    await db.pool.query(
+      `UPDATE durable_agent.run SET waiting = jsonb_set(waiting, '{since}', to_jsonb(now() - interval '1 hour')) WHERE id = $1`,
+      [run.id],
+    );
     expect((await decide(run.id, 'toolu_c', { decision: 'approve' })).statusCode).toBe(202);
     const after = await db.records.state(run.id);
     expect(after.deadlineAt.getTime() - before.deadlineAt.getTime()).toBeGreaterThanOrEqual(3_600_000);

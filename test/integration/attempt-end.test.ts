@@ -53,7 +53,11 @@ describe('a crash of the driver', () => {
       throw new TypeError("Cannot read properties of undefined (reading 'content')");
     });
     const ended: { runId: string; reason: string }[] = [];
-    const w = testWorker(db.store, llm, [], { name: 'A', leaseMs: 60_000, events: [{ attemptEnded: (e) => ended.push({ runId: e.runId, reason: e.reason }) }] });
+    const w = testWorker(db.store, llm, [], {
+      name: 'A',
+      leaseMs: 60_000,
+      events: [{ attemptEnded: (e) => ended.push({ runId: e.runId, reason: e.reason }) }],
+    });
     await expect(w.runOnce()).rejects.toThrow(TypeError);
 
     const after = await db.records.state(run.id);
@@ -73,7 +77,14 @@ describe('a crash of the driver', () => {
     const llm = new ScriptedLlm(() => {
       throw new Error('this input breaks the client');
     });
-    const w = testWorker(db.store, llm, [], { name: 'A', leaseMs: 60_000, maxRunAttempts: 3, pollIntervalMs: 20, logger, events: [logEvents(logger)] });
+    const w = testWorker(db.store, llm, [], {
+      name: 'A',
+      leaseMs: 60_000,
+      maxRunAttempts: 3,
+      pollIntervalMs: 20,
+      logger,
+      events: [logEvents(logger)],
+    });
     await w.start();
     await waitFor('the poison run to fail', async () => (await db.records.state(run.id)).status === 'FAILED', 10_000);
     await w.stop();
@@ -93,7 +104,12 @@ describe('release', () => {
     const run = await newRun(db.records, 'rate limited for a month', { timeoutSeconds: 40 * 86_400 });
     const [claimed] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 1, []);
     const delayMs = 2 ** 31 + 5_000; // ~24.9 days
-    const released = await db.store.release(run.id, claimed!.lease, { countAttempt: false, providerRequeue: true, delayMs, error: 'HTTP 429' });
+    const released = await db.store.release(run.id, claimed!.lease, {
+      countAttempt: false,
+      providerRequeue: true,
+      delayMs,
+      error: 'HTTP 429',
+    });
     expect(released).toMatchObject({ status: 'QUEUED' });
     const waiting = await db.records.state(run.id);
     expect(Math.abs(waiting.runAt.getTime() - waiting.updatedAt.getTime() - delayMs)).toBeLessThan(1_000);
@@ -128,7 +144,9 @@ describe('release', () => {
     const flaky: typeof db.store = Object.create(db.store, {
       release: {
         value: (...args: Parameters<typeof db.store.release>) =>
-          ++failures <= 2 ? Promise.reject(Object.assign(new Error('connection reset'), { code: 'ECONNRESET' })) : db.store.release(...args),
+          ++failures <= 2
+            ? Promise.reject(Object.assign(new Error('connection reset'), { code: 'ECONNRESET' }))
+            : db.store.release(...args),
       },
     });
     const { lines, logger } = capturedLogger();

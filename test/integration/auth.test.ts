@@ -30,7 +30,10 @@ let theirs: NewApiKey;
 let revoked: NewApiKey;
 
 function server(auth: Authenticator, extra: Partial<ApiDeps> = {}): FastifyInstance {
-  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: ['test-model'] });
+  const metrics = createMetrics(
+    { countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) },
+    { models: ['test-model'] },
+  );
   return createServer({
     store: db.records,
     listing: new RunListing(db.pool),
@@ -119,7 +122,11 @@ describe('every route × {no key, wrong key, revoked key, other tenant, right ke
     app = server(authByKeys(keys, { alwaysRequired: false }));
     const doc = (await app.inject('/openapi.json')).json() as { paths: Record<string, Record<string, { security?: unknown[] }>> };
     routes = Object.entries(doc.paths).flatMap(([path, ops]) =>
-      Object.entries(ops).map(([method, op]) => ({ method: method.toUpperCase(), path, open: Array.isArray(op.security) && op.security.length === 0 })),
+      Object.entries(ops).map(([method, op]) => ({
+        method: method.toUpperCase(),
+        path,
+        open: Array.isArray(op.security) && op.security.length === 0,
+      })),
     );
     run = await createRun(app, mine.key, 'the right tenant');
     await addStep(run);
@@ -149,12 +156,26 @@ describe('every route × {no key, wrong key, revoked key, other tenant, right ke
   it('knows the routes it covers', () => {
     expect(routes.map((r) => `${r.method} ${r.path}`)).toEqual(
       expect.arrayContaining([
-        'POST /api/runs', 'GET /api/runs', 'GET /api/runs/{id}', 'DELETE /api/runs/{id}', 'GET /api/runs/{id}/timeline',
-        'GET /api/runs/{id}/steps/{seq}', 'POST /api/runs/{id}/cancel', 'POST /api/runs/{id}/fork', 'GET /api/overview', 'GET /metrics',
-        'GET /healthz', 'GET /openapi.json',
+        'POST /api/runs',
+        'GET /api/runs',
+        'GET /api/runs/{id}',
+        'DELETE /api/runs/{id}',
+        'GET /api/runs/{id}/timeline',
+        'GET /api/runs/{id}/steps/{seq}',
+        'POST /api/runs/{id}/cancel',
+        'POST /api/runs/{id}/fork',
+        'GET /api/overview',
+        'GET /metrics',
+        'GET /healthz',
+        'GET /openapi.json',
       ]),
     );
-    expect(routes.filter((r) => r.open).map((r) => r.path).sort()).toEqual(['/healthz', '/openapi.json']);
+    expect(
+      routes
+        .filter((r) => r.open)
+        .map((r) => r.path)
+        .sort(),
+    ).toEqual(['/healthz', '/openapi.json']);
   });
 
   it('without a valid key: 401 with WWW-Authenticate: Bearer on every route but the open ones, and nothing changes', async () => {
@@ -217,7 +238,8 @@ describe('every route × {no key, wrong key, revoked key, other tenant, right ke
       [run],
     );
     await db.pool.query(`INSERT INTO durable_agent.tool_decision (run_id, tool_use_id, kind) VALUES ($1, 'toolu_auth', 'approval')`, [run]);
-    const order = (r: { method: string; path: string }) => (r.path.endsWith('/decision') ? 0.5 : ({ GET: 0, POST: 1, DELETE: 2 })[r.method as 'GET'] ?? 0);
+    const order = (r: { method: string; path: string }) =>
+      r.path.endsWith('/decision') ? 0.5 : ({ GET: 0, POST: 1, DELETE: 2 }[r.method as 'GET'] ?? 0);
     for (const r of [...routes].sort((a, b) => order(a) - order(b))) {
       const res = await app.inject(request(r, bearer(mine.key)));
       expect(res.statusCode, `${r.method} ${r.path}: ${res.body}`).toBeGreaterThanOrEqual(200);
@@ -230,7 +252,10 @@ describe('every route × {no key, wrong key, revoked key, other tenant, right ke
     }
     const { rows } = await db.pool.query(`SELECT tenant, count(*)::int AS n FROM durable_agent.run GROUP BY tenant ORDER BY tenant`);
     // Run deleted, one created by "POST /api/runs" above; the other tenant's two untouched.
-    expect(rows).toEqual([{ tenant: 'acme', n: 1 }, { tenant: 'globex', n: 2 }]);
+    expect(rows).toEqual([
+      { tenant: 'acme', n: 1 },
+      { tenant: 'globex', n: 2 },
+    ]);
     const last = await db.pool.query(`SELECT last_used_at FROM durable_agent.api_key WHERE id = $1`, [mine.id]);
     expect(last.rows[0].last_used_at).toBeInstanceOf(Date);
   });

@@ -83,18 +83,33 @@ describe('a run with a money budget', () => {
 
 describe('creating a run with a money budget', () => {
   const defaults = {
-    agent: 'a', model: 'priced-model', tokenBudget: 5000, timeoutSeconds: 60, maxSteps: 10,
+    agent: 'a',
+    model: 'priced-model',
+    tokenBudget: 5000,
+    timeoutSeconds: 60,
+    maxSteps: 10,
     isPriced: (m: string) => prices.priceOf(m) !== null,
   };
   let app: FastifyInstance;
   beforeAll(() => {
-    const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: [] });
-    app = createServer({ store: db.records, listing: new RunListing(db.pool), defaults, checkDatabase: async () => {}, metrics: () => metrics.render(), logger: false });
+    const metrics = createMetrics(
+      { countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) },
+      { models: [] },
+    );
+    app = createServer({
+      store: db.records,
+      listing: new RunListing(db.pool),
+      defaults,
+      checkDatabase: async () => {},
+      metrics: () => metrics.render(),
+      logger: false,
+    });
   });
   afterAll(async () => {
     await app.close();
   });
-  const post = (body: unknown) => app.inject({ method: 'POST', url: '/api/runs', payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const post = (body: unknown) =>
+    app.inject({ method: 'POST', url: '/api/runs', payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 
   it('shows the budget next to the cost', async () => {
     const res = await post({ input: 'x', costBudgetUsd: 2.5 });
@@ -119,10 +134,17 @@ describe('creating a run with a money budget', () => {
   });
 
   it('applies DEFAULT_COST_BUDGET_USD, in the library too, and refuses it for an unpriced model', async () => {
-    const runs = createRuns({ store: db.records, listing: new RunListing(db.pool), defaults: { ...defaults, costBudgetUsd: 0.5 }, waits: null as never });
+    const runs = createRuns({
+      store: db.records,
+      listing: new RunListing(db.pool),
+      defaults: { ...defaults, costBudgetUsd: 0.5 },
+      waits: null as never,
+    });
     expect((await runs.create({ input: 'x' })).costBudgetUsd).toBe(0.5);
     expect((await runs.create({ input: 'x', costBudgetUsd: 3 })).costBudgetUsd).toBe(3);
     await expect(runs.create({ input: 'x', model: 'mystery-model' })).rejects.toThrow(InputError);
-    await expect(runs.create({ input: 'x', model: 'mystery-model' })).rejects.toThrow(/DEFAULT_COST_BUDGET_USD applies, but model "mystery-model" has no price/);
+    await expect(runs.create({ input: 'x', model: 'mystery-model' })).rejects.toThrow(
+      /DEFAULT_COST_BUDGET_USD applies, but model "mystery-model" has no price/,
+    );
   });
 });

@@ -17,14 +17,23 @@ import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';
 import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
 
-const lookup = defineTool({ name: 'lookup', description: 'Finds tickets', inputSchema: { type: 'object' }, execute: async () => 'T-1: printer on fire' });
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Finds tickets',
+  inputSchema: { type: 'object' },
+  execute: async () => 'T-1: printer on fire',
+});
 const extra = defineTool({ name: 'extra', description: 'Another tool', inputSchema: { type: 'object' }, execute: async () => 'ok' });
 
 /** A model that asks for `lookup` once, then answers. */
 const llm = () =>
   new ScriptedLlm(async (req) =>
     req.messages.length === 1
-      ? response([{ type: 'tool_use', id: `toolu_${Math.random().toString(36).slice(2)}`, name: 'lookup', input: {} }], 'tool_use', usage(10, 5))
+      ? response(
+          [{ type: 'tool_use', id: `toolu_${Math.random().toString(36).slice(2)}`, name: 'lookup', input: {} }],
+          'tool_use',
+          usage(10, 5),
+        )
       : response([{ type: 'text', text: 'done' }], 'end_turn', usage(20, 5)),
   );
 
@@ -50,7 +59,9 @@ async function leftOf(id: RunId): Promise<Record<string, number>> {
   expect(tables.map((t) => t.table_name)).toContain('run_event');
   const left: Record<string, number> = {};
   for (const { table_name } of tables) {
-    const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM durable_agent.${table_name} WHERE run_id = $1`, [id]);
+    const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM durable_agent.${table_name} WHERE run_id = $1`, [
+      id,
+    ]);
     left[table_name] = rows[0]!.n;
   }
   left.run = (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM durable_agent.run WHERE id = $1', [id])).rows[0]!.n;
@@ -126,7 +137,10 @@ describe('DELETE /api/runs/{id}', () => {
   it('409 while QUEUED or RUNNING ("cancel first"), and the run stays whole', async () => {
     const queued = await newRun(db.records, 'not yet');
     const running = await newRun(db.records, 'in flight');
-    await db.pool.query(`UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = $1`, [running.id]);
+    await db.pool.query(
+      `UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = $1`,
+      [running.id],
+    );
     for (const run of [queued, running]) {
       const res = await app.inject({ method: 'DELETE', url: `/api/runs/${run.id}` });
       expect(res.statusCode).toBe(409);
@@ -138,8 +152,13 @@ describe('DELETE /api/runs/{id}', () => {
     expect((await app.inject({ method: 'DELETE', url: `/api/runs/${queued.id}` })).statusCode).toBe(204);
   });
 
-  it("a worker stores its texts again when the last run referring to them is deleted while it serves", async () => {
-    const tool = defineTool({ name: 'only_here', description: 'A tool no other worker has', inputSchema: { type: 'object' }, execute: async () => 'x' });
+  it('a worker stores its texts again when the last run referring to them is deleted while it serves', async () => {
+    const tool = defineTool({
+      name: 'only_here',
+      description: 'A tool no other worker has',
+      inputSchema: { type: 'object' },
+      execute: async () => 'x',
+    });
     const w = testWorker(db.store, llm(), [lookup, tool], { name: 'w-live', subscribeUrl: db.url });
     await w.start();
     try {

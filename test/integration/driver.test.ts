@@ -32,26 +32,47 @@ const lookup = (executions: string[] = []) =>
   });
 
 /** One cent per token of any kind: easy to check sums. */
-const centPerToken = (_model: string, u: Usage) => (u.inputTokens + u.outputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens) / 100;
+const centPerToken = (_model: string, u: Usage) =>
+  (u.inputTokens + u.outputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens) / 100;
 
 describe('stop reasons and content', () => {
-  it.each(['end_turn', 'stop_sequence'])('runs the tools a reply asks for under %s and sends their results back before finishing', async (stopReason) => {
-    const run = await newRun(db.records);
-    const executions: string[] = [];
-    const warnings: Parameters<NonNullable<EngineEvents['stepWarning']>>[0][] = [];
-    const llm = new ScriptedLlm()
-      .then(() => response([{ type: 'text', text: 'let me look' }, { type: 'tool_use', id: 'toolu_1', name: 'lookup', input: {} }], stopReason, usage(10, 2)))
-      .thenText('the answer, having seen the result');
+  it.each(['end_turn', 'stop_sequence'])(
+    'runs the tools a reply asks for under %s and sends their results back before finishing',
+    async (stopReason) => {
+      const run = await newRun(db.records);
+      const executions: string[] = [];
+      const warnings: Parameters<NonNullable<EngineEvents['stepWarning']>>[0][] = [];
+      const llm = new ScriptedLlm()
+        .then(() =>
+          response(
+            [
+              { type: 'text', text: 'let me look' },
+              { type: 'tool_use', id: 'toolu_1', name: 'lookup', input: {} },
+            ],
+            stopReason,
+            usage(10, 2),
+          ),
+        )
+        .thenText('the answer, having seen the result');
 
-    const done = await testWorker(db.store, llm, [lookup(executions)], { name: 'W', events: [{ stepWarning: (e) => warnings.push(e) }] }).runOnce();
+      const done = await testWorker(db.store, llm, [lookup(executions)], {
+        name: 'W',
+        events: [{ stepWarning: (e) => warnings.push(e) }],
+      }).runOnce();
 
-    expect(done?.status).toBe('SUCCEEDED');
-    expect(executions).toEqual(['toolu_1']);
-    expect(llm.seen).toHaveLength(2);
-    expect(llm.seen[1]!.messages.at(-1)).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'found it' }] });
-    expect((await db.records.state(run.id)).output).toBe('the answer, having seen the result');
-    expect(warnings.map((w) => [w.seq, w.warning, w.detail])).toEqual([[1, 'tool-use-under-stop-reason', expect.stringContaining(`"${stopReason}"`)]]);
-  });
+      expect(done?.status).toBe('SUCCEEDED');
+      expect(executions).toEqual(['toolu_1']);
+      expect(llm.seen).toHaveLength(2);
+      expect(llm.seen[1]!.messages.at(-1)).toEqual({
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'found it' }],
+      });
+      expect((await db.records.state(run.id)).output).toBe('the answer, having seen the result');
+      expect(warnings.map((w) => [w.seq, w.warning, w.detail])).toEqual([
+        [1, 'tool-use-under-stop-reason', expect.stringContaining(`"${stopReason}"`)],
+      ]);
+    },
+  );
 
   it('fails at once a reply that stops for tool use but holds no tool_use block', async () => {
     const run = await newRun(db.records);
@@ -146,14 +167,22 @@ describe('the deadline', () => {
     expect(llm.seen).toHaveLength(1);
     const final = await db.records.state(run.id);
     expect(final).toMatchObject({ status: 'TIMED_OUT', error: `deadline ${run.deadlineAt.toISOString()} passed` });
-    expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'DONE']]);
+    expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([
+      ['MODEL', 'DONE'],
+      ['TOOL', 'DONE'],
+    ]);
   });
 });
 
 describe('tool results', () => {
   it('stores at most 1 MiB of a result and sends the model exactly the text stored, with the note', async () => {
     const run = await newRun(db.records);
-    const huge = defineTool({ name: 'fetch', description: 'a 3 MB page', inputSchema: { type: 'object' }, execute: async () => 'p'.repeat(3_000_000) });
+    const huge = defineTool({
+      name: 'fetch',
+      description: 'a 3 MB page',
+      inputSchema: { type: 'object' },
+      execute: async () => 'p'.repeat(3_000_000),
+    });
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'fetch', {}).thenText('read it');
 
     expect((await testWorker(db.store, llm, [huge], { name: 'W' }).runOnce())?.status).toBe('SUCCEEDED');
@@ -161,6 +190,9 @@ describe('tool results', () => {
     const stored = (await db.store.steps(run.id))[1]!.response as string;
     expect(Buffer.byteLength(stored)).toBeLessThanOrEqual(1024 * 1024);
     expect(stored).toMatch(/\[result cut: the tool returned 3000000 bytes; only the first \d+ are shown above\]$/);
-    expect(llm.seen[1]!.messages.at(-1)).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: stored }] });
+    expect(llm.seen[1]!.messages.at(-1)).toEqual({
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: stored }],
+    });
   });
 });

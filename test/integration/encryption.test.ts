@@ -49,7 +49,12 @@ const refund = tool({
 
 async function start(env: Record<string, string>, llm: ScriptedLlm): Promise<Runtime> {
   const config = loadConfig({ DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'silent', LLM_PROVIDER: 'demo', POLL_INTERVAL_MS: '50', ...env });
-  const rt = await startRuntime(config, { api: true, worker: true, agent: { name: 'clerk', system: `${MARK}-system prompt`, tools: [lookup, refund] }, llm });
+  const rt = await startRuntime(config, {
+    api: true,
+    worker: true,
+    agent: { name: 'clerk', system: `${MARK}-system prompt`, tools: [lookup, refund] },
+    llm,
+  });
   runtimes.push(rt);
   return rt;
 }
@@ -82,7 +87,8 @@ async function pgDump(): Promise<string | null> {
   } catch {
     return null;
   }
-  const server = (await db.pool.query<{ major: number }>(`SELECT current_setting('server_version_num')::int / 10000 AS major`)).rows[0]!.major;
+  const server = (await db.pool.query<{ major: number }>(`SELECT current_setting('server_version_num')::int / 10000 AS major`)).rows[0]!
+    .major;
   if (Number(/(\d+)\./.exec(client)?.[1]) < server) return null;
   return execFileSync('pg_dump', ['--no-owner', db.url], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
 }
@@ -130,7 +136,9 @@ describe('encryption at rest', () => {
     await rt.runs.create({ input: 'x' });
     await rt.close();
     await expect(start({}, new ScriptedLlm())).rejects.toThrow(/holds encrypted values \(key old\): set ENCRYPTION_KEY/);
-    await expect(start({ ENCRYPTION_KEYS: `new:${K2}` }, new ScriptedLlm())).rejects.toThrow(/key old, which ENCRYPTION_KEYS does not have/);
+    await expect(start({ ENCRYPTION_KEYS: `new:${K2}` }, new ScriptedLlm())).rejects.toThrow(
+      /key old, which ENCRYPTION_KEYS does not have/,
+    );
   });
 
   it('rotates: a run started under the old key finishes after the rotation, and then only the new key is needed', async () => {
@@ -167,7 +175,9 @@ describe('encryption at rest', () => {
     const rtOnlyNew = await start({ ENCRYPTION_KEYS: `new:${K2}` }, new ScriptedLlm());
     const read = (await api(rtOnlyNew, `/api/runs/${run.id}`)) as { input: string; output: string };
     expect(read).toMatchObject({ input: `${MARK}-please refund`, output: `${MARK}-refund done` });
-    const { events } = (await api(rtOnlyNew, `/api/runs/${run.id}/events`)) as { events: { type: string; data: Record<string, unknown> }[] };
+    const { events } = (await api(rtOnlyNew, `/api/runs/${run.id}/events`)) as {
+      events: { type: string; data: Record<string, unknown> }[];
+    };
     expect(events.find((e) => e.type === 'run.waiting')!.data.toolCalls).toEqual([
       expect.objectContaining({ toolUseId: 'toolu_r', input: { order: `${MARK}-order` } }),
     ]);
@@ -184,19 +194,41 @@ describe('encryption at rest', () => {
       const run = await records.create({ input: `${MARK}-${r}`, model: 'm', tokenBudget: 10_000_000, timeoutSeconds: 600, maxSteps: 100 });
       const lease = (await store.claim(owner, 1))[0]!.lease;
       for (let seq = 1; seq <= 24; seq += 2) {
-        await store.checkpointModel(run.id, lease, {
-          seq, request: { model: 'm', maxTokens: 10, systemDigest: null, toolsDigest: null },
-          content: [{ type: 'text', text: `${MARK} turn ${seq}` }, { type: 'tool_use', id: `t${seq}`, name: 'lookup', input: { q: MARK } }],
-          stopReason: 'tool_use', usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
-          budgetTokens: 2, attempts: 1, costUsd: 0, latencyMs: 0,
-        }, { startNext: { seq: seq + 1, toolUseId: `t${seq}`, toolName: 'lookup', input: { q: MARK } } });
-        await store.finishTool(run.id, lease, { seq: seq + 1, toolUseId: `t${seq}`, status: 'DONE', result: `${MARK} result ${seq}`, latencyMs: 0 });
+        await store.checkpointModel(
+          run.id,
+          lease,
+          {
+            seq,
+            request: { model: 'm', maxTokens: 10, systemDigest: null, toolsDigest: null },
+            content: [
+              { type: 'text', text: `${MARK} turn ${seq}` },
+              { type: 'tool_use', id: `t${seq}`, name: 'lookup', input: { q: MARK } },
+            ],
+            stopReason: 'tool_use',
+            usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+            budgetTokens: 2,
+            attempts: 1,
+            costUsd: 0,
+            latencyMs: 0,
+          },
+          { startNext: { seq: seq + 1, toolUseId: `t${seq}`, toolName: 'lookup', input: { q: MARK } } },
+        );
+        await store.finishTool(run.id, lease, {
+          seq: seq + 1,
+          toolUseId: `t${seq}`,
+          status: 'DONE',
+          result: `${MARK} result ${seq}`,
+          latencyMs: 0,
+        });
       }
     }
     const stepRows = (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM durable_agent.run_step')).rows[0]!.n;
     expect(stepRows).toBe(48);
 
-    const both = new Sealer([{ id: 'new', key: Buffer.from(K2, 'base64') }, { id: 'old', key: Buffer.from(K1, 'base64') }]);
+    const both = new Sealer([
+      { id: 'new', key: Buffer.from(K2, 'base64') },
+      { id: 'old', key: Buffer.from(K1, 'base64') },
+    ]);
     const report = await rotateEncryption(db.pool, both, 2);
     expect(report.tables.run_step).toEqual({ read: 48, rewritten: 48, changedMeanwhile: 0 });
     // Events without a payload (step.started, step.finished, run.started) have nothing to seal.
@@ -207,19 +239,32 @@ describe('encryption at rest', () => {
     expect(rows).not.toContain(MARK);
     const onlyNewRecords = new RunRecords(db.pool, { sealer: new Sealer([{ id: 'new', key: Buffer.from(K2, 'base64') }]) });
 
-    const [first] = (await onlyNewRecords.stepsThrough((await db.pool.query<{ id: RunId }>('SELECT id FROM durable_agent.run LIMIT 1')).rows[0]!.id, 24));
-    expect(first!.response).toEqual([{ type: 'text', text: `${MARK} turn 1` }, { type: 'tool_use', id: 't1', name: 'lookup', input: { q: MARK } }]);
+    const [first] = await onlyNewRecords.stepsThrough(
+      (await db.pool.query<{ id: RunId }>('SELECT id FROM durable_agent.run LIMIT 1')).rows[0]!.id,
+      24,
+    );
+    expect(first!.response).toEqual([
+      { type: 'text', text: `${MARK} turn 1` },
+      { type: 'tool_use', id: 't1', name: 'lookup', input: { q: MARK } },
+    ]);
   });
 
   it('keeps a plain value that looks sealed as it is, with or without a key', async () => {
     for (const env of [{}, { ENCRYPTION_KEY: K1 }] as Record<string, string>[]) {
       const rt = await start(env, new ScriptedLlm().thenText('da.raw:the reply'));
-      const run = await rt.runs.create({ input: 'da.enc:1:t:x:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', metadata: { m: 'da.enc:1:j:y:AAAA' } });
+      const run = await rt.runs.create({
+        input: 'da.enc:1:t:x:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+        metadata: { m: 'da.enc:1:j:y:AAAA' },
+      });
       const done = await waitFor('the run to succeed', async () => {
         const r = await rt.runs.get(run.id);
         return r?.status === 'SUCCEEDED' && r;
       });
-      expect(done).toMatchObject({ input: 'da.enc:1:t:x:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', metadata: { m: 'da.enc:1:j:y:AAAA' }, output: 'da.raw:the reply' });
+      expect(done).toMatchObject({
+        input: 'da.enc:1:t:x:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+        metadata: { m: 'da.enc:1:j:y:AAAA' },
+        output: 'da.raw:the reply',
+      });
       await rt.close();
       runtimes.splice(runtimes.indexOf(rt), 1);
       await db.close();
@@ -238,7 +283,9 @@ describe('encryption at rest', () => {
     );
     const claimed = await store.claim({ worker: 'w', leaseMs: 60_000 }, 5);
     expect(claimed.map((r) => r.id)).toEqual([good.id]);
-    const { rows } = await db.pool.query<{ status: string; error: string }>('SELECT status, error FROM durable_agent.run WHERE id = $1', [bad.id]);
+    const { rows } = await db.pool.query<{ status: string; error: string }>('SELECT status, error FROM durable_agent.run WHERE id = $1', [
+      bad.id,
+    ]);
     expect(rows[0]!.status).toBe('FAILED');
     expect(sealer.openText(rows[0]!.error)).toMatch(/sealed with key k does not open/);
     expect(await store.claim({ worker: 'w', leaseMs: 60_000 }, 5)).toEqual([]);

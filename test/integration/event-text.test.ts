@@ -62,9 +62,15 @@ describe('event text', () => {
     expect(frames.map(([type]) => type)).toEqual(expect.arrayContaining(['run.started', 'run.waiting', 'run.resumed', 'run.finished']));
     expectCompact(frames);
     const data = (type: string) => frames.filter(([t]) => t === type).map(([, d]) => JSON.parse(d));
-    expect(data('run.started')).toEqual([{ worker: 'worker : one', attempt: 1 }, { worker: 'worker : one', attempt: 1 }]);
+    expect(data('run.started')).toEqual([
+      { worker: 'worker : one', attempt: 1 },
+      { worker: 'worker : one', attempt: 1 },
+    ]);
     expect(data('run.waiting')[0]).toMatchObject({
-      kind: 'approval', toolCalls: [{ toolUseId: 'toolu_a', toolName: 'close_ticket', input: { ticketId: 'T-1', note: 'a: b, "c" {d}', tags: [1, { k: null }] } }],
+      kind: 'approval',
+      toolCalls: [
+        { toolUseId: 'toolu_a', toolName: 'close_ticket', input: { ticketId: 'T-1', note: 'a: b, "c" {d}', tags: [1, { k: null }] } },
+      ],
     });
     expect(data('run.finished')).toEqual([{ status: 'SUCCEEDED', output: 'closed: "T-1", {done}', error: null, stopReason: 'end_turn' }]);
   });

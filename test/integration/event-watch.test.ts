@@ -44,20 +44,41 @@ it('announces the events of a run only while a hub follows it, and delivers them
     const text = (seq: number, t: string) => [newEvent('text.delta', { seq, attempt: 1, text: t })];
 
     const got: StoredEvent[] = [];
-    const following = hub.follow(followed.id, 0, { deliver: (e) => got.push(...e), failed: (e) => { throw e; } });
-    await waitFor('the hub to register the run', async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1', [followed.id])).rowCount === 1, 5_000);
-    await waitFor('the hub\'s LISTEN connection', async () =>
-      (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN%'`)).rowCount === 1, 5_000);
+    const following = hub.follow(followed.id, 0, {
+      deliver: (e) => got.push(...e),
+      failed: (e) => {
+        throw e;
+      },
+    });
+    await waitFor(
+      'the hub to register the run',
+      async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1', [followed.id])).rowCount === 1,
+      5_000,
+    );
+    await waitFor(
+      "the hub's LISTEN connection",
+      async () =>
+        (
+          await db.pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN%'`,
+          )
+        ).rowCount === 1,
+      5_000,
+    );
 
     await events.append(unread.id, lease(unread.id), text(1, 'unheard'));
     await events.append(followed.id, lease(followed.id), text(1, 'heard'));
-    await waitFor('the followed run\'s text to reach its reader', async () => got.some((e) => e.data.includes('heard')), 5_000);
+    await waitFor("the followed run's text to reach its reader", async () => got.some((e) => e.data.includes('heard')), 5_000);
     await waitFor('the announcement', async () => heard.includes(followed.id), 5_000);
     expect(heard).not.toContain(unread.id);
 
     // The last reader gone, the run is not announced any more.
     following.close();
-    await waitFor('the hub to drop the registration', async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1', [followed.id])).rowCount === 0, 5_000);
+    await waitFor(
+      'the hub to drop the registration',
+      async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1', [followed.id])).rowCount === 0,
+      5_000,
+    );
     const before = heard.length;
     await events.append(followed.id, lease(followed.id), text(2, 'after the reader left'));
     // PostgreSQL delivers notifications in commit order: once a marker sent after the write is heard, an
@@ -106,7 +127,17 @@ it('announces every write of a followed run with the highest id it wrote: claim,
       `SELECT type, id, id = max(id) OVER (PARTITION BY xmin::text) AS last_of_xact FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id`,
       [run.id],
     );
-    expect(rows.map((r) => r.type)).toEqual(expect.arrayContaining(['run.started', 'run.waiting', 'run.resumed', 'tool.started', 'tool.finished', 'step.finished', 'run.finished']));
+    expect(rows.map((r) => r.type)).toEqual(
+      expect.arrayContaining([
+        'run.started',
+        'run.waiting',
+        'run.resumed',
+        'tool.started',
+        'tool.finished',
+        'step.finished',
+        'run.finished',
+      ]),
+    );
     await waitFor('the announcements', async () => rows.filter((r) => r.last_of_xact).every((r) => announced.has(Number(r.id))), 5_000);
     expect(Math.max(...announced)).toBe(Number(rows.at(-1)!.id));
   } finally {
@@ -119,7 +150,8 @@ it('deletes the events of a deleted run with it', async () => {
   const [claimed] = await db.store.claim({ worker: 'D', leaseMs: 60_000 }, 1, [], undefined);
   expect(claimed?.id).toBe(run.id);
   await new RunEvents(db.pool).claimed(run.id, claimed!.lease, 1);
-  const count = async () => (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM durable_agent.run_event WHERE run_id = $1', [run.id])).rows[0]!.n;
+  const count = async () =>
+    (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM durable_agent.run_event WHERE run_id = $1', [run.id])).rows[0]!.n;
   expect(await count()).toBe(1);
   await db.pool.query('DELETE FROM durable_agent.run WHERE id = $1', [run.id]);
   expect(await count()).toBe(0);
@@ -139,7 +171,15 @@ function gatedModel() {
       await gate;
       options.onText?.('part two', 1);
       const usage = { inputTokens: 10, outputTokens: 4, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 };
-      return { id: 'msg_gated', model: request.model, content: [{ type: 'text', text: 'part one part two' }], stopReason: 'end_turn', usage, requestId: null, attempts: 1 };
+      return {
+        id: 'msg_gated',
+        model: request.model,
+        content: [{ type: 'text', text: 'part one part two' }],
+        stopReason: 'end_turn',
+        usage,
+        requestId: null,
+        attempts: 1,
+      };
     },
   };
   return { llm, atGate, release };
@@ -147,10 +187,23 @@ function gatedModel() {
 
 describe('a model step of a run nobody follows', () => {
   const types = async (runId: string) =>
-    (await db.pool.query<{ type: string; data: { text?: string } }>('SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id', [runId])).rows;
+    (
+      await db.pool.query<{ type: string; data: { text?: string } }>(
+        'SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id',
+        [runId],
+      )
+    ).rows;
   const listening = () =>
-    waitFor('the worker\'s LISTEN connection', async () =>
-      (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN %run_cancel%'`)).rowCount! > 0, 5_000);
+    waitFor(
+      "the worker's LISTEN connection",
+      async () =>
+        (
+          await db.pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN %run_cancel%'`,
+          )
+        ).rowCount! > 0,
+      5_000,
+    );
 
   it('writes its streamed text with the checkpoint, the same events in the same order', async () => {
     const model = gatedModel();
@@ -185,15 +238,28 @@ describe('a model step of a run nobody follows', () => {
     await waitFor('the run to finish', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 5_000);
     const events = await types(run.id);
     expect(events.map((e) => e.type)).toEqual(['run.started', 'step.started', 'text.delta', 'text.delta', 'step.finished', 'run.finished']);
-    expect(events.filter((e) => e.type === 'text.delta').map((e) => e.data.text).join('')).toBe('part one part two');
+    expect(
+      events
+        .filter((e) => e.type === 'text.delta')
+        .map((e) => e.data.text)
+        .join(''),
+    ).toBe('part one part two');
     await worker.stop();
   });
 });
 
 describe("a run's end", () => {
   const ended = async (runId: string) => {
-    await db.pool.query(`UPDATE durable_agent.run SET status = 'FAILED', error = 'stopped', finished_at = now(), locked_by = NULL WHERE id = $1`, [runId]);
-    return (await db.pool.query<{ type: string; data: Record<string, unknown> }>('SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id', [runId])).rows;
+    await db.pool.query(
+      `UPDATE durable_agent.run SET status = 'FAILED', error = 'stopped', finished_at = now(), locked_by = NULL WHERE id = $1`,
+      [runId],
+    );
+    return (
+      await db.pool.query<{ type: string; data: Record<string, unknown> }>(
+        'SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id',
+        [runId],
+      )
+    ).rows;
   };
   const streaming = async (steps: (lease: Lease, events: RunEvents, runId: RunId) => Promise<void>) => {
     const run = await newRun(db.records, 'stream and stop');
@@ -207,10 +273,19 @@ describe("a run's end", () => {
   it('abandons the attempt its latest step left streaming, before run.finished', async () => {
     const runId = await streaming(async (lease, events, id) => {
       // Step 1 streamed and finished; step 3 streams on a second attempt when the run ends.
-      await events.append(id, lease, [newEvent('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }), newEvent('text.delta', { seq: 1, attempt: 1, text: 'one' })]);
+      await events.append(id, lease, [
+        newEvent('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }),
+        newEvent('text.delta', { seq: 1, attempt: 1, text: 'one' }),
+      ]);
       await events.append(id, lease, [newEvent('step.finished', { seq: 1, kind: 'MODEL', status: 'DONE', latencyMs: 5 })]);
-      await events.append(id, lease, [newEvent('step.started', { seq: 3, kind: 'MODEL', attempt: 1 }), newEvent('text.delta', { seq: 3, attempt: 1, text: 'th' })]);
-      await events.append(id, lease, [newEvent('attempt.abandoned', { seq: 3, attempt: 1, reason: 'retry' }), newEvent('text.delta', { seq: 3, attempt: 2, text: 'three' })]);
+      await events.append(id, lease, [
+        newEvent('step.started', { seq: 3, kind: 'MODEL', attempt: 1 }),
+        newEvent('text.delta', { seq: 3, attempt: 1, text: 'th' }),
+      ]);
+      await events.append(id, lease, [
+        newEvent('attempt.abandoned', { seq: 3, attempt: 1, reason: 'retry' }),
+        newEvent('text.delta', { seq: 3, attempt: 2, text: 'three' }),
+      ]);
     });
     const rows = await ended(runId);
     expect(rows.slice(-2)).toEqual([
@@ -222,7 +297,10 @@ describe("a run's end", () => {
 
   it('abandons nothing when its latest step finished', async () => {
     const runId = await streaming(async (lease, events, id) => {
-      await events.append(id, lease, [newEvent('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }), newEvent('text.delta', { seq: 1, attempt: 1, text: 'one' })]);
+      await events.append(id, lease, [
+        newEvent('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }),
+        newEvent('text.delta', { seq: 1, attempt: 1, text: 'one' }),
+      ]);
       await events.append(id, lease, [newEvent('step.finished', { seq: 1, kind: 'MODEL', status: 'DONE', latencyMs: 5 })]);
     });
     expect((await ended(runId)).map((r) => r.type)).toEqual(['run.started', 'step.started', 'text.delta', 'step.finished', 'run.finished']);
@@ -273,7 +351,8 @@ describe('a follower the worker did not hear of at once', () => {
     const api = await startEventsApi(db.url);
     try {
       const run = await newRun(db.records, 'polled');
-      const watched = async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1 AND expires_at > now()', [run.id])).rowCount;
+      const watched = async () =>
+        (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1 AND expires_at > now()', [run.id])).rowCount;
       expect(await watched()).toBe(0);
       const res = await fetch(`${api.url}/api/runs/${run.id}/events`);
       expect(res.status).toBe(200);

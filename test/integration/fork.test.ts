@@ -12,7 +12,12 @@ import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
 
-const echo = defineTool<{ say?: string }>({ name: 'echo', description: 'echoes', inputSchema: { type: 'object' }, execute: async (i) => `echo ${i.say ?? ''}` });
+const echo = defineTool<{ say?: string }>({
+  name: 'echo',
+  description: 'echoes',
+  inputSchema: { type: 'object' },
+  execute: async (i) => `echo ${i.say ?? ''}`,
+});
 const defaults = { agent: 'demo', model: 'default-model', tokenBudget: 50_000, timeoutSeconds: 120, maxSteps: 20 };
 
 let db: TestDatabase;
@@ -21,7 +26,12 @@ beforeAll(async () => {
   db = await testDatabase();
   const metrics = createMetrics({ countRunsByStatus: async () => ({}), queueDepth: async () => ({}) }, { models: [] });
   app = createServer({
-    store: db.records, listing: new RunListing(db.pool), defaults, checkDatabase: async () => {}, metrics: () => metrics.render(), logger: false,
+    store: db.records,
+    listing: new RunListing(db.pool),
+    defaults,
+    checkDatabase: async () => {},
+    metrics: () => metrics.render(),
+    logger: false,
     deletion: new RunDeletion(db.pool),
   });
 });
@@ -30,7 +40,8 @@ afterAll(async () => {
   await db.close();
 });
 
-const post = (url: string, body: unknown) => app.inject({ method: 'POST', url, payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+const post = (url: string, body: unknown) =>
+  app.inject({ method: 'POST', url, payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 const get = async (url: string) => (await app.inject({ method: 'GET', url })).json();
 const stepRows = async (runId: string) =>
   (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM durable_agent.run_step WHERE run_id = $1', [runId])).rows[0]!.n;
@@ -67,11 +78,23 @@ describe('POST /api/runs/{id}/fork', () => {
     expect(first.messages.map((m: Message) => m.role)).toEqual(['user', 'assistant', 'user']);
 
     const done = await get(`/api/runs/${fork.id}`);
-    expect(done).toMatchObject({ status: 'SUCCEEDED', output: 'another view', model: 'model-b', forkedFrom: { runId: source.id, afterSeq: 2 } });
+    expect(done).toMatchObject({
+      status: 'SUCCEEDED',
+      output: 'another view',
+      model: 'model-b',
+      forkedFrom: { runId: source.id, afterSeq: 2 },
+    });
     expect(await stepRows(fork.id)).toBe(1); // only its own step is stored
     expect(await stepRows(source.id)).toBe(sourceRows);
     const timeline = await get(`/api/runs/${fork.id}/timeline`);
-    expect(timeline.map((s: { seq: number; kind: string; inherited: boolean; inheritedFrom: string | null }) => [s.seq, s.kind, s.inherited, s.inheritedFrom])).toEqual([
+    expect(
+      timeline.map((s: { seq: number; kind: string; inherited: boolean; inheritedFrom: string | null }) => [
+        s.seq,
+        s.kind,
+        s.inherited,
+        s.inheritedFrom,
+      ]),
+    ).toEqual([
       [1, 'MODEL', true, source.id],
       [2, 'TOOL', true, source.id],
       [3, 'MODEL', false, null],
@@ -102,7 +125,10 @@ describe('POST /api/runs/{id}/fork', () => {
   it('refuses a seq that splits a turn, listing the seqs that end one', async () => {
     const source = await newRun(db.records, 'two at once');
     const llm = new ScriptedLlm()
-      .thenToolUses([{ id: 'toolu_x', name: 'echo', input: {} }, { id: 'toolu_y', name: 'echo', input: {} }])
+      .thenToolUses([
+        { id: 'toolu_x', name: 'echo', input: {} },
+        { id: 'toolu_y', name: 'echo', input: {} },
+      ])
       .thenText('done');
     await testWorker(db.store, llm, [echo], { name: 'W' }).runOnce();
     // Steps: 1 MODEL (two calls), 2 and 3 TOOL, 4 MODEL. Whole turns end after 3 and 4.
@@ -121,7 +147,9 @@ describe('POST /api/runs/{id}/fork', () => {
   it('forks a fork: the log walks both links', async () => {
     const { run: source, seen } = await sourceRun();
     const first = (await post(`/api/runs/${source.id}/fork`, { afterSeq: 2 })).json();
-    await testWorker(db.store, new ScriptedLlm().thenToolUse('toolu_3', 'echo', { say: 'three' }).thenText('first fork done'), [echo], { name: 'W' }).runOnce();
+    await testWorker(db.store, new ScriptedLlm().thenToolUse('toolu_3', 'echo', { say: 'three' }).thenText('first fork done'), [echo], {
+      name: 'W',
+    }).runOnce();
     // The first fork's own steps: 3 MODEL (tool), 4 TOOL, 5 MODEL.
     const second = (await post(`/api/runs/${first.id}/fork`, { afterSeq: 4, model: 'model-c' })).json();
     const llm = new ScriptedLlm().thenText('second fork done');
@@ -131,7 +159,13 @@ describe('POST /api/runs/{id}/fork', () => {
     expect(messages).toHaveLength(5);
     expect(JSON.stringify(messages[4])).toContain('echo three');
     const timeline = await get(`/api/runs/${second.id}/timeline`);
-    expect(timeline.map((s: { inheritedFrom: string | null }) => s.inheritedFrom)).toEqual([source.id, source.id, first.id, first.id, null]);
+    expect(timeline.map((s: { inheritedFrom: string | null }) => s.inheritedFrom)).toEqual([
+      source.id,
+      source.id,
+      first.id,
+      first.id,
+      null,
+    ]);
   });
 
   it('one lineage for forks and follow-ups: a follow-up of a fork, and a fork of a follow-up', async () => {
@@ -151,7 +185,11 @@ describe('POST /api/runs/{id}/fork', () => {
     ]);
     // Its log is its own: it numbers from 1 and inherits no steps.
     const timeline = await get(`/api/runs/${followUp.id}/timeline`);
-    expect(timeline.map((s: { seq: number; inherited: boolean }) => [s.seq, s.inherited])).toEqual([[1, false], [2, false], [3, false]]);
+    expect(timeline.map((s: { seq: number; inherited: boolean }) => [s.seq, s.inherited])).toEqual([
+      [1, false],
+      [2, false],
+      [3, false],
+    ]);
     expect((await get(`/api/runs/${followUp.id}/steps/1`)).request.messages).toEqual(messages);
     // A fork of the follow-up after its tool turn replays the same conversation before it, then its own input.
     await post(`/api/runs/${followUp.id}/fork`, { afterSeq: 2, input: 'and then, briefly?' });

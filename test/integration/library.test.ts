@@ -71,7 +71,10 @@ describe('an agent with a zod tool, end to end', () => {
 
     // The valid call ran once with the parsed input (the default filled in); the invalid one never ran.
     expect(execute).toHaveBeenCalledTimes(1);
-    expect(execute).toHaveBeenCalledWith({ city: 'Paris', days: 1 }, expect.objectContaining({ idempotencyKey: 'toolu_ok', runId: run.id }));
+    expect(execute).toHaveBeenCalledWith(
+      { city: 'Paris', days: 1 },
+      expect.objectContaining({ idempotencyKey: 'toolu_ok', runId: run.id }),
+    );
 
     const [first, , last] = llm.seen;
     expect(first).toMatchObject({ model: 'helper-model', maxTokens: 512, system: 'You answer in one sentence.' });
@@ -86,7 +89,9 @@ describe('an agent with a zod tool, end to end', () => {
         },
       },
     ]);
-    const results = last!.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((b): b is ToolResultBlock => b.type === 'tool_result');
+    const results = last!.messages
+      .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+      .filter((b): b is ToolResultBlock => b.type === 'tool_result');
     expect(results).toEqual([
       { type: 'tool_result', tool_use_id: 'toolu_ok', content: '{"city":"Paris","forecast":"rain","days":1}' },
       {
@@ -105,7 +110,17 @@ describe('an agent with a zod tool, end to end', () => {
     for (const l of stepLines) expect(l).toMatchObject({ run_id: run.id, step_seq: expect.any(Number), worker: expect.any(String) });
     expect(stepLines.map((l) => l.step_seq)).toEqual([1, 2, 3, 4, 5]);
 
-    expect(events.map((e) => e.type)).toEqual(['runClaimed', 'modelStep', 'toolStarted', 'toolStep', 'modelStep', 'toolStarted', 'toolStep', 'modelStep', 'runFinished']);
+    expect(events.map((e) => e.type)).toEqual([
+      'runClaimed',
+      'modelStep',
+      'toolStarted',
+      'toolStep',
+      'modelStep',
+      'toolStarted',
+      'toolStep',
+      'modelStep',
+      'runFinished',
+    ]);
     expect(events.at(-1)).toMatchObject({ type: 'runFinished', status: 'SUCCEEDED', run: { id: run.id } });
   });
 });
@@ -124,7 +139,17 @@ describe('rt.runs', () => {
       metadata: {},
     });
     expect(run.deadlineAt.getTime() - run.createdAt.getTime()).toBe(config.defaultTimeoutSeconds * 1000);
-    expect(await rt.runs.create({ input: 'x', agent: 'helper', model: 'm2', tokenBudget: 5, timeoutSeconds: 9, maxSteps: 2, metadata: { a: 1 } })).toMatchObject({
+    expect(
+      await rt.runs.create({
+        input: 'x',
+        agent: 'helper',
+        model: 'm2',
+        tokenBudget: 5,
+        timeoutSeconds: 9,
+        maxSteps: 2,
+        metadata: { a: 1 },
+      }),
+    ).toMatchObject({
       model: 'm2',
       tokenBudget: 5,
       maxSteps: 2,
@@ -132,13 +157,20 @@ describe('rt.runs', () => {
     });
 
     const refused = async (input: Record<string, unknown>) => {
-      const e = await rt.runs.create(input as never).then(() => null, (err: unknown) => err);
+      const e = await rt.runs.create(input as never).then(
+        () => null,
+        (err: unknown) => err,
+      );
       expect(e).toBeInstanceOf(InputError);
       return (e as InputError).message;
     };
     expect(await refused({ input: '  ' })).toBe('invalid options: input: must not be blank');
-    expect(await refused({ input: 'x', maxSteps: config.maxSteps + 1 })).toBe(`invalid options: maxSteps: must be at most ${config.maxSteps} (the server's MAX_STEPS)`);
-    expect(await refused({ input: 'x', agent: 'billing' })).toBe('invalid options: agent: no agent "billing" here (this runtime has "helper")');
+    expect(await refused({ input: 'x', maxSteps: config.maxSteps + 1 })).toBe(
+      `invalid options: maxSteps: must be at most ${config.maxSteps} (the server's MAX_STEPS)`,
+    );
+    expect(await refused({ input: 'x', agent: 'billing' })).toBe(
+      'invalid options: agent: no agent "billing" here (this runtime has "helper")',
+    );
     expect(await refused({ input: 'x', previousRunId: '00000000-0000-4000-8000-000000000000' })).toBe(
       'invalid options: previousRunId: no run 00000000-0000-4000-8000-000000000000',
     );
@@ -226,9 +258,17 @@ describe('createRuntime', () => {
     expect(rt.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(rt.url).not.toMatch(/:0$/);
     expect((await fetch(`${rt.url}/healthz`)).status).toBe(200);
-    const doc = (await (await fetch(`${rt.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { operationId?: string }>> };
-    const ids = Object.entries(doc.paths).flatMap(([p, ops]) => Object.entries(ops).map(([method, op]) => [`${method.toUpperCase()} ${p}`, op.operationId]));
-    expect(Object.fromEntries(ids)).toMatchObject({ 'POST /api/runs': 'createRun', 'GET /api/runs': 'listRuns', 'GET /api/runs/{id}': 'getRun' });
+    const doc = (await (await fetch(`${rt.url}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { operationId?: string }>>;
+    };
+    const ids = Object.entries(doc.paths).flatMap(([p, ops]) =>
+      Object.entries(ops).map(([method, op]) => [`${method.toUpperCase()} ${p}`, op.operationId]),
+    );
+    expect(Object.fromEntries(ids)).toMatchObject({
+      'POST /api/runs': 'createRun',
+      'GET /api/runs': 'listRuns',
+      'GET /api/runs/{id}': 'getRun',
+    });
     for (const [, id] of ids) expect(id).toMatch(/^[a-z][A-Za-z]+$/);
     expect(new Set(ids.map(([, id]) => id)).size).toBe(ids.length);
   });

@@ -30,7 +30,11 @@ describe('LISTEN', () => {
     const heard: string[] = [];
     const waits: number[] = [];
     let connects = 0;
-    const sub = listen(db.url, { test_channel: (p) => heard.push(p) }, { onConnect: () => connects++, onError: (_e, retryInMs) => waits.push(retryInMs), initialDelayMs: 50 });
+    const sub = listen(
+      db.url,
+      { test_channel: (p) => heard.push(p) },
+      { onConnect: () => connects++, onError: (_e, retryInMs) => waits.push(retryInMs), initialDelayMs: 50 },
+    );
     try {
       for (let round = 1; round <= 3; round++) {
         const [pid] = await waitFor(`connect ${round}`, async () => connects === round && (await listeners()).length === 1 && listeners());
@@ -51,7 +55,11 @@ describe('LISTEN', () => {
     const waits: number[] = [];
     const url = new URL(db.url);
     url.pathname = '/no_such_database_here';
-    const sub = listen(url.toString(), { test_channel: () => {} }, { onError: (_e, retryInMs) => waits.push(retryInMs), initialDelayMs: 20, maxDelayMs: 100 });
+    const sub = listen(
+      url.toString(),
+      { test_channel: () => {} },
+      { onError: (_e, retryInMs) => waits.push(retryInMs), initialDelayMs: 20, maxDelayMs: 100 },
+    );
     await waitFor('five failed connects', async () => waits.length >= 5);
     await sub.close();
     expect(waits.slice(0, 5)).toEqual([20, 40, 80, 100, 100]);
@@ -61,13 +69,15 @@ describe('LISTEN', () => {
     const run = await newRun(db.records, 'cancelled after the reconnect');
     let inFlight!: () => void;
     const started = new Promise<void>((r) => (inFlight = r));
-    const llm = new ScriptedLlm().then(
-      (_req, options) =>
-        new Promise((_, reject) => {
-          options!.signal!.addEventListener('abort', () => reject(options!.signal!.reason));
-          inFlight();
-        }),
-    ).thenText('done');
+    const llm = new ScriptedLlm()
+      .then(
+        (_req, options) =>
+          new Promise((_, reject) => {
+            options!.signal!.addEventListener('abort', () => reject(options!.signal!.reason));
+            inFlight();
+          }),
+      )
+      .thenText('done');
     // Lease renewals (the cancel's fallback) are 20 s apart and the poll ten minutes: only a NOTIFY can act in time.
     const w = testWorker(db.store, llm, [], { name: 'L', leaseMs: 60_000, pollIntervalMs: 600_000, databaseUrl: db.url });
     await w.start();

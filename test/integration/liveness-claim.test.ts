@@ -40,10 +40,14 @@ it('a run whose owner session ended is found orphaned and taken over before its 
   expect(await db.store.claim({ worker: 'B', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: b.key, orphaned: [] })).toEqual([]);
 
   await a.client.end(); // A's process dies: PostgreSQL drops its lock with its session
-  const found = await waitFor('A\'s lock to be gone', async () => {
-    const row = await probe();
-    return row.orphaned.length > 0 && row;
-  }, 5_000);
+  const found = await waitFor(
+    "A's lock to be gone",
+    async () => {
+      const row = await probe();
+      return row.orphaned.length > 0 && row;
+    },
+    5_000,
+  );
   expect(found.orphaned).toEqual([a.key]);
 
   const [taken] = await db.store.claim({ worker: 'B', leaseMs: 60_000 }, 1, [], undefined, { ownerLock: b.key, orphaned: found.orphaned });
@@ -62,7 +66,7 @@ it('runs claimed with no owner lock (the lease alone) are never reported orphane
   await b.client.end();
 });
 
-it('a session that comes back takes its own lock again and takes nobody\'s runs over until the others could come back too', async () => {
+it("a session that comes back takes its own lock again and takes nobody's runs over until the others could come back too", async () => {
   const events: { what: string; at: number; keys?: number[] }[] = [];
   const factory = livenessSession(db.url, { intervalMs: 50, confirmMs: 200, rejoinMs: 1_500 });
   const live = factory({
@@ -93,7 +97,7 @@ it('a session that comes back takes its own lock again and takes nobody\'s runs 
     const back = events.find((e) => e.what === 'regained')!.at;
     expect(live.ownerLock()).toBe(key); // the same lock: nothing of its own was taken over
 
-    await waitFor('the dead worker\'s lock to be reported', async () => events.some((e) => e.what === 'orphaned'), 10_000);
+    await waitFor("the dead worker's lock to be reported", async () => events.some((e) => e.what === 'orphaned'), 10_000);
     const reported = events.find((e) => e.what === 'orphaned')!;
     expect(reported.keys).toEqual([dead.key]);
     // Not while the others could still be on their way back: rejoinMs after our own return (the

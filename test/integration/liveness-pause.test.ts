@@ -45,7 +45,11 @@ it('starts no step while its liveness session is down, and goes on with the same
     });
   const run = await newRun(db.records, 'pause while the liveness session is away');
   // A grace of 10 s for an old session to go away: the lock held below looks like one, however slow the machine.
-  const w = testWorker(db.store, llm, [work], { name: 'paused-A', databaseUrl: db.url, liveness: livenessSession(db.url, { graceMs: 10_000 }) });
+  const w = testWorker(db.store, llm, [work], {
+    name: 'paused-A',
+    databaseUrl: db.url,
+    liveness: livenessSession(db.url, { graceMs: 10_000 }),
+  });
   await w.start();
   const holder = await db.pool.connect();
   try {
@@ -73,7 +77,11 @@ it('starts no step while its liveness session is down, and goes on with the same
     expect(calls[1]!).toBeGreaterThanOrEqual(releasedAt);
     // The same claim, the same lock: nothing was taken over, nothing repeated.
     const steps = await db.store.steps(run.id);
-    expect(steps.map((s) => [s.kind, s.worker])).toEqual([['MODEL', 'paused-A'], ['TOOL', 'paused-A'], ['MODEL', 'paused-A']]);
+    expect(steps.map((s) => [s.kind, s.worker])).toEqual([
+      ['MODEL', 'paused-A'],
+      ['TOOL', 'paused-A'],
+      ['MODEL', 'paused-A'],
+    ]);
     expect(await db.records.state(run.id)).toMatchObject({ attempts: 1 });
     const { rows: after } = await db.pool.query<{ owner_lock: number }>('SELECT owner_lock FROM durable_agent.run WHERE id = $1', [run.id]);
     expect(after[0]!.owner_lock).toBe(key);

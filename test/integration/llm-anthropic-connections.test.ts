@@ -13,8 +13,15 @@ import { failure } from '../support/llm-failure.ts';
 const API_KEY = 'sk-ant-test-connections-0123456789';
 const server = useFakeAnthropic(API_KEY);
 
-const ask: LlmRequest = { model: 'claude-sonnet-4-6', maxTokens: 256, system: 'Be brief.', messages: [{ role: 'user', content: 'hi' }], tools: [] };
-const client = (streaming: boolean, timeoutMs?: number) => new AnthropicClient({ apiKey: API_KEY, baseUrl: server.url, streaming, timeoutMs });
+const ask: LlmRequest = {
+  model: 'claude-sonnet-4-6',
+  maxTokens: 256,
+  system: 'Be brief.',
+  messages: [{ role: 'user', content: 'hi' }],
+  tools: [],
+};
+const client = (streaming: boolean, timeoutMs?: number) =>
+  new AnthropicClient({ apiKey: API_KEY, baseUrl: server.url, streaming, timeoutMs });
 const text = async (promise: Promise<{ content: unknown[] }>) => ((await promise).content[0] as { text: string }).text;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -129,7 +136,13 @@ describe('kept-alive connections, streamed', () => {
     const anthropic = client(true);
     server.enqueue({ ...fake.text('one two three four five six'), stream: { deltaDelayMs: 50 } }).text('next');
     const bug = new RangeError('caller bug');
-    const error = await anthropic.send(ask, { onText: () => { throw bug; } }).catch((e: unknown) => e);
+    const error = await anthropic
+      .send(ask, {
+        onText: () => {
+          throw bug;
+        },
+      })
+      .catch((e: unknown) => e);
     expect(error).toBe(bug);
     await vi.waitFor(() => expect(server.requests[0]!.aborted).toBe(true));
     expect(await text(anthropic.send(ask))).toBe('next');

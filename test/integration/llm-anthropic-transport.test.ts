@@ -18,7 +18,10 @@ const API_KEY = 'sk-ant-test-transport-0123456789';
 const server = useFakeAnthropic(API_KEY);
 
 const ask: LlmRequest = {
-  model: 'claude-sonnet-4-6', maxTokens: 256, system: 'Be brief.', messages: [{ role: 'user', content: 'hi' }],
+  model: 'claude-sonnet-4-6',
+  maxTokens: 256,
+  system: 'Be brief.',
+  messages: [{ role: 'user', content: 'hi' }],
   tools: [{ name: 'lookup', description: 'Looks a key up.', input_schema: { type: 'object', properties: { key: { type: 'string' } } } }],
 };
 const ANSWER = 'one two three four five six';
@@ -37,7 +40,10 @@ describe.each([
     for (const request of server.requests) {
       expect(request).toMatchObject({ method: 'POST', path: '/v1/messages', invalid: null });
       expect(request.headers).toMatchObject({
-        authorization: `Bearer ${API_KEY}`, 'anthropic-version': ANTHROPIC_VERSION, 'content-type': 'application/json', accept: 'application/json',
+        authorization: `Bearer ${API_KEY}`,
+        'anthropic-version': ANTHROPIC_VERSION,
+        'content-type': 'application/json',
+        accept: 'application/json',
       });
       expect(request.body).toEqual(streaming ? { ...toMessageParams(ask), stream: true } : toMessageParams(ask));
     }
@@ -49,7 +55,11 @@ describe.each([
     await client(streaming).send(accented);
     const [request] = server.requests;
     const sent = JSON.stringify(streaming ? { ...toMessageParams(accented), stream: true } : toMessageParams(accented));
-    expect(request!.headers).toMatchObject({ host: new URL(server.url).host, 'content-length': String(Buffer.byteLength(sent)), connection: 'keep-alive' });
+    expect(request!.headers).toMatchObject({
+      host: new URL(server.url).host,
+      'content-length': String(Buffer.byteLength(sent)),
+      connection: 'keep-alive',
+    });
     expect(request!.headers).not.toHaveProperty('transfer-encoding');
   });
 
@@ -80,15 +90,32 @@ describe.each([
       .enqueue({ ...fake.html(503), headers: { 'retry-after': '2' } })
       .enqueue({ status: 502, body: null, raw: { contentType: 'text/plain', text: 'Bad Gateway' } });
     const html = await failure(client(streaming).send(ask));
-    expect(html).toMatchObject({ status: 503, message: 'HTTP 503', type: null, requestId: 'req_fake_1', retryAfterMs: 2000, retryable: true });
+    expect(html).toMatchObject({
+      status: 503,
+      message: 'HTTP 503',
+      type: null,
+      requestId: 'req_fake_1',
+      retryAfterMs: 2000,
+      retryable: true,
+    });
     const text = await failure(client(streaming).send(ask));
     expect(text).toMatchObject({ status: 502, message: 'HTTP 502', type: null, requestId: 'req_fake_2', retryable: true });
   });
 
   it("reads a 429's retry-after-ms before its retry-after, and the server's x-should-retry", async () => {
-    server.enqueue({ ...fake.error(429, 'rate_limit_error', 'slow down', { retryAfter: 9, retryAfterMs: 1500 }), headers: { 'retry-after': '9', 'retry-after-ms': '1500', 'x-should-retry': 'false' } });
+    server.enqueue({
+      ...fake.error(429, 'rate_limit_error', 'slow down', { retryAfter: 9, retryAfterMs: 1500 }),
+      headers: { 'retry-after': '9', 'retry-after-ms': '1500', 'x-should-retry': 'false' },
+    });
     const error = await failure(client(streaming).send(ask));
-    expect(error).toMatchObject({ status: 429, type: 'rate_limit_error', message: 'slow down', retryAfterMs: 1500, requestId: 'req_fake_1', retryable: false });
+    expect(error).toMatchObject({
+      status: 429,
+      type: 'rate_limit_error',
+      message: 'slow down',
+      retryAfterMs: 1500,
+      requestId: 'req_fake_1',
+      retryable: false,
+    });
   });
 
   it('fails every call as not sent (0, not retried) when the base URL is not a URL', async () => {
@@ -111,8 +138,15 @@ describe.each([
 
   it('leaves no listener on a long-lived signal, whatever the outcome of each call', async () => {
     const controller = new AbortController();
-    server.text('a').error(500, 'api_error', 'boom').enqueue(fake.cut(fake.text(ANSWER), 2)).text('b');
-    for (let i = 0; i < 4; i++) await client(streaming).send(ask, { signal: controller.signal }).catch(() => null);
+    server
+      .text('a')
+      .error(500, 'api_error', 'boom')
+      .enqueue(fake.cut(fake.text(ANSWER), 2))
+      .text('b');
+    for (let i = 0; i < 4; i++)
+      await client(streaming)
+        .send(ask, { signal: controller.signal })
+        .catch(() => null);
     expect(server.requests.map((r) => r.status)).toEqual([200, 500, 200, 200]);
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
@@ -125,7 +159,7 @@ describe('the transport, streamed', () => {
     expect(response.content).toEqual([{ type: 'text', text: ANSWER }]);
   });
 
-  it("fails as aborted, with the usage reported so far, when the caller aborts in the middle of the answer; the stream is closed", async () => {
+  it('fails as aborted, with the usage reported so far, when the caller aborts in the middle of the answer; the stream is closed', async () => {
     server.enqueue({ ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 100 } });
     const controller = new AbortController();
     const seen: string[] = [];
@@ -143,11 +177,17 @@ describe('the transport, streamed', () => {
     await vi.waitFor(() => expect(server.requests[0]!.aborted).toBe(true));
   });
 
-  it('classifies an error event of a type it does not know as a 500, with the answer\'s request id and the usage so far', async () => {
+  it("classifies an error event of a type it does not know as a 500, with the answer's request id and the usage so far", async () => {
     server.enqueue(fake.streamError(fake.text(ANSWER, usage), 2, 'something_new_error', 'Something new'));
     const texts: string[] = [];
     const error = await failure(client(true).send(ask, { onText: (t) => texts.push(t) }));
-    expect(error).toMatchObject({ status: 500, type: 'something_new_error', message: 'Something new', requestId: 'req_fake_1', retryable: true });
+    expect(error).toMatchObject({
+      status: 500,
+      type: 'something_new_error',
+      message: 'Something new',
+      requestId: 'req_fake_1',
+      retryable: true,
+    });
     expect(error.usage).toMatchObject({ inputTokens: 321 });
     expect(texts).toEqual(textChunks(ANSWER).slice(0, 2));
   });

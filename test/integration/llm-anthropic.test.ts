@@ -15,15 +15,27 @@ const API_KEY = 'sk-ant-test-0123456789-SECRET';
 const server = useFakeAnthropic(API_KEY);
 
 const ask = (text: string): LlmRequest => ({
-  model: 'claude-sonnet-4-6', maxTokens: 512, system: 'You are terse.', messages: [{ role: 'user', content: text }], tools: [],
+  model: 'claude-sonnet-4-6',
+  maxTokens: 512,
+  system: 'You are terse.',
+  messages: [{ role: 'user', content: text }],
+  tools: [],
 });
 let streaming = true;
 const provider = () => new AnthropicClient({ apiKey: API_KEY, baseUrl: server.url, streaming });
 const instantSleeper = { sleeps: [] as number[], sleep: async (ms: number) => void instantSleeper.sleeps.push(ms) };
 function config(overrides: Partial<LlmConfig> = {}): LlmConfig {
   return {
-    llmProvider: 'anthropic', anthropicApiKey: API_KEY, anthropicBaseUrl: server.url, demoLatencyMs: 0,
-    stepTimeoutMs: 5000, maxAttempts: 3, retryBaseMs: 10, retryCapMs: 100, llmStreaming: streaming, ...overrides,
+    llmProvider: 'anthropic',
+    anthropicApiKey: API_KEY,
+    anthropicBaseUrl: server.url,
+    demoLatencyMs: 0,
+    stepTimeoutMs: 5000,
+    maxAttempts: 3,
+    retryBaseMs: 10,
+    retryCapMs: 100,
+    llmStreaming: streaming,
+    ...overrides,
   };
 }
 
@@ -72,7 +84,10 @@ describe.each([
   it('aborts a response slower than the step timeout, then retries', async () => {
     server.delay(10_000).text('too late').text('in time');
     const reasons: string[] = [];
-    const client = createLlmClient(config({ stepTimeoutMs: 300 }), { sleeper: instantSleeper, onRetry: (e) => reasons.push(retryReason(e)) });
+    const client = createLlmClient(config({ stepTimeoutMs: 300 }), {
+      sleeper: instantSleeper,
+      onRetry: (e) => reasons.push(retryReason(e)),
+    });
     const response = await client.send(ask('ping'));
     expect(response.content).toEqual([{ type: 'text', text: 'in time' }]);
     expect(response.attempts).toBe(2);
@@ -101,13 +116,19 @@ describe.each([
 
   it('brings usage with cache fields, ids and the stop reason into the LlmResponse', async () => {
     server.reply({
-      content: [{ type: 'text', text: 'Let me look.' }, { type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { q: 'x' } }],
+      content: [
+        { type: 'text', text: 'Let me look.' },
+        { type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { q: 'x' } },
+      ],
       stopReason: 'tool_use',
       usage: { input_tokens: 812, output_tokens: 64, cache_creation_input_tokens: 1500, cache_read_input_tokens: 3000 },
     });
     const response = await provider().send(ask('find x'));
     expect(response).toMatchObject({
-      model: 'claude-sonnet-4-6', stopReason: 'tool_use', requestId: 'req_fake_1', attempts: 1,
+      model: 'claude-sonnet-4-6',
+      stopReason: 'tool_use',
+      requestId: 'req_fake_1',
+      attempts: 1,
       usage: { inputTokens: 812, outputTokens: 64, cacheCreationInputTokens: 1500, cacheReadInputTokens: 3000 },
     });
     expect(response.id).toMatch(/^msg_fake_/);
@@ -144,14 +165,29 @@ describe.each([
   it('rejects what the real API rejects, with its kind of 400', async () => {
     const broken: Message[][] = [
       [{ role: 'assistant', content: 'hi' }],
-      [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }],
-      [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 't', input: {} }] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_2', content: 'x' }] }],
-      [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 't', input: {} }] },
-        { role: 'user', content: 'no results' }],
+      [
+        { role: 'user', content: 'a' },
+        { role: 'user', content: 'b' },
+      ],
+      [
+        { role: 'user', content: 'a' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 't', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_2', content: 'x' }] },
+      ],
+      [
+        { role: 'user', content: 'a' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 't', input: {} }] },
+        { role: 'user', content: 'no results' },
+      ],
       [{ role: 'user', content: [1, 2, 3, 4, 5].map((n) => ({ type: 'text', text: `${n}`, cache_control: { type: 'ephemeral' } })) }],
     ];
-    const expected = [/first message/, /roles must alternate/, /`tool_result` blocks: toolu_2.*corresponding `tool_use`/, /without `tool_result`.*toolu_1/, /maximum of 4 blocks/];
+    const expected = [
+      /first message/,
+      /roles must alternate/,
+      /`tool_result` blocks: toolu_2.*corresponding `tool_use`/,
+      /without `tool_result`.*toolu_1/,
+      /maximum of 4 blocks/,
+    ];
     for (const [i, messages] of broken.entries()) {
       const error = await failure(provider().send({ ...ask(''), messages }));
       expect(error).toMatchObject({ status: 400, type: 'invalid_request_error' });
@@ -230,7 +266,8 @@ describe('the API key', () => {
         fake.streamError(fake.text('one two three'), 1, 'invalid_request_error', 'refused mid-stream'),
       );
       const errors: LlmError[] = [];
-      for (let i = 0; i < 5; i++) errors.push(await failure(new AnthropicClient({ apiKey: API_KEY, baseUrl: echoing.url }).send(ask('hi'))));
+      for (let i = 0; i < 5; i++)
+        errors.push(await failure(new AnthropicClient({ apiKey: API_KEY, baseUrl: echoing.url }).send(ask('hi'))));
       errors.push(await failure(new AnthropicClient({ apiKey: 'sk-ant-wrong-key-ECHOED', baseUrl: echoing.url }).send(ask('hi'))));
 
       expect(errors.map((e) => e.status)).toEqual([429, 400, 500, 529, 400, 401]);
@@ -250,8 +287,12 @@ describe('the API key', () => {
 });
 
 const fallbackReply = {
-  id: 'msg_fallback', type: 'message', role: 'assistant', content: [{ type: 'text', text: 'fallback' }],
-  stop_reason: 'end_turn', stop_sequence: null,
+  id: 'msg_fallback',
+  type: 'message',
+  role: 'assistant',
+  content: [{ type: 'text', text: 'fallback' }],
+  stop_reason: 'end_turn',
+  stop_sequence: null,
   usage: { input_tokens: 1, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
 };
 

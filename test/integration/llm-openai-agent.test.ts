@@ -64,7 +64,11 @@ it("runs an agent's runs on its own OpenAI-compatible client: its default model,
   const done = await api.runs.wait(run.id, { timeoutMs: 60_000 });
   expect(done).toMatchObject({ status: 'SUCCEEDED', output: 'Yes: rain all afternoon.' });
 
-  expect(server.requests.map((r) => [r.status, r.body.model])).toEqual([[503, 'gpt-5.4-mini'], [200, 'gpt-5.4-mini'], [200, 'gpt-5.4-mini']]);
+  expect(server.requests.map((r) => [r.status, r.body.model])).toEqual([
+    [503, 'gpt-5.4-mini'],
+    [200, 'gpt-5.4-mini'],
+    [200, 'gpt-5.4-mini'],
+  ]);
   expect(server.requests.map((r) => r.invalid)).toEqual([null, null, null]);
   expect(server.requests[1]!.body.tools[0].function.name).toBe('get_forecast');
   const body = await getRun(api, run.id);
@@ -72,5 +76,9 @@ it("runs an agent's runs on its own OpenAI-compatible client: its default model,
   // gpt-5.4-mini's prices: 0.75 in, 4.50 out, 0.075 cached, per million tokens.
   expect(body.costUsd).toBeCloseTo((300 * 0.75 + 20 * 4.5 + (350 - 256) * 0.75 + 8 * 4.5 + 256 * 0.075) / 1e6, 8);
   const timeline = (await (await fetch(`${api.url}/api/runs/${run.id}/timeline`)).json()) as { kind: string; attempts: number }[];
-  expect(timeline.map((s) => [s.kind, s.attempts])).toEqual([['MODEL', 2], ['TOOL', 1], ['MODEL', 1]]);
+  expect(timeline.map((s) => [s.kind, s.attempts])).toEqual([
+    ['MODEL', 2],
+    ['TOOL', 1],
+    ['MODEL', 1],
+  ]);
 });

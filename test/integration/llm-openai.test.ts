@@ -27,7 +27,13 @@ beforeAll(async () => {
   [db, server] = await Promise.all([testDatabase(), startFakeOpenAi({ apiKey: API_KEY, echoKey: true })]);
   // The first request of a process pays for loading the HTTP client; not inside a test's time limit.
   server.text('warm');
-  await createLlmClient(llmConfig()).send({ model: MODEL, maxTokens: 1, system: null, messages: [{ role: 'user', content: 'hi' }], tools: [] });
+  await createLlmClient(llmConfig()).send({
+    model: MODEL,
+    maxTokens: 1,
+    system: null,
+    messages: [{ role: 'user', content: 'hi' }],
+    tools: [],
+  });
 });
 afterAll(async () => {
   await Promise.all([db?.close(), server?.close()]);
@@ -51,8 +57,17 @@ const sleeper = {
 
 function llmConfig(overrides: Partial<LlmConfig> = {}): LlmConfig {
   return {
-    llmProvider: 'openai', openaiApiKey: API_KEY, openaiBaseUrl: server.baseUrl, anthropicApiKey: null, anthropicBaseUrl: null,
-    demoLatencyMs: 0, stepTimeoutMs: 5_000, maxAttempts: 3, retryBaseMs: 10, retryCapMs: 30_000, ...overrides,
+    llmProvider: 'openai',
+    openaiApiKey: API_KEY,
+    openaiBaseUrl: server.baseUrl,
+    anthropicApiKey: null,
+    anthropicBaseUrl: null,
+    demoLatencyMs: 0,
+    stepTimeoutMs: 5_000,
+    maxAttempts: 3,
+    retryBaseMs: 10,
+    retryCapMs: 30_000,
+    ...overrides,
   };
 }
 
@@ -77,7 +92,12 @@ async function drive(opts: { config?: Partial<LlmConfig>; tools?: Tool[] } = {})
 }
 
 const statuses = () => server.requests.map((r) => r.status);
-const usageOf = (inputTokens: number, outputTokens: number, cacheReadInputTokens = 0) => ({ inputTokens, outputTokens, cacheCreationInputTokens: 0, cacheReadInputTokens });
+const usageOf = (inputTokens: number, outputTokens: number, cacheReadInputTokens = 0) => ({
+  inputTokens,
+  outputTokens,
+  cacheCreationInputTokens: 0,
+  cacheReadInputTokens,
+});
 
 describe('runs through the openai SDK against a Chat Completions server', () => {
   it.each([
@@ -88,12 +108,17 @@ describe('runs through the openai SDK against a Chat Completions server', () => 
       { id: 'call_a', name: 'lookup', arguments: { q: 'a' } },
       { id: 'call_b', name: 'weather', arguments: { q: 'b' } },
     ];
-    server.toolCalls(calls, { prompt_tokens: 200, completion_tokens: 30 }, 'Checking both.').text('both done', { prompt_tokens: 260, completion_tokens: 4 });
+    server
+      .toolCalls(calls, { prompt_tokens: 200, completion_tokens: 30 }, 'Checking both.')
+      .text('both done', { prompt_tokens: 260, completion_tokens: 4 });
     const { run, steps } = await drive({ config: { llmStreaming: streaming }, tools: [echo('weather'), echo('lookup')] });
 
     expect(run).toMatchObject({ status: 'SUCCEEDED', output: 'both done', stopReason: 'end_turn', tokensUsed: 230 + 264 });
     expect(steps.map((s) => [s.seq, s.kind, s.toolUseId, s.stopReason])).toEqual([
-      [1, 'MODEL', null, 'tool_use'], [2, 'TOOL', 'call_a', null], [3, 'TOOL', 'call_b', null], [4, 'MODEL', null, 'end_turn'],
+      [1, 'MODEL', null, 'tool_use'],
+      [2, 'TOOL', 'call_a', null],
+      [3, 'TOOL', 'call_b', null],
+      [4, 'MODEL', null, 'end_turn'],
     ]);
     expect(executed).toEqual(['lookup', 'weather']);
     expect(steps[0]!.response).toEqual([
@@ -104,12 +129,18 @@ describe('runs through the openai SDK against a Chat Completions server', () => 
     expect(steps.filter((s) => s.kind === 'MODEL').map((s) => s.request?.provider)).toEqual(['openai', 'openai']);
     expect(await db.records.latestProvider(run.id)).toBe('openai');
 
-    expect(server.requests.map((r) => [r.invalid, r.streamed])).toEqual([[null, streaming], [null, streaming]]);
+    expect(server.requests.map((r) => [r.invalid, r.streamed])).toEqual([
+      [null, streaming],
+      [null, streaming],
+    ]);
     for (const r of server.requests) {
       expect(r.headers.authorization).toBe(`Bearer ${API_KEY}`);
       expect(r.body).toMatchObject({ model: MODEL, max_completion_tokens: 1024 });
       expect(r.body.stream_options).toEqual(streaming ? { include_usage: true } : undefined);
-      expect(r.body.tools.map((t: any) => [t.type, t.function.name])).toEqual([['function', 'weather'], ['function', 'lookup']]);
+      expect(r.body.tools.map((t: any) => [t.type, t.function.name])).toEqual([
+        ['function', 'weather'],
+        ['function', 'lookup'],
+      ]);
       expect(r.body.tools[0].function.parameters).toEqual({ type: 'object', properties: { q: { type: 'string' } } });
     }
     expect(server.requests[1]!.body.messages).toEqual([
@@ -129,7 +160,8 @@ describe('runs through the openai SDK against a Chat Completions server', () => 
   });
 
   it('survives two 429s with retry-after: one step, attempts = 3, each wait at least what the server asked', async () => {
-    const limited = () => chat.error(429, { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' }, { retryAfter: 7 });
+    const limited = () =>
+      chat.error(429, { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' }, { retryAfter: 7 });
     server.enqueue(limited(), limited()).text('done', { prompt_tokens: 120, completion_tokens: 30 });
     const { run, steps } = await drive();
 
@@ -141,7 +173,11 @@ describe('runs through the openai SDK against a Chat Completions server', () => 
   });
 
   it("fails on a 400 after exactly one request, with the server's message and no step", async () => {
-    server.error(400, { message: "This model's maximum context length is 400000 tokens.", type: 'invalid_request_error', code: 'context_length_exceeded' });
+    server.error(400, {
+      message: "This model's maximum context length is 400000 tokens.",
+      type: 'invalid_request_error',
+      code: 'context_length_exceeded',
+    });
     const { run, steps } = await drive();
 
     expect(run.status).toBe('FAILED');
@@ -154,7 +190,11 @@ describe('runs through the openai SDK against a Chat Completions server', () => 
   });
 
   it('does not retry a 429 that says the quota is used up: waiting does not end it', async () => {
-    server.error(429, { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', code: 'insufficient_quota' });
+    server.error(429, {
+      message: 'You exceeded your current quota, please check your plan and billing details.',
+      type: 'insufficient_quota',
+      code: 'insufficient_quota',
+    });
     const { run } = await drive();
     expect(run.status).toBe('FAILED');
     expect(run.error).toMatch(/HTTP 429 insufficient_quota/);
@@ -173,8 +213,16 @@ describe('runs through the openai SDK against a Chat Completions server', () => 
 
   it.each([
     ['a connection cut mid-stream', () => chat.cut(chat.text('Overdue are ACME-101, ACME-102 and more'), 2), true],
-    ['a stream that ends without a finish reason', () => ({ ...chat.text('Overdue are ACME-101, ACME-102 and more'), stream: { endAfterDeltas: 3 } }), true],
-    ['a server_error in the middle of the stream', () => chat.streamError(chat.text('Overdue are ACME-101 and more'), 2, { message: 'The server had an error', type: 'server_error' }), true],
+    [
+      'a stream that ends without a finish reason',
+      () => ({ ...chat.text('Overdue are ACME-101, ACME-102 and more'), stream: { endAfterDeltas: 3 } }),
+      true,
+    ],
+    [
+      'a server_error in the middle of the stream',
+      () => chat.streamError(chat.text('Overdue are ACME-101 and more'), 2, { message: 'The server had an error', type: 'server_error' }),
+      true,
+    ],
     ['a body cut off mid-way', () => chat.cut(chat.text('Overdue are ACME-101, ACME-102 and more')), false],
     ['an HTML page with status 200', () => chat.html(200), false],
   ] as const)('retries %s within the step and SUCCEEDED with the answer that came whole', async (_what, broken, streaming) => {
@@ -206,7 +254,11 @@ describe('runs through the openai SDK against a Chat Completions server', () => 
 
   it('brings cached prompt tokens to the step rows, the timeline and the cost; cache reads stay out of the budget', async () => {
     server
-      .toolCalls([{ id: 'call_1', name: 'lookup', arguments: { q: 'x' } }], { prompt_tokens: 2_100, completion_tokens: 50, cached_tokens: 0 })
+      .toolCalls([{ id: 'call_1', name: 'lookup', arguments: { q: 'x' } }], {
+        prompt_tokens: 2_100,
+        completion_tokens: 50,
+        cached_tokens: 0,
+      })
       .text('found it', { prompt_tokens: 2_300, completion_tokens: 20, cached_tokens: 2_048 });
     const { run, steps } = await drive({ tools: [echo('lookup')] });
 
@@ -226,7 +278,11 @@ describe('runs through the openai SDK against a Chat Completions server', () => 
 
     expect(run).toMatchObject({ status: 'SUCCEEDED', output: 'Sorry, let me stop there.' });
     expect(executed).toEqual([]);
-    expect(steps.map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'ERROR'], ['MODEL', 'DONE']]);
+    expect(steps.map((s) => [s.kind, s.status])).toEqual([
+      ['MODEL', 'DONE'],
+      ['TOOL', 'ERROR'],
+      ['MODEL', 'DONE'],
+    ]);
     const [, assistant, tool] = server.requests[1]!.body.messages.slice(1);
     expect(assistant.tool_calls[0].function.arguments).toBe('{"q": "a"'); // what the model wrote, not a repaired guess
     expect(tool).toMatchObject({ role: 'tool', tool_call_id: 'call_bad' });
@@ -235,11 +291,17 @@ describe('runs through the openai SDK against a Chat Completions server', () => 
 
   it('reports streamed text as it arrives, numbered by attempt; an attempt cut mid-stream is voided before the next one streams', async () => {
     const answer = 'The three overdue tickets are ACME-101, ACME-102 and ACME-107.';
-    server.enqueue(chat.cut(chat.text('Overdue are ACME-101 and more'), 3), { ...chat.text(answer, { prompt_tokens: 9, completion_tokens: 9 }), stream: { deltaDelayMs: 20 } });
+    server.enqueue(chat.cut(chat.text('Overdue are ACME-101 and more'), 3), {
+      ...chat.text(answer, { prompt_tokens: 9, completion_tokens: 9 }),
+      stream: { deltaDelayMs: 20 },
+    });
     const log: string[] = [];
     const response = await createLlmClient(llmConfig(), { sleeper }).send(
       { model: MODEL, maxTokens: 100, system: null, messages: [{ role: 'user', content: 'hi' }], tools: [] },
-      { onText: (text, attempt) => log.push(`${attempt}:${text}`), onAttemptFailed: (attempt, error) => log.push(`failed ${attempt} (${error.status})`) },
+      {
+        onText: (text, attempt) => log.push(`${attempt}:${text}`),
+        onAttemptFailed: (attempt, error) => log.push(`failed ${attempt} (${error.status})`),
+      },
     );
     expect(log).toEqual(['1:Overdue ', '1:are ', '1:ACME-101 ', 'failed 1 (-1)', ...answer.split(/(?<= )/).map((t) => `2:${t}`)]);
     expect(response).toMatchObject({ attempts: 2, content: [{ type: 'text', text: answer }], stopReason: 'end_turn' });

@@ -47,8 +47,15 @@ const sleeper = {
 
 function llmConfig(overrides: Partial<LlmConfig> = {}): LlmConfig {
   return {
-    llmProvider: 'anthropic', anthropicApiKey: API_KEY, anthropicBaseUrl: server.url, demoLatencyMs: 0,
-    stepTimeoutMs: 5_000, maxAttempts: 3, retryBaseMs: 10, retryCapMs: 30_000, ...overrides,
+    llmProvider: 'anthropic',
+    anthropicApiKey: API_KEY,
+    anthropicBaseUrl: server.url,
+    demoLatencyMs: 0,
+    stepTimeoutMs: 5_000,
+    maxAttempts: 3,
+    retryBaseMs: 10,
+    retryCapMs: 30_000,
+    ...overrides,
   };
 }
 
@@ -68,7 +75,11 @@ async function drive(
 ): Promise<{ run: Run; steps: Step[] }> {
   const created = await newRun(db.records, opts.input ?? 'find x', { model: MODEL });
   const llm = createLlmClient(llmConfig(opts.config), { sleeper });
-  const worker = testWorker(db.store, llm, opts.tools ?? [], { name: 'W', costOf: (m, u) => prices.costOf(m, u), events: opts.events ?? [] });
+  const worker = testWorker(db.store, llm, opts.tools ?? [], {
+    name: 'W',
+    costOf: (m, u) => prices.costOf(m, u),
+    events: opts.events ?? [],
+  });
   const result = await worker.runOnce();
   expect(result?.runId).toBe(created.id);
   return { run: await db.records.state(created.id), steps: await db.store.steps(created.id) };
@@ -79,7 +90,8 @@ const withoutCache = (blocks: any[]) => blocks.map(({ cache_control: _, ...b }) 
 
 describe('runs through the real client stack against a Messages API server', () => {
   it('survives two 429s: one step, checkpointed once with the final usage and attempts = 3', async () => {
-    const limited = () => fake.error(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', { retryAfter: 7 });
+    const limited = () =>
+      fake.error(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', { retryAfter: 7 });
     server.enqueue(limited(), limited()).text('done', { input_tokens: 120, output_tokens: 30 });
     const { run, steps } = await drive();
 
@@ -89,13 +101,19 @@ describe('runs through the real client stack against a Messages API server', () 
     for (const ms of waits) expect(ms).toBeGreaterThanOrEqual(7_000); // retry-after beats the jitter
     expect(steps).toHaveLength(1);
     expect(steps[0]).toMatchObject({ seq: 1, kind: 'MODEL', status: 'DONE', attempts: 3, inputTokens: 120, outputTokens: 30 });
-    expect(steps[0]!.costUsd).toBeCloseTo(prices.costOf(MODEL, { inputTokens: 120, outputTokens: 30, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 }), 8);
+    expect(steps[0]!.costUsd).toBeCloseTo(
+      prices.costOf(MODEL, { inputTokens: 120, outputTokens: 30, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 }),
+      8,
+    );
   });
 
   it.each([true, false])('repairs a negative usage and says so in a step warning (streaming %s)', async (streaming) => {
     server.reply({ content: [], usage: { input_tokens: -5000, output_tokens: 7 } });
     const warnings: string[] = [];
-    const { run } = await drive({ config: { llmStreaming: streaming }, events: [{ stepWarning: (e) => warnings.push(`${e.warning}: ${e.detail}`) }] });
+    const { run } = await drive({
+      config: { llmStreaming: streaming },
+      events: [{ stepWarning: (e) => warnings.push(`${e.warning}: ${e.detail}`) }],
+    });
     expect(run).toMatchObject({ status: 'SUCCEEDED', tokensUsed: 7 });
     expect(warnings).toEqual([expect.stringMatching(/^provider-value-repaired: usage\.input_tokens was -5000: counted as 0$/)]);
   });
@@ -135,8 +153,10 @@ describe('runs through the real client stack against a Messages API server', () 
     expect(run.status).toBe('SUCCEEDED');
     const models = steps.filter((s) => s.kind === 'MODEL');
     const usages = [first, second].map((u) => ({
-      inputTokens: u.input_tokens, outputTokens: u.output_tokens,
-      cacheCreationInputTokens: u.cache_creation_input_tokens, cacheReadInputTokens: u.cache_read_input_tokens,
+      inputTokens: u.input_tokens,
+      outputTokens: u.output_tokens,
+      cacheCreationInputTokens: u.cache_creation_input_tokens,
+      cacheReadInputTokens: u.cache_read_input_tokens,
     }));
     expect(models.map((s) => timelineItem(s))).toMatchObject(usages);
     const costs = usages.map((u) => prices.costOf(MODEL, u));
@@ -155,7 +175,12 @@ describe('runs through the real client stack against a Messages API server', () 
     const { run, steps } = await drive({ tools: [echo('weather'), echo('lookup')] });
 
     expect(run).toMatchObject({ status: 'SUCCEEDED', output: 'both done' });
-    expect(steps.map((s) => [s.seq, s.kind, s.toolUseId])).toEqual([[1, 'MODEL', null], [2, 'TOOL', 'toolu_a'], [3, 'TOOL', 'toolu_b'], [4, 'MODEL', null]]);
+    expect(steps.map((s) => [s.seq, s.kind, s.toolUseId])).toEqual([
+      [1, 'MODEL', null],
+      [2, 'TOOL', 'toolu_a'],
+      [3, 'TOOL', 'toolu_b'],
+      [4, 'MODEL', null],
+    ]);
     expect(server.requests).toHaveLength(2);
     for (const r of server.requests) {
       expect(r.invalid).toBeNull();
@@ -209,7 +234,11 @@ describe('runs through the real client stack against a Messages API server', () 
     server.text('The three overdue tickets are ACME-101, ACME-102 and ACME-107.', { input_tokens: 300, output_tokens: 20 });
     const { run, steps } = await drive();
     expect(server.requests.map((r) => r.streamed)).toEqual([true]);
-    expect(run).toMatchObject({ status: 'SUCCEEDED', output: 'The three overdue tickets are ACME-101, ACME-102 and ACME-107.', tokensUsed: 320 });
+    expect(run).toMatchObject({
+      status: 'SUCCEEDED',
+      output: 'The three overdue tickets are ACME-101, ACME-102 and ACME-107.',
+      tokensUsed: 320,
+    });
     expect(steps).toHaveLength(1);
   });
 
@@ -225,14 +254,17 @@ describe('runs through the real client stack against a Messages API server', () 
     ['a 529 error event after 3 deltas', () => fake.streamError(fake.text('Overdue are ACME-101, ACME-102 and more'), 3), [50, 5]],
     ['a connection cut mid-stream', () => fake.cut(fake.text('Overdue are ACME-101, ACME-102 and more'), 2), [50, 5]],
     ['an HTML page with status 200', () => fake.html(200), [40, 4]],
-  ] as const)('retries %s within the step and SUCCEEDED with the text of the attempt that finished', async (_what, broken, [inTokens, outTokens]) => {
-    server.enqueue(broken()).text('ACME-101 and ACME-102', { input_tokens: 40, output_tokens: 4 });
-    const { run, steps } = await drive();
-    expect(run).toMatchObject({ status: 'SUCCEEDED', output: 'ACME-101 and ACME-102', error: null });
-    expect(server.requests).toHaveLength(2);
-    expect(waits).toHaveLength(1);
-    expect(steps.map((s) => [s.kind, s.attempts, s.inputTokens, s.outputTokens])).toEqual([['MODEL', 2, inTokens, outTokens]]);
-  });
+  ] as const)(
+    'retries %s within the step and SUCCEEDED with the text of the attempt that finished',
+    async (_what, broken, [inTokens, outTokens]) => {
+      server.enqueue(broken()).text('ACME-101 and ACME-102', { input_tokens: 40, output_tokens: 4 });
+      const { run, steps } = await drive();
+      expect(run).toMatchObject({ status: 'SUCCEEDED', output: 'ACME-101 and ACME-102', error: null });
+      expect(server.requests).toHaveLength(2);
+      expect(waits).toHaveLength(1);
+      expect(steps.map((s) => [s.kind, s.attempts, s.inputTokens, s.outputTokens])).toEqual([['MODEL', 2, inTokens, outTokens]]);
+    },
+  );
 
   it('a retry-after of an hour is not slept in the worker: the run goes back to the queue at once', async () => {
     server.error(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', { retryAfter: 3600 });
@@ -266,14 +298,21 @@ describe('runs through the real client stack against a Messages API server', () 
         { type: 'server_tool_use', id: `srvtoolu_${n}`, name: 'web_search', input: { query: `x ${n}` } },
         { type: 'web_search_tool_result', tool_use_id: `srvtoolu_${n}`, content: [] },
       ];
-      server.reply({ content: search(1), stopReason: 'pause_turn' }).reply({ content: search(2), stopReason: 'pause_turn' }).text('x is 42');
+      server
+        .reply({ content: search(1), stopReason: 'pause_turn' })
+        .reply({ content: search(2), stopReason: 'pause_turn' })
+        .text('x is 42');
       const { run, steps } = await drive();
 
       expect(run).toMatchObject({ status: 'SUCCEEDED', output: 'x is 42', stopReason: 'end_turn' });
       expect(steps.map((s) => s.stopReason)).toEqual(['pause_turn', 'pause_turn', 'end_turn']);
       expect(server.requests.map((r) => r.invalid)).toEqual([null, null, null]);
       const sent = server.requests.map((r) => r.body.messages);
-      expect(sent.map((messages) => messages.map((m: { role: string }) => m.role))).toEqual([['user'], ['user', 'assistant'], ['user', 'assistant']]);
+      expect(sent.map((messages) => messages.map((m: { role: string }) => m.role))).toEqual([
+        ['user'],
+        ['user', 'assistant'],
+        ['user', 'assistant'],
+      ]);
       expect(withoutCache(sent[1][1].content)).toEqual(search(1));
       expect(withoutCache(sent[2][1].content)).toEqual([...search(1), ...search(2)]); // one turn, continued
     });

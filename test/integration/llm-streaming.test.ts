@@ -15,13 +15,27 @@ import { textChunks } from '../support/fake-anthropic-sse.ts';
 const API_KEY = 'sk-ant-test-streaming-0123456789';
 const server = useFakeAnthropic(API_KEY);
 
-const ask: LlmRequest = { model: 'claude-sonnet-4-6', maxTokens: 512, system: 'Be brief.', messages: [{ role: 'user', content: 'hi' }], tools: [] };
+const ask: LlmRequest = {
+  model: 'claude-sonnet-4-6',
+  maxTokens: 512,
+  system: 'Be brief.',
+  messages: [{ role: 'user', content: 'hi' }],
+  tools: [],
+};
 const noWait = { sleep: async () => {} };
 const client = (overrides: Partial<LlmConfig> = {}) =>
   createLlmClient(
     {
-      llmProvider: 'anthropic', anthropicApiKey: API_KEY, anthropicBaseUrl: server.url, demoLatencyMs: 0, llmStreaming: true,
-      stepTimeoutMs: 5_000, maxAttempts: 3, retryBaseMs: 10, retryCapMs: 100, ...overrides,
+      llmProvider: 'anthropic',
+      anthropicApiKey: API_KEY,
+      anthropicBaseUrl: server.url,
+      demoLatencyMs: 0,
+      llmStreaming: true,
+      stepTimeoutMs: 5_000,
+      maxAttempts: 3,
+      retryBaseMs: 10,
+      retryCapMs: 100,
+      ...overrides,
     },
     { sleeper: noWait },
   );
@@ -53,7 +67,10 @@ describe('a streamed model call', () => {
     expect(seen.map((s) => s.text)).toEqual(textChunks(ANSWER));
     expect(seen[0]!.serverDone).toBe(false); // the first words arrived while the rest was still unsent
     expect(response).toMatchObject({
-      content: [{ type: 'text', text: ANSWER }], stopReason: 'end_turn', requestId: 'req_fake_1', attempts: 1,
+      content: [{ type: 'text', text: ANSWER }],
+      stopReason: 'end_turn',
+      requestId: 'req_fake_1',
+      attempts: 1,
       usage: { inputTokens: 812, outputTokens: 40, cacheCreationInputTokens: 100, cacheReadInputTokens: 3000 },
     });
   });
@@ -64,7 +81,12 @@ describe('a streamed model call', () => {
         content: [
           { type: 'thinking', thinking: 'The user wants overdue tickets.', signature: 'EqQBCgIYAhIM' },
           { type: 'text', text: 'Let me look.' },
-          { type: 'tool_use', id: 'toolu_01A', name: 'list_tickets', input: { customer: 'acme', overdue: true, tags: ['a', 'b'], limit: 10, note: 'quote " and \\ and ü' } },
+          {
+            type: 'tool_use',
+            id: 'toolu_01A',
+            name: 'list_tickets',
+            input: { customer: 'acme', overdue: true, tags: ['a', 'b'], limit: 10, note: 'quote " and \\ and ü' },
+          },
           { type: 'tool_use', id: 'toolu_01B', name: 'ping', input: {} },
         ],
         stopReason: 'tool_use',
@@ -76,18 +98,31 @@ describe('a streamed model call', () => {
     expect(server.requests.map((r) => r.streamed)).toEqual([true, false]);
     const comparable = ({ id: _id, requestId: _r, ...rest }: typeof streamed) => rest;
     expect(comparable(streamed)).toEqual(comparable(whole));
-    expect(streamed.content[2]).toEqual({ type: 'tool_use', id: 'toolu_01A', name: 'list_tickets', input: { customer: 'acme', overdue: true, tags: ['a', 'b'], limit: 10, note: 'quote " and \\ and ü' } });
+    expect(streamed.content[2]).toEqual({
+      type: 'tool_use',
+      id: 'toolu_01A',
+      name: 'list_tickets',
+      input: { customer: 'acme', overdue: true, tags: ['a', 'b'], limit: 10, note: 'quote " and \\ and ü' },
+    });
   });
 
   it('a 529 error event after 3 deltas, then success: attempt 1 is voided before attempt 2 streams', async () => {
-    server.enqueue(fake.streamError(fake.text('Overdue are ACME-101, ACME-102 and more', usage), 3, 'overloaded_error', 'Overloaded'), fake.text(ANSWER, usage));
+    server.enqueue(
+      fake.streamError(fake.text('Overdue are ACME-101, ACME-102 and more', usage), 3, 'overloaded_error', 'Overloaded'),
+      fake.text(ANSWER, usage),
+    );
     const { log, options } = recorder();
     const response = await client().send(ask, options);
     const first = textChunks('Overdue are ACME-101, ACME-102 and more').slice(0, 3);
     expect(log).toEqual([...first.map((t) => `1:${t}`), 'failed 1 (529)', ...textChunks(ANSWER).map((t) => `2:${t}`)]);
     expect(response).toMatchObject({ attempts: 2, content: [{ type: 'text', text: ANSWER }] });
     // Attempt 1 was billed for its input (message_start) and the one output token counted there.
-    expect(response.failedAttemptsUsage).toEqual({ inputTokens: 812, outputTokens: 1, cacheCreationInputTokens: 100, cacheReadInputTokens: 3000 });
+    expect(response.failedAttemptsUsage).toEqual({
+      inputTokens: 812,
+      outputTokens: 1,
+      cacheCreationInputTokens: 100,
+      cacheReadInputTokens: 3000,
+    });
   });
 
   it('a connection cut mid-stream is retried', async () => {
@@ -102,9 +137,16 @@ describe('a streamed model call', () => {
   it('an error event that stands for a 4xx is not retried, and the error carries what the attempt was billed', async () => {
     server.enqueue(fake.streamError(fake.text(ANSWER, usage), 1, 'invalid_request_error', 'Output blocked by content filtering policy'));
     const { log, options } = recorder();
-    const error = (await client().send(ask, options).catch((e: unknown) => e)) as LlmError;
+    const error = (await client()
+      .send(ask, options)
+      .catch((e: unknown) => e)) as LlmError;
     expect(error).toBeInstanceOf(LlmError);
-    expect(error).toMatchObject({ status: 400, type: 'invalid_request_error', retryable: false, message: 'Output blocked by content filtering policy' });
+    expect(error).toMatchObject({
+      status: 400,
+      type: 'invalid_request_error',
+      retryable: false,
+      message: 'Output blocked by content filtering policy',
+    });
     expect(error.usage).toMatchObject({ inputTokens: 812, outputTokens: 1 });
     expect(log).toEqual([`1:${textChunks(ANSWER)[0]}`]);
     expect(server.requests).toHaveLength(1);
@@ -113,7 +155,9 @@ describe('a streamed model call', () => {
   it('every attempt failing mid-stream: the escaping error sums what each attempt was billed', async () => {
     const overloaded = () => fake.streamError(fake.text(ANSWER, usage), 2, 'overloaded_error', 'Overloaded');
     server.enqueue(overloaded(), overloaded(), overloaded());
-    const error = (await client().send(ask).catch((e: unknown) => e)) as LlmError;
+    const error = (await client()
+      .send(ask)
+      .catch((e: unknown) => e)) as LlmError;
     expect(error).toMatchObject({ status: 529, retryable: true });
     expect(error.usage).toEqual({ inputTokens: 3 * 812, outputTokens: 3, cacheCreationInputTokens: 300, cacheReadInputTokens: 9000 });
   });
@@ -140,7 +184,11 @@ describe('a streamed model call', () => {
     server.enqueue({ ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 20 } });
     const bug = new TypeError('the caller broke');
     const error = await client()
-      .send(ask, { onText: () => { throw bug; } })
+      .send(ask, {
+        onText: () => {
+          throw bug;
+        },
+      })
       .catch((e: unknown) => e);
     expect(error).toBe(bug);
     expect(server.requests).toHaveLength(1); // not retried

@@ -37,7 +37,12 @@ beforeAll(async () => {
     saved.set(k, process.env[k]);
     process.env[k] = v;
   }
-  const lookup = tool({ name: 'lookup', description: 'Looks a key up.', input: z.object({ key: z.string() }), execute: async ({ key }) => `value of ${key}` });
+  const lookup = tool({
+    name: 'lookup',
+    description: 'Looks a key up.',
+    input: z.object({ key: z.string() }),
+    execute: async ({ key }) => `value of ${key}`,
+  });
   rt = await createRuntime({
     agents: [defineAgent({ name: 'helper', system: 'Be brief.', tools: [lookup], model: 'claude-sonnet-4-6' })],
     api: { port: 0, host: '127.0.0.1' },
@@ -105,7 +110,12 @@ function lint(text: string): string[] {
     // A histogram's samples belong to the family named without their suffix.
     const base = name.replace(/_(bucket|sum|count)$/, '');
     const owner = families.get(base)?.type === 'histogram' ? base : name;
-    const labels = (sample[2] ?? '').replace(/^\{|\}$/g, '').split(/,(?=\w+=")/).filter(Boolean).sort().join(',');
+    const labels = (sample[2] ?? '')
+      .replace(/^\{|\}$/g, '')
+      .split(/,(?=\w+=")/)
+      .filter(Boolean)
+      .sort()
+      .join(',');
     family(owner).series.push(`${name}{${labels}}`);
   }
   for (const [name, f] of families) {
@@ -114,7 +124,11 @@ function lint(text: string): string[] {
     if (f.type === 'counter' && !name.endsWith('_total')) problems.push(`${name}: a counter must end in _total`);
     if (f.type !== 'counter' && name.endsWith('_total')) problems.push(`${name}: a ${f.type} must not end in _total`);
     if (/[a-z][A-Z]/.test(name)) problems.push(`${name}: camelCase`);
-    if (/_(milliseconds|microseconds|nanoseconds|minutes|hours|days|weeks|kilobytes|megabytes|gigabytes|kibibytes|mebibytes|gibibytes|percent)(_|$)/.test(name)) {
+    if (
+      /_(milliseconds|microseconds|nanoseconds|minutes|hours|days|weeks|kilobytes|megabytes|gigabytes|kibibytes|mebibytes|gibibytes|percent)(_|$)/.test(
+        name,
+      )
+    ) {
       problems.push(`${name}: use the base unit`);
     }
     if (/_(ms|us|ns|sec|secs|mb|kb|gb|pct)(_|$)/.test(name)) problems.push(`${name}: abbreviated unit`);
@@ -130,9 +144,17 @@ function lint(text: string): string[] {
 describe('GET /metrics', () => {
   it('shows the families the runs fed', () => {
     for (const name of [
-      'agent_tokens_total', 'agent_cost_usd_total', 'agent_step_latency_seconds_bucket', 'agent_llm_retries_total',
-      'agent_runs_claimed_total', 'agent_runs_finished_total', 'agent_runs_stopped_by_budget_total', 'agent_runs', 'agent_queue_depth',
-      'nodejs_active_handles', 'process_cpu_user_seconds_total',
+      'agent_tokens_total',
+      'agent_cost_usd_total',
+      'agent_step_latency_seconds_bucket',
+      'agent_llm_retries_total',
+      'agent_runs_claimed_total',
+      'agent_runs_finished_total',
+      'agent_runs_stopped_by_budget_total',
+      'agent_runs',
+      'agent_queue_depth',
+      'nodejs_active_handles',
+      'process_cpu_user_seconds_total',
     ]) {
       expect(exposition, name).toMatch(new RegExp(`^${name}(\\{| )`, 'm'));
     }
@@ -148,7 +170,9 @@ describe('GET /metrics', () => {
   it('passes promtool check metrics', () => {
     const probe = spawnSync('promtool', ['--version'], { encoding: 'utf8' });
     if (probe.error) {
-      throw new Error(`promtool is not installed (${probe.error.message}): install the Debian package prometheus (apt-get install -y prometheus), as .ci/run does`);
+      throw new Error(
+        `promtool is not installed (${probe.error.message}): install the Debian package prometheus (apt-get install -y prometheus), as .ci/run does`,
+      );
     }
     const check = spawnSync('promtool', ['check', 'metrics'], { input: exposition, encoding: 'utf8' });
     expect({ status: check.status, output: (check.stdout + check.stderr).trim() }).toEqual({ status: 0, output: '' });

@@ -33,13 +33,19 @@ afterAll(async () => {
 });
 
 const tables = async () =>
-  (await pool.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = 'durable_agent' ORDER BY 1`)).rows.map((r) => r.t);
-const recorded = async () => (await pool.query<{ name: string }>('SELECT name FROM durable_agent.schema_migration ORDER BY version')).rows.map((r) => r.name);
+  (await pool.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = 'durable_agent' ORDER BY 1`)).rows.map(
+    (r) => r.t,
+  );
+const recorded = async () =>
+  (await pool.query<{ name: string }>('SELECT name FROM durable_agent.schema_migration ORDER BY version')).rows.map((r) => r.name);
 
 it('rolls a failing migration back whole, records nothing of it, stops there, and applies it once it is fixed', async () => {
   fs.writeFileSync(path.join(dir, '0001_first.sql'), 'CREATE TABLE first_table (id int PRIMARY KEY);');
   // The table is created, then the second statement fails: the table must not survive.
-  fs.writeFileSync(path.join(dir, '0002_broken.sql'), `CREATE TABLE broken_table (n int);\nINSERT INTO broken_table VALUES ('not a number');`);
+  fs.writeFileSync(
+    path.join(dir, '0002_broken.sql'),
+    `CREATE TABLE broken_table (n int);\nINSERT INTO broken_table VALUES ('not a number');`,
+  );
   fs.writeFileSync(path.join(dir, '0003_after.sql'), 'CREATE TABLE after_table (id int);');
 
   await expect(migrate(pool, { dirs: [dir] })).rejects.toThrow(/^migration 0002_broken failed: invalid input syntax for type integer/);
@@ -80,7 +86,9 @@ it("leaves the user's public schema alone: a table of theirs named run is no obs
     await migrate(fresh.pool);
     expect(await schemaTables(fresh.pool, 'public')).toEqual(['run']);
     expect((await fresh.pool.query('SELECT x FROM public.run')).rows).toEqual([{ x: 42 }]);
-    expect(await schemaTables(fresh.pool, 'durable_agent')).toEqual(expect.arrayContaining(['content_blob', 'run', 'run_step', 'schema_migration']));
+    expect(await schemaTables(fresh.pool, 'durable_agent')).toEqual(
+      expect.arrayContaining(['content_blob', 'run', 'run_step', 'schema_migration']),
+    );
     // The demo agent's tables come only with the demo agent.
     expect(await schemaTables(fresh.pool, 'durable_agent')).not.toContain('demo_ticket');
   } finally {
@@ -93,7 +101,9 @@ it('moves a database of the release before the own schema out of public, keeping
   try {
     // That release's layout: its two migrations applied in public, recorded in public.schema_migration.
     const earlier = [...listMigrations(MIGRATIONS_DIR).filter((m) => m.version === 1), ...listMigrations(DEMO_MIGRATIONS_DIR)];
-    await fresh.pool.query('CREATE TABLE public.schema_migration (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    await fresh.pool.query(
+      'CREATE TABLE public.schema_migration (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
     for (const m of earlier) {
       await fresh.pool.query(m.sql);
       await fresh.pool.query('INSERT INTO public.schema_migration (version, name) VALUES ($1, $2)', [m.version, m.name]);
@@ -111,13 +121,19 @@ it('moves a database of the release before the own schema out of public, keeping
     );
 
     const applied = await migrate(fresh.pool, { dirs: [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] });
-    expect(applied).toEqual(listMigrations(MIGRATIONS_DIR).filter((m) => m.version > 1).map((m) => m.name));
+    expect(applied).toEqual(
+      listMigrations(MIGRATIONS_DIR)
+        .filter((m) => m.version > 1)
+        .map((m) => m.name),
+    );
     expect(await schemaTables(fresh.pool, 'public')).toEqual([]);
     const store = new RunStore(fresh.pool);
     const records = new RunRecords(fresh.pool);
 
     expect(await records.get(id as never)).toMatchObject({ status: 'SUCCEEDED', output: 'ACME-101', lastError: null });
-    expect((await store.steps(id as never)).map((st) => [st.seq, st.kind, st.response])).toEqual([[1, 'MODEL', [{ type: 'text', text: 'ACME-101' }]]]);
+    expect((await store.steps(id as never)).map((st) => [st.seq, st.kind, st.response])).toEqual([
+      [1, 'MODEL', [{ type: 'text', text: 'ACME-101' }]],
+    ]);
     const ticket = await fresh.pool.query("SELECT title FROM durable_agent.demo_ticket WHERE id = 'ACME-101'");
     expect(ticket.rows).toHaveLength(1);
     // A second migrator finds nothing left to do.
@@ -147,12 +163,16 @@ it('puts everything in DATABASE_SCHEMA when it names another schema, and the sto
 });
 
 it('gives the runs of a database from before runs named their agent to the agent that served it, without a rewrite', async () => {
-  for (const [legacyAgent, expected] of [['helper', 'helper'], [undefined, 'demo']] as const) {
+  for (const [legacyAgent, expected] of [
+    ['helper', 'helper'],
+    [undefined, 'demo'],
+  ] as const) {
     const fresh = await freshDatabase();
     try {
       // That release's schema: the migrations before the agent column, and runs of its one agent.
       const earlierDir = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agent-earlier-'));
-      for (const m of listMigrations(MIGRATIONS_DIR).filter((x) => x.version < 6)) fs.writeFileSync(path.join(earlierDir, `${m.name}.sql`), m.sql);
+      for (const m of listMigrations(MIGRATIONS_DIR).filter((x) => x.version < 6))
+        fs.writeFileSync(path.join(earlierDir, `${m.name}.sql`), m.sql);
       await migrate(fresh.pool, { dirs: [earlierDir] });
       fs.rmSync(earlierDir, { recursive: true, force: true });
       const done = '6f1c0a52-0000-4000-8000-000000000002';
@@ -163,14 +183,22 @@ it('gives the runs of a database from before runs named their agent to the agent
                 ($2, 'QUEUED', 'still waiting', 'm', 1000, 10, now() + interval '1 hour', null, null)`,
         [done, waiting],
       );
-      const file = async () => (await fresh.pool.query<{ relfilenode: number }>(`SELECT relfilenode FROM pg_class WHERE oid = 'durable_agent.run'::regclass`)).rows[0]!.relfilenode;
+      const file = async () =>
+        (await fresh.pool.query<{ relfilenode: number }>(`SELECT relfilenode FROM pg_class WHERE oid = 'durable_agent.run'::regclass`))
+          .rows[0]!.relfilenode;
       const before = await file();
 
       await migrate(fresh.pool, legacyAgent ? { legacyAgent } : {});
       expect(await file()).toBe(before); // the column was added without rewriting the table
       const store = new RunStore(fresh.pool);
       const records = new RunRecords(fresh.pool);
-      expect(await records.get(done as never)).toMatchObject({ status: 'SUCCEEDED', output: 'answer', agent: expected, agentVersion: null, previousRunId: null });
+      expect(await records.get(done as never)).toMatchObject({
+        status: 'SUCCEEDED',
+        output: 'answer',
+        agent: expected,
+        agentVersion: null,
+        previousRunId: null,
+      });
       // The waiting run is claimed by a worker of that agent, and by no other.
       expect(await store.claim({ worker: 'w', leaseMs: 10_000 }, 5, [], ['someone-else'])).toEqual([]);
       expect((await store.claim({ worker: 'w', leaseMs: 10_000 }, 5, [], [expected])).map((r) => r.id)).toEqual([waiting]);

@@ -37,7 +37,10 @@ beforeEach(() => exporter.reset());
 function observe() {
   const raw: string[] = [];
   const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void raw.push(s.trimEnd()) } });
-  const metrics = createMetrics({ countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) }, { models: ['test-model'], agents: ['demo'] });
+  const metrics = createMetrics(
+    { countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) },
+    { models: ['test-model'], agents: ['demo'] },
+  );
   const events = [logEvents(logger), metrics.events, traceEvents({ provider: 'anthropic', tracer: provider.getTracer('test') })];
   const lines = () => raw.map((l) => JSON.parse(l) as Record<string, unknown>);
   return { logger, metrics, events, raw, lines };
@@ -63,7 +66,11 @@ describe('observability of a run', () => {
     const o = observe();
     const llm = new ScriptedLlm()
       .then(() => ({
-        ...response([{ type: 'tool_use', id: 'toolu_01Ab', name: 'list_tickets', input: { filter: 'TOOL-INPUT-TEXT' } }], 'tool_use', usage(812, 64, 300, 100)),
+        ...response(
+          [{ type: 'tool_use', id: 'toolu_01Ab', name: 'list_tickets', input: { filter: 'TOOL-INPUT-TEXT' } }],
+          'tool_use',
+          usage(812, 64, 300, 100),
+        ),
         id: 'msg_first',
         model: 'claude-sonnet-4-6-20250101',
         requestId: 'req_first',
@@ -76,14 +83,22 @@ describe('observability of a run', () => {
       inputSchema: { type: 'object' },
       async execute(_input, ctx) {
         // A careless tool: logs its credentials in every shape they come in.
-        ctx.log!.info({ apiKey: FAKE_KEY, headers: { authorization: `Bearer ${FAKE_KEY}`, 'x-api-key': FAKE_KEY }, client: { api_key: FAKE_KEY } }, 'calling the ticket API');
+        ctx.log!.info(
+          { apiKey: FAKE_KEY, headers: { authorization: `Bearer ${FAKE_KEY}`, 'x-api-key': FAKE_KEY }, client: { api_key: FAKE_KEY } },
+          'calling the ticket API',
+        );
         ctx.log!.warn(`ticket API refused key ${FAKE_KEY}`);
         return 'TOOL-RESULT-TEXT';
       },
     });
     const run = await newRun(db.records, 'USER-INPUT-TEXT');
 
-    const result = await testWorker(db.store, llm, [listTickets], { name: 'worker-A', events: o.events, costOf, logger: o.logger }).runOnce();
+    const result = await testWorker(db.store, llm, [listTickets], {
+      name: 'worker-A',
+      events: o.events,
+      costOf,
+      logger: o.logger,
+    }).runOnce();
     expect(result).toEqual({ runId: run.id, status: 'SUCCEEDED' });
 
     // Metrics: tokens per direction and cost under the run's model; runs by status from the database.
@@ -122,7 +137,8 @@ describe('observability of a run', () => {
     });
     for (const line of o.raw) {
       expect(line).not.toContain('FAKEFAKE');
-      for (const content of ['USER-INPUT-TEXT', 'TOOL-INPUT-TEXT', 'TOOL-RESULT-TEXT', 'MODEL-ANSWER-TEXT']) expect(line).not.toContain(content);
+      for (const content of ['USER-INPUT-TEXT', 'TOOL-INPUT-TEXT', 'TOOL-RESULT-TEXT', 'MODEL-ANSWER-TEXT'])
+        expect(line).not.toContain(content);
     }
     const events = lines.filter((l) => l.event);
     expect(events.map((l) => [l.event, l.step_seq, l.run_id, l.worker])).toEqual([
@@ -134,8 +150,15 @@ describe('observability of a run', () => {
       ['run_finished', undefined, run.id, 'worker-A'],
     ]);
     expect(events[1]).toMatchObject({
-      kind: 'MODEL', status: 'DONE', stop_reason: 'tool_use', input_tokens: 812, output_tokens: 64,
-      cache_read_input_tokens: 300, cache_creation_input_tokens: 100, attempts: 2, request_id: 'req_first',
+      kind: 'MODEL',
+      status: 'DONE',
+      stop_reason: 'tool_use',
+      input_tokens: 812,
+      output_tokens: 64,
+      cache_read_input_tokens: 300,
+      cache_creation_input_tokens: 100,
+      attempts: 2,
+      request_id: 'req_first',
       cost_usd: Math.round(costOf('', usage(812, 64, 300, 100)) * 1e8) / 1e8,
     });
     expect(events[1]!.latency_ms).toEqual(expect.any(Number));
@@ -144,7 +167,11 @@ describe('observability of a run', () => {
     const short = run.id.slice(0, 8);
     expect(events.map(formatPretty)).toEqual([
       `worker-A run=${short} claimed`,
-      expect.stringMatching(new RegExp(`^worker-A run=${short} seq=1 MODEL stop=tool_use in=812 out=64 cache_read=300 cache_write=100 latency=\\d+ms attempts=2$`)),
+      expect.stringMatching(
+        new RegExp(
+          `^worker-A run=${short} seq=1 MODEL stop=tool_use in=812 out=64 cache_read=300 cache_write=100 latency=\\d+ms attempts=2$`,
+        ),
+      ),
       `worker-A run=${short} seq=2 TOOL list_tickets id=toolu_01Ab started`,
       expect.stringMatching(new RegExp(`^worker-A run=${short} seq=2 TOOL list_tickets id=toolu_01Ab done \\d+ms$`)),
       expect.stringMatching(new RegExp(`^worker-A run=${short} seq=3 MODEL stop=end_turn in=1210 out=140 latency=\\d+ms$`)),
@@ -157,8 +184,11 @@ describe('observability of a run', () => {
     const [attempt] = byName(spans, 'invoke_agent');
     expect(attempt!.parentSpanContext).toBeUndefined();
     expect(attempt!.attributes).toMatchObject({
-      'gen_ai.operation.name': 'invoke_agent', 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': 'test-model',
-      'durable_agent.run.id': run.id, 'durable_agent.run.status': 'SUCCEEDED',
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.provider.name': 'anthropic',
+      'gen_ai.request.model': 'test-model',
+      'durable_agent.run.id': run.id,
+      'durable_agent.run.status': 'SUCCEEDED',
     });
     expect(attempt!.status.code).not.toBe(SpanStatusCode.ERROR);
     for (const child of spans.filter((s) => s !== attempt)) {
@@ -185,12 +215,16 @@ describe('observability of a run', () => {
       'durable_agent.step.seq': 1,
     });
     expect(spans[1]!.attributes).toMatchObject({
-      'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'list_tickets', 'gen_ai.tool.call.id': 'toolu_01Ab',
-      'durable_agent.run.id': run.id, 'durable_agent.step.seq': 2,
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'list_tickets',
+      'gen_ai.tool.call.id': 'toolu_01Ab',
+      'durable_agent.run.id': run.id,
+      'durable_agent.step.seq': 2,
     });
     expect(spans[2]!.attributes).toMatchObject({ 'gen_ai.response.finish_reasons': ['end_turn'], 'durable_agent.step.seq': 3 });
     const everything = JSON.stringify(spans.map((s) => [s.attributes, s.events]));
-    for (const content of ['USER-INPUT-TEXT', 'TOOL-INPUT-TEXT', 'TOOL-RESULT-TEXT', 'MODEL-ANSWER-TEXT']) expect(everything).not.toContain(content);
+    for (const content of ['USER-INPUT-TEXT', 'TOOL-INPUT-TEXT', 'TOOL-RESULT-TEXT', 'MODEL-ANSWER-TEXT'])
+      expect(everything).not.toContain(content);
   });
 
   it('shows a crash and the resume on another worker in logs, metrics and traces', async () => {
@@ -234,7 +268,9 @@ describe('observability of a run', () => {
 
   it('reports a failed model call as an error step, a failed run and error spans', async () => {
     const o = observe();
-    const llm = new ScriptedLlm().thenFail(new LlmError(400, 'prompt is too long', { type: 'invalid_request_error', requestId: 'req_bad' }));
+    const llm = new ScriptedLlm().thenFail(
+      new LlmError(400, 'prompt is too long', { type: 'invalid_request_error', requestId: 'req_bad' }),
+    );
     const run = await newRun(db.records);
     await testWorker(db.store, llm, [], { name: 'worker-A', events: o.events }).runOnce();
 
@@ -242,7 +278,12 @@ describe('observability of a run', () => {
     expect(sample(body, 'agent_step_latency_seconds_count', { kind: 'MODEL', outcome: 'error' })).toBe(1);
     expect(sample(body, 'agent_runs_finished_total', { status: 'FAILED' })).toBe(1);
     expect(o.lines().find((l) => l.event === 'model_failed')).toMatchObject({
-      level: 40, run_id: run.id, step_seq: 1, http_status: 400, error_type: 'invalid_request_error', request_id: 'req_bad',
+      level: 40,
+      run_id: run.id,
+      step_seq: 1,
+      http_status: 400,
+      error_type: 'invalid_request_error',
+      request_id: 'req_bad',
     });
     const spans = exporter.getFinishedSpans();
     expect(spans.map((s) => [s.name, s.status.code])).toEqual([
@@ -265,7 +306,10 @@ describe('model labels', () => {
       for (const model of names) {
         const run = await newRun(own.records, 'x', { model });
         const llm = new ScriptedLlm().thenText('done', 100, 10);
-        expect(await testWorker(own.store, llm, [], { name: 'W', events: [metrics.events] }).runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
+        expect(await testWorker(own.store, llm, [], { name: 'W', events: [metrics.events] }).runOnce()).toEqual({
+          runId: run.id,
+          status: 'SUCCEEDED',
+        });
       }
       const { body } = await metrics.render();
       expect(sample(body, 'agent_tokens_total', { model: 'claude-sonnet-4-6', direction: 'input' })).toBe(100);
@@ -286,7 +330,10 @@ describe('gauges read from the database', () => {
     const leased = await newRun(db.records);
     const lapsed = await newRun(db.records);
     await db.pool.query(`UPDATE durable_agent.run SET run_at = now() + interval '1 hour' WHERE id = $1`, [later.id]);
-    await db.pool.query(`UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`, [[leased.id, lapsed.id]]);
+    await db.pool.query(
+      `UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`,
+      [[leased.id, lapsed.id]],
+    );
     await expireLease(db.pool, lapsed.id);
     expect(((await queueDepth(db.pool)).demo ?? 0) - before).toBe(2);
     const counts = await countRunsByStatus(db.pool);
@@ -296,14 +343,17 @@ describe('gauges read from the database', () => {
 
   it('keeps the last values when a read fails or hangs, instead of failing the scrape; counts retries by reason', async () => {
     let fail = false;
-    const metrics = createMetrics({
-      countRunsByStatus: async () => {
-        if (fail) throw new Error('connection refused');
-        return { SUCCEEDED: 3, WAITING: 1 };
+    const metrics = createMetrics(
+      {
+        countRunsByStatus: async () => {
+          if (fail) throw new Error('connection refused');
+          return { SUCCEEDED: 3, WAITING: 1 };
+        },
+        queueDepth: () => (fail ? new Promise<Record<string, number>>(() => {}) : Promise.resolve({ helper: 5 })),
+        readTimeoutMs: 50,
       },
-      queueDepth: () => (fail ? new Promise<Record<string, number>>(() => {}) : Promise.resolve({ helper: 5 })),
-      readTimeoutMs: 50,
-    }, { models: [] });
+      { models: [] },
+    );
     for (const reason of ['429', '429', 'timeout']) metrics.onLlmRetry(reason);
     for (const round of [1, 2]) {
       const { body } = await metrics.render();

@@ -38,7 +38,12 @@ async function driveRun(): Promise<string> {
 
 it('sends the spans of a run as OTLP/JSON, with the configured headers and resource, when it stops', async () => {
   const otel = await startOtelExport(
-    { tracesUrl: `${collector.url}/custom/traces`, protocol: 'http/json', headers: { 'x-tenant': 'acme' }, resource: { 'service.name': 'agents-json', 'deployment.environment': 'test' } },
+    {
+      tracesUrl: `${collector.url}/custom/traces`,
+      protocol: 'http/json',
+      headers: { 'x-tenant': 'acme' },
+      resource: { 'service.name': 'agents-json', 'deployment.environment': 'test' },
+    },
     { 'service.instance.id': 'w-otel' },
   );
   const runId = await driveRun();
@@ -62,9 +67,17 @@ it('sends the spans of a run as OTLP/JSON, with the configured headers and resou
 
 it('a collector that is down: stopping says in the log that the spans were not sent, without the header values', async () => {
   const lines: Record<string, unknown>[] = [];
-  const logger = createLogger({ level: 'info', destination: { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) } });
+  const logger = createLogger({
+    level: 'info',
+    destination: { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) },
+  });
   const closed = await freePort();
-  const otel = await startOtelExport({ tracesUrl: `http://127.0.0.1:${closed}/v1/traces`, protocol: 'http/protobuf', headers: { authorization: 'Bearer otel-secret-token-0123456789' }, resource: { 'service.name': 'x' } });
+  const otel = await startOtelExport({
+    tracesUrl: `http://127.0.0.1:${closed}/v1/traces`,
+    protocol: 'http/protobuf',
+    headers: { authorization: 'Bearer otel-secret-token-0123456789' },
+    resource: { 'service.name': 'x' },
+  });
   otel.reportTo(logger);
   await driveRun();
   await otel.shutdown();
@@ -78,8 +91,15 @@ it('stands down, saying so, when another SDK registered its tracer provider firs
   const theirs = new BasicTracerProvider();
   expect(trace.setGlobalTracerProvider(theirs)).toBe(true);
   const lines: Record<string, unknown>[] = [];
-  const otel = await startOtelExport({ tracesUrl: `${collector.url}/v1/traces`, protocol: 'http/json', headers: {}, resource: { 'service.name': 'x' } });
-  otel.reportTo(createLogger({ level: 'info', destination: { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) } }));
+  const otel = await startOtelExport({
+    tracesUrl: `${collector.url}/v1/traces`,
+    protocol: 'http/json',
+    headers: {},
+    resource: { 'service.name': 'x' },
+  });
+  otel.reportTo(
+    createLogger({ level: 'info', destination: { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) } }),
+  );
   expect(lines.map((l) => l.msg)).toContain(
     'OpenTelemetry: another tracer provider is already registered: its exporter gets the spans, the OTEL_EXPORTER_OTLP_* settings are not used',
   );

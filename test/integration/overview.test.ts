@@ -35,9 +35,19 @@ async function seedSteps(runId: RunId, steps: SeedStep[]): Promise<void> {
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'w', now() - $13 * interval '1 minute',
                CASE WHEN $12::int IS NULL THEN NULL ELSE now() - $13 * interval '1 minute' + $12 * interval '1 millisecond' END)`,
       [
-        runId, i + 1, s.kind, s.latencyMs === null ? 'STARTED' : 'DONE', s.kind === 'TOOL' ? 'list_tickets' : null,
-        s.kind === 'TOOL' ? `toolu_${runId.slice(0, 8)}_${i}` : null, s.input ?? 0, s.output ?? 0, s.cacheWrite ?? 0,
-        s.cacheRead ?? 0, s.cost ?? 0, s.latencyMs, s.ageMinutes,
+        runId,
+        i + 1,
+        s.kind,
+        s.latencyMs === null ? 'STARTED' : 'DONE',
+        s.kind === 'TOOL' ? 'list_tickets' : null,
+        s.kind === 'TOOL' ? `toolu_${runId.slice(0, 8)}_${i}` : null,
+        s.input ?? 0,
+        s.output ?? 0,
+        s.cacheWrite ?? 0,
+        s.cacheRead ?? 0,
+        s.cost ?? 0,
+        s.latencyMs,
+        s.ageMinutes,
       ],
     );
   }
@@ -67,22 +77,39 @@ beforeAll(async () => {
   // The last hour: one run with ten model steps and five tool steps (one more tool call still running).
   const recent = await newRun(db.records, 'recent');
   await seedSteps(recent.id, [
-    ...MODEL_LATENCIES_HOUR.map((latencyMs, i) => ({ kind: 'MODEL' as const, ageMinutes: 50 - i * 4, latencyMs, input: 1000 + i, output: 50, cacheWrite: 10, cacheRead: 300, cost: 0.0123 })),
+    ...MODEL_LATENCIES_HOUR.map((latencyMs, i) => ({
+      kind: 'MODEL' as const,
+      ageMinutes: 50 - i * 4,
+      latencyMs,
+      input: 1000 + i,
+      output: 50,
+      cacheWrite: 10,
+      cacheRead: 300,
+      cost: 0.0123,
+    })),
     ...TOOL_LATENCIES_HOUR.map((latencyMs, i) => ({ kind: 'TOOL' as const, ageMinutes: 30 - i, latencyMs })),
     { kind: 'TOOL', ageMinutes: 1, latencyMs: null },
   ]);
   // Earlier today: a run created three hours ago whose steps are two hours old.
   const earlier = await newRun(db.records, 'earlier');
-  await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED', created_at = now() - interval '3 hours', finished_at = now() WHERE id = $1`, [earlier.id]);
+  await db.pool.query(
+    `UPDATE durable_agent.run SET status = 'SUCCEEDED', created_at = now() - interval '3 hours', finished_at = now() WHERE id = $1`,
+    [earlier.id],
+  );
   await seedSteps(earlier.id, [
     { kind: 'MODEL', ageMinutes: 125, latencyMs: 10_000, input: 7000, output: 400, cost: 0.5 },
     { kind: 'TOOL', ageMinutes: 124, latencyMs: 800 },
   ]);
   // Last week: counted by status, but in neither window.
   const old = await newRun(db.records, 'old');
-  await db.pool.query(`UPDATE durable_agent.run SET status = 'FAILED', created_at = now() - interval '7 days', finished_at = now() - interval '7 days' WHERE id = $1`, [old.id]);
+  await db.pool.query(
+    `UPDATE durable_agent.run SET status = 'FAILED', created_at = now() - interval '7 days', finished_at = now() - interval '7 days' WHERE id = $1`,
+    [old.id],
+  );
   await seedSteps(old.id, [{ kind: 'MODEL', ageMinutes: 7 * 24 * 60, latencyMs: 99_999, input: 1_000_000, cost: 100 }]);
-  await db.pool.query(`UPDATE durable_agent.run SET status = 'CANCELLED', finished_at = now() WHERE id = $1`, [(await newRun(db.records, 'cancelled')).id]);
+  await db.pool.query(`UPDATE durable_agent.run SET status = 'CANCELLED', finished_at = now() WHERE id = $1`, [
+    (await newRun(db.records, 'cancelled')).id,
+  ]);
 });
 
 afterAll(async () => {
@@ -93,7 +120,9 @@ afterAll(async () => {
 describe('GET /api/overview', () => {
   it('counts every run by status, zeros included', async () => {
     const body = (await app.inject('/api/overview')).json();
-    const { rows } = await db.pool.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM durable_agent.run GROUP BY status');
+    const { rows } = await db.pool.query<{ status: string; n: number }>(
+      'SELECT status, count(*)::int AS n FROM durable_agent.run GROUP BY status',
+    );
     expect(rows.length).toBeGreaterThanOrEqual(3);
     for (const r of rows) expect(body.runsByStatus[r.status]).toBe(r.n);
     expect(body.runsByStatus).toMatchObject({ QUEUED: 1, SUCCEEDED: 1, FAILED: 1, CANCELLED: 1, RUNNING: 0, TIMED_OUT: 0 });
@@ -114,7 +143,11 @@ describe('GET /api/overview', () => {
       );
       const sql = rows[0];
       expect(w.totals).toEqual({
-        steps: sql.steps, inputTokens: sql.input, outputTokens: sql.output, cacheWriteTokens: sql.cache_write, cacheReadTokens: sql.cache_read,
+        steps: sql.steps,
+        inputTokens: sql.input,
+        outputTokens: sql.output,
+        cacheWriteTokens: sql.cache_write,
+        cacheReadTokens: sql.cache_read,
         costUsd: expect.closeTo(sql.cost, 8),
       });
       // The series adds up to the totals, bucket by bucket, with the empty buckets present.
@@ -172,15 +205,20 @@ describe('GET /api/overview', () => {
 
   it('is described in /openapi.json', async () => {
     const doc = (await app.inject('/openapi.json')).json();
-    expect(doc.paths['/api/overview'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Overview' });
+    expect(doc.paths['/api/overview'].get.responses['200'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/Overview',
+    });
     expect(doc.components.schemas.Overview.required).toEqual(['at', 'runsByStatus', 'hour', 'day']);
     expect(doc.components.schemas.RunPage.properties.runs.items).toEqual({ $ref: '#/components/schemas/RunListItem' });
   });
 
   it('is a 404 on a server without it', async () => {
     const bare = createServer({
-      store: db.records, listing: new RunListing(db.pool), defaults: { agent: 'a', model: 'm', tokenBudget: 1, timeoutSeconds: 1, maxSteps: 1 },
-      checkDatabase: async () => {}, logger: false,
+      store: db.records,
+      listing: new RunListing(db.pool),
+      defaults: { agent: 'a', model: 'm', tokenBudget: 1, timeoutSeconds: 1, maxSteps: 1 },
+      checkDatabase: async () => {},
+      logger: false,
     });
     const res = await bare.inject('/api/overview');
     expect(res.statusCode).toBe(404);

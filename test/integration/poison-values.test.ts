@@ -63,7 +63,10 @@ describe('text PostgreSQL cannot store', () => {
     const llm = new ScriptedLlm()
       .then(() =>
         response(
-          [{ type: 'text', text: 'look\ud800' }, { type: 'tool_use', id: 'toolu_\u0000x', name: 'echo', input: { text: 'bin\u0000ary \udc00 file' } }],
+          [
+            { type: 'text', text: 'look\ud800' },
+            { type: 'tool_use', id: 'toolu_\u0000x', name: 'echo', input: { text: 'bin\u0000ary \udc00 file' } },
+          ],
           'tool_use',
           usage(10, 2),
         ),
@@ -77,7 +80,14 @@ describe('text PostgreSQL cannot store', () => {
     expect(executions).toEqual([`toolu_${FFFD}x`]);
     const steps = await db.store.steps(run.id);
     expect(steps.map((s) => [s.kind, s.toolUseId, s.response])).toEqual([
-      ['MODEL', null, [{ type: 'text', text: `look${FFFD}` }, { type: 'tool_use', id: `toolu_${FFFD}x`, name: 'echo', input: { text: `bin${FFFD}ary ${FFFD} file` } }]],
+      [
+        'MODEL',
+        null,
+        [
+          { type: 'text', text: `look${FFFD}` },
+          { type: 'tool_use', id: `toolu_${FFFD}x`, name: 'echo', input: { text: `bin${FFFD}ary ${FFFD} file` } },
+        ],
+      ],
       ['TOOL', `toolu_${FFFD}x`, `bin${FFFD}ary ${FFFD} file`],
       ['MODEL', null, [{ type: 'text', text: 'done' }]],
     ]);
@@ -110,16 +120,24 @@ describe('a reused tool_use id', () => {
   it('fails the run at once, naming the id, when the model reuses an id from an earlier turn', async () => {
     const run = await newRun(db.records);
     const executions: string[] = [];
-    const llm = new ScriptedLlm(() => response([{ type: 'tool_use', id: 'toolu_same', name: 'echo', input: { text: 'x' } }], 'tool_use', usage(10, 2)));
+    const llm = new ScriptedLlm(() =>
+      response([{ type: 'tool_use', id: 'toolu_same', name: 'echo', input: { text: 'x' } }], 'tool_use', usage(10, 2)),
+    );
 
     const final = await driveToEnd(run, llm, [echo(executions)]);
 
     expect(llm.seen).toHaveLength(2); // the turn that reused the id is the last one paid for
     expect(executions).toEqual(['toolu_same']);
     expect(final.status).toBe('FAILED');
-    expect(final.error).toBe('the model used tool_use id "toolu_same" in step 3, already used in step 1; tool_use ids must be unique in a conversation, so the run cannot go on');
+    expect(final.error).toBe(
+      'the model used tool_use id "toolu_same" in step 3, already used in step 1; tool_use ids must be unique in a conversation, so the run cannot go on',
+    );
     expect(final.tokensUsed).toBe(24); // both calls counted
-    expect((await db.store.steps(run.id)).map((s) => [s.seq, s.kind])).toEqual([[1, 'MODEL'], [2, 'TOOL'], [3, 'MODEL']]);
+    expect((await db.store.steps(run.id)).map((s) => [s.seq, s.kind])).toEqual([
+      [1, 'MODEL'],
+      [2, 'TOOL'],
+      [3, 'MODEL'],
+    ]);
   });
 
   it('fails the run at once when one turn uses an id twice, running neither call', async () => {

@@ -124,7 +124,13 @@ describe('a tool result holding a key', () => {
       [run.id],
     );
     expect(steps[0]!.response).toBe('ANTHROPIC_API_KEY=[redacted]\nAWS_ACCESS_KEY_ID=[redacted]\nHOME=/root');
-    const everything = JSON.stringify((await db.pool.query('SELECT r.*, s.* FROM durable_agent.run r JOIN durable_agent.run_step s ON s.run_id = r.id WHERE r.id = $1', [run.id])).rows);
+    const everything = JSON.stringify(
+      (
+        await db.pool.query('SELECT r.*, s.* FROM durable_agent.run r JOIN durable_agent.run_step s ON s.run_id = r.id WHERE r.id = $1', [
+          run.id,
+        ])
+      ).rows,
+    );
     expect(everything).not.toContain(KEY);
     expect(everything).not.toContain(AWS);
 
@@ -167,7 +173,9 @@ describe('redaction works on string values', () => {
     expect(JSON.parse(await toolStep('toolu_cfg_1'))).toEqual(expected);
     expect(await toolStep('toolu_cfg_2')).toBe(plainResult);
 
-    const finished = (await events(run.id)).filter((e) => e.type === 'tool.finished').map((e) => e.data as { toolUseId: string; output: string });
+    const finished = (await events(run.id))
+      .filter((e) => e.type === 'tool.finished')
+      .map((e) => e.data as { toolUseId: string; output: string });
     expect(JSON.parse(finished.find((e) => e.toolUseId === 'toolu_cfg_1')!.output)).toEqual(expected);
     expect(finished.find((e) => e.toolUseId === 'toolu_cfg_2')!.output).toBe(plainResult);
     worker.stop().catch(() => {});
@@ -185,7 +193,8 @@ describe('redaction works on string values', () => {
 
     const steps = await getJson<{ seq: number; kind: string }[]>(`/api/runs/${run.id}/timeline`);
     const modelSeq = steps.find((x) => x.kind === 'MODEL')!.seq;
-    const blocks = (await getJson<{ response: { type: string; id?: string; input?: unknown }[] }>(`/api/runs/${run.id}/steps/${modelSeq}`)).response;
+    const blocks = (await getJson<{ response: { type: string; id?: string; input?: unknown }[] }>(`/api/runs/${run.id}/steps/${modelSeq}`))
+      .response;
     const stepInput = blocks.find((b) => b.type === 'tool_use' && b.id === 'toolu_login_1')!.input;
     const started = (await events(run.id)).find((e) => e.type === 'tool.started')!.data as { toolUseId: string; input: unknown };
     expect(started.toolUseId).toBe('toolu_login_1');

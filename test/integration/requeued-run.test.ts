@@ -42,8 +42,15 @@ async function unreachableModel() {
   const closed = await startFakeAnthropic();
   await closed.close();
   return createLlmClient({
-    llmProvider: 'anthropic', anthropicApiKey: 'sk-test', anthropicBaseUrl: closed.url, demoLatencyMs: 0,
-    stepTimeoutMs: 5_000, maxAttempts: 1, retryBaseMs: 1, retryCapMs: 1, llmStreaming: false,
+    llmProvider: 'anthropic',
+    anthropicApiKey: 'sk-test',
+    anthropicBaseUrl: closed.url,
+    demoLatencyMs: 0,
+    stepTimeoutMs: 5_000,
+    maxAttempts: 1,
+    retryBaseMs: 1,
+    retryCapMs: 1,
+    llmStreaming: false,
   });
 }
 
@@ -68,13 +75,20 @@ describe('a run requeued after its model was unreachable', () => {
     const run = await newRun(db.records, 'crashes once', { agent: 'crashy' });
     const [claimed] = await db.store.claim({ worker: 'W', leaseMs: 10_000 }, 1, [], ['crashy']);
     expect(claimed?.id).toBe(run.id);
-    expect(await db.store.release(run.id, claimed!.lease, { countAttempt: true, error: 'TypeError: boom' })).toMatchObject({ status: 'QUEUED' });
+    expect(await db.store.release(run.id, claimed!.lease, { countAttempt: true, error: 'TypeError: boom' })).toMatchObject({
+      status: 'QUEUED',
+    });
     const queued = await shown(run.id);
     expect(queued).toMatchObject({ status: 'QUEUED', error: null, attempts: 1, lastError: { message: 'TypeError: boom', attempt: 1 } });
 
     const [again] = await db.store.claim({ worker: 'W', leaseMs: 10_000 }, 1, [], ['crashy']);
     expect(again).toMatchObject({ id: run.id, attempts: 2 });
     await db.store.release(run.id, again!.lease, { countAttempt: false, providerRequeue: true, error: 'model call failed' });
-    expect(await shown(run.id)).toMatchObject({ status: 'QUEUED', error: null, attempts: 2, lastError: { message: 'model call failed', attempt: 2 } });
+    expect(await shown(run.id)).toMatchObject({
+      status: 'QUEUED',
+      error: null,
+      attempts: 2,
+      lastError: { message: 'model call failed', attempt: 2 },
+    });
   });
 });

@@ -98,11 +98,17 @@ describe('resume after a crash', () => {
 
     await expect(testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);
     // The checkpoint is in: the model step, its tokens, and the STARTED row of the (idempotent) tool written with it.
-    expect((await db.store.steps(run.id)).map((s) => [s.seq, s.kind, s.status])).toEqual([[1, 'MODEL', 'DONE'], [2, 'TOOL', 'STARTED']]);
+    expect((await db.store.steps(run.id)).map((s) => [s.seq, s.kind, s.status])).toEqual([
+      [1, 'MODEL', 'DONE'],
+      [2, 'TOOL', 'STARTED'],
+    ]);
     expect((await db.records.state(run.id)).tokensUsed).toBe(120);
     expect(executed).toEqual([]);
     await expireLease(db.pool, run.id);
-    expect(await testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'B' }).runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
+    expect(await testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'B' }).runOnce()).toEqual({
+      runId: run.id,
+      status: 'SUCCEEDED',
+    });
 
     expect(llm.seen).toHaveLength(2); // the first model call was not repeated
     expect(executed).toEqual(['toolu_1']);
@@ -115,10 +121,14 @@ describe('resume after a crash', () => {
     const run = await newRun(db.records);
     armCrashPoint({ point: 'before-tool-start', runId: run.id });
 
-    await expect(testWorker(db.store, llm, [recordingTool('charge', charges, { idempotent: false })], { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);
+    await expect(
+      testWorker(db.store, llm, [recordingTool('charge', charges, { idempotent: false })], { name: 'A' }).runOnce(),
+    ).rejects.toThrow(CrashPointError);
     expect((await db.store.steps(run.id)).map((s) => s.kind)).toEqual(['MODEL']); // nothing says it started
     await expireLease(db.pool, run.id);
-    expect((await testWorker(db.store, llm, [recordingTool('charge', charges, { idempotent: false })], { name: 'B' }).runOnce())?.status).toBe('SUCCEEDED');
+    expect(
+      (await testWorker(db.store, llm, [recordingTool('charge', charges, { idempotent: false })], { name: 'B' }).runOnce())?.status,
+    ).toBe('SUCCEEDED');
     expect(charges).toEqual(['toolu_pay']);
     expect(llm.seen).toHaveLength(2);
   });
@@ -126,13 +136,24 @@ describe('resume after a crash', () => {
   it.each(['after-tool-effect', 'before-tool-finish'] as const)(
     'runs an idempotent tool again with the same key after a crash at %s, and never the model call before it',
     async (point) => {
-      const llm = new ScriptedLlm().thenToolUses([{ id: 'toolu_a', name: 'lookup', input: {} }, { id: 'toolu_b', name: 'lookup', input: {} }]).thenText('both');
+      const llm = new ScriptedLlm()
+        .thenToolUses([
+          { id: 'toolu_a', name: 'lookup', input: {} },
+          { id: 'toolu_b', name: 'lookup', input: {} },
+        ])
+        .thenText('both');
       const executed: string[] = [];
       const run = await newRun(db.records);
       armCrashPoint({ point, runId: run.id, hit: 2 }); // during the second of the two parallel calls
 
-      await expect(testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'A' }).runOnce()).rejects.toThrow(CrashPointError);
-      expect((await db.store.steps(run.id)).map((s) => [s.toolUseId, s.status])).toEqual([[null, 'DONE'], ['toolu_a', 'DONE'], ['toolu_b', 'STARTED']]);
+      await expect(testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'A' }).runOnce()).rejects.toThrow(
+        CrashPointError,
+      );
+      expect((await db.store.steps(run.id)).map((s) => [s.toolUseId, s.status])).toEqual([
+        [null, 'DONE'],
+        ['toolu_a', 'DONE'],
+        ['toolu_b', 'STARTED'],
+      ]);
       await expireLease(db.pool, run.id);
       expect((await testWorker(db.store, llm, [recordingTool('lookup', executed)], { name: 'B' }).runOnce())?.status).toBe('SUCCEEDED');
 
@@ -162,7 +183,7 @@ describe('fencing', () => {
     latencyMs: 5,
   });
 
-  it("rejects a late checkpoint from a worker whose lapsed lease another took over, writing nothing", async () => {
+  it('rejects a late checkpoint from a worker whose lapsed lease another took over, writing nothing', async () => {
     const run = await newRun(db.records);
     const [claimedA] = await db.store.claim({ worker: 'A', leaseMs: 30_000 }, 10);
     expect(claimedA?.id).toBe(run.id);
@@ -195,7 +216,12 @@ describe('fencing', () => {
     await db.pool.query(`UPDATE durable_agent.run SET locked_until = now() + interval '1 second' WHERE id = $1`, [two.id]);
     await db.pool.query(`UPDATE durable_agent.run SET cancel_requested = true WHERE id = $1`, [one.id]);
     const rowOf = async (id: RunId) =>
-      (await db.pool.query<{ until: Date; xmin: string }>(`SELECT locked_until AS until, xmin::text FROM durable_agent.run WHERE id = $1`, [id])).rows[0]!;
+      (
+        await db.pool.query<{ until: Date; xmin: string }>(
+          `SELECT locked_until AS until, xmin::text FROM durable_agent.run WHERE id = $1`,
+          [id],
+        )
+      ).rows[0]!;
     const [oneBefore, twoBefore] = [await rowOf(one.id), await rowOf(two.id)];
 
     const answer = await db.store.renewLeases(lease(one.id), held, 25_000);
@@ -235,10 +261,16 @@ describe('fencing', () => {
       await writer.query('ROLLBACK');
       writer.release();
     }
-    const { rows } = await db.pool.query<{ left: number }>(`SELECT extract(epoch FROM locked_until - now()) AS left FROM durable_agent.run WHERE id = $1`, [run.id]);
+    const { rows } = await db.pool.query<{ left: number }>(
+      `SELECT extract(epoch FROM locked_until - now()) AS left FROM durable_agent.run WHERE id = $1`,
+      [run.id],
+    );
     expect(rows[0]!.left).toBeLessThan(2); // skipped, not renewed: the next round renews it if no step did
     expect(await db.store.renewLeases(claimed!.lease, held, 25_000)).toHaveLength(1);
-    const after = await db.pool.query<{ left: number }>(`SELECT extract(epoch FROM locked_until - now()) AS left FROM durable_agent.run WHERE id = $1`, [run.id]);
+    const after = await db.pool.query<{ left: number }>(
+      `SELECT extract(epoch FROM locked_until - now()) AS left FROM durable_agent.run WHERE id = $1`,
+      [run.id],
+    );
     expect(after.rows[0]!.left).toBeGreaterThan(25);
   });
 
@@ -252,7 +284,9 @@ describe('fencing', () => {
     const stale = first!.lease;
     await expect(db.store.checkpointModel(run.id, stale, cp(1))).rejects.toBeInstanceOf(LeaseLostError);
     await expect(db.store.startTool(run.id, stale, { seq: 1, toolUseId: 't', toolName: 'x' })).rejects.toBeInstanceOf(LeaseLostError);
-    await expect(db.store.finishTool(run.id, stale, { toolUseId: 't', status: 'DONE', result: 'r', latencyMs: 1 })).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(db.store.finishTool(run.id, stale, { toolUseId: 't', status: 'DONE', result: 'r', latencyMs: 1 })).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
     expect(await db.store.renewLeases(stale, [{ runId: run.id, token: stale.token }])).toEqual([]);
     await expect(db.store.finish(run.id, stale, { status: 'SUCCEEDED' })).rejects.toBeInstanceOf(LeaseLostError);
     expect(await db.store.release(run.id, stale)).toBe(false);

@@ -33,8 +33,15 @@ beforeAll(async () => {
   await warmUp(model, API_KEY);
   api = await startEventsApi(db.url);
   const llm = createLlmClient({
-    llmProvider: 'anthropic', anthropicApiKey: API_KEY, anthropicBaseUrl: model.url, demoLatencyMs: 0, llmStreaming: true,
-    stepTimeoutMs: 10_000, maxAttempts: 3, retryBaseMs: 10, retryCapMs: 50,
+    llmProvider: 'anthropic',
+    anthropicApiKey: API_KEY,
+    anthropicBaseUrl: model.url,
+    demoLatencyMs: 0,
+    llmStreaming: true,
+    stepTimeoutMs: 10_000,
+    maxAttempts: 3,
+    retryBaseMs: 10,
+    retryCapMs: 50,
   });
   worker = testWorker(db.store, llm, [], { name: 'events-worker', leaseMs: 5_000, pollIntervalMs: 50, databaseUrl: db.url });
   await worker.start();
@@ -55,17 +62,24 @@ async function runWith(...answers: Parameters<FakeAnthropic['enqueue']>): Promis
 }
 
 async function finished(id: RunId) {
-  return waitFor(`run ${id} to end`, async () => {
-    const run = await db.records.state(id);
-    return ['SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'].includes(run.status) && run;
-  }, 30_000);
+  return waitFor(
+    `run ${id} to end`,
+    async () => {
+      const run = await db.records.state(id);
+      return ['SUCCEEDED', 'FAILED', 'CANCELLED', 'TIMED_OUT'].includes(run.status) && run;
+    },
+    30_000,
+  );
 }
 
 const strip = (events: SseEvent[]) => events.map((e) => ({ id: e.id, type: e.type, data: e.data }));
 
 describe('the event stream of a run', () => {
   it('a model stream that fails after a few deltas is retried: attempt 1 abandoned, the fold equals the output', async () => {
-    const id = await runWith(fake.streamError({ ...fake.text(VOID, usage), stream: { deltaDelayMs: 10 } }, 3), { ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 10 } });
+    const id = await runWith(fake.streamError({ ...fake.text(VOID, usage), stream: { deltaDelayMs: 10 } }, 3), {
+      ...fake.text(ANSWER, usage),
+      stream: { deltaDelayMs: 10 },
+    });
     const seen: { id: number; type: string; data: unknown }[] = [];
     for await (const e of followRun(api.url, id)) seen.push(e);
     const run = await finished(id);
@@ -78,13 +92,25 @@ describe('the event stream of a run', () => {
     expect(abandoned.map((e) => e.data)).toEqual([{ seq: 1, attempt: 1, reason: 'retry', error: 'overloaded_error (529)' }]);
     const deltas = seen.filter((e) => e.type === 'text.delta').map((e) => e.data as { attempt: number; text: string });
     expect(deltas.some((d) => d.attempt === 1)).toBe(true);
-    expect(deltas.filter((d) => d.attempt === 2).map((d) => d.text).join('')).toBe(ANSWER);
+    expect(
+      deltas
+        .filter((d) => d.attempt === 2)
+        .map((d) => d.text)
+        .join(''),
+    ).toBe(ANSWER);
     // Every delta of attempt 1 precedes its abandonment; step.finished follows the last delta.
     const ids = (p: (e: (typeof seen)[number]) => boolean) => seen.filter(p).map((e) => e.id);
-    expect(Math.max(...ids((e) => e.type === 'text.delta' && (e.data as { attempt: number }).attempt === 1))).toBeLessThan(abandoned[0]!.id);
+    expect(Math.max(...ids((e) => e.type === 'text.delta' && (e.data as { attempt: number }).attempt === 1))).toBeLessThan(
+      abandoned[0]!.id,
+    );
     expect(Math.max(...ids((e) => e.type === 'text.delta'))).toBeLessThan(ids((e) => e.type === 'step.finished')[0]!);
     expect(foldEvents(seen).text).toBe(run.output);
-    expect(seen.find((e) => e.type === 'run.finished')!.data).toEqual({ status: 'SUCCEEDED', output: ANSWER, error: null, stopReason: 'end_turn' });
+    expect(seen.find((e) => e.type === 'run.finished')!.data).toEqual({
+      status: 'SUCCEEDED',
+      output: ANSWER,
+      error: null,
+      stopReason: 'end_turn',
+    });
     // Ids strictly increase.
     expect(seen.every((e, i) => i === 0 || e.id > seen[i - 1]!.id)).toBe(true);
   });
@@ -123,26 +149,36 @@ describe('the event stream of a run', () => {
     expect(pages.flatMap((p) => p.events)).toEqual(strip(sse.events));
     expect(pages.every((p) => p.events.length <= 2)).toBe(true);
     expect(pages.map((p) => p.finished)).toEqual([...pages.slice(1).map(() => false), true]);
-    const unknown = await fetch(`${api.url}/api/runs/00000000-0000-4000-8000-000000000000/events`, { headers: { accept: 'text/event-stream' } });
+    const unknown = await fetch(`${api.url}/api/runs/00000000-0000-4000-8000-000000000000/events`, {
+      headers: { accept: 'text/event-stream' },
+    });
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('not_found');
   });
 
   it('hundreds of concurrent readers of one live run all get the whole stream; the database connections do not grow with them', async () => {
     const connections = async () =>
-      Number((await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database()`)).rows[0]!.n);
+      Number(
+        (await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database()`)).rows[0]!.n,
+      );
     const id = await runWith({ ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 60 } });
     const listeners = async () =>
-      Number((await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN%'`)).rows[0]!.n);
+      Number(
+        (
+          await db.pool.query<{ n: string }>(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN%'`,
+          )
+        ).rows[0]!.n,
+      );
     let oneServed = false;
     const one = readSse(eventsUrl(id), {}, Infinity, () => (oneServed = true));
     // One reader served and the hub's LISTEN connection up (beside the worker's): what a first reader costs.
-    await waitFor('the first reader\'s first event', () => oneServed, 10_000);
-    await waitFor('the hub\'s LISTEN connection', async () => (await listeners()) >= 2, 10_000);
+    await waitFor("the first reader's first event", () => oneServed, 10_000);
+    await waitFor("the hub's LISTEN connection", async () => (await listeners()) >= 2, 10_000);
     const withOne = await connections();
     const served = new Set<number>();
     const readers = Array.from({ length: 300 }, (_, i) => readSse(eventsUrl(id), {}, Infinity, () => served.add(i)));
-    await waitFor('every reader\'s first event', () => served.size === 300, 20_000);
+    await waitFor("every reader's first event", () => served.size === 300, 20_000);
     const withMany = await connections();
     const all = await Promise.all([one, ...readers]);
     const reference = strip((await readSse(eventsUrl(id))).events);
@@ -178,14 +214,20 @@ describe('the event stream of a run', () => {
   });
 
   it('the UI message stream, read by the AI SDK, shows the answer once and none of the abandoned text', async () => {
-    const id = await runWith(fake.streamError({ ...fake.text(VOID, usage), stream: { deltaDelayMs: 10 } }, 3), { ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 10 } });
+    const id = await runWith(fake.streamError({ ...fake.text(VOID, usage), stream: { deltaDelayMs: 10 } }, 3), {
+      ...fake.text(ANSWER, usage),
+      stream: { deltaDelayMs: 10 },
+    });
     const res = await fetch(`${api.url}/api/runs/${id}/ui-stream`);
     expect(res.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const chunks = sseChunks(res.body!);
     let last: UIMessage | undefined;
     for await (const message of readUIMessageStream({ stream: chunks, terminateOnError: true })) last = message;
-    const text = last!.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('');
+    const text = last!.parts
+      .filter((p) => p.type === 'text')
+      .map((p) => (p as { text: string }).text)
+      .join('');
     expect(text).toBe((await finished(id)).output);
     expect(text).not.toContain('ACME-999');
     // Replayed after the end, the abandoned attempt's text is not sent at all.
@@ -244,7 +286,9 @@ describe('tenants', () => {
       const mine = { id: rows[0]!.id };
       await db.records.cancel(mine.id);
       for (const path of ['events', 'ui-stream']) {
-        const other = await fetch(`${tenantApi.url}/api/runs/${mine.id}/${path}`, { headers: { 'x-tenant': 'globex', accept: 'text/event-stream' } });
+        const other = await fetch(`${tenantApi.url}/api/runs/${mine.id}/${path}`, {
+          headers: { 'x-tenant': 'globex', accept: 'text/event-stream' },
+        });
         expect(other.status).toBe(404);
         expect(await other.json()).toEqual({ error: { code: 'not_found', message: `run ${mine.id} not found` } });
         const own = await fetch(`${tenantApi.url}/api/runs/${mine.id}/${path}`, { headers: { 'x-tenant': 'acme' } });
@@ -252,7 +296,10 @@ describe('tenants', () => {
         await own.text();
       }
       // A queued run cancelled by the API ends with run.finished too (written by the transaction that ends it).
-      const page = (await (await fetch(`${tenantApi.url}/api/runs/${mine.id}/events`, { headers: { 'x-tenant': 'acme' } })).json()) as { events: SseEvent[]; finished: boolean };
+      const page = (await (await fetch(`${tenantApi.url}/api/runs/${mine.id}/events`, { headers: { 'x-tenant': 'acme' } })).json()) as {
+        events: SseEvent[];
+        finished: boolean;
+      };
       expect(page.finished).toBe(true);
       expect(page.events.map((e) => e.type)).toEqual(['run.finished']);
       expect(page.events[0]!.data).toMatchObject({ status: 'CANCELLED', output: null });

@@ -72,7 +72,12 @@ describe('cancel reaches the step in flight', () => {
     const call = hangingCall();
     const { events, finished } = finishedEvents();
     // The lease is a minute long, so a renewal (every 20 s) cannot be what delivers the cancel.
-    const w = testWorker(db.store, new ScriptedLlm().then(call.reply), [], { name: 'A', leaseMs: 60_000, databaseUrl: db.url, events: [events] });
+    const w = testWorker(db.store, new ScriptedLlm().then(call.reply), [], {
+      name: 'A',
+      leaseMs: 60_000,
+      databaseUrl: db.url,
+      events: [events],
+    });
     await w.start();
     await listening();
     await call.inFlight;
@@ -137,7 +142,12 @@ describe('cancel reaches the step in flight', () => {
     const call = hangingCall();
     const { events, finished } = finishedEvents();
     // Neither LISTEN nor a renewal within the test: the cancel is still pending when the worker hands back.
-    const w = testWorker(db.store, new ScriptedLlm().then(call.reply), [], { name: 'A', leaseMs: 60_000, shutdownGraceMs: 0, events: [events] });
+    const w = testWorker(db.store, new ScriptedLlm().then(call.reply), [], {
+      name: 'A',
+      leaseMs: 60_000,
+      shutdownGraceMs: 0,
+      events: [events],
+    });
     await w.start();
     await call.inFlight;
     await db.records.cancel(run.id);
@@ -218,7 +228,8 @@ describe('the shutdown grace expiring', () => {
     const llm = new ScriptedLlm((req, options) => {
       started++;
       const input = req.messages[0]!.content;
-      if (input === 'pays') return response([{ type: 'tool_use', id: 'toolu_pay', name: 'charge_card', input: {} }], 'tool_use', usage(10, 5));
+      if (input === 'pays')
+        return response([{ type: 'tool_use', id: 'toolu_pay', name: 'charge_card', input: {} }], 'tool_use', usage(10, 5));
       if (input === 'ignores its signal') return new Promise(() => {}); // deaf to its signal, never settles
       return new Promise((_, reject) => options!.signal!.addEventListener('abort', () => reject(options!.signal!.reason)));
     });
@@ -232,7 +243,10 @@ describe('the shutdown grace expiring', () => {
     for (const run of [honours, ignores, pays]) {
       expect(await db.records.state(run.id)).toMatchObject({ status: 'QUEUED', lockedBy: null, attempts: 1 });
     }
-    expect((await db.store.steps(pays.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'DONE']]);
+    expect((await db.store.steps(pays.id)).map((s) => [s.kind, s.status])).toEqual([
+      ['MODEL', 'DONE'],
+      ['TOOL', 'DONE'],
+    ]);
     expect(await db.store.steps(ignores.id)).toEqual([]);
   });
 });

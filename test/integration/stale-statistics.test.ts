@@ -48,7 +48,9 @@ async function planOf(text: string, values: unknown[]): Promise<PlanReads> {
 
 describe('with statistics that say no run is RUNNING', () => {
   it('the planner believes it (the premise of these tests)', async () => {
-    const plain = await planOf(`SELECT id FROM durable_agent.run WHERE id = $1 AND status = 'RUNNING'`, ['00000000-0000-0000-0000-000000000000']);
+    const plain = await planOf(`SELECT id FROM durable_agent.run WHERE id = $1 AND status = 'RUNNING'`, [
+      '00000000-0000-0000-0000-000000000000',
+    ]);
     expect(plain.runIndexes).toEqual(['run_status_idx']);
   });
 

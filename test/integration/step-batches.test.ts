@@ -44,7 +44,10 @@ function modelStep(seq: number, text: string, tokens: number): ModelCheckpoint {
   return {
     seq,
     request: { model: 'test-model', maxTokens: 100, systemDigest: null, toolsDigest: null },
-    content: [{ type: 'text', text }, { type: 'tool_use', id: `toolu_${text}`, name: 'lookup', input: { key: text } }],
+    content: [
+      { type: 'text', text },
+      { type: 'tool_use', id: `toolu_${text}`, name: 'lookup', input: { key: text } },
+    ],
     stopReason: 'tool_use',
     usage: { inputTokens: tokens, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
     budgetTokens: tokens + 1,
@@ -57,7 +60,10 @@ function modelStep(seq: number, text: string, tokens: number): ModelCheckpoint {
 const nextTool = (text: string): ToolStart => ({ seq: 2, toolUseId: `toolu_${text}`, toolName: 'lookup', input: { key: text } });
 
 async function eventTypes(runId: string, started = false): Promise<string[]> {
-  const { rows } = await db.pool.query<{ type: string }>(`SELECT type FROM durable_agent.run_event WHERE run_id = $1 AND ($2 OR type <> 'run.started') ORDER BY id`, [runId, started]);
+  const { rows } = await db.pool.query<{ type: string }>(
+    `SELECT type FROM durable_agent.run_event WHERE run_id = $1 AND ($2 OR type <> 'run.started') ORDER BY id`,
+    [runId, started],
+  );
   return rows.map((r) => r.type);
 }
 
@@ -67,10 +73,16 @@ describe('batched step writes', () => {
     const model = sent('checkpoint_model');
     const tool = sent('finish_tool');
 
-    const written = await Promise.all(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `r${i}`, 10 + i), { startNext: nextTool(`r${i}`) })));
+    const written = await Promise.all(
+      runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `r${i}`, 10 + i), { startNext: nextTool(`r${i}`) })),
+    );
     expect(written.map((w) => w.tokensUsed)).toEqual(runs.map((_, i) => 11 + i));
     expect(written.every((w) => w.nextStarted && !w.cancelRequested)).toBe(true);
-    const finished = await Promise.all(runs.map((r, i) => store.finishTool(r.id as never, r.lease, { toolUseId: `toolu_r${i}`, seq: 2, status: 'DONE', result: `value ${i}`, latencyMs: 2 })));
+    const finished = await Promise.all(
+      runs.map((r, i) =>
+        store.finishTool(r.id as never, r.lease, { toolUseId: `toolu_r${i}`, seq: 2, status: 'DONE', result: `value ${i}`, latencyMs: 2 }),
+      ),
+    );
     expect(finished.map((w) => w.tokensUsed)).toEqual(runs.map((_, i) => 11 + i));
 
     expect(sent('checkpoint_model') - model).toBeLessThan(runs.length);
@@ -98,15 +110,28 @@ describe('batched step writes', () => {
     expect(taken?.id).toBe(lost.id);
 
     const before = sent('checkpoint_model');
-    const outcomes = await Promise.allSettled(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `f${i}`, 5), { startNext: nextTool(`f${i}`) })));
+    const outcomes = await Promise.allSettled(
+      runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `f${i}`, 5), { startNext: nextTool(`f${i}`) })),
+    );
     expect(sent('checkpoint_model') - before).toBe(5);
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
     expect((outcomes[5] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
     expect(await db.store.steps(lost.id as never)).toEqual([]);
     expect(await eventTypes(lost.id)).toEqual([]);
-    for (const r of runs.filter((r) => r !== lost)) expect((await db.store.steps(r.id as never)).map((s) => s.kind)).toEqual(['MODEL', 'TOOL']);
+    for (const r of runs.filter((r) => r !== lost))
+      expect((await db.store.steps(r.id as never)).map((s) => s.kind)).toEqual(['MODEL', 'TOOL']);
 
-    const results = await Promise.allSettled(runs.map((r, i) => store.finishTool(r.id as never, r.lease, { toolUseId: `toolu_f${i === 4 ? 'x' : i}`, seq: 2, status: 'DONE', result: 'ok', latencyMs: 1 })));
+    const results = await Promise.allSettled(
+      runs.map((r, i) =>
+        store.finishTool(r.id as never, r.lease, {
+          toolUseId: `toolu_f${i === 4 ? 'x' : i}`,
+          seq: 2,
+          status: 'DONE',
+          result: 'ok',
+          latencyMs: 1,
+        }),
+      ),
+    );
     expect(results.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'rejected']);
     expect((results[5] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
     expect((results[4] as PromiseRejectedResult).reason).toBeInstanceOf(StepNotStartedError);
@@ -119,7 +144,16 @@ describe('batched step writes', () => {
     await store.checkpointModel(runs[5]!.id as never, runs[5]!.lease, modelStep(1, 'first', 1));
     const before = sent('checkpoint_model');
     const outcomes = await Promise.allSettled(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `p${i}`, 3))));
-    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(outcomes.map((o) => o.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+    ]);
     expect((outcomes[5] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' });
     // Four alone while slots were free, the other four in one batch that failed, then each of them alone.
     expect(sent('checkpoint_model') - before).toBe(4 + 1 + 4);
@@ -134,7 +168,10 @@ describe('batched step writes', () => {
     const lost = runs[5]!;
     await expireLease(db.pool, lost.id);
     await db.store.claim({ worker: 'other', leaseMs: 60_000 }, 1);
-    await db.pool.query(`INSERT INTO durable_agent.run_event_watch (run_id, watcher, expires_at) VALUES ($1, gen_random_uuid(), now() + interval '1 minute')`, [runs[4]!.id]);
+    await db.pool.query(
+      `INSERT INTO durable_agent.run_event_watch (run_id, watcher, expires_at) VALUES ($1, gen_random_uuid(), now() + interval '1 minute')`,
+      [runs[4]!.id],
+    );
     const before = sent('events_claimed');
 
     const outcomes = await Promise.allSettled(runs.map((r) => store.eventsClaimed(r.id as never, r.lease, 1)));
@@ -147,7 +184,9 @@ describe('batched step writes', () => {
   it('skip the next tool call of a run whose cancel is pending, in a batch with runs that go on', async () => {
     const runs = await claimed(6);
     await db.pool.query(`UPDATE durable_agent.run SET cancel_requested = true WHERE id = $1`, [runs[5]!.id]);
-    const written = await Promise.all(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `c${i}`, 5), { startNext: nextTool(`c${i}`) })));
+    const written = await Promise.all(
+      runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `c${i}`, 5), { startNext: nextTool(`c${i}`) })),
+    );
     expect(written.map((w) => [w.nextStarted, w.cancelRequested])).toEqual([...Array(5).fill([true, false]), [false, true]]);
     expect((await db.store.steps(runs[5]!.id as never)).map((s) => s.kind)).toEqual(['MODEL']);
     expect(await eventTypes(runs[5]!.id)).toEqual(['step.finished']);
@@ -158,24 +197,38 @@ describe('batched step writes', () => {
     const runs = await claimed(3);
     const [a] = runs;
     await store.checkpointModel(a!.id as never, a!.lease, modelStep(1, 'p', 1));
-    for (const [seq, use] of [[2, 'toolu_p1'], [3, 'toolu_p2'], [4, 'toolu_p3']] as const) {
+    for (const [seq, use] of [
+      [2, 'toolu_p1'],
+      [3, 'toolu_p2'],
+      [4, 'toolu_p3'],
+    ] as const) {
       await store.startTool(a!.id as never, a!.lease, { seq, toolUseId: use, toolName: 'lookup' });
     }
     for (const r of runs.slice(1)) await store.startTool(r.id as never, r.lease, { seq: 1, toolUseId: 'toolu_o', toolName: 'lookup' });
     const results = await Promise.all([
-      ...['toolu_p1', 'toolu_p2', 'toolu_p3'].map((use) => store.finishTool(a!.id as never, a!.lease, { toolUseId: use, status: 'DONE', result: use, latencyMs: 1 })),
-      ...runs.slice(1).map((r) => store.finishTool(r.id as never, r.lease, { toolUseId: 'toolu_o', status: 'DONE', result: 'o', latencyMs: 1 })),
+      ...['toolu_p1', 'toolu_p2', 'toolu_p3'].map((use) =>
+        store.finishTool(a!.id as never, a!.lease, { toolUseId: use, status: 'DONE', result: use, latencyMs: 1 }),
+      ),
+      ...runs
+        .slice(1)
+        .map((r) => store.finishTool(r.id as never, r.lease, { toolUseId: 'toolu_o', status: 'DONE', result: 'o', latencyMs: 1 })),
     ]);
     expect(results).toHaveLength(5);
     expect((await db.store.steps(a!.id as never)).map((s) => [s.seq, s.status, s.response])).toEqual([
-      [1, 'DONE', modelStep(1, 'p', 0).content], [2, 'DONE', 'toolu_p1'], [3, 'DONE', 'toolu_p2'], [4, 'DONE', 'toolu_p3'],
+      [1, 'DONE', modelStep(1, 'p', 0).content],
+      [2, 'DONE', 'toolu_p1'],
+      [3, 'DONE', 'toolu_p2'],
+      [4, 'DONE', 'toolu_p3'],
     ]);
     for (const r of runs.slice(1)) expect((await db.store.steps(r.id as never)).map((s) => s.status)).toEqual(['DONE']);
   });
 
   it('end runs in a batch: the run ends with its last step, run.finished after the step, a followed run announced', async () => {
     const runs = await claimed(6);
-    await db.pool.query(`INSERT INTO durable_agent.run_event_watch (run_id, watcher, expires_at) VALUES ($1, gen_random_uuid(), now() + interval '1 minute')`, [runs[5]!.id]);
+    await db.pool.query(
+      `INSERT INTO durable_agent.run_event_watch (run_id, watcher, expires_at) VALUES ($1, gen_random_uuid(), now() + interval '1 minute')`,
+      [runs[5]!.id],
+    );
     const listener = new (await import('pg')).default.Client({ connectionString: db.url });
     await listener.connect();
     const heard: string[] = [];
@@ -183,11 +236,20 @@ describe('batched step writes', () => {
     await listener.query('LISTEN durable_agent_run_event');
     const before = sent('checkpoint_model_final');
 
-    const ends = await Promise.all(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `e${i}`, 4), { end: { status: 'SUCCEEDED', output: `out ${i}` } })));
+    const ends = await Promise.all(
+      runs.map((r, i) =>
+        store.checkpointModel(r.id as never, r.lease, modelStep(1, `e${i}`, 4), { end: { status: 'SUCCEEDED', output: `out ${i}` } }),
+      ),
+    );
     expect(ends.every((e) => !e.nextStarted)).toBe(true);
     expect(sent('checkpoint_model_final') - before).toBe(5);
     for (const [i, r] of runs.entries()) {
-      expect(await db.records.state(r.id as never)).toMatchObject({ status: 'SUCCEEDED', output: `out ${i}`, tokensUsed: 5, lockedUntil: null });
+      expect(await db.records.state(r.id as never)).toMatchObject({
+        status: 'SUCCEEDED',
+        output: `out ${i}`,
+        tokensUsed: 5,
+        lockedUntil: null,
+      });
       expect(await eventTypes(r.id)).toEqual(['step.finished', 'run.finished']);
     }
     await waitFor('the followed run announced', async () => heard.some((h) => h.startsWith(runs[5]!.id)));
@@ -208,7 +270,9 @@ describe('batched step writes', () => {
       store.finishTool(r!.id as never, r!.lease, { toolUseId: 'toolu_t', status: 'DONE', result: 'late', latencyMs: 1 }),
     ]);
     await waitFor('both writes waiting on the run row', async () => {
-      const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      const { rows } = await db.pool.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
       return rows[0].n === 2;
     });
     await takeover.query('COMMIT');

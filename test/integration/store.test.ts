@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 describe('store', () => {
-  it("claims with an index scan when 100k finished runs and 20k queued runs of another agent share the table", async () => {
+  it('claims with an index scan when 100k finished runs and 20k queued runs of another agent share the table', async () => {
     await db.pool.query(
       `INSERT INTO durable_agent.run (id, status, input, model, token_budget, max_steps, deadline_at, finished_at, agent)
        SELECT gen_random_uuid(), 'SUCCEEDED', 'old', 'm', 100, 10, now(), now(), 'demo' FROM generate_series(1, 100000)`,
@@ -53,7 +53,9 @@ describe('store', () => {
     expect(first).toMatchObject({ seq: 1, created: true });
     expect(again).toMatchObject({ seq: 1, created: false });
     await db.store.finishTool(run.id, owner, { toolUseId: 'toolu_x', status: 'DONE', result: 'ok', latencyMs: 3 });
-    await expect(db.store.finishTool(run.id, owner, { toolUseId: 'toolu_x', status: 'DONE', result: 'twice', latencyMs: 3 })).rejects.toThrow(StepNotStartedError);
+    await expect(
+      db.store.finishTool(run.id, owner, { toolUseId: 'toolu_x', status: 'DONE', result: 'twice', latencyMs: 3 }),
+    ).rejects.toThrow(StepNotStartedError);
     expect((await db.store.steps(run.id)).map((s) => [s.seq, s.status, s.response])).toEqual([[1, 'DONE', 'ok']]);
   });
 
@@ -61,7 +63,10 @@ describe('store', () => {
     await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED' WHERE status IN ('QUEUED', 'RUNNING')`);
     const [due, later, leased, lapsed] = await Promise.all([1, 2, 3, 4].map((i) => newRun(db.records, `run ${i}`)));
     await db.pool.query(`UPDATE durable_agent.run SET run_at = now() + interval '1 hour' WHERE id = $1`, [later!.id]);
-    await db.pool.query(`UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`, [[leased!.id, lapsed!.id]]);
+    await db.pool.query(
+      `UPDATE durable_agent.run SET status = 'RUNNING', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = ANY($1)`,
+      [[leased!.id, lapsed!.id]],
+    );
     await expireLease(db.pool, lapsed!.id);
 
     expect(await queueDepth(db.pool)).toEqual({ demo: 2 });

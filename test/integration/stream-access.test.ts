@@ -41,7 +41,10 @@ interface OpenStream {
 
 async function openStream(url: string, key: string, headers: Record<string, string> = {}): Promise<OpenStream> {
   const controller = new AbortController();
-  const res = await fetch(url, { headers: { accept: 'text/event-stream', authorization: `Bearer ${key}`, ...headers }, signal: controller.signal });
+  const res = await fetch(url, {
+    headers: { accept: 'text/event-stream', authorization: `Bearer ${key}`, ...headers },
+    signal: controller.signal,
+  });
   expect(res.status, await (res.ok ? '' : res.text())).toBe(200);
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
@@ -82,7 +85,10 @@ async function finishedRun(tenant: string): Promise<{ id: RunId; last: number }>
 
 /** Deletion announces only runs an event hub follows: the hub registers its run just after the stream opens. */
 const followed = (id: RunId) =>
-  waitFor('the run to be followed', async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1', [id])).rowCount);
+  waitFor(
+    'the run to be followed',
+    async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1', [id])).rowCount,
+  );
 
 describe.each([
   ['SSE', 'events'],
@@ -90,7 +96,7 @@ describe.each([
 ])('%s of a run', (_, route) => {
   const url = (id: string) => `${api.url}/api/runs/${id}/${route}`;
 
-  it('ends within 5 s of its key being revoked; a stream of another key goes on to the run\'s end, and the revoked key cannot reconnect', async () => {
+  it("ends within 5 s of its key being revoked; a stream of another key goes on to the run's end, and the revoked key cannot reconnect", async () => {
     // A run no worker has claimed: its streams stay open, with nothing to end them.
     const run = await newRun(db.records);
     const revoked = await keys.create('default', `revoked ${route}`);
@@ -172,15 +178,22 @@ describe('without announcements', () => {
 
 describe('the API process as `serve` starts it', () => {
   it('ends a stream when its key is revoked from another connection, as `keys revoke` does', async () => {
-    const runtime = await startRuntime(loadConfig({ DATABASE_URL: db.url, PORT: '0', AUTH: 'on', LOG_LEVEL: 'silent', LLM_PROVIDER: 'demo' }), {
-      api: true,
-      worker: false,
-      llm: new ScriptedLlm(),
-      agent: { system: null, tools: [] },
-    });
+    const runtime = await startRuntime(
+      loadConfig({ DATABASE_URL: db.url, PORT: '0', AUTH: 'on', LOG_LEVEL: 'silent', LLM_PROVIDER: 'demo' }),
+      {
+        api: true,
+        worker: false,
+        llm: new ScriptedLlm(),
+        agent: { system: null, tools: [] },
+      },
+    );
     try {
       const key = await keys.create('default', 'served');
-      const created = await fetch(`${runtime.url}/api/runs`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(key) }, body: JSON.stringify({ input: 'x' }) });
+      const created = await fetch(`${runtime.url}/api/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer(key) },
+        body: JSON.stringify({ input: 'x' }),
+      });
       expect(created.status).toBe(201);
       const { id } = (await created.json()) as { id: string };
       const stream = await openStream(`${runtime.url}/api/runs/${id}/events`, key.key);

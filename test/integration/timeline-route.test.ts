@@ -17,7 +17,12 @@ it('GET /api/runs/{id}/timeline reads the steps without their bodies: a 5 MB too
   const run = await newRun(db.records);
   const [claimed] = await db.store.claim({ worker: 'W', leaseMs: 10_000 }, 1);
   await db.store.startTool(run.id, claimed!.lease, { seq: 1, toolUseId: 'toolu_big', toolName: 'fetch' });
-  await db.store.finishTool(run.id, claimed!.lease, { toolUseId: 'toolu_big', status: 'DONE', result: 'x'.repeat(5_000_000), latencyMs: 1 });
+  await db.store.finishTool(run.id, claimed!.lease, {
+    toolUseId: 'toolu_big',
+    status: 'DONE',
+    result: 'x'.repeat(5_000_000),
+    latencyMs: 1,
+  });
   const bodyReads: string[] = [];
   // Every read that selects bodies is refused, so the route can only answer from the timeline read.
   const store: RunRecords = Object.create(db.records, {

@@ -75,8 +75,13 @@ describe('the sleep tool and delayed starts', () => {
   it('counts a run that came due since the last claim looked as due now, so an idle worker does not wait a poll interval for it', async () => {
     const run = await newRun(db.records, 'due a moment ago', { startAt: new Date(Date.now() + 300) });
     // It comes due (by the database's clock) after a claim 500 ms ago looked.
-    await waitFor('the run to come due', async () =>
-      (await db.pool.query<{ due: boolean }>('SELECT run_at <= now() AS due FROM durable_agent.run WHERE id = $1', [run.id])).rows[0]!.due, 5_000);
+    await waitFor(
+      'the run to come due',
+      async () =>
+        (await db.pool.query<{ due: boolean }>('SELECT run_at <= now() AS due FROM durable_agent.run WHERE id = $1', [run.id])).rows[0]!
+          .due,
+      5_000,
+    );
     expect(await db.store.nextDueInMs(500)).toBe(0);
     // Looking back no further than now, it is no longer "next": the claim takes it, the timer needn't.
     expect(await db.store.nextDueInMs(0)).not.toBe(0);

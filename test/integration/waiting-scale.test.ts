@@ -19,8 +19,12 @@ let app: FastifyInstance;
 beforeAll(async () => {
   db = await testDatabase();
   app = createServer({
-    store: db.records, listing: new RunListing(db.pool), defaults: DEFAULTS, checkDatabase: async () => {},
-    metrics: async () => ({ contentType: 'text/plain', body: '' }), logger: false,
+    store: db.records,
+    listing: new RunListing(db.pool),
+    defaults: DEFAULTS,
+    checkDatabase: async () => {},
+    metrics: async () => ({ contentType: 'text/plain', body: '' }),
+    logger: false,
   });
 });
 afterAll(async () => {
@@ -46,7 +50,9 @@ describe('10,000 WAITING runs', () => {
     expect(await worker.runOnce()).toEqual({ runId: run.id, status: 'SUCCEEDED' });
     expect(await worker.runOnce()).toBeNull();
     expect(worker.activeRuns).toBe(0);
-    const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM durable_agent.run WHERE status = 'WAITING' AND (locked_by IS NOT NULL OR lease_token IS NOT NULL)`);
+    const { rows } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM durable_agent.run WHERE status = 'WAITING' AND (locked_by IS NOT NULL OR lease_token IS NOT NULL)`,
+    );
     expect(rows[0]!.n).toBe(0);
 
     const { rows: plan } = await db.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${CLAIM_SQL}`, claimParams('W', 1000, 10, [], ['demo']));
@@ -57,7 +63,8 @@ describe('10,000 WAITING runs', () => {
     const { rows: analyzed } = await db.pool.query<{ 'QUERY PLAN': string }>(
       `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT id FROM durable_agent.run WHERE ${CLAIMABLE} ORDER BY run_at LIMIT 10`,
     );
-    const root = (analyzed[0]!['QUERY PLAN'] as unknown as { Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }[])[0]!.Plan;
+    const root = (analyzed[0]!['QUERY PLAN'] as unknown as { Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }[])[0]!
+      .Plan;
     expect(root['Shared Hit Blocks'] + root['Shared Read Blocks']).toBeLessThan(20);
     expect(await db.store.nextDueInMs()).toBeGreaterThan(3_000_000); // the nearest timer, an hour out
   });
@@ -65,7 +72,12 @@ describe('10,000 WAITING runs', () => {
 
 describe('Idempotency-Key on POST /api/runs', () => {
   const create = (key: string, body: unknown) =>
-    app.inject({ method: 'POST', url: '/api/runs', payload: JSON.stringify(body), headers: { 'content-type': 'application/json', 'idempotency-key': key } });
+    app.inject({
+      method: 'POST',
+      url: '/api/runs',
+      payload: JSON.stringify(body),
+      headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    });
 
   it('creates one run for concurrent duplicates, answers it again (200), and refuses another body with the key (409)', async () => {
     const body = { input: 'close ACME-102', metadata: { a: 1, b: [1, 2] } };
@@ -94,7 +106,11 @@ describe('Idempotency-Key on POST /api/runs', () => {
   });
 
   it('refuses a startAt more than a year ahead, and shows a delayed run as QUEUED with its nextAttemptAt', async () => {
-    const far = await app.inject({ method: 'POST', url: '/api/runs', payload: { input: 'x', startAt: new Date(Date.now() + 400 * 86_400_000).toISOString() } });
+    const far = await app.inject({
+      method: 'POST',
+      url: '/api/runs',
+      payload: { input: 'x', startAt: new Date(Date.now() + 400 * 86_400_000).toISOString() },
+    });
     expect(far.statusCode).toBe(400);
     const startAt = new Date(Date.now() + 3_600_000).toISOString();
     const later = await app.inject({ method: 'POST', url: '/api/runs', payload: { input: 'x', startAt } });

@@ -70,10 +70,17 @@ describe('worker', () => {
       }),
     );
     await Promise.all(workers.map((w) => w.start()));
-    await waitFor('all runs to finish', async () => {
-      const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM durable_agent.run WHERE id = ANY($1) AND status = 'SUCCEEDED'`, [[...ids]]);
-      return rows[0].n === 200;
-    }, 60_000);
+    await waitFor(
+      'all runs to finish',
+      async () => {
+        const { rows } = await db.pool.query(
+          `SELECT count(*)::int AS n FROM durable_agent.run WHERE id = ANY($1) AND status = 'SUCCEEDED'`,
+          [[...ids]],
+        );
+        return rows[0].n === 200;
+      },
+      60_000,
+    );
     await Promise.all(workers.map((w) => w.stop()));
 
     expect(overlaps).toBe(0);
@@ -111,7 +118,9 @@ describe('worker', () => {
     const w = testWorker(db.store, toolThenTextLlm('sleep'), [killer], { name: 'P', leaseMs: 200, pollIntervalMs: 50, maxRunAttempts: 3 });
     await w.start();
     await waitFor('the poison run to be failed', async () => (await db.records.state(poison.id)).status === 'FAILED', 20_000);
-    await waitFor('the healthy runs', async () => (await Promise.all(healthy.map((r) => db.records.state(r.id)))).every((r) => r.status === 'SUCCEEDED'));
+    await waitFor('the healthy runs', async () =>
+      (await Promise.all(healthy.map((r) => db.records.state(r.id)))).every((r) => r.status === 'SUCCEEDED'),
+    );
     await w.stop();
     const final = await db.records.state(poison.id);
     expect(final.error).toMatch(/abandoned: claimed 3 times without finishing \(limit 3\)/);
@@ -130,7 +139,10 @@ describe('worker', () => {
     const handedBack = await db.records.state(run.id);
     // The attempt keeps its number while the run waits; B's claim continues it rather than counting another.
     expect(handedBack).toMatchObject({ status: 'QUEUED', lockedBy: null, attempts: 1 });
-    expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'DONE']]);
+    expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([
+      ['MODEL', 'DONE'],
+      ['TOOL', 'DONE'],
+    ]);
     const b = await testWorker(db.store, llm, [sleepTool(0)], { name: 'B' }).runOnce();
     expect(b?.status).toBe('SUCCEEDED');
     expect(llm.seen).toHaveLength(2);
@@ -157,21 +169,33 @@ describe('worker', () => {
     expect(charges).toBe(1);
     const waiting = await db.records.state(run.id);
     expect(waiting.status).toBe('WAITING');
-    expect(waiting.waiting).toMatchObject({ kind: 'decision', toolCalls: [{ toolUseId: 'toolu_pay', toolName: 'charge_card', input: { cents: 500 } }] });
+    expect(waiting.waiting).toMatchObject({
+      kind: 'decision',
+      toolCalls: [{ toolUseId: 'toolu_pay', toolName: 'charge_card', input: { cents: 500 } }],
+    });
   });
 
   it('stops at the next guard: cancel, token budget, step cap', async () => {
     const cancelled = await newRun(db.records, 'cancel me');
     const llm = new ScriptedLlm().then(async () => {
       await db.records.cancel(cancelled.id as RunId);
-      return (await import('../support/scripted-llm.ts')).response([{ type: 'tool_use', id: 't1', name: 'sleep', input: {} }], 'tool_use', { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 });
+      return (await import('../support/scripted-llm.ts')).response([{ type: 'tool_use', id: 't1', name: 'sleep', input: {} }], 'tool_use', {
+        inputTokens: 1,
+        outputTokens: 1,
+        cacheCreationInputTokens: 0,
+        cacheReadInputTokens: 0,
+      });
     });
     expect((await testWorker(db.store, llm, [sleepTool(0)], { name: 'A' }).runOnce())?.status).toBe('CANCELLED');
     expect(await db.store.steps(cancelled.id)).toHaveLength(1); // the tool never ran
 
     const budget = await newRun(db.records, 'budget', { tokenBudget: 150 });
     const looping = new ScriptedLlm((req) => ({
-      id: null, model: 'm', requestId: null, attempts: 1, stopReason: 'tool_use',
+      id: null,
+      model: 'm',
+      requestId: null,
+      attempts: 1,
+      stopReason: 'tool_use',
       content: [{ type: 'tool_use', id: `t${req.messages.length}`, name: 'sleep', input: {} }],
       usage: { inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 50 },
     }));
@@ -189,14 +213,24 @@ describe('worker', () => {
     let claims = 0;
     const store = new Proxy(db.store, {
       get: (target, key) =>
-        key === 'claim' ? (...args: Parameters<typeof target.claim>) => target.claim(...args).finally(() => claims++) : Reflect.get(target, key, target),
+        key === 'claim'
+          ? (...args: Parameters<typeof target.claim>) => target.claim(...args).finally(() => claims++)
+          : Reflect.get(target, key, target),
     });
     const w = testWorker(store, toolThenTextLlm('sleep'), [sleepTool(0)], { name: 'N', pollIntervalMs: 60_000, subscribeUrl: db.url });
     await w.start();
     // Its LISTEN connection up, and the claims of its start and of that connection over (both found
     // nothing): the next poll is a minute away.
-    await waitFor('the worker\'s LISTEN connection', async () =>
-      (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN %run_cancel%'`)).rowCount! > 0, 5_000);
+    await waitFor(
+      "the worker's LISTEN connection",
+      async () =>
+        (
+          await db.pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN %run_cancel%'`,
+          )
+        ).rowCount! > 0,
+      5_000,
+    );
     await waitFor('the claims of its start and its connection', () => claims >= 2, 5_000);
     const run = await newRun(db.records, 'notify');
     await waitFor('the notified worker to finish the run', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 10_000);
@@ -297,7 +331,10 @@ describe('shutdown and bad logs', () => {
     await a.stop(); // the grace period ends while the charge is in flight
     expect(charges).toBe(1);
     expect(await db.records.state(run.id)).toMatchObject({ status: 'QUEUED', attempts: 1 });
-    expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'DONE']]);
+    expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([
+      ['MODEL', 'DONE'],
+      ['TOOL', 'DONE'],
+    ]);
     expect((await testWorker(db.store, llm, [charge], { name: 'B' }).runOnce())?.status).toBe('SUCCEEDED');
     expect(charges).toBe(1);
     expect((await db.records.state(run.id)).attempts).toBe(1);

@@ -53,7 +53,11 @@ describe('a write whose reply was lost after it committed', () => {
     expect(llm.seen).toHaveLength(2);
     expect(executions).toEqual(['toolu_1']);
     expect(await db.records.state(run.id)).toMatchObject({ tokensUsed: 275, attempts: 1, output: 'done' });
-    expect((await db.store.steps(run.id)).map((s) => [s.seq, s.kind, s.status])).toEqual([[1, 'MODEL', 'DONE'], [2, 'TOOL', 'DONE'], [3, 'MODEL', 'DONE']]);
+    expect((await db.store.steps(run.id)).map((s) => [s.seq, s.kind, s.status])).toEqual([
+      [1, 'MODEL', 'DONE'],
+      [2, 'TOOL', 'DONE'],
+      [3, 'MODEL', 'DONE'],
+    ]);
   });
 
   it('the final checkpoint, which also ended the run', async () => {
@@ -140,7 +144,10 @@ describe('the built-in tools', () => {
     const listTickets = tools.find((t) => t.name === 'list_tickets')!;
     flaky.inject({ match: 'FROM durable_agent.demo_ticket', when: 'before', times: 2 });
 
-    const tickets = (await listTickets.execute({ customer: 'acme', overdue: true }, { idempotencyKey: 'k', runId: 'r' as never, signal: new AbortController().signal, log: createLogger({ level: 'silent' }) })) as { id: string }[];
+    const tickets = (await listTickets.execute(
+      { customer: 'acme', overdue: true },
+      { idempotencyKey: 'k', runId: 'r' as never, signal: new AbortController().signal, log: createLogger({ level: 'silent' }) },
+    )) as { id: string }[];
 
     expect(flaky.fired).toBe(2);
     expect(tickets.map((t) => t.id)).toEqual(['ACME-101', 'ACME-102', 'ACME-104']);
@@ -155,7 +162,10 @@ describe('the built-in tools', () => {
     await expect(testWorker(db.store, llm, tools, { name: 'A' }).runOnce()).rejects.toThrow(DatabaseUnavailableError);
 
     expect(flaky.fired).toBe(3);
-    expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([['MODEL', 'DONE'], ['TOOL', 'STARTED']]);
+    expect((await db.store.steps(run.id)).map((s) => [s.kind, s.status])).toEqual([
+      ['MODEL', 'DONE'],
+      ['TOOL', 'STARTED'],
+    ]);
     // Back in the queue at once: an outage is not the run's fault, so the attempt is given back (the
     // next claim continues it rather than counting another).
     const after = await db.records.state(run.id);

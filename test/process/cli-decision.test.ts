@@ -9,7 +9,18 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { alive, assertBuilt, BIN, CliProcesses, cleanEnv, exitWithin, freePort, type Proc, until, waitForOutput } from '../support/cli-process.ts';
+import {
+  alive,
+  assertBuilt,
+  BIN,
+  CliProcesses,
+  cleanEnv,
+  exitWithin,
+  freePort,
+  type Proc,
+  until,
+  waitForOutput,
+} from '../support/cli-process.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { type FakeAnthropic, startFakeAnthropic } from '../support/fake-anthropic.ts';
 
@@ -60,9 +71,12 @@ function serve(name: string, port: number) {
 const runRow = async (id: string) =>
   (await db.pool.query<{ status: string }>('SELECT status FROM durable_agent.run WHERE id = $1', [id])).rows[0]?.status;
 const toolStep = async (id: string) =>
-  (await db.pool.query<{ seq: number; status: string; response: string | null }>(
-    `SELECT seq, status, response FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL'`, [id],
-  )).rows[0];
+  (
+    await db.pool.query<{ seq: number; status: string; response: string | null }>(
+      `SELECT seq, status, response FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL'`,
+      [id],
+    )
+  ).rows[0];
 
 describe('a non-idempotent tool call, Ctrl-C and a person (each step goes on from the one before)', () => {
   let first: Proc;
@@ -82,10 +96,14 @@ describe('a non-idempotent tool call, Ctrl-C and a person (each step goes on fro
     first = serve('serve', port);
     await waitForOutput(first, /Then: curl/, 60_000);
     expect(first.out).toContain(`\nThen: curl -s ${base}/api/runs/<id>   or   DURABLE_AGENT_URL=${base} durable-agent runs list\n`);
-    expect(first.out).toContain(`\n  (the runs commands ask http://127.0.0.1:8080 unless told: export DURABLE_AGENT_URL=${base} once in your shell)\n`);
+    expect(first.out).toContain(
+      `\n  (the runs commands ask http://127.0.0.1:8080 unless told: export DURABLE_AGENT_URL=${base} once in your shell)\n`,
+    );
   }, 90_000);
 
-  it('Ctrl-C says which call the shutdown waits for and how long; a second Ctrl-C exits and leaves the call to a person', async ({ onTestFailed }) => {
+  it('Ctrl-C says which call the shutdown waits for and how long; a second Ctrl-C exits and leaves the call to a person', async ({
+    onTestFailed,
+  }) => {
     onTestFailed(() => console.error(procs.transcript()));
     const created = await fetch(`${base}/api/runs`, {
       method: 'POST',
@@ -102,7 +120,11 @@ describe('a non-idempotent tool call, Ctrl-C and a person (each step goes on fro
     expect(said).toMatchObject({ run_id: id, tool_name: 'charge', step_seq: 2 });
     expect(said.wait_up_to_ms).toBeGreaterThan(90_000);
     expect(said.wait_up_to_ms).toBeLessThanOrEqual(120_000);
-    expect(said.msg).toMatch(new RegExp(`^shutdown waits for tool "charge" of run ${id} \\(step 2\\) to finish: it is not idempotent, so it is never cut off; up to (1m \\d+s|2m 0s) more \\(its timeout, TOOL_TIMEOUT_SECONDS=120\\)\\. Press Ctrl-C again to exit now and leave the call to a person's decision$`));
+    expect(said.msg).toMatch(
+      new RegExp(
+        `^shutdown waits for tool "charge" of run ${id} \\(step 2\\) to finish: it is not idempotent, so it is never cut off; up to (1m \\d+s|2m 0s) more \\(its timeout, TOOL_TIMEOUT_SECONDS=120\\)\\. Press Ctrl-C again to exit now and leave the call to a person's decision$`,
+      ),
+    );
     // It does wait: the call is far from done.
     expect(alive(first)).toBe(true);
 
@@ -144,17 +166,25 @@ describe('a non-idempotent tool call, Ctrl-C and a person (each step goes on fro
     );
   }, 60_000);
 
-  it('runs complete records the result without running the call, and the run goes on; bad calls exit non-zero with one line', async ({ onTestFailed }) => {
+  it('runs complete records the result without running the call, and the run goes on; bad calls exit non-zero with one line', async ({
+    onTestFailed,
+  }) => {
     onTestFailed(() => console.error(procs.transcript()));
     const missing = await cli(['runs', 'complete', id, TOOL_USE_ID], base2);
     expect(missing).toMatchObject({ code: 2, out: '' });
-    expect(missing.err.split('\n')[0]).toBe(`durable-agent: runs complete: --result is required: what the call returned, e.g. --result '{"charged":true}'`);
+    expect(missing.err.split('\n')[0]).toBe(
+      `durable-agent: runs complete: --result is required: what the call returned, e.g. --result '{"charged":true}'`,
+    );
     expect((await cli(['runs', 'complete', id, TOOL_USE_ID, '--result', '  '], base2)).code).toBe(2);
     const notARun = await cli(['runs', 'complete', 'ACME-1', TOOL_USE_ID, '--result', 'x'], base2);
     expect(notARun.code).toBe(2);
     expect(notARun.err.split('\n')[0]).toBe('durable-agent: runs complete: "ACME-1" is not a run id (a UUID)');
     const wrongCall = await cli(['runs', 'complete', id, 'toolu_nope', '--result', 'x'], base2);
-    expect(wrongCall).toMatchObject({ code: 1, out: '', err: `durable-agent: POST /api/runs/${id}/tool-calls/toolu_nope/decision: 404 run ${id} has no tool call toolu_nope\n` });
+    expect(wrongCall).toMatchObject({
+      code: 1,
+      out: '',
+      err: `durable-agent: POST /api/runs/${id}/tool-calls/toolu_nope/decision: 404 run ${id} has no tool call toolu_nope\n`,
+    });
 
     const result = '{"charged":true,"receipt":"R-1"}';
     const completed = await cli(['runs', 'complete', id, TOOL_USE_ID, '--result', result], base2);

@@ -56,7 +56,11 @@ beforeAll(async () => {
   db = await testDatabase();
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  const serve = procs.start('serve', ['serve'], cleanEnv({ DATABASE_URL: db.url, PORT: String(port), LLM_PROVIDER: 'demo', DEMO_LATENCY_MS: '0', LOG_LEVEL: 'warn' }));
+  const serve = procs.start(
+    'serve',
+    ['serve'],
+    cleanEnv({ DATABASE_URL: db.url, PORT: String(port), LLM_PROVIDER: 'demo', DEMO_LATENCY_MS: '0', LOG_LEVEL: 'warn' }),
+  );
   await waitForOutput(serve, /Then: curl/, 60_000);
   expect(serve.out).toContain('auth:     none yet: no API key exists');
   done = await createRun('Which acme tickets are overdue?');
@@ -74,14 +78,22 @@ describe('before any key', () => {
     expect(r, r.err).toMatchObject({ code: 0, err: '' });
     const [header, row] = r.out.split('\n');
     expect(header).toMatch(/^ID {2,}STATUS {2,}AGENT {2,}AGE {2,}DURATION {2}STEPS {2}TOKENS {2}COST {2}INPUT$/);
-    expect(row).toMatch(new RegExp(`^${done} {2}SUCCEEDED {2}demo {2,}(just now|\\d+s ago) +[\\d.]+(ms|s) +3 +[\\d,]+ +\\$0 {2}Which acme tickets are overdue\\?$`));
+    expect(row).toMatch(
+      new RegExp(
+        `^${done} {2}SUCCEEDED {2}demo {2,}(just now|\\d+s ago) +[\\d.]+(ms|s) +3 +[\\d,]+ +\\$0 {2}Which acme tickets are overdue\\?$`,
+      ),
+    );
     // Columns line up: each title starts where its values do.
     expect(row!.indexOf('SUCCEEDED')).toBe(header!.indexOf('STATUS'));
   });
 
   it('runs list pages with a hint that keeps the filters and the page size', async () => {
     await createRun('a second run, for a second page');
-    await until('it to finish', async () => (await cli(['runs', 'list', '--status', 'SUCCEEDED', '--json'])).out.includes('a second run'), 30_000);
+    await until(
+      'it to finish',
+      async () => (await cli(['runs', 'list', '--status', 'SUCCEEDED', '--json'])).out.includes('a second run'),
+      30_000,
+    );
     const first = await cli(['runs', 'list', '--status', 'SUCCEEDED', '--limit', '1']);
     const hint = first.out.match(/^more: durable-agent (runs list .*)$/m)?.[1];
     expect(hint, first.out).toMatch(/^runs list --status SUCCEEDED --limit 1 --cursor \S+$/);
@@ -108,7 +120,9 @@ describe('keys', () => {
     await until('the server to require a key', async () => (await fetch(`${base}/api/runs`)).status === 401, 10_000);
     const refused = await cli(['runs', 'list']);
     expect(refused).toMatchObject({ code: 1, out: '' });
-    expect(refused.err).toBe('durable-agent: GET /api/runs: 401 an API key is required: send it as Authorization: Bearer <key> (set DURABLE_AGENT_KEY)\n');
+    expect(refused.err).toBe(
+      'durable-agent: GET /api/runs: 401 an API key is required: send it as Authorization: Bearer <key> (set DURABLE_AGENT_KEY)\n',
+    );
     expect((await cli(['runs', 'list'], { DURABLE_AGENT_KEY: key })).code).toBe(0);
   });
 });
@@ -137,7 +151,9 @@ describe('runs, with a key', () => {
     const split = await cli(['runs', 'fork', done, '--after-seq', '1'], { DURABLE_AGENT_KEY: key });
     expect(split.code).toBe(1);
     expect(split.err).toContain('a fork can start after step 2, 3');
-    const forked = await cli(['runs', 'fork', done, '--after-seq', '2', '--input', 'Which acme tickets are open?'], { DURABLE_AGENT_KEY: key });
+    const forked = await cli(['runs', 'fork', done, '--after-seq', '2', '--input', 'Which acme tickets are open?'], {
+      DURABLE_AGENT_KEY: key,
+    });
     expect(forked.code, forked.err).toBe(0);
     const [, id] = /^run (\S+) QUEUED \(a fork of run (\S+) after step 2\)\n$/.exec(forked.out) ?? [];
     expect(id).toBeDefined();
@@ -153,7 +169,11 @@ describe('runs, with a key', () => {
     const cancelled = await cli(['runs', 'cancel', later], { DURABLE_AGENT_KEY: key });
     expect(cancelled).toMatchObject({ code: 0, out: `run ${later} CANCELLED\n` });
     const again = await cli(['runs', 'cancel', later], { DURABLE_AGENT_KEY: key });
-    expect(again).toMatchObject({ code: 1, out: '', err: `durable-agent: POST /api/runs/${later}/cancel: 409 run ${later} has already finished (CANCELLED)\n` });
+    expect(again).toMatchObject({
+      code: 1,
+      out: '',
+      err: `durable-agent: POST /api/runs/${later}/cancel: 409 run ${later} has already finished (CANCELLED)\n`,
+    });
 
     const active = await queuedForLater();
     const early = await cli(['runs', 'delete', active], { DURABLE_AGENT_KEY: key });
@@ -179,12 +199,18 @@ describe('runs, with a key', () => {
     const shown = await cli(['runs', 'show', a.id], { DURABLE_AGENT_KEY: key });
     expect(shown.out).toMatch(/waiting\s+approval since /);
     expect(shown.out).toContain(`${a.toolUseId} close_ticket {"ticketId":"ACME-105"`);
-    expect(await cli(['runs', 'approve', a.id, a.toolUseId], { DURABLE_AGENT_KEY: key })).toMatchObject({ code: 0, out: `approved ${a.toolUseId}; run ${a.id} continues\n` });
+    expect(await cli(['runs', 'approve', a.id, a.toolUseId], { DURABLE_AGENT_KEY: key })).toMatchObject({
+      code: 0,
+      out: `approved ${a.toolUseId}; run ${a.id} continues\n`,
+    });
     await until('the approved run to finish', async () => (await statusOf(a.id)) === 'SUCCEEDED', 30_000);
 
     const d = await waitingRun('Close ticket GLOBEX-202 because the typo is fixed');
     expect((await cli(['runs', 'deny', d.id, d.toolUseId], { DURABLE_AGENT_KEY: key })).code).toBe(2);
-    expect(await cli(['runs', 'deny', d.id, d.toolUseId, '--reason', 'not yet verified'], { DURABLE_AGENT_KEY: key })).toMatchObject({ code: 0, out: `denied ${d.toolUseId}; run ${d.id} continues\n` });
+    expect(await cli(['runs', 'deny', d.id, d.toolUseId, '--reason', 'not yet verified'], { DURABLE_AGENT_KEY: key })).toMatchObject({
+      code: 0,
+      out: `denied ${d.toolUseId}; run ${d.id} continues\n`,
+    });
     await until('the denied run to finish', async () => (await statusOf(d.id)) === 'SUCCEEDED', 30_000);
     const ticket = await db.pool.query(`SELECT status FROM durable_agent.demo_ticket WHERE id = 'GLOBEX-202'`);
     expect(ticket.rows[0].status).toBe('open');
@@ -205,13 +231,21 @@ describe('runs, with a key', () => {
   });
 
   it('a revoked key stops working at once', async () => {
-    const other = JSON.parse((await cli(['keys', 'create', '--tenant', 'default', '--json'])).out) as { id: string; key: string; tenant: string };
+    const other = JSON.parse((await cli(['keys', 'create', '--tenant', 'default', '--json'])).out) as {
+      id: string;
+      key: string;
+      tenant: string;
+    };
     expect(other).toMatchObject({ tenant: 'default', key: expect.stringMatching(/^dak_/) });
     expect((await cli(['runs', 'list'], { DURABLE_AGENT_KEY: other.key })).code).toBe(0);
     const revoked = await cli(['keys', 'revoke', other.id]);
     expect(revoked).toMatchObject({ code: 0, out: `revoked key ${other.id} (tenant default); requests with it are refused from now on\n` });
     const r = await cli(['runs', 'list'], { DURABLE_AGENT_KEY: other.key });
-    expect(r).toMatchObject({ code: 1, out: '', err: 'durable-agent: GET /api/runs: 401 the API key is not valid (unknown or revoked) (check DURABLE_AGENT_KEY)\n' });
+    expect(r).toMatchObject({
+      code: 1,
+      out: '',
+      err: 'durable-agent: GET /api/runs: 401 the API key is not valid (unknown or revoked) (check DURABLE_AGENT_KEY)\n',
+    });
     expect((await cli(['keys', 'revoke', 'nope'])).code).toBe(1);
   });
 });
@@ -223,13 +257,19 @@ describe('bad usage: one line, then the usage; exit 2', () => {
     [['runs', 'show'], 'runs show: missing <id>'],
     [['runs', 'show', 'x', 'y'], 'runs show: unexpected argument "y"'],
     [['runs', 'show', 'not-a-run'], 'runs show: "not-a-run" is not a run id (a UUID)'],
-    [['runs', 'list', '--status', 'DONE'], 'runs list: --status must be one of QUEUED, RUNNING, WAITING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT'],
+    [
+      ['runs', 'list', '--status', 'DONE'],
+      'runs list: --status must be one of QUEUED, RUNNING, WAITING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT',
+    ],
     [['runs', 'list', '--limit', '0'], 'runs list: --limit must be a whole number from 1 to 100'],
     [['runs', 'list', '--bogus'], 'unknown option --bogus'],
     [['runs', 'purge'], 'runs purge: --older-than is required, e.g. --older-than 30d'],
     [['runs', 'purge', '--older-than', 'a month'], 'runs purge: --older-than "a month" is not a duration such as 30d, 12h or 90m'],
     [['keys', 'create'], 'keys create: --tenant is required'],
-    [['keys', 'create', '--tenant', 'no spaces'], 'keys create: invalid tenant "no spaces": must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit'],
+    [
+      ['keys', 'create', '--tenant', 'no spaces'],
+      'keys create: invalid tenant "no spaces": must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit',
+    ],
     [['keys', 'list', '--tenant', 'x'], 'keys list: --tenant and --label apply to create'],
   ])('%j', async (args, line) => {
     const r = await cli(args);
@@ -243,12 +283,15 @@ describe('bad usage: one line, then the usage; exit 2', () => {
     const port = await freePort();
     const r = await cli(['runs', 'list', '--url', `http://127.0.0.1:${port}`]);
     expect(r).toMatchObject({ code: 1, out: '' });
-    expect(r.err).toBe(`durable-agent: cannot reach http://127.0.0.1:${port} (ECONNREFUSED): is the server running? (--url or DURABLE_AGENT_URL)\n`);
+    expect(r.err).toBe(
+      `durable-agent: cannot reach http://127.0.0.1:${port} (ECONNREFUSED): is the server running? (--url or DURABLE_AGENT_URL)\n`,
+    );
   });
 
   it('runs --help lists every subcommand', async () => {
     const r = await cli(['runs', '--help']);
     expect(r.code).toBe(0);
-    for (const sub of ['list', 'show <id>', 'steps <id>', 'cancel <id>', 'delete <id>', 'purge --older-than <duration>', 'fork <id>']) expect(r.out).toContain(`  ${sub}`);
+    for (const sub of ['list', 'show <id>', 'steps <id>', 'cancel <id>', 'delete <id>', 'purge --older-than <duration>', 'fork <id>'])
+      expect(r.out).toContain(`  ${sub}`);
   });
 });

@@ -18,7 +18,10 @@ const procs = new CliProcesses();
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   assertBuilt();
   try {
-    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { env: cleanEnv({ DURABLE_AGENT_URL: base }), timeout: 30_000 });
+    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], {
+      env: cleanEnv({ DURABLE_AGENT_URL: base }),
+      timeout: 30_000,
+    });
     return { code: 0, out: stdout, err: stderr };
   } catch (e) {
     const { code, stdout, stderr } = e as { code: number; stdout: string; stderr: string };
@@ -27,7 +30,11 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
 }
 
 async function createRun(input: string): Promise<string> {
-  const res = await fetch(`${base}/api/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input }) });
+  const res = await fetch(`${base}/api/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ input }),
+  });
   return ((await res.json()) as { id: string }).id;
 }
 
@@ -37,7 +44,11 @@ beforeAll(async () => {
   db = await testDatabase();
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  const serve = procs.start('serve', ['serve'], cleanEnv({ DATABASE_URL: db.url, PORT: String(port), LLM_PROVIDER: 'demo', DEMO_LATENCY_MS: '600', LOG_LEVEL: 'warn' }));
+  const serve = procs.start(
+    'serve',
+    ['serve'],
+    cleanEnv({ DATABASE_URL: db.url, PORT: String(port), LLM_PROVIDER: 'demo', DEMO_LATENCY_MS: '600', LOG_LEVEL: 'warn' }),
+  );
   await waitForOutput(serve, /Then: curl/, 60_000);
 }, 90_000);
 afterAll(async () => {
@@ -64,7 +75,10 @@ it('--json prints the events, one a line, which fold to the output; an unknown r
   const id = await createRun('Show me ticket ACME-101');
   const { code, out } = await cli(['runs', 'tail', id, '--json']);
   expect(code).toBe(0);
-  const events = out.trim().split('\n').map((l) => JSON.parse(l) as { id: number; type: string; data: unknown });
+  const events = out
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { id: number; type: string; data: unknown });
   expect(events.filter((e) => e.type === 'text.delta').length).toBeGreaterThan(1); // the demo model streams in pieces
   expect(foldEvents(events).text).toBe((await runOf(id)).output);
   const missing = await cli(['runs', 'tail', '00000000-0000-4000-8000-000000000000']);

@@ -73,7 +73,11 @@ describe('--config', () => {
 
   it.each([
     ['a missing file', () => path.join(dir, 'nope.mjs'), (f: string) => `--config ${f}: no such file`],
-    ['a module that throws', () => file('throws.mjs', "throw new Error('no agents today');\n"), (f: string) => `--config ${f}: cannot load it: no agents today`],
+    [
+      'a module that throws',
+      () => file('throws.mjs', "throw new Error('no agents today');\n"),
+      (f: string) => `--config ${f}: cannot load it: no agents today`,
+    ],
     [
       'another default export',
       () => file('shape.mjs', 'export default { agent: [] };\n'),
@@ -82,7 +86,8 @@ describe('--config', () => {
     [
       'an invalid agent',
       () => file('invalid.mjs', "export default { agents: [{ name: 'a b', system: 's', tools: [] }] };\n"),
-      (f: string) => `--config ${f}: invalid agent "a b": name: use 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit`,
+      (f: string) =>
+        `--config ${f}: invalid agent "a b": name: use 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit`,
     ],
     [
       'two agents of one name',

@@ -94,7 +94,12 @@ describe('previousRunId', () => {
     expect((await db.store.steps(third.id)).map((s) => s.seq)).toEqual([1, 2, 3]);
 
     const api = createServer({
-      store: db.records, listing: new RunListing(db.pool), defaults: DEFAULTS, checkDatabase: async () => {}, metrics: async () => ({ contentType: "text/plain", body: "" }), logger: false,
+      store: db.records,
+      listing: new RunListing(db.pool),
+      defaults: DEFAULTS,
+      checkDatabase: async () => {},
+      metrics: async () => ({ contentType: 'text/plain', body: '' }),
+      logger: false,
     });
     try {
       const step = (await api.inject(`/api/runs/${third.id}/steps/3`)).json() as { request: { messages: Message[] } };
@@ -106,22 +111,30 @@ describe('previousRunId', () => {
       const running = await create('unfinished');
       const early = await api.inject({ method: 'POST', url: '/api/runs', payload: { input: 'too early', previousRunId: running.id } });
       expect(early.statusCode).toBe(409);
-      await db.pool.query(`UPDATE durable_agent.run SET status = 'CANCELLED', finished_at = now() WHERE id = ANY($1)`, [[running.id, continued.json().id]]);
+      await db.pool.query(`UPDATE durable_agent.run SET status = 'CANCELLED', finished_at = now() WHERE id = ANY($1)`, [
+        [running.id, continued.json().id],
+      ]);
     } finally {
       await api.close();
     }
   });
 
-  it('refuses a run that does not exist, is another tenant\'s, has not finished, or is another agent\'s', async () => {
+  it("refuses a run that does not exist, is another tenant's, has not finished, or is another agent's", async () => {
     const done = await create('done');
     await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED', finished_at = now() WHERE id = $1`, [done.id]);
-    const refusal = (extra: Record<string, unknown>, tenant?: string) => create('next', extra, tenant).then(() => null, (e: unknown) => e);
+    const refusal = (extra: Record<string, unknown>, tenant?: string) =>
+      create('next', extra, tenant).then(
+        () => null,
+        (e: unknown) => e,
+      );
 
     const missing = await refusal({ previousRunId: '00000000-0000-4000-8000-000000000000' });
     expect(missing).toBeInstanceOf(InputError);
     expect((missing as InputError).issues).toEqual([{ path: 'previousRunId', message: 'no run 00000000-0000-4000-8000-000000000000' }]);
     // Another tenant's run is reported exactly like a missing one.
-    expect(((await refusal({ previousRunId: done.id }, 'acme')) as InputError).message).toBe(`invalid options: previousRunId: no run ${done.id}`);
+    expect(((await refusal({ previousRunId: done.id }, 'acme')) as InputError).message).toBe(
+      `invalid options: previousRunId: no run ${done.id}`,
+    );
     const queued = await create('still queued');
     const early = await refusal({ previousRunId: queued.id });
     expect(early).toBeInstanceOf(ConflictError);
@@ -135,11 +148,17 @@ describe('previousRunId', () => {
 
   it('keeps a conversation whole: a run another continues is deleted only after it', async () => {
     const first = await create('one');
-    await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED', finished_at = now() - interval '2 days' WHERE id = $1`, [first.id]);
+    await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED', finished_at = now() - interval '2 days' WHERE id = $1`, [
+      first.id,
+    ]);
     const second = await create('two', { previousRunId: first.id });
-    await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED', finished_at = now() - interval '1 day' WHERE id = $1`, [second.id]);
+    await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED', finished_at = now() - interval '1 day' WHERE id = $1`, [
+      second.id,
+    ]);
     const deletion = new RunDeletion(db.pool);
-    await expect(deletion.deleteRun(first.id)).rejects.toThrow(`run ${first.id} is continued by a later run (previousRunId): delete that one first`);
+    await expect(deletion.deleteRun(first.id)).rejects.toThrow(
+      `run ${first.id} is continued by a later run (previousRunId): delete that one first`,
+    );
     // By age: both are past the cutoff; the later goes first, then the one it continued.
     await deletion.purge(new Date(Date.now() - 3_600_000), { batchSize: 1 });
     expect(await db.records.get(first.id)).toBeNull();
@@ -164,7 +183,11 @@ it('a chain replays correctly after its worker is killed (SIGKILL) in the middle
 
   // A worker process takes the second run, asks for the slow tool, and dies while it runs.
   const a = startWorker('worker-A');
-  await waitFor('worker A to start the tool', async () => (await db.store.steps(second.id)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED'), 30_000);
+  await waitFor(
+    'worker A to start the tool',
+    async () => (await db.store.steps(second.id)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED'),
+    30_000,
+  );
   a.kill('SIGKILL');
   await new Promise((r) => a.once('exit', r));
   await expireLease(db.pool, second.id);

@@ -20,7 +20,13 @@ afterAll(async () => {
 beforeEach(({ onTestFailed }) => onTestFailed(() => console.error(procs.transcript())));
 
 it('kills the worker with SIGKILL at the named point; another worker resumes without repeating the recorded step', async () => {
-  const run = await db.records.create({ input: 'Which acme tickets are overdue?', model: 'demo', tokenBudget: 50_000, timeoutSeconds: 300, maxSteps: 20 });
+  const run = await db.records.create({
+    input: 'Which acme tickets are overdue?',
+    model: 'demo',
+    tokenBudget: 50_000,
+    timeoutSeconds: 300,
+    maxSteps: 20,
+  });
   const env = (name: string, extra: Record<string, string> = {}) =>
     cleanEnv({ DATABASE_URL: db.url, LLM_PROVIDER: 'demo', DEMO_LATENCY_MS: '0', WORKER_NAME: name, LOG_LEVEL: 'warn', ...extra });
 

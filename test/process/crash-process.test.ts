@@ -29,7 +29,11 @@ function startWorker(name: string): ChildProcess {
 it('a second worker process finishes the run of one killed with SIGKILL mid-step', async () => {
   const run = await newRun(db.records, 'survive a kill -9');
   const a = startWorker('worker-A');
-  await waitFor('worker A to start the tool', async () => (await db.store.steps(run.id)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED'), 30_000);
+  await waitFor(
+    'worker A to start the tool',
+    async () => (await db.store.steps(run.id)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED'),
+    30_000,
+  );
   a.kill('SIGKILL');
   await new Promise((r) => a.once('exit', r));
   expect((await db.records.state(run.id)).status).toBe('RUNNING'); // A died holding the lease
@@ -50,7 +54,11 @@ it('a second worker process finishes the run of one killed with SIGKILL mid-step
 it('a worker process stopped (SIGSTOP) past its lease is taken over, writes nothing after SIGCONT, and the attempt is not counted', async () => {
   const run = await newRun(db.records, 'survive a stalled worker');
   const a = startWorker('worker-A');
-  await waitFor('worker A to start the tool', async () => (await db.store.steps(run.id)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED'), 30_000);
+  await waitFor(
+    'worker A to start the tool',
+    async () => (await db.store.steps(run.id)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED'),
+    30_000,
+  );
   a.kill('SIGSTOP');
   startWorker('worker-B');
   await waitFor('worker B to finish the run', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);

@@ -52,7 +52,12 @@ const tools = [
       return `closed ${input.ticketId}`;
     },
   }),
-  defineTool({ name: 'lookup', description: 'Finds tickets', inputSchema: { type: 'object' }, execute: async () => ({ tickets: [{ id: 'T-1', title: 'Printer on fire' }] }) }),
+  defineTool({
+    name: 'lookup',
+    description: 'Finds tickets',
+    inputSchema: { type: 'object' },
+    execute: async () => ({ tickets: [{ id: 'T-1', title: 'Printer on fire' }] }),
+  }),
   defineTool({
     name: 'broken',
     description: 'Always fails',
@@ -96,9 +101,22 @@ const llm = new ScriptedLlm(async (req, options) => {
     return response([{ type: 'text', text: 'Closed T-1; T-2 stays open.' }], 'end_turn', usage(350, 10));
   }
   if (input.startsWith('tickets')) {
-    if (turn === 0) return response([{ type: 'text', text: 'Looking.' }, { type: 'tool_use', id: 'toolu_look_1', name: 'lookup', input: { q: 'fire' } }], 'tool_use', usage(400, 40, 0, 1200));
-    if (turn === 1) return response([{ type: 'tool_use', id: 'toolu_broken_1', name: 'broken', input: {} }], 'tool_use', usage(450, 20, 1200, 60));
-    return response([{ type: 'text', text: 'T-1 (Printer on fire) is the only ticket; the ticket system is down for the rest.' }], 'end_turn', usage(500, 35, 1260, 90));
+    if (turn === 0)
+      return response(
+        [
+          { type: 'text', text: 'Looking.' },
+          { type: 'tool_use', id: 'toolu_look_1', name: 'lookup', input: { q: 'fire' } },
+        ],
+        'tool_use',
+        usage(400, 40, 0, 1200),
+      );
+    if (turn === 1)
+      return response([{ type: 'tool_use', id: 'toolu_broken_1', name: 'broken', input: {} }], 'tool_use', usage(450, 20, 1200, 60));
+    return response(
+      [{ type: 'text', text: 'T-1 (Printer on fire) is the only ticket; the ticket system is down for the rest.' }],
+      'end_turn',
+      usage(500, 35, 1260, 90),
+    );
   }
   return response([{ type: 'text', text: `answer to ${input}` }], 'end_turn', usage(300, 20));
 });
@@ -108,12 +126,17 @@ async function sql<T extends pg.QueryResultRow>(text: string, values: unknown[] 
 }
 
 const post = async (body: object): Promise<RunId> => {
-  const res = await fetch(`${base}/api/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${base}/api/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   expect(res.status).toBe(201);
   return ((await res.json()) as { id: RunId }).id;
 };
 
-const statusOf = async (id: RunId) => (await sql<{ status: string }>('SELECT status FROM durable_agent.run WHERE id = $1', [id]))[0]!.status;
+const statusOf = async (id: RunId) =>
+  (await sql<{ status: string }>('SELECT status FROM durable_agent.run WHERE id = $1', [id]))[0]!.status;
 
 let ticketsRun: RunId;
 let failedRun: RunId;
@@ -125,7 +148,14 @@ beforeAll(async () => {
   if (stale) throw new Error(stale);
   db = await testDatabase();
   runtime = await startRuntime(
-    loadConfig({ DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'silent', WORKER_NAME: 'worker-t', LLM_PROVIDER: 'demo', DEFAULT_MODEL: 'claude-sonnet-4-6' }),
+    loadConfig({
+      DATABASE_URL: db.url,
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      WORKER_NAME: 'worker-t',
+      LLM_PROVIDER: 'demo',
+      DEFAULT_MODEL: 'claude-sonnet-4-6',
+    }),
     { api: true, worker: true, llm, agent: { system: 'You are a test agent.', tools } },
   );
   base = runtime.url!;
@@ -134,7 +164,9 @@ beforeAll(async () => {
   ticketsRun = await post({ input: 'tickets on fire?' });
   failedRun = await post({ input: 'tickets again', tokenBudget: 1000 });
   const other = await post({ input: 'hello' });
-  await waitFor('the runs to finish', async () => (await Promise.all([ticketsRun, failedRun, other].map(statusOf))).every((s) => s !== 'QUEUED' && s !== 'RUNNING'));
+  await waitFor('the runs to finish', async () =>
+    (await Promise.all([ticketsRun, failedRun, other].map(statusOf))).every((s) => s !== 'QUEUED' && s !== 'RUNNING'),
+  );
   // A run due in an hour stays QUEUED: the list shows one of each kind.
   const queued = await post({ input: 'later' });
   await db.pool.query(`UPDATE durable_agent.run SET run_at = now() + interval '1 hour' WHERE id = $1 AND status = 'QUEUED'`, [queued]);
@@ -158,7 +190,11 @@ afterAll(async () => {
 
 async function visibleRuns(p: Page): Promise<{ id: string; status: string; steps: string }[]> {
   return p.$$eval('table.runs tbody tr', (rows) =>
-    rows.map((r) => ({ id: r.getAttribute('data-run-id')!, status: r.getAttribute('data-status')!, steps: r.querySelector('.c-steps')!.textContent! })),
+    rows.map((r) => ({
+      id: r.getAttribute('data-run-id')!,
+      status: r.getAttribute('data-status')!,
+      steps: r.querySelector('.c-steps')!.textContent!,
+    })),
   );
 }
 
@@ -183,8 +219,12 @@ describe('the dashboard in Chromium', () => {
   it('filters by status, and pages with the cursor without losing or repeating a run', async () => {
     await page.click('.chip[data-filter="SUCCEEDED"]');
     await page.waitForURL(/\?status=SUCCEEDED$/);
-    await page.waitForFunction(() => [...document.querySelectorAll('table.runs tbody tr')].every((r) => r.getAttribute('data-status') === 'SUCCEEDED'));
-    const succeeded = await sql<{ id: string }>(`SELECT id FROM durable_agent.run WHERE status = 'SUCCEEDED' ORDER BY created_at DESC, id DESC`);
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll('table.runs tbody tr')].every((r) => r.getAttribute('data-status') === 'SUCCEEDED'),
+    );
+    const succeeded = await sql<{ id: string }>(
+      `SELECT id FROM durable_agent.run WHERE status = 'SUCCEEDED' ORDER BY created_at DESC, id DESC`,
+    );
     expect(succeeded.length).toBeGreaterThan(50);
     expect(await page.textContent('.chip[data-filter="SUCCEEDED"] .chip-count')).toBe(formatCount(succeeded.length));
 
@@ -192,7 +232,10 @@ describe('the dashboard in Chromium', () => {
     expect(seen.length).toBe(50);
     await page.click('a[rel="next"]');
     await page.waitForURL(/cursor=/);
-    await page.waitForFunction((first) => !document.querySelector(`tr[data-run-id="${first}"]`) && document.querySelectorAll('table.runs tbody tr').length > 0, seen[0]);
+    await page.waitForFunction(
+      (first) => !document.querySelector(`tr[data-run-id="${first}"]`) && document.querySelectorAll('table.runs tbody tr').length > 0,
+      seen[0],
+    );
     seen.push(...(await visibleRuns(page)).map((r) => r.id));
     expect(seen).toEqual(succeeded.map((r) => r.id));
     expect(await page.textContent('.pager')).toContain('End of the list');
@@ -206,21 +249,41 @@ describe('the dashboard in Chromium', () => {
     const rows = await page.$$eval('.wf-row[data-seq]', (els) =>
       els.map((e) => {
         const bar = e.querySelector('.wf-bar') as HTMLElement;
-        return { seq: Number(e.getAttribute('data-seq')), kind: e.getAttribute('data-kind'), status: e.getAttribute('data-status'), bar: bar.className, left: parseFloat(bar.style.left) };
+        return {
+          seq: Number(e.getAttribute('data-seq')),
+          kind: e.getAttribute('data-kind'),
+          status: e.getAttribute('data-status'),
+          bar: bar.className,
+          left: parseFloat(bar.style.left),
+        };
       }),
     );
-    const timeline = (await (await fetch(`${base}/api/runs/${ticketsRun}/timeline`)).json()) as { seq: number; kind: string; status: string }[];
-    expect(rows.map(({ seq, kind, status }) => ({ seq, kind, status }))).toEqual(timeline.map(({ seq, kind, status }) => ({ seq, kind, status })));
+    const timeline = (await (await fetch(`${base}/api/runs/${ticketsRun}/timeline`)).json()) as {
+      seq: number;
+      kind: string;
+      status: string;
+    }[];
+    expect(rows.map(({ seq, kind, status }) => ({ seq, kind, status }))).toEqual(
+      timeline.map(({ seq, kind, status }) => ({ seq, kind, status })),
+    );
     expect(rows.map((r) => r.status)).toEqual(['DONE', 'DONE', 'DONE', 'ERROR', 'DONE']);
     expect(rows[0]!.bar).toContain('model');
     expect(rows[1]!.bar).toContain('tool');
     expect(rows[3]!.bar).toContain('error');
     // One time axis: each step starts no earlier than the one before it.
     for (let i = 1; i < rows.length; i++) expect(rows[i]!.left).toBeGreaterThanOrEqual(rows[i - 1]!.left);
-    expect(await page.textContent('.io.output .prose')).toBe('T-1 (Printer on fire) is the only ticket; the ticket system is down for the rest.');
+    expect(await page.textContent('.io.output .prose')).toBe(
+      'T-1 (Printer on fire) is the only ticket; the ticket system is down for the rest.',
+    );
     expect(await page.textContent('.io.input .prose')).toBe('tickets on fire?');
-    const run = (await sql<{ tokens_used: number; token_budget: number }>('SELECT tokens_used, token_budget FROM durable_agent.run WHERE id = $1', [ticketsRun]))[0]!;
-    expect(await page.textContent('[data-meter="tokens"] .meter-value')).toBe(`${formatCount(run.tokens_used)} / ${formatCount(run.token_budget)}`);
+    const run = (
+      await sql<{ tokens_used: number; token_budget: number }>('SELECT tokens_used, token_budget FROM durable_agent.run WHERE id = $1', [
+        ticketsRun,
+      ])
+    )[0]!;
+    expect(await page.textContent('[data-meter="tokens"] .meter-value')).toBe(
+      `${formatCount(run.tokens_used)} / ${formatCount(run.token_budget)}`,
+    );
     expect(await page.textContent('[data-meter="steps"] .meter-value')).toBe('5 / 50');
   });
 
@@ -246,7 +309,7 @@ describe('the dashboard in Chromium', () => {
     expect(await tool.locator('.step-pane').nth(1).textContent()).toContain('Printer on fire');
   });
 
-  it('filters by agent: the list narrows to that agent\'s runs, and paging and the status chips keep the filter', async () => {
+  it("filters by agent: the list narrows to that agent's runs, and paging and the status chips keep the filter", async () => {
     // More runs of one agent than a page holds, so the filter has to survive paging.
     // Not the runs later tests drive further (a fork needs its source's agent to be one the runtime serves).
     await db.pool.query(
@@ -254,7 +317,9 @@ describe('the dashboard in Chromium', () => {
        WHERE id IN (SELECT id FROM durable_agent.run WHERE id <> ALL ($1::uuid[]) ORDER BY created_at DESC, id DESC OFFSET 2 LIMIT 55)`,
       [[ticketsRun]],
     );
-    const triage = (await sql<{ id: string }>(`SELECT id FROM durable_agent.run WHERE agent = 'triage' ORDER BY created_at DESC, id DESC`)).map((r) => r.id);
+    const triage = (
+      await sql<{ id: string }>(`SELECT id FROM durable_agent.run WHERE agent = 'triage' ORDER BY created_at DESC, id DESC`)
+    ).map((r) => r.id);
     expect(triage.length).toBe(55);
     await page.goto(`${base}/`);
     await page.waitForSelector('select[data-filter="agent"] option[value="triage"]', { state: 'attached' });
@@ -273,7 +338,10 @@ describe('the dashboard in Chromium', () => {
     expect(await page.$$eval('table.runs tbody .c-agent', (cells) => [...new Set(cells.map((c) => c.textContent))])).toEqual(['triage']);
     await page.click('a[rel="next"]');
     await page.waitForURL(/agent=triage&cursor=/);
-    await page.waitForFunction((first) => !document.querySelector(`tr[data-run-id="${first}"]`) && document.querySelectorAll('table.runs tbody tr').length > 0, seen[0]);
+    await page.waitForFunction(
+      (first) => !document.querySelector(`tr[data-run-id="${first}"]`) && document.querySelectorAll('table.runs tbody tr').length > 0,
+      seen[0],
+    );
     seen.push(...(await visibleRuns(page)).map((r) => r.id));
     expect(seen).toEqual(triage);
     expect(await page.inputValue('select[data-filter="agent"]')).toBe('triage');
@@ -281,8 +349,17 @@ describe('the dashboard in Chromium', () => {
     // A status chip keeps the agent filter.
     await page.click('.chip[data-filter="SUCCEEDED"]');
     await page.waitForURL(/\?status=SUCCEEDED&agent=triage$/);
-    const succeeded = (await sql<{ id: string }>(`SELECT id FROM durable_agent.run WHERE agent = 'triage' AND status = 'SUCCEEDED' ORDER BY created_at DESC, id DESC LIMIT 50`)).map((r) => r.id);
-    await page.waitForFunction((n) => document.querySelectorAll('table.runs tbody tr').length === n && [...document.querySelectorAll('table.runs tbody tr')].every((r) => r.getAttribute('data-status') === 'SUCCEEDED'), succeeded.length);
+    const succeeded = (
+      await sql<{ id: string }>(
+        `SELECT id FROM durable_agent.run WHERE agent = 'triage' AND status = 'SUCCEEDED' ORDER BY created_at DESC, id DESC LIMIT 50`,
+      )
+    ).map((r) => r.id);
+    await page.waitForFunction(
+      (n) =>
+        document.querySelectorAll('table.runs tbody tr').length === n &&
+        [...document.querySelectorAll('table.runs tbody tr')].every((r) => r.getAttribute('data-status') === 'SUCCEEDED'),
+      succeeded.length,
+    );
     expect((await visibleRuns(page)).map((r) => r.id)).toEqual(succeeded);
   });
 
@@ -313,7 +390,9 @@ describe('the dashboard in Chromium', () => {
     await page.click('button[data-action="cancel"]');
     await page.waitForSelector('.notice.ok');
     expect(await page.textContent('.notice')).toBe('Cancel requested: the run stops before its next step.');
-    expect((await sql<{ cancel_requested: boolean }>('SELECT cancel_requested FROM durable_agent.run WHERE id = $1', [id]))[0]!.cancel_requested).toBe(true);
+    expect(
+      (await sql<{ cancel_requested: boolean }>('SELECT cancel_requested FROM durable_agent.run WHERE id = $1', [id]))[0]!.cancel_requested,
+    ).toBe(true);
     releaseHeld();
     // The page follows the run on its own until it has ended.
     await page.waitForSelector('.run-head .pill[data-status="CANCELLED"]');
@@ -329,7 +408,10 @@ describe('the dashboard in Chromium', () => {
     for (const r of await sql<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM durable_agent.run GROUP BY status')) {
       expect(await figure(`status-${r.status}`), r.status).toBe(formatCount(r.n));
     }
-    for (const [name, hours] of [['hour', 1], ['day', 24]] as const) {
+    for (const [name, hours] of [
+      ['hour', 1],
+      ['day', 24],
+    ] as const) {
       const [w] = await sql<{ steps: number; tokens: number; cost: number; runs: number }>(
         `SELECT count(*)::int AS steps, coalesce(sum(input_tokens + cache_creation_input_tokens + output_tokens), 0)::int AS tokens,
                 coalesce(sum(cost_usd), 0)::float8 AS cost,
@@ -359,9 +441,12 @@ describe('the dashboard in Chromium', () => {
     await detail.locator('button[data-action="fork"]').click();
     await page.waitForURL((url) => /\/runs\/[0-9a-f-]{36}$/.test(url.pathname) && !url.pathname.endsWith(ticketsRun));
     const forkId = new URL(page.url()).pathname.split('/').pop()!;
-    const row = (await sql<{ forked_from_run_id: string; forked_after_seq: number; model: string }>(
-      'SELECT forked_from_run_id, forked_after_seq, model FROM durable_agent.run WHERE id = $1', [forkId],
-    ))[0]!;
+    const row = (
+      await sql<{ forked_from_run_id: string; forked_after_seq: number; model: string }>(
+        'SELECT forked_from_run_id, forked_after_seq, model FROM durable_agent.run WHERE id = $1',
+        [forkId],
+      )
+    )[0]!;
     expect(row).toEqual({ forked_from_run_id: ticketsRun, forked_after_seq: 2, model: 'claude-haiku-4-5' });
     await waitFor('the fork to finish', async () => (await statusOf(forkId as RunId)) === 'SUCCEEDED');
     await page.waitForSelector('.wf-row[data-seq="5"]');
@@ -386,14 +471,18 @@ describe('approvals', () => {
     const since = ((await (await fetch(`${base}/api/runs/${id}`)).json()) as { waiting: { since: string } }).waiting.since;
     const state = p.locator('.run-head .run-state');
     expect(await state.getAttribute('data-state')).toBe('waiting');
-    expect(await state.textContent()).toMatch(new RegExp(`^waiting for approval of 2 tool calls since ${formatClock(new Date(since), new Date())} \\(`));
+    expect(await state.textContent()).toMatch(
+      new RegExp(`^waiting for approval of 2 tool calls since ${formatClock(new Date(since), new Date())} \\(`),
+    );
     expect(await p.textContent('.run-head .sub')).not.toContain('running for');
     // The model wrote no text before its tool calls: once the page has read the run's events, no
     // live-text box stands empty.
     await p.waitForSelector('.live-text[data-seq]', { state: 'attached' });
     expect(await p.isVisible('.live-text')).toBe(false);
     await p.locator('.approval[data-tool-use-id="toolu_close_1"]').getByRole('button', { name: 'Approve' }).click();
-    await p.waitForFunction(() => document.querySelector('.approval[data-tool-use-id="toolu_close_1"] .decision-result')?.textContent === 'Approved.');
+    await p.waitForFunction(
+      () => document.querySelector('.approval[data-tool-use-id="toolu_close_1"] .decision-result')?.textContent === 'Approved.',
+    );
     expect(await statusOf(id)).toBe('WAITING'); // one call is still undecided
     const second = p.locator('.approval[data-tool-use-id="toolu_close_2"]');
     await second.locator('input.reason').fill('T-2 is not a duplicate');
@@ -415,7 +504,9 @@ describe('approvals', () => {
   it('shows a sleeping run as sleeping until its wake-up time, with no empty live-text box', async () => {
     const id = await post({ input: 'sleep for an hour' });
     await waitFor('the run to sleep', async () => (await statusOf(id)) === 'WAITING', UI_TIMEOUT);
-    const { waiting } = (await (await fetch(`${base}/api/runs/${id}`)).json()) as { waiting: { kind: string; since: string; wakeAt: string } };
+    const { waiting } = (await (await fetch(`${base}/api/runs/${id}`)).json()) as {
+      waiting: { kind: string; since: string; wakeAt: string };
+    };
     expect(waiting.kind).toBe('timer');
     const p = await chromium.context.newPage();
     p.setDefaultTimeout(UI_TIMEOUT);
@@ -423,7 +514,9 @@ describe('approvals', () => {
     const state = p.locator('.run-head .run-state[data-state="waiting"]');
     await state.waitFor();
     const clock = (iso: string) => formatClock(new Date(iso), new Date());
-    expect(await state.textContent()).toMatch(new RegExp(`^sleeping until ${clock(waiting.wakeAt)} \\(in (59m \\d\\ds|1h 00m)\\) · since ${clock(waiting.since)} \\(`));
+    expect(await state.textContent()).toMatch(
+      new RegExp(`^sleeping until ${clock(waiting.wakeAt)} \\(in (59m \\d\\ds|1h 00m)\\) · since ${clock(waiting.since)} \\(`),
+    );
     expect(await p.textContent('.run-head .sub')).not.toContain('running for');
     await p.waitForSelector('.live-text[data-seq]', { state: 'attached' });
     expect(await p.isVisible('.live-text')).toBe(false);
@@ -432,7 +525,7 @@ describe('approvals', () => {
 });
 
 describe('against real API keys (last: once a key exists, every request needs one)', () => {
-  it('asks for a key on the 401, refuses a wrong one, then shows the list of that key\'s tenant only; the key stays in the tab', async () => {
+  it("asks for a key on the 401, refuses a wrong one, then shows the list of that key's tenant only; the key stays in the tab", async () => {
     const keys = new ApiKeys(db.pool);
     const mine = await keys.create('default', 'browser');
     const theirs = await keys.create('globex');

@@ -45,7 +45,11 @@ it('a run resumed by changed code keeps its original prompt and tool definitions
     env: { ...process.env, DATABASE_URL: db.url, WORKER_NAME: 'old-release', LEASE_MS: '1500', SLOW_TOOL_MS: '60000' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  await waitFor('the old release to start the tool', async () => (await db.store.steps(run.id)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED'), 30_000);
+  await waitFor(
+    'the old release to start the tool',
+    async () => (await db.store.steps(run.id)).some((s) => s.kind === 'TOOL' && s.status === 'STARTED'),
+    30_000,
+  );
   child.kill('SIGKILL');
   await new Promise((r) => child!.once('exit', r));
   await expireLease(db.pool, run.id);

@@ -39,7 +39,9 @@ it('lets one process in at a time when several contend for it over and over', as
         fs.appendFileSync(${JSON.stringify(trace)}, process.pid + ' out\\n');
       });
     }`;
-  await Promise.all([1, 2, 3].map(() => run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { timeout: 60_000 })));
+  await Promise.all(
+    [1, 2, 3].map(() => run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { timeout: 60_000 })),
+  );
   const lines = fs.readFileSync(trace, 'utf8').trim().split('\n');
   expect(lines).toHaveLength(3 * 8 * 2);
   for (let i = 0; i < lines.length; i += 2) {
@@ -68,7 +70,9 @@ it('cannot be blocked by another process listening on a name derived from the di
   // The abstract socket name a lock derived from its path once used: any local user could listen on it first.
   const real = path.join(fs.realpathSync(path.dirname(lock)), path.basename(lock));
   const squatter = net.createServer();
-  await new Promise<void>((resolve) => squatter.listen(`\0durable-agent-lock-${createHash('sha256').update(real).digest('hex').slice(0, 32)}`, resolve));
+  await new Promise<void>((resolve) =>
+    squatter.listen(`\0durable-agent-lock-${createHash('sha256').update(real).digest('hex').slice(0, 32)}`, resolve),
+  );
   try {
     expect(await withDirectoryLock(lock, async () => 'got it', 2_000)).toBe('got it');
   } finally {

@@ -29,7 +29,8 @@ const json = async (url: string, init?: RequestInit) => {
   const res = await fetch(url, init);
   return { status: res.status, body: (await res.json()) as any };
 };
-const post = (url: string, body: unknown) => json(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const post = (url: string, body: unknown) =>
+  json(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 it('approves a close_ticket after every process was stopped and started again; the tool runs once, the model call is not repeated', async () => {
   const port = await freePort();
@@ -38,10 +39,14 @@ it('approves a close_ticket after every process was stopped and started again; t
   const created = await post(`${base}/api/runs`, { input: 'Close ticket ACME-104 because the webhook fix shipped' });
   expect(created.status).toBe(201);
   const id = created.body.id as string;
-  const waiting = await until('the run to wait for approval', async () => {
-    const { body } = await json(`${base}/api/runs/${id}`);
-    return body.status === 'WAITING' && body;
-  }, 30_000);
+  const waiting = await until(
+    'the run to wait for approval',
+    async () => {
+      const { body } = await json(`${base}/api/runs/${id}`);
+      return body.status === 'WAITING' && body;
+    },
+    30_000,
+  );
   expect(waiting.waiting).toMatchObject({
     kind: 'approval',
     toolCalls: [{ toolName: 'close_ticket', input: { ticketId: 'ACME-104', resolution: 'the webhook fix shipped' } }],
@@ -56,10 +61,14 @@ it('approves a close_ticket after every process was stopped and started again; t
   await serve('serve-2', port);
   const approved = await post(`${base}/api/runs/${id}/tool-calls/${toolUseId}/decision`, { decision: 'approve' });
   expect(approved).toEqual({ status: 202, body: { id, status: 'QUEUED' } });
-  const done = await until('the run to finish', async () => {
-    const { body } = await json(`${base}/api/runs/${id}`);
-    return body.status === 'SUCCEEDED' && body;
-  }, 30_000);
+  const done = await until(
+    'the run to finish',
+    async () => {
+      const { body } = await json(`${base}/api/runs/${id}`);
+      return body.status === 'SUCCEEDED' && body;
+    },
+    30_000,
+  );
   expect(done.output).toContain('[demo model]');
 
   const steps = await db.store.steps(id as RunId);

@@ -56,97 +56,125 @@ const oneLine = (text: string) => {
 };
 
 describe('exit codes', () => {
-  it('0 for --help; 2 with one line on stderr for bad usage or configuration', async () => {
-    const closedPort = await freePort();
-    const [help, unknown, badConfig, unreachable] = await Promise.all([
-      cli(['--help']),
-      cli(['frobnicate']),
-      cli(['migrate'], { LEASE_SECONDS: 'soon' }),
-      cli(['migrate'], { DATABASE_URL: `postgres://agent:hunter2@127.0.0.1:${closedPort}/agents` }),
-    ]);
-    expect(help.code).toBe(0);
-    expect(help.out).toMatch(/^Usage: durable-agent <command>/m);
-    expect(help.err).toBe('');
+  it(
+    '0 for --help; 2 with one line on stderr for bad usage or configuration',
+    async () => {
+      const closedPort = await freePort();
+      const [help, unknown, badConfig, unreachable] = await Promise.all([
+        cli(['--help']),
+        cli(['frobnicate']),
+        cli(['migrate'], { LEASE_SECONDS: 'soon' }),
+        cli(['migrate'], { DATABASE_URL: `postgres://agent:hunter2@127.0.0.1:${closedPort}/agents` }),
+      ]);
+      expect(help.code).toBe(0);
+      expect(help.out).toMatch(/^Usage: durable-agent <command>/m);
+      expect(help.err).toBe('');
 
-    expect(unknown.code).toBe(2);
-    // One readable line, then the usage.
-    expect(unknown.err.split('\n')[0]).toBe('durable-agent: unknown command "frobnicate"');
-    expect(unknown.err).toMatch(/^Usage: durable-agent <command>/m);
-    expect(badConfig.code).toBe(2);
-    expect(oneLine(badConfig.err)).toBe('durable-agent: invalid configuration: LEASE_SECONDS: must be a number');
-    expect(unreachable.code).toBe(2);
-    expect(oneLine(unreachable.err)).toMatch(new RegExp(`^durable-agent: cannot use the database postgres://agent:\\*\\*\\*@127\\.0\\.0\\.1:${closedPort}/agents: .*ECONNREFUSED`));
-    expect(unreachable.err).not.toContain('hunter2');
-  }, TEST_TIMEOUT);
+      expect(unknown.code).toBe(2);
+      // One readable line, then the usage.
+      expect(unknown.err.split('\n')[0]).toBe('durable-agent: unknown command "frobnicate"');
+      expect(unknown.err).toMatch(/^Usage: durable-agent <command>/m);
+      expect(badConfig.code).toBe(2);
+      expect(oneLine(badConfig.err)).toBe('durable-agent: invalid configuration: LEASE_SECONDS: must be a number');
+      expect(unreachable.code).toBe(2);
+      expect(oneLine(unreachable.err)).toMatch(
+        new RegExp(
+          `^durable-agent: cannot use the database postgres://agent:\\*\\*\\*@127\\.0\\.0\\.1:${closedPort}/agents: .*ECONNREFUSED`,
+        ),
+      );
+      expect(unreachable.err).not.toContain('hunter2');
+    },
+    TEST_TIMEOUT,
+  );
 
-  it('2 when the port is taken, before any run is claimed', async () => {
-    const db = await testDatabase();
-    const taken = net.createServer();
-    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
-    try {
-      const { port } = taken.address() as net.AddressInfo;
-      const res = await cli(['serve'], { DATABASE_URL: db.url, PORT: String(port) });
-      expect(res.code).toBe(2);
-      expect(oneLine(res.err)).toBe(`durable-agent: cannot listen on 127.0.0.1:${port} (in use); set PORT or --port`);
-    } finally {
-      taken.close();
-      await db.close();
-    }
-  }, TEST_TIMEOUT);
+  it(
+    '2 when the port is taken, before any run is claimed',
+    async () => {
+      const db = await testDatabase();
+      const taken = net.createServer();
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port } = taken.address() as net.AddressInfo;
+        const res = await cli(['serve'], { DATABASE_URL: db.url, PORT: String(port) });
+        expect(res.code).toBe(2);
+        expect(oneLine(res.err)).toBe(`durable-agent: cannot listen on 127.0.0.1:${port} (in use); set PORT or --port`);
+      } finally {
+        taken.close();
+        await db.close();
+      }
+    },
+    TEST_TIMEOUT,
+  );
 
-  it('1 with one line when something fails while running: a migration the database refuses', async () => {
-    const url = await emptyDatabase();
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    await c.query('CREATE SCHEMA durable_agent; CREATE TABLE durable_agent.run (x int)'); // in the way of the first migration
-    await c.end();
-    const res = await cli(['migrate'], { DATABASE_URL: url });
-    expect(res.code).toBe(1);
-    expect(oneLine(res.err)).toBe('durable-agent: migration 0001_runs failed: relation "run" already exists');
-  }, TEST_TIMEOUT);
+  it(
+    '1 with one line when something fails while running: a migration the database refuses',
+    async () => {
+      const url = await emptyDatabase();
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      await c.query('CREATE SCHEMA durable_agent; CREATE TABLE durable_agent.run (x int)'); // in the way of the first migration
+      await c.end();
+      const res = await cli(['migrate'], { DATABASE_URL: url });
+      expect(res.code).toBe(1);
+      expect(oneLine(res.err)).toBe('durable-agent: migration 0001_runs failed: relation "run" already exists');
+    },
+    TEST_TIMEOUT,
+  );
 });
 
-it('`migrate` applies the migrations to an empty database and exits 0, then finds it up to date', async () => {
-  const url = await emptyDatabase();
-  const redacted = url.replace(/:[^:@/]*@/, ':***@');
-  const first = await cli(['migrate'], { DATABASE_URL: url });
-  expect(first.code).toBe(0);
-  const names = listMigrations().map((m) => m.name);
-  expect(first.out).toBe(`applied ${names.join(', ')} to ${redacted}\n`);
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  const { rows } = await c.query<{ name: string }>('SELECT name FROM durable_agent.schema_migration ORDER BY version');
-  expect(rows.map((r) => r.name)).toEqual(names);
-  await c.end();
-  const second = await cli(['migrate'], { DATABASE_URL: url });
-  expect(second.code).toBe(0);
-  expect(second.out).toBe(`${redacted} is up to date\n`);
-}, TEST_TIMEOUT);
+it(
+  '`migrate` applies the migrations to an empty database and exits 0, then finds it up to date',
+  async () => {
+    const url = await emptyDatabase();
+    const redacted = url.replace(/:[^:@/]*@/, ':***@');
+    const first = await cli(['migrate'], { DATABASE_URL: url });
+    expect(first.code).toBe(0);
+    const names = listMigrations().map((m) => m.name);
+    expect(first.out).toBe(`applied ${names.join(', ')} to ${redacted}\n`);
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const { rows } = await c.query<{ name: string }>('SELECT name FROM durable_agent.schema_migration ORDER BY version');
+    expect(rows.map((r) => r.name)).toEqual(names);
+    await c.end();
+    const second = await cli(['migrate'], { DATABASE_URL: url });
+    expect(second.code).toBe(0);
+    expect(second.out).toBe(`${redacted} is up to date\n`);
+  },
+  TEST_TIMEOUT,
+);
 
-it('a worker-only process serves /metrics on METRICS_PORT, counting the runs it drives', async () => {
-  const db = await testDatabase();
-  try {
-    const metricsPort = await freePort();
-    const worker = procs.start('worker', ['worker'], cleanEnv({ DATABASE_URL: db.url, METRICS_PORT: String(metricsPort), DEMO_LATENCY_MS: '10', WORKER_NAME: 'metrics-worker' }));
-    await waitForOutput(worker, /"msg":"worker metrics-worker started"/, 120_000);
-    expect(worker.out).toContain(`"metrics":"http://127.0.0.1:${metricsPort}/metrics"`);
+it(
+  'a worker-only process serves /metrics on METRICS_PORT, counting the runs it drives',
+  async () => {
+    const db = await testDatabase();
+    try {
+      const metricsPort = await freePort();
+      const worker = procs.start(
+        'worker',
+        ['worker'],
+        cleanEnv({ DATABASE_URL: db.url, METRICS_PORT: String(metricsPort), DEMO_LATENCY_MS: '10', WORKER_NAME: 'metrics-worker' }),
+      );
+      await waitForOutput(worker, /"msg":"worker metrics-worker started"/, 120_000);
+      expect(worker.out).toContain(`"metrics":"http://127.0.0.1:${metricsPort}/metrics"`);
 
-    const run = await newRun(new RunRecords(db.pool), 'Which acme tickets are overdue?', { model: 'demo' });
-    await until('the run to finish', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
-    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-    const body = await res.text();
-    expect(body).toMatch(/^agent_runs_finished_total\{status="SUCCEEDED"\} 1$/m);
-    expect(body).toMatch(/^agent_runs\{status="SUCCEEDED"\} 1$/m);
-    expect(body).toMatch(/^agent_tokens_total\{model="demo",direction="output"\} [1-9]\d*$/m);
-    const other = await fetch(`http://127.0.0.1:${metricsPort}/api/runs`);
-    expect(other.status).toBe(404);
-    expect(await other.json()).toEqual({ error: { code: 'not_found', message: expect.any(String) } });
+      const run = await newRun(new RunRecords(db.pool), 'Which acme tickets are overdue?', { model: 'demo' });
+      await until('the run to finish', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
+      const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      const body = await res.text();
+      expect(body).toMatch(/^agent_runs_finished_total\{status="SUCCEEDED"\} 1$/m);
+      expect(body).toMatch(/^agent_runs\{status="SUCCEEDED"\} 1$/m);
+      expect(body).toMatch(/^agent_tokens_total\{model="demo",direction="output"\} [1-9]\d*$/m);
+      const other = await fetch(`http://127.0.0.1:${metricsPort}/api/runs`);
+      expect(other.status).toBe(404);
+      expect(await other.json()).toEqual({ error: { code: 'not_found', message: expect.any(String) } });
 
-    worker.child.kill('SIGTERM');
-    expect(await exitWithin(worker, 30_000)).toEqual({ code: 0, signal: null });
-  } finally {
-    await db.close();
-  }
-}, TEST_TIMEOUT);
+      worker.child.kill('SIGTERM');
+      expect(await exitWithin(worker, 30_000)).toEqual({ code: 0, signal: null });
+    } finally {
+      await db.close();
+    }
+  },
+  TEST_TIMEOUT,
+);

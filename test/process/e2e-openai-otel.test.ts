@@ -31,13 +31,19 @@ beforeEach(({ onTestFailed }) => {
   onTestFailed(() => {
     console.error(procs.transcript());
     console.error('model requests:', JSON.stringify(model.requests.map((r) => ({ seq: r.seq, status: r.status, invalid: r.invalid }))));
-    console.error('collector requests:', JSON.stringify(collector.requests.map((r) => ({ path: r.path, spans: r.spans.map((s) => s.name) }))));
+    console.error(
+      'collector requests:',
+      JSON.stringify(collector.requests.map((r) => ({ path: r.path, spans: r.spans.map((s) => s.name) }))),
+    );
   });
 });
 
 it('serves a run on an OpenAI-compatible server and exports its spans over OTLP', async () => {
   model
-    .toolCalls([{ id: 'call_list', name: 'list_tickets', arguments: { customer: 'acme', overdue: true } }], { prompt_tokens: 812, completion_tokens: 64 })
+    .toolCalls([{ id: 'call_list', name: 'list_tickets', arguments: { customer: 'acme', overdue: true } }], {
+      prompt_tokens: 812,
+      completion_tokens: 64,
+    })
     .text(ANSWER, { prompt_tokens: 1_210, completion_tokens: 40, cached_tokens: 768 });
   const serve = procs.start(
     'serve',
@@ -61,7 +67,11 @@ it('serves a run on an OpenAI-compatible server and exports its spans over OTLP'
   expect(serve.out).toContain('model:    openai, default gpt-5.4-mini');
   expect(serve.out).toContain(`traces:   OTLP to ${collector.url}/v1/traces`);
 
-  const created = await fetch(`${url}/api/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: 'Which acme tickets are overdue?' }) });
+  const created = await fetch(`${url}/api/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ input: 'Which acme tickets are overdue?' }),
+  });
   expect(created.status).toBe(201);
   const { id } = (await created.json()) as { id: string };
   const run = await until(
@@ -72,10 +82,23 @@ it('serves a run on an OpenAI-compatible server and exports its spans over OTLP'
     },
     60_000,
   );
-  expect(run).toMatchObject({ status: 'SUCCEEDED', output: ANSWER, model: 'gpt-5.4-mini', provider: 'openai', tokensUsed: 812 + 64 + (1_210 - 768) + 40 });
+  expect(run).toMatchObject({
+    status: 'SUCCEEDED',
+    output: ANSWER,
+    model: 'gpt-5.4-mini',
+    provider: 'openai',
+    tokensUsed: 812 + 64 + (1_210 - 768) + 40,
+  });
   expect(run.costUsd).toBeGreaterThan(0);
-  expect(model.requests.map((r) => [r.status, r.invalid, r.streamed])).toEqual([[200, null, true], [200, null, true]]);
-  expect(model.requests[1]!.body.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_list', content: expect.stringContaining('ACME-101') });
+  expect(model.requests.map((r) => [r.status, r.invalid, r.streamed])).toEqual([
+    [200, null, true],
+    [200, null, true],
+  ]);
+  expect(model.requests[1]!.body.messages.at(-1)).toMatchObject({
+    role: 'tool',
+    tool_call_id: 'call_list',
+    content: expect.stringContaining('ACME-101'),
+  });
   expect(collector.requests).toEqual([]); // still in the batch
 
   serve.child.kill('SIGTERM');
@@ -91,7 +114,12 @@ it('serves a run on an OpenAI-compatible server and exports its spans over OTLP'
   const named = (name: string) => spans.filter((s) => s.name === name);
   const [attempt] = named('invoke_agent') as [CollectedSpan];
   expect(named('invoke_agent')).toHaveLength(1);
-  expect(attempt.attributes).toMatchObject({ 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-5.4-mini', 'durable_agent.worker': 'worker-otel', 'durable_agent.run.status': 'SUCCEEDED' });
+  expect(attempt.attributes).toMatchObject({
+    'gen_ai.provider.name': 'openai',
+    'gen_ai.request.model': 'gpt-5.4-mini',
+    'durable_agent.worker': 'worker-otel',
+    'durable_agent.run.status': 'SUCCEEDED',
+  });
   expect(attempt.resource).toMatchObject({ 'service.name': 'support-agents', 'service.instance.id': 'worker-otel' });
 
   const chats = named('chat gpt-5.4-mini');

@@ -31,7 +31,9 @@ function transcript(): string {
   return [
     procs.transcript(),
     `----- ${log} (last lines) -----\n${pgLog}`,
-    `----- processes -----\n${processes().map((q) => `${q.pid} ${q.ppid} ${q.args}`).join('\n')}`,
+    `----- processes -----\n${processes()
+      .map((q) => `${q.pid} ${q.ppid} ${q.args}`)
+      .join('\n')}`,
   ].join('\n');
 }
 
@@ -144,130 +146,156 @@ let firstOutput = '';
 let serverPid = 0;
 let pgPort = 0;
 
-it('`serve` with nothing configured starts the embedded PostgreSQL and the demo model answers the README curl', async () => {
-  const { proc: serve, banner } = await timed('first serve (initdb) to banner', () => startServe('serve#1'));
-  expect(banner.url).toBe(`http://127.0.0.1:${port}`);
-  expect(serve.out).toContain(`database: embedded PostgreSQL in ${dataDir} (port `);
-  expect(serve.out).toContain('model:    demo (offline stand-in; set ANTHROPIC_API_KEY for Claude)');
-  expect(serve.out).toContain(`curl -s -X POST ${banner.url}/api/runs -H 'Content-Type: application/json'`);
-  // The warning is a log line, written asynchronously: it may arrive just after the banner.
-  await waitForOutput(serve, /ANTHROPIC_API_KEY is not set: using the offline demo model/, 10_000);
-  // The curl printed is the README's.
-  expect(fs.readFileSync('README.md', 'utf8')).toContain(`-d '${banner.body}'`);
-  expect(JSON.parse(banner.body)).toEqual({ input: QUESTION, tokenBudget: 50000, timeoutSeconds: 300 });
+it(
+  '`serve` with nothing configured starts the embedded PostgreSQL and the demo model answers the README curl',
+  async () => {
+    const { proc: serve, banner } = await timed('first serve (initdb) to banner', () => startServe('serve#1'));
+    expect(banner.url).toBe(`http://127.0.0.1:${port}`);
+    expect(serve.out).toContain(`database: embedded PostgreSQL in ${dataDir} (port `);
+    expect(serve.out).toContain('model:    demo (offline stand-in; set ANTHROPIC_API_KEY for Claude)');
+    expect(serve.out).toContain(`curl -s -X POST ${banner.url}/api/runs -H 'Content-Type: application/json'`);
+    // The warning is a log line, written asynchronously: it may arrive just after the banner.
+    await waitForOutput(serve, /ANTHROPIC_API_KEY is not set: using the offline demo model/, 10_000);
+    // The curl printed is the README's.
+    expect(fs.readFileSync('README.md', 'utf8')).toContain(`-d '${banner.body}'`);
+    expect(JSON.parse(banner.body)).toEqual({ input: QUESTION, tokenBudget: 50000, timeoutSeconds: 300 });
 
-  // The server lives under DATA_DIR, one postmaster, started by this serve.
-  expect(fs.existsSync(path.join(dataDir, 'pg', 'PG_VERSION'))).toBe(true);
-  const pms = postmasters();
-  expect(pms).toHaveLength(1);
-  expect(pidFile()).toBe(pms[0]!.pid);
-  serverPid = pms[0]!.pid;
-  pgPort = banner.pgPort;
+    // The server lives under DATA_DIR, one postmaster, started by this serve.
+    expect(fs.existsSync(path.join(dataDir, 'pg', 'PG_VERSION'))).toBe(true);
+    const pms = postmasters();
+    expect(pms).toHaveLength(1);
+    expect(pidFile()).toBe(pms[0]!.pid);
+    serverPid = pms[0]!.pid;
+    pgPort = banner.pgPort;
 
-  const health = await api(`${banner.url}/healthz`);
-  expect(health).toEqual({ status: 200, body: { ok: true } });
+    const health = await api(`${banner.url}/healthz`);
+    expect(health).toEqual({ status: 200, body: { ok: true } });
 
-  const id = await timed('first run', async () => {
-    const runId = await startRun(banner.url, banner.body);
-    await finished(banner.url, runId);
-    return runId;
-  });
-  const { body: run } = await api(`${banner.url}/api/runs/${id}`);
-  expect(run.status, JSON.stringify(run)).toBe('SUCCEEDED');
-  expect(run.model).toBe('demo');
-  expect(run.output).toMatch(/^\[demo model\] /);
-  expect(run.output).toMatch(/ACME-\d+/);
-  expect(run.tokensUsed).toBeGreaterThan(0);
-  expect(run.tokenBudget).toBe(50000);
+    const id = await timed('first run', async () => {
+      const runId = await startRun(banner.url, banner.body);
+      await finished(banner.url, runId);
+      return runId;
+    });
+    const { body: run } = await api(`${banner.url}/api/runs/${id}`);
+    expect(run.status, JSON.stringify(run)).toBe('SUCCEEDED');
+    expect(run.model).toBe('demo');
+    expect(run.output).toMatch(/^\[demo model\] /);
+    expect(run.output).toMatch(/ACME-\d+/);
+    expect(run.tokensUsed).toBeGreaterThan(0);
+    expect(run.tokenBudget).toBe(50000);
 
-  const { body: timeline } = await api(`${banner.url}/api/runs/${id}/timeline`);
-  expect(timeline.map((s: Json) => [s.seq, s.kind, s.status, s.toolName, s.stopReason])).toEqual([
-    [1, 'MODEL', 'DONE', null, 'tool_use'],
-    [2, 'TOOL', 'DONE', 'list_tickets', null],
-    [3, 'MODEL', 'DONE', null, 'end_turn'],
-  ]);
-  const { body: firstStep } = await api(`${banner.url}/api/runs/${id}/steps/1`);
-  expect(JSON.stringify(firstStep.response)).toContain('"customer":"acme"');
-  firstRunId = id;
-  firstOutput = run.output;
-}, STEP_TIMEOUT);
+    const { body: timeline } = await api(`${banner.url}/api/runs/${id}/timeline`);
+    expect(timeline.map((s: Json) => [s.seq, s.kind, s.status, s.toolName, s.stopReason])).toEqual([
+      [1, 'MODEL', 'DONE', null, 'tool_use'],
+      [2, 'TOOL', 'DONE', 'list_tickets', null],
+      [3, 'MODEL', 'DONE', null, 'end_turn'],
+    ]);
+    const { body: firstStep } = await api(`${banner.url}/api/runs/${id}/steps/1`);
+    expect(JSON.stringify(firstStep.response)).toContain('"customer":"acme"');
+    firstRunId = id;
+    firstOutput = run.output;
+  },
+  STEP_TIMEOUT,
+);
 
-it('a second `worker` process shares the running server; both stop on SIGTERM and the server stops with the last', async () => {
-  const serve = procs.all.find((p) => p.name === 'serve#1')!;
-  expect(alive(serve)).toBe(true);
-  const worker = startCli('worker', ['worker']);
-  const [line] = await timed('worker to start', () => waitForOutput(worker, /\{[^\n]*"msg":"worker [^"\n]+ started"[^\n]*\}/, 90_000));
-  const started = JSON.parse(line) as Json;
-  expect(started.msg).toBe(`worker ${os.hostname()}-${worker.child.pid} started`);
-  // It found the running server rather than starting another.
-  expect(started.database).toBe(`embedded PostgreSQL in ${dataDir} (port ${pgPort})`);
-  expect(postmasters().map((p) => p.pid)).toEqual([serverPid]);
+it(
+  'a second `worker` process shares the running server; both stop on SIGTERM and the server stops with the last',
+  async () => {
+    const serve = procs.all.find((p) => p.name === 'serve#1')!;
+    expect(alive(serve)).toBe(true);
+    const worker = startCli('worker', ['worker']);
+    const [line] = await timed('worker to start', () => waitForOutput(worker, /\{[^\n]*"msg":"worker [^"\n]+ started"[^\n]*\}/, 90_000));
+    const started = JSON.parse(line) as Json;
+    expect(started.msg).toBe(`worker ${os.hostname()}-${worker.child.pid} started`);
+    // It found the running server rather than starting another.
+    expect(started.database).toBe(`embedded PostgreSQL in ${dataDir} (port ${pgPort})`);
+    expect(postmasters().map((p) => p.pid)).toEqual([serverPid]);
 
-  // Runs queued now may be taken by either process; they all succeed.
-  const base = `http://127.0.0.1:${port}`;
-  const ids = await Promise.all(Array.from({ length: 4 }, () => startRun(base, JSON.stringify({ input: QUESTION }))));
-  const runs = await Promise.all(ids.map((id) => finished(base, id)));
-  expect(runs.map((r) => r.status)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
-  const names = new Set([`${os.hostname()}-${serve.child.pid}`, `${os.hostname()}-${worker.child.pid}`]);
-  for (const id of ids) {
-    const { body: steps } = await api(`${base}/api/runs/${id}/timeline`);
-    for (const s of steps as Json[]) expect(names).toContain(s.worker);
-  }
+    // Runs queued now may be taken by either process; they all succeed.
+    const base = `http://127.0.0.1:${port}`;
+    const ids = await Promise.all(Array.from({ length: 4 }, () => startRun(base, JSON.stringify({ input: QUESTION }))));
+    const runs = await Promise.all(ids.map((id) => finished(base, id)));
+    expect(runs.map((r) => r.status)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+    const names = new Set([`${os.hostname()}-${serve.child.pid}`, `${os.hostname()}-${worker.child.pid}`]);
+    for (const id of ids) {
+      const { body: steps } = await api(`${base}/api/runs/${id}/timeline`);
+      for (const s of steps as Json[]) expect(names).toContain(s.worker);
+    }
 
-  // Both asked to stop at the same moment: both exit 0, and the last one out stops the server.
-  const [a, b] = await timed('serve and worker to exit', () => Promise.all([stopped(serve), stopped(worker)]));
-  expect(a).toEqual({ code: 0, signal: null });
-  expect(b).toEqual({ code: 0, signal: null });
-  await timed('embedded server to stop', () => serverGone());
-  expect(pidFile()).toBeNull();
-}, STEP_TIMEOUT);
+    // Both asked to stop at the same moment: both exit 0, and the last one out stops the server.
+    const [a, b] = await timed('serve and worker to exit', () => Promise.all([stopped(serve), stopped(worker)]));
+    expect(a).toEqual({ code: 0, signal: null });
+    expect(b).toEqual({ code: 0, signal: null });
+    await timed('embedded server to stop', () => serverGone());
+    expect(pidFile()).toBeNull();
+  },
+  STEP_TIMEOUT,
+);
 
-it('a restart on the same DATA_DIR keeps the earlier runs', async () => {
-  const { proc: serve, banner } = await timed('second serve (existing cluster) to banner', () => startServe('serve#2'));
-  expect(banner.pgPort).toBe(pgPort); // the port is the cluster's, kept with its data
-  const { body: run } = await api(`${banner.url}/api/runs/${firstRunId}`);
-  expect(run).toMatchObject({ id: firstRunId, status: 'SUCCEEDED', output: firstOutput });
-  const { body: page } = await api(`${banner.url}/api/runs?limit=10`);
-  expect(page.runs).toHaveLength(5);
-  expect(postmasters()).toHaveLength(1);
-  serverPid = postmasters()[0]!.pid;
-  expect(alive(serve)).toBe(true);
-}, STEP_TIMEOUT);
+it(
+  'a restart on the same DATA_DIR keeps the earlier runs',
+  async () => {
+    const { proc: serve, banner } = await timed('second serve (existing cluster) to banner', () => startServe('serve#2'));
+    expect(banner.pgPort).toBe(pgPort); // the port is the cluster's, kept with its data
+    const { body: run } = await api(`${banner.url}/api/runs/${firstRunId}`);
+    expect(run).toMatchObject({ id: firstRunId, status: 'SUCCEEDED', output: firstOutput });
+    const { body: page } = await api(`${banner.url}/api/runs?limit=10`);
+    expect(page.runs).toHaveLength(5);
+    expect(postmasters()).toHaveLength(1);
+    serverPid = postmasters()[0]!.pid;
+    expect(alive(serve)).toBe(true);
+  },
+  STEP_TIMEOUT,
+);
 
-it('after SIGKILL of the serve that started it, the orphaned server is reused by the next serve', async () => {
-  const owner = procs.all.find((p) => p.name === 'serve#2')!;
-  expect(await stopped(owner, 'SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
-  // The server outlives its starter (it runs as its own daemon).
-  expect(postmasters().map((p) => p.pid)).toEqual([serverPid]);
+it(
+  'after SIGKILL of the serve that started it, the orphaned server is reused by the next serve',
+  async () => {
+    const owner = procs.all.find((p) => p.name === 'serve#2')!;
+    expect(await stopped(owner, 'SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+    // The server outlives its starter (it runs as its own daemon).
+    expect(postmasters().map((p) => p.pid)).toEqual([serverPid]);
 
-  const { banner } = await timed('serve after SIGKILL (orphaned server) to banner', () => startServe('serve#3'));
-  expect(postmasters().map((p) => p.pid)).toEqual([serverPid]);
-  const { body: run } = await api(`${banner.url}/api/runs/${firstRunId}`);
-  expect(run).toMatchObject({ status: 'SUCCEEDED', output: firstOutput });
-  const id = await startRun(banner.url, JSON.stringify({ input: QUESTION }));
-  expect((await finished(banner.url, id)).status).toBe('SUCCEEDED');
-}, STEP_TIMEOUT);
+    const { banner } = await timed('serve after SIGKILL (orphaned server) to banner', () => startServe('serve#3'));
+    expect(postmasters().map((p) => p.pid)).toEqual([serverPid]);
+    const { body: run } = await api(`${banner.url}/api/runs/${firstRunId}`);
+    expect(run).toMatchObject({ status: 'SUCCEEDED', output: firstOutput });
+    const id = await startRun(banner.url, JSON.stringify({ input: QUESTION }));
+    expect((await finished(banner.url, id)).status).toBe('SUCCEEDED');
+  },
+  STEP_TIMEOUT,
+);
 
-it('after the server itself is killed (stale postmaster.pid), the next serve starts it again', async () => {
-  const owner = procs.all.find((p) => p.name === 'serve#3')!;
-  expect(await stopped(owner, 'SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
-  const children = processes().filter((p) => p.ppid === serverPid).map((p) => p.pid);
-  process.kill(serverPid, 'SIGKILL');
-  // Its backends notice the postmaster's death and exit; only then may a new server use the directory.
-  await until('the killed server and its children to be gone', () => {
-    const pids = new Set(processes().map((p) => p.pid));
-    return !pids.has(serverPid) && children.every((c) => !pids.has(c));
-  }, 15_000);
-  expect(pidFile()).toBe(serverPid); // left behind, naming a dead process
+it(
+  'after the server itself is killed (stale postmaster.pid), the next serve starts it again',
+  async () => {
+    const owner = procs.all.find((p) => p.name === 'serve#3')!;
+    expect(await stopped(owner, 'SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+    const children = processes()
+      .filter((p) => p.ppid === serverPid)
+      .map((p) => p.pid);
+    process.kill(serverPid, 'SIGKILL');
+    // Its backends notice the postmaster's death and exit; only then may a new server use the directory.
+    await until(
+      'the killed server and its children to be gone',
+      () => {
+        const pids = new Set(processes().map((p) => p.pid));
+        return !pids.has(serverPid) && children.every((c) => !pids.has(c));
+      },
+      15_000,
+    );
+    expect(pidFile()).toBe(serverPid); // left behind, naming a dead process
 
-  const { proc: serve, banner } = await timed('serve after the server was killed to banner', () => startServe('serve#4'));
-  const pms = postmasters();
-  expect(pms).toHaveLength(1);
-  expect(pms[0]!.pid).not.toBe(serverPid);
-  expect(pidFile()).toBe(pms[0]!.pid);
-  const { body: run } = await api(`${banner.url}/api/runs/${firstRunId}`);
-  expect(run).toMatchObject({ status: 'SUCCEEDED', output: firstOutput });
+    const { proc: serve, banner } = await timed('serve after the server was killed to banner', () => startServe('serve#4'));
+    const pms = postmasters();
+    expect(pms).toHaveLength(1);
+    expect(pms[0]!.pid).not.toBe(serverPid);
+    expect(pidFile()).toBe(pms[0]!.pid);
+    const { body: run } = await api(`${banner.url}/api/runs/${firstRunId}`);
+    expect(run).toMatchObject({ status: 'SUCCEEDED', output: firstOutput });
 
-  expect(await stopped(serve)).toEqual({ code: 0, signal: null });
-  await serverGone();
-}, STEP_TIMEOUT);
+    expect(await stopped(serve)).toEqual({ code: 0, signal: null });
+    await serverGone();
+  },
+  STEP_TIMEOUT,
+);

@@ -50,7 +50,12 @@ afterAll(async () => {
 beforeEach(({ onTestFailed }) => {
   onTestFailed(() => {
     console.error(procs.transcript());
-    console.error('fake Messages API requests:', JSON.stringify(fakeApi.requests.map((r) => ({ seq: r.seq, status: r.status, aborted: r.aborted, messages: r.body?.messages?.length }))));
+    console.error(
+      'fake Messages API requests:',
+      JSON.stringify(
+        fakeApi.requests.map((r) => ({ seq: r.seq, status: r.status, aborted: r.aborted, messages: r.body?.messages?.length })),
+      ),
+    );
   });
 });
 
@@ -62,7 +67,12 @@ it('worker-A is killed mid-step; worker-B resumes from the checkpoint and the ru
   // seq 1: the model asks for list_tickets at once. seq 3: worker-A's call hangs (it is killed while
   // waiting); worker-B's call of the same conversation gets the answer.
   fakeApi
-    .toolUse('toolu_01Ab', 'list_tickets', { customer: 'acme', overdue: true }, { input_tokens: 812, output_tokens: 64, cache_creation_input_tokens: 100 })
+    .toolUse(
+      'toolu_01Ab',
+      'list_tickets',
+      { customer: 'acme', overdue: true },
+      { input_tokens: 812, output_tokens: 64, cache_creation_input_tokens: 100 },
+    )
     .delay(30_000)
     .text('never delivered: worker-A dies first', { input_tokens: 1210, output_tokens: 140 })
     .text(ANSWER, { input_tokens: 1210, output_tokens: 140, cache_read_input_tokens: 100 });
@@ -100,7 +110,12 @@ it('worker-A is killed mid-step; worker-B resumes from the checkpoint and the ru
     'worker-A to checkpoint seq 1 and seq 2 and call the model again',
     async () => {
       const steps = await timeline();
-      return steps.length === 2 && steps.every((s) => s.status === 'DONE') && fakeApi.requests.length === 2 && fakeApi.requests[1]!.status === null;
+      return (
+        steps.length === 2 &&
+        steps.every((s) => s.status === 'DONE') &&
+        fakeApi.requests.length === 2 &&
+        fakeApi.requests[1]!.status === null
+      );
     },
     30_000,
   );
@@ -153,9 +168,21 @@ it('worker-A is killed mid-step; worker-B resumes from the checkpoint and the ru
     [3, 'MODEL', 'DONE'],
   ]);
   expect(steps.map((s) => s.worker)).toEqual(['worker-A', 'worker-A', 'worker-B']);
-  expect(steps[0]).toMatchObject({ stopReason: 'tool_use', inputTokens: 812, outputTokens: 64, cacheCreationInputTokens: 100, cacheReadInputTokens: 0 });
+  expect(steps[0]).toMatchObject({
+    stopReason: 'tool_use',
+    inputTokens: 812,
+    outputTokens: 64,
+    cacheCreationInputTokens: 100,
+    cacheReadInputTokens: 0,
+  });
   expect(steps[1]).toMatchObject({ toolName: 'list_tickets', toolUseId: 'toolu_01Ab' });
-  expect(steps[2]).toMatchObject({ stopReason: 'end_turn', inputTokens: 1210, outputTokens: 140, cacheCreationInputTokens: 0, cacheReadInputTokens: 100 });
+  expect(steps[2]).toMatchObject({
+    stopReason: 'end_turn',
+    inputTokens: 1210,
+    outputTokens: 140,
+    cacheCreationInputTokens: 0,
+    cacheReadInputTokens: 100,
+  });
 
   // The budget counts input, cache writes and output; cache reads are not counted against it.
   const budgeted = steps.reduce((n, s) => n + s.inputTokens + s.cacheCreationInputTokens + s.outputTokens, 0);

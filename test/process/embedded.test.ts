@@ -62,7 +62,7 @@ it('is started once when three processes ask for it at the same moment, and shar
 
 it('comes back after its server was killed with SIGKILL, with its data', async () => {
   const first = await ensureEmbeddedPostgres(dataDir);
-  await query(first.adminUrl, 'CREATE TABLE IF NOT EXISTS kept (v text); INSERT INTO kept VALUES (\'before the kill\')');
+  await query(first.adminUrl, "CREATE TABLE IF NOT EXISTS kept (v text); INSERT INTO kept VALUES ('before the kill')");
   const pid = Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
   process.kill(pid, 'SIGKILL');
   await waitFor('the killed server to be gone', () => exited(pid), 10_000);
@@ -101,12 +101,21 @@ it('a process whose server died comes back to it (restarting it), so it still co
   const api = await attachEmbeddedPostgres(dataDir);
   const pid = Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
   process.kill(pid, 'SIGKILL');
-  await waitFor('a new server to answer', async () => {
-    const now = postmasterPid();
-    return now !== null && now !== pid && (await query(api.adminUrl, 'SELECT 1 AS up').catch(() => null));
-  }, 20_000);
-  await waitFor('the presence connection to be back', async () =>
-    (await query(api.adminUrl, `SELECT 1 FROM pg_stat_activity WHERE application_name = 'durable-agent-presence'`).catch(() => [])).length > 0, 20_000);
+  await waitFor(
+    'a new server to answer',
+    async () => {
+      const now = postmasterPid();
+      return now !== null && now !== pid && (await query(api.adminUrl, 'SELECT 1 AS up').catch(() => null));
+    },
+    20_000,
+  );
+  await waitFor(
+    'the presence connection to be back',
+    async () =>
+      (await query(api.adminUrl, `SELECT 1 FROM pg_stat_activity WHERE application_name = 'durable-agent-presence'`).catch(() => []))
+        .length > 0,
+    20_000,
+  );
   const worker = await attachEmbeddedPostgres(dataDir);
   expect(await worker.detach()).toBe(false); // the first process still counts
   expect(await api.detach()).toBe(true);
@@ -124,8 +133,12 @@ it('keeps postgres.log private and free of the values a failed statement quotes,
   await query(c.adminUrl, `ALTER SYSTEM SET log_error_verbosity = 'verbose'`);
   await query(c.adminUrl, 'SELECT pg_reload_conf()');
   // The reload is a signal: wait until it was taken.
-  await waitFor('the reload to be taken', async () =>
-    (await query(c.adminUrl, `SELECT 1 FROM pg_settings WHERE name = 'log_error_verbosity' AND setting = 'verbose'`)).length > 0, 10_000);
+  await waitFor(
+    'the reload to be taken',
+    async () =>
+      (await query(c.adminUrl, `SELECT 1 FROM pg_settings WHERE name = 'log_error_verbosity' AND setting = 'verbose'`)).length > 0,
+    10_000,
+  );
   const again = await ensureEmbeddedPostgres(dataDir);
   expect(again.startedHere).toBe(false); // found running, and brought up to date
   expect(mode()).toBe('600');
@@ -133,7 +146,9 @@ it('keeps postgres.log private and free of the values a failed statement quotes,
   const client = new pg.Client({ connectionString: again.adminUrl });
   await client.connect();
   try {
-    await expect(client.query('SELECT $1::jsonb', ['{"token":"SECRET-JSON","bad":"\\ud800"}'])).rejects.toThrow(/invalid input syntax for type json/);
+    await expect(client.query('SELECT $1::jsonb', ['{"token":"SECRET-JSON","bad":"\\ud800"}'])).rejects.toThrow(
+      /invalid input syntax for type json/,
+    );
     await client.query('CREATE TEMP TABLE once (k text PRIMARY KEY)');
     await client.query(`INSERT INTO once VALUES ('SECRET-KEY')`);
     await expect(client.query('INSERT INTO once VALUES ($1)', ['SECRET-KEY'])).rejects.toThrow(/duplicate key/);

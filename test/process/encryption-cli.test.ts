@@ -34,7 +34,14 @@ describe('durable-agent encryption', () => {
     const sealer = new Sealer([{ id: 'old', key: Buffer.from(OLD, 'base64') }]);
     await checkEncryptionKeys(db.pool, sealer);
     const records = new RunRecords(db.pool, { sealer });
-    const run = await records.create({ input: 'the secret question', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5, metadata: { a: 'b' } });
+    const run = await records.create({
+      input: 'the secret question',
+      model: 'm',
+      tokenBudget: 100,
+      timeoutSeconds: 60,
+      maxSteps: 5,
+      metadata: { a: 'b' },
+    });
 
     const keys = { ENCRYPTION_KEYS: `new:${NEW},old:${OLD}` };
     const status = await cli(['encryption', 'status'], keys);

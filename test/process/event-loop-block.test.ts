@@ -57,7 +57,10 @@ it('a tool that blocks the event loop longer than the lease fails no innocent ru
   await waitFor(
     'every run to end',
     async () => {
-      const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM durable_agent.run WHERE id = ANY($1) AND finished_at IS NOT NULL`, [ids]);
+      const { rows } = await db.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM durable_agent.run WHERE id = ANY($1) AND finished_at IS NOT NULL`,
+        [ids],
+      );
       return rows[0]!.n === 30;
     },
     90_000,
@@ -65,7 +68,10 @@ it('a tool that blocks the event loop longer than the lease fails no innocent ru
   for (const c of [a, b]) c.kill('SIGTERM');
   await Promise.all([a, b].map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
 
-  const { rows } = await db.pool.query<{ id: string; status: string; attempts: number }>(`SELECT id, status, attempts FROM durable_agent.run WHERE id = ANY($1)`, [ids]);
+  const { rows } = await db.pool.query<{ id: string; status: string; attempts: number }>(
+    `SELECT id, status, attempts FROM durable_agent.run WHERE id = ANY($1)`,
+    [ids],
+  );
   const starts = new Map<string, number>();
   for (const l of lines) if (l.event === 'tool') starts.set(l.key!, (starts.get(l.key!) ?? 0) + 1);
   const innocent = rows.filter((r) => !blockers.has(r.id));

@@ -38,7 +38,12 @@ afterAll(async () => {
 function startWorker(name: string, crash: boolean): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('test/support/stream-worker-process.ts')], {
     env: {
-      ...process.env, DATABASE_URL: db.url, WORKER_NAME: name, LEASE_MS: '1000', ANTHROPIC_API_KEY: API_KEY, ANTHROPIC_BASE_URL: model.url,
+      ...process.env,
+      DATABASE_URL: db.url,
+      WORKER_NAME: name,
+      LEASE_MS: '1000',
+      ANTHROPIC_API_KEY: API_KEY,
+      ANTHROPIC_BASE_URL: model.url,
       CRASH_MID_STREAM: crash ? '1' : '0',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -48,7 +53,10 @@ function startWorker(name: string, crash: boolean): ChildProcess {
 }
 
 it('a worker SIGKILLed mid-stream: the next worker abandons its attempt, streams again, and the connected reader folds the output', async () => {
-  model.enqueue({ ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 80 } }, { ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 20 } });
+  model.enqueue(
+    { ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 80 } },
+    { ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 20 } },
+  );
   const run = await newRun(db.records, 'which tickets are overdue?');
   const seen: { id: number; type: string; data: any }[] = [];
   let reconnects = 0;
@@ -60,7 +68,7 @@ it('a worker SIGKILLed mid-stream: the next worker abandons its attempt, streams
   const exit = await new Promise<NodeJS.Signals | null>((resolve) => a.once('exit', (_code, signal) => resolve(signal)));
   expect(exit).toBe('SIGKILL');
   expect((await db.records.state(run.id)).status).toBe('RUNNING'); // A died holding the lease, mid-sentence
-  await waitFor('the reader to see A\'s text', async () => seen.some((e) => e.type === 'text.delta'), 10_000);
+  await waitFor("the reader to see A's text", async () => seen.some((e) => e.type === 'text.delta'), 10_000);
 
   startWorker('worker-B', false);
   await reading;
@@ -70,10 +78,17 @@ it('a worker SIGKILLed mid-stream: the next worker abandons its attempt, streams
   expect(reconnects).toBe(0); // the reader stayed connected to the API process throughout
 
   const of = (type: string) => seen.filter((e) => e.type === type);
-  expect(of('run.started').map((e) => e.data)).toEqual([{ worker: 'worker-A', attempt: 1 }, { worker: 'worker-B', attempt: 2 }]);
+  expect(of('run.started').map((e) => e.data)).toEqual([
+    { worker: 'worker-A', attempt: 1 },
+    { worker: 'worker-B', attempt: 2 },
+  ]);
   expect(of('attempt.abandoned').map((e) => e.data)).toEqual([{ seq: 1, attempt: 1, reason: 'takeover' }]);
   // A's text (attempt 1) was cut short; B's attempt is numbered 2 and streams the whole answer.
-  const textOf = (attempt: number) => of('text.delta').filter((e) => e.data.attempt === attempt).map((e) => e.data.text).join('');
+  const textOf = (attempt: number) =>
+    of('text.delta')
+      .filter((e) => e.data.attempt === attempt)
+      .map((e) => e.data.text)
+      .join('');
   expect(textOf(1).length).toBeGreaterThan(0);
   expect(ANSWER.startsWith(textOf(1))).toBe(true);
   expect(textOf(1)).not.toBe(ANSWER);

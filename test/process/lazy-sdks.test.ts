@@ -19,16 +19,30 @@ it('importing the package loads neither the OpenAI SDK, nor fastify, nor the MCP
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agent-lazy-'));
   // A resolve hook that names every package a module is loaded from.
   const hooks = path.join(dir, 'hooks.mjs');
-  fs.writeFileSync(hooks, `export async function resolve(specifier, context, next) {
+  fs.writeFileSync(
+    hooks,
+    `export async function resolve(specifier, context, next) {
   const r = await next(specifier, context);
   const m = /node_modules\\/((@[^/]+\\/)?[^/]+)/.exec(r.url);
   if (m) process.stderr.write('PACKAGE ' + m[1] + '\\n');
   return r;
-}\n`);
+}\n`,
+  );
   const register = path.join(dir, 'register.mjs');
   fs.writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(`file://${hooks}`)});\n`);
-  const { stderr } = await run(process.execPath, ['--import', register, '--input-type=module', '-e', `await import(${JSON.stringify(path.resolve('dist/index.js'))})`]);
-  const packages = new Set(stderr.split('\n').filter((l) => l.startsWith('PACKAGE ')).map((l) => l.slice('PACKAGE '.length)));
+  const { stderr } = await run(process.execPath, [
+    '--import',
+    register,
+    '--input-type=module',
+    '-e',
+    `await import(${JSON.stringify(path.resolve('dist/index.js'))})`,
+  ]);
+  const packages = new Set(
+    stderr
+      .split('\n')
+      .filter((l) => l.startsWith('PACKAGE '))
+      .map((l) => l.slice('PACKAGE '.length)),
+  );
   expect(packages.has('pg')).toBe(true);
   expect([...packages].filter((p) => ['openai', 'fastify', '@modelcontextprotocol/sdk', '@anthropic-ai/sdk'].includes(p))).toEqual([]);
   fs.rmSync(dir, { recursive: true, force: true });

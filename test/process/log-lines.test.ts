@@ -30,7 +30,11 @@ it('every line logged before a SIGKILL is in the file stdout goes to', async () 
   const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('close', (_code, s) => resolve(s)));
   expect(err).toBe('');
   expect(signal).toBe('SIGKILL');
-  const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { i: number; msg: string });
+  const lines = fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { i: number; msg: string });
   expect(lines).toHaveLength(LINES);
   expect(lines.map((l) => l.i)).toEqual(Array.from({ length: LINES }, (_, i) => i));
   expect(lines[LINES - 1]!.msg).toBe('step finished');

@@ -39,7 +39,14 @@ interface Call {
 }
 const callsFile = () => path.join(dir, 'calls.jsonl');
 const calls = (): Call[] =>
-  fs.existsSync(callsFile()) ? fs.readFileSync(callsFile(), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Call) : [];
+  fs.existsSync(callsFile())
+    ? fs
+        .readFileSync(callsFile(), 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Call)
+    : [];
 
 /** Worker A, a process of its own, whose server never answers `hang`. */
 function startWorker(name: string, tool: string, input: unknown, hang: string): ChildProcess {
@@ -68,9 +75,13 @@ async function startWorkerHere(tool: string, input: unknown): Promise<void> {
     name: 'desk',
     system: 'You run the order desk.',
     tools: [],
-    mcpServers: [{ name: 'orders', command: process.execPath, args: [server], env: { MCP_TEST_CALLS: callsFile() }, connectTimeoutMs: 60_000 }],
+    mcpServers: [
+      { name: 'orders', command: process.execPath, args: [server], env: { MCP_TEST_CALLS: callsFile() }, connectTimeoutMs: 60_000 },
+    ],
   });
-  runtimes.push(await createRuntime({ agents: [agent], api: false, databaseUrl: db.url, llm: toolThenTextLlm(tool, input), logger: silentLogger }));
+  runtimes.push(
+    await createRuntime({ agents: [agent], api: false, databaseUrl: db.url, llm: toolThenTextLlm(tool, input), logger: silentLogger }),
+  );
 }
 
 /** Starts worker A, waits until the server has the call and the step is STARTED, then kills A with SIGKILL. */
@@ -86,7 +97,6 @@ async function killMidCall(runId: RunId, tool: string, input: unknown): Promise<
   // Instead of waiting out the lease of the dead worker.
   await expireLease(db.pool, runId);
 }
-
 
 it('an idempotent MCP call cut off by SIGKILL is sent again with the same idempotency key', async () => {
   const run = await newRun(db.records, 'Where is A-7?', { agent: 'desk' });
@@ -112,17 +122,28 @@ it('a non-idempotent MCP call cut off by SIGKILL is never sent again: the run wa
   await killMidCall(run.id, 'refund_order', { orderId: 'A-8', amount: 10 });
 
   await startWorkerHere('refund_order', { orderId: 'A-8', amount: 10 });
-  const waiting = await waitFor('worker B to stop the run for a decision', async () => {
-    const r = await db.records.state(run.id);
-    return r.status !== 'RUNNING' && r.status !== 'QUEUED' && r;
-  }, 60_000);
-  expect(waiting).toMatchObject({ status: 'WAITING', waiting: { kind: 'decision', toolCalls: [{ toolName: 'refund_order', input: { orderId: 'A-8', amount: 10 } }] } });
+  const waiting = await waitFor(
+    'worker B to stop the run for a decision',
+    async () => {
+      const r = await db.records.state(run.id);
+      return r.status !== 'RUNNING' && r.status !== 'QUEUED' && r;
+    },
+    60_000,
+  );
+  expect(waiting).toMatchObject({
+    status: 'WAITING',
+    waiting: { kind: 'decision', toolCalls: [{ toolName: 'refund_order', input: { orderId: 'A-8', amount: 10 } }] },
+  });
   expect(calls().map((c) => c.tool)).toEqual(['refund_order']);
 
   // A person checks: it did happen. The run goes on with that result, and the call is still never sent again.
   const toolUseId = waiting.waiting!.toolCalls[0]!.toolUseId;
   await runtimes[0]!.runs.decide(run.id, toolUseId, { decision: 'complete', result: 'refunded 10 on A-8 (checked by hand)' });
   expect(await runtimes[0]!.runs.wait(run.id, { timeoutMs: 30_000 })).toMatchObject({ status: 'SUCCEEDED' });
-  expect((await db.store.steps(run.id))[1]).toMatchObject({ kind: 'TOOL', status: 'DONE', response: 'refunded 10 on A-8 (checked by hand)' });
+  expect((await db.store.steps(run.id))[1]).toMatchObject({
+    kind: 'TOOL',
+    status: 'DONE',
+    response: 'refunded 10 on A-8 (checked by hand)',
+  });
   expect(calls().map((c) => c.tool)).toEqual(['refund_order']);
 }, 150_000);

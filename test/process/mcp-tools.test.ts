@@ -63,7 +63,14 @@ function stdioServer(extra: Partial<McpServerOptions> = {}): McpServerOptions {
 }
 
 const callsMade = (): Call[] =>
-  fs.existsSync(files().calls) ? fs.readFileSync(files().calls, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Call) : [];
+  fs.existsSync(files().calls)
+    ? fs
+        .readFileSync(files().calls, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Call)
+    : [];
 
 function hostLogger() {
   const lines: Record<string, unknown>[] = [];
@@ -154,7 +161,10 @@ describe('a stdio MCP server', () => {
       const r = await rt.runs.get(run.id);
       return r?.status === 'WAITING' && r;
     });
-    expect(waiting.waiting).toMatchObject({ kind: 'approval', toolCalls: [{ toolUseId: 'toolu_cancel', toolName: 'cancel_order', input: { orderId: 'A-6' } }] });
+    expect(waiting.waiting).toMatchObject({
+      kind: 'approval',
+      toolCalls: [{ toolUseId: 'toolu_cancel', toolName: 'cancel_order', input: { orderId: 'A-6' } }],
+    });
     expect(callsMade().map((c) => c.tool)).toEqual(['lookup_order']);
 
     await rt.runs.decide(run.id, 'toolu_cancel', { decision: 'approve' });
@@ -203,14 +213,19 @@ describe('a stdio MCP server', () => {
   it('offers no tools of a server that is down at start, and offers them once it answers', async () => {
     fs.writeFileSync(files().down, '');
     const { logger, lines } = hostLogger();
-    const llm = new ScriptedLlm().thenText('No tools yet.').thenToolUse('toolu_late', 'lookup_order', { orderId: 'A-3' }).thenText('Shipped.');
+    const llm = new ScriptedLlm()
+      .thenText('No tools yet.')
+      .thenToolUse('toolu_late', 'lookup_order', { orderId: 'A-3' })
+      .thenText('Shipped.');
     const rt = await start([stdioServer()], llm, logger);
     expect(await finished(rt, 'Hello?')).toMatchObject({ status: 'SUCCEEDED', output: 'No tools yet.' });
     expect(llm.seen[0]!.tools ?? []).toEqual([]);
     expect(lines.some((l) => l.mcp_server === 'orders' && /unavailable at start/.test(String(l.msg)))).toBe(true);
 
     fs.rmSync(files().down);
-    await waitFor('the tools to be listed', async () => lines.some((l) => l.mcp_server === 'orders' && l.msg === 'MCP server tools listed'));
+    await waitFor('the tools to be listed', async () =>
+      lines.some((l) => l.mcp_server === 'orders' && l.msg === 'MCP server tools listed'),
+    );
     expect(await finished(rt, 'Where is A-3?')).toMatchObject({ status: 'SUCCEEDED', output: 'Shipped.' });
     expect(llm.seen[1]!.tools!.map((t) => t.name)).toEqual(['lookup_order', 'cancel_order', 'refund_order']);
     expect(resultsIn(llm, 3).toolu_late).toMatchObject({ content: 'order A-3: shipped' });
@@ -248,7 +263,10 @@ async function httpOrderServer(token: string) {
         await orderServer({ onCall: (c: Call) => calls.push(c) }).connect(t);
         transport = t;
       }
-      if (!transport) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
+      if (!transport)
+        return void res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
       await transport.handleRequest(req, res, body);
     })().catch(() => res.writeHead(500).end());
   });

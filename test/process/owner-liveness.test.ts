@@ -26,7 +26,9 @@ afterEach(async () => {
   }
   await Promise.all(exited);
   // A test that failed leaves its runs unfinished: the next test's workers must not pick them up.
-  await db.pool.query(`UPDATE durable_agent.run SET status = 'CANCELLED', finished_at = now(), locked_by = NULL WHERE status IN ('QUEUED', 'RUNNING', 'WAITING')`);
+  await db.pool.query(
+    `UPDATE durable_agent.run SET status = 'CANCELLED', finished_at = now(), locked_by = NULL WHERE status IN ('QUEUED', 'RUNNING', 'WAITING')`,
+  );
 });
 afterAll(async () => {
   await db.close();
@@ -43,7 +45,15 @@ interface Started {
 
 function startWorker(name: string, env: Record<string, string> = {}): Started {
   const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('test/support/worker-process.ts')], {
-    env: { ...process.env, DATABASE_URL: db.url, WORKER_NAME: name, LEASE_MS: '30000', SLOW_TOOL_MS: '3000', EFFECT_TABLE: 'public.tool_effect', ...env },
+    env: {
+      ...process.env,
+      DATABASE_URL: db.url,
+      WORKER_NAME: name,
+      LEASE_MS: '30000',
+      SLOW_TOOL_MS: '3000',
+      EFFECT_TABLE: 'public.tool_effect',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(child);
@@ -78,13 +88,16 @@ function processState(pid: number): string {
 
 /** The liveness locks held now, by key. */
 const livenessKeys = async () =>
-  (await db.pool.query<{ key: number }>(
-    `SELECT objid::int AS key FROM pg_locks
+  (
+    await db.pool.query<{ key: number }>(
+      `SELECT objid::int AS key FROM pg_locks
       WHERE locktype = 'advisory' AND objsubid = 2 AND granted AND classid = hashtext('durable_agent.worker_liveness')::oid
         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-  )).rows.map((r) => r.key);
+    )
+  ).rows.map((r) => r.key);
 const ownerLock = async (runId: RunId) =>
-  (await db.pool.query<{ owner_lock: number | null }>('SELECT owner_lock FROM durable_agent.run WHERE id = $1', [runId])).rows[0]!.owner_lock;
+  (await db.pool.query<{ owner_lock: number | null }>('SELECT owner_lock FROM durable_agent.run WHERE id = $1', [runId])).rows[0]!
+    .owner_lock;
 
 /** The timeline is whole: seqs 1..n, each tool call recorded once, by whom. */
 async function wholeTimeline(runId: RunId) {
@@ -98,7 +111,11 @@ async function wholeTimeline(runId: RunId) {
 /** The effects of the run's tool calls (by their idempotency keys). */
 async function effects(runId: RunId): Promise<{ key: string; worker: string }[]> {
   const keys = (await db.store.steps(runId)).filter((s) => s.kind === 'TOOL').map((s) => s.toolUseId);
-  return (await db.pool.query<{ key: string; worker: string }>('SELECT key, worker FROM public.tool_effect WHERE key = ANY ($1) ORDER BY key', [keys])).rows;
+  return (
+    await db.pool.query<{ key: string; worker: string }>('SELECT key, worker FROM public.tool_effect WHERE key = ANY ($1) ORDER BY key', [
+      keys,
+    ])
+  ).rows;
 }
 
 it('a worker killed with SIGKILL under the default 30 s lease has its run resumed by a live worker within seconds', async () => {
@@ -156,7 +173,7 @@ it('a worker whose liveness session is terminated while it lives stops driving, 
     ['MODEL', 'DONE'],
   ]);
   // A's own tool call ends meanwhile; its effect is the key's.
-  await waitFor('worker A\'s tool calls to end', () => a.toolKeys.every((k) => a.toolsDone.includes(k)), 15_000);
+  await waitFor("worker A's tool calls to end", () => a.toolKeys.every((k) => a.toolsDone.includes(k)), 15_000);
   expect((await effects(run.id)).length).toBe(1);
   expect(a.child.exitCode).toBeNull(); // A lived through it
 

@@ -36,7 +36,16 @@ beforeAll(async () => {
   // Without the optional binaries of the embedded server (60 MB to copy): this project has DATABASE_URL.
   const installed = await run(
     'npm',
-    ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=optional', `./${info!.filename}`, 'zod@4.6.7', '@types/node@20.19.43'],
+    [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--omit=optional',
+      `./${info!.filename}`,
+      'zod@4.6.7',
+      '@types/node@20.19.43',
+    ],
     { cwd: project, timeout: 240_000 },
   );
   installWarnings = installed.stderr.split('\n').filter((line) => line.startsWith('npm warn'));
@@ -48,7 +57,22 @@ afterAll(() => {
 
 describe('the tarball', () => {
   it('holds the compiled code, its declarations, migrations, prices and the command; no tests, benchmarks or sources', () => {
-    expect(packed).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/client/index.js', 'dist/client/index.d.ts', 'dist/internals.js', 'dist/internals.d.ts', 'dist/cli/main.js', 'dist/db/migrations/0001_runs.sql', 'bin/durable-agent.js', 'prices.json', 'README.md', 'package.json']));
+    expect(packed).toEqual(
+      expect.arrayContaining([
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/client/index.js',
+        'dist/client/index.d.ts',
+        'dist/internals.js',
+        'dist/internals.d.ts',
+        'dist/cli/main.js',
+        'dist/db/migrations/0001_runs.sql',
+        'bin/durable-agent.js',
+        'prices.json',
+        'README.md',
+        'package.json',
+      ]),
+    );
     expect(packed.filter((p) => /^(test|bench|src|scripts)\//.test(p) || p.endsWith('.tsbuildinfo'))).toEqual([]);
     const installed = path.join(project, 'node_modules/durable-agent');
     expect(fs.existsSync(path.join(project, 'node_modules/tsx'))).toBe(false);
@@ -68,7 +92,10 @@ describe('the tarball', () => {
     const IMPORT = /\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(?\s*['"]([^'"]+)['"]/g;
     while (queue.length > 0) {
       const file = queue.shift()!;
-      const code = fs.readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+      const code = fs
+        .readFileSync(file, 'utf8')
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .replace(/^\s*\/\/.*$/gm, '');
       for (const m of code.matchAll(IMPORT)) {
         const specifier = (m[1] ?? m[2])!;
         if (!specifier.startsWith('.')) {
@@ -82,12 +109,17 @@ describe('the tarball', () => {
         }
       }
     }
-    expect([...seen].map((f) => path.relative(dist, f)).sort()).toEqual(expect.arrayContaining(['client/client.js', 'client/http.js', 'events/follow.js']));
+    expect([...seen].map((f) => path.relative(dist, f)).sort()).toEqual(
+      expect.arrayContaining(['client/client.js', 'client/http.js', 'events/follow.js']),
+    );
     expect(outside).toEqual([]);
   });
 
   it('installs without a warning: no install script of its own (it ships built), and the engines it declares', () => {
-    const manifest = JSON.parse(fs.readFileSync(path.join(project, 'node_modules/durable-agent/package.json'), 'utf8')) as { scripts: Record<string, string>; engines: { node: string } };
+    const manifest = JSON.parse(fs.readFileSync(path.join(project, 'node_modules/durable-agent/package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+      engines: { node: string };
+    };
     expect(Object.keys(manifest.scripts).filter((s) => /^(pre|post)?install$|^prepare$/.test(s))).toEqual([]);
     expect(manifest.engines).toEqual({ node: '>=22.13' });
     // On a Node older than the engines say, npm rightly warns about them; about nothing else.
@@ -109,7 +141,10 @@ describe('the tarball', () => {
       const url = new URL(inject('adminUrl'));
       url.pathname = `/${name}`;
       const migrated = await run(bin, ['migrate'], { cwd: project, env: cleanEnv({ DATABASE_URL: url.toString() }) });
-      const shipped = packed.filter((p) => p.startsWith('dist/db/migrations/')).map((p) => path.basename(p, '.sql')).sort();
+      const shipped = packed
+        .filter((p) => p.startsWith('dist/db/migrations/'))
+        .map((p) => path.basename(p, '.sql'))
+        .sort();
       expect(shipped.length).toBeGreaterThan(0);
       expect(migrated.stdout).toMatch(new RegExp(`^applied ${shipped.join(', ')} to `));
     } finally {
@@ -197,7 +232,14 @@ console.log('RESULT ' + JSON.stringify({ status: done.status, agent: done.agent,
     expect(fake.requests[0]!.body.tools).toEqual([
       expect.objectContaining({
         name: 'get_weather',
-        input_schema: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer', default: 1, minimum: expect.any(Number), maximum: expect.any(Number) } }, required: ['city'] },
+        input_schema: {
+          type: 'object',
+          properties: {
+            city: { type: 'string' },
+            days: { type: 'integer', default: 1, minimum: expect.any(Number), maximum: expect.any(Number) },
+          },
+          required: ['city'],
+        },
       }),
     ]);
     expect(JSON.stringify(fake.requests[1]!.body.messages)).toContain('"tool_use_id":"toolu_pkg_1","content":"Paris: rain"');
@@ -231,7 +273,13 @@ describe("the README's example", () => {
     expect(example, 'README.md has a js block starting with "// agent.mjs"').toBeDefined();
     fs.writeFileSync(path.join(project, 'agent.mjs'), example!);
     fake.toolUse('toolu_readme_1', 'get_forecast', { city: 'Paris' }).text('Yes: rain all afternoon.');
-    const env = cleanEnv({ DATABASE_URL: db.url, ANTHROPIC_API_KEY: 'sk-ant-test-readme-0000', ANTHROPIC_BASE_URL: fake.url, PORT: '0', LOG_LEVEL: 'warn' });
+    const env = cleanEnv({
+      DATABASE_URL: db.url,
+      ANTHROPIC_API_KEY: 'sk-ant-test-readme-0000',
+      ANTHROPIC_BASE_URL: fake.url,
+      PORT: '0',
+      LOG_LEVEL: 'warn',
+    });
     const { stdout } = await run(process.execPath, ['agent.mjs'], { cwd: project, env, timeout: 90_000 });
     expect(stdout).toMatch(/^SUCCEEDED Yes: rain all afternoon\. http:\/\/[^ ]+:\d+\/api\/runs\/[0-9a-f-]{36}\/timeline$/m);
     expect(JSON.stringify(fake.requests[1]!.body.messages)).toContain('rain all afternoon');
@@ -243,7 +291,14 @@ describe('a TypeScript consumer', () => {
     fs.writeFileSync(
       path.join(project, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true, types: ['node'] },
+        compilerOptions: {
+          strict: true,
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          noEmit: true,
+          types: ['node'],
+        },
         include: ['consumer.ts'],
       }),
     );

@@ -17,7 +17,12 @@ afterAll(async () => {
 });
 
 /** A tool that takes `ms` and records how many calls ran at once. */
-function slowTool(name: string, ms: (input: { ms?: number }) => number, gauge: { now: number; max: number }, extra: Partial<Tool> = {}): Tool {
+function slowTool(
+  name: string,
+  ms: (input: { ms?: number }) => number,
+  gauge: { now: number; max: number },
+  extra: Partial<Tool> = {},
+): Tool {
   return defineTool<{ ms?: number }>({
     name,
     description: 'takes a while',
@@ -60,14 +65,23 @@ describe('tool calls of one turn', () => {
     await testWorker(db.store, llm, [slow, guarded], { name: 'W' }).runOnce();
     expect((await db.records.state(run.id)).status).toBe('SUCCEEDED');
     const tools = (await db.records.timeline(run.id)).filter((s) => s.kind === 'TOOL');
-    expect(tools.map((s) => [s.toolUseId, s.status])).toEqual([['toolu_a', 'DONE'], ['toolu_b', 'DONE'], ['toolu_c', 'DONE']]);
+    expect(tools.map((s) => [s.toolUseId, s.status])).toEqual([
+      ['toolu_a', 'DONE'],
+      ['toolu_b', 'DONE'],
+      ['toolu_c', 'DONE'],
+    ]);
     const b = tools[1]!;
     for (const other of [tools[0]!, tools[2]!]) expect(overlap(b, other)).toBe(false);
     const { rows } = await db.pool.query<{ type: string; data: { seq: number } }>(
-      'SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id', [run.id]);
+      'SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id',
+      [run.id],
+    );
     for (const t of tools) {
       for (const type of ['tool.started', 'tool.finished', 'step.finished']) {
-        expect(rows.filter((r) => r.type === type && r.data.seq === t.seq), `${type} of seq ${t.seq}`).toHaveLength(1);
+        expect(
+          rows.filter((r) => r.type === type && r.data.seq === t.seq),
+          `${type} of seq ${t.seq}`,
+        ).toHaveLength(1);
       }
     }
   });
@@ -93,7 +107,11 @@ describe('tool calls of one turn', () => {
     expect(gauge.max).toBe(3);
     const sent = llm.seen[1]!.messages.at(-1)!;
     expect(toolResultIds(sent)).toEqual(['toolu_a', 'toolu_b', 'toolu_c']);
-    expect((sent.content as unknown as { content: string }[]).map((b) => b.content)).toEqual(['slow:toolu_a', 'slow:toolu_b', 'slow:toolu_c']);
+    expect((sent.content as unknown as { content: string }[]).map((b) => b.content)).toEqual([
+      'slow:toolu_a',
+      'slow:toolu_b',
+      'slow:toolu_c',
+    ]);
   });
 
   it('never run a non-idempotent call alongside another, and keep the turn order around it', async () => {
@@ -122,7 +140,7 @@ describe('tool calls of one turn', () => {
     expect(toolResultIds(llm.seen[1]!.messages.at(-1)!)).toEqual(['toolu_1', 'toolu_2', 'toolu_3', 'toolu_4', 'toolu_5']);
   });
 
-  it('are bounded by the concurrency setting and by a tool\'s own limit', async () => {
+  it("are bounded by the concurrency setting and by a tool's own limit", async () => {
     const wide = { now: 0, max: 0 };
     const narrow = { now: 0, max: 0 };
     const free = slowTool('free', () => 200, wide);
@@ -189,7 +207,12 @@ describe('a worker killed mid-turn', () => {
     await waitFor('worker B to finish the run', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
     expect(ranByB.sort()).toEqual(['toolu_slow1', 'toolu_slow2']);
     const steps = await db.store.steps(run.id);
-    expect(steps.filter((s) => s.kind === 'TOOL').map((s) => [s.toolUseId, s.status, s.worker]).sort()).toEqual([
+    expect(
+      steps
+        .filter((s) => s.kind === 'TOOL')
+        .map((s) => [s.toolUseId, s.status, s.worker])
+        .sort(),
+    ).toEqual([
       ['toolu_fast', 'DONE', 'worker-A'],
       ['toolu_slow1', 'DONE', 'worker-B'],
       ['toolu_slow2', 'DONE', 'worker-B'],

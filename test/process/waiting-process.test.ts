@@ -40,13 +40,21 @@ const killed = (p: { child: ChildProcess }) => new Promise((r) => (p.child.kill(
 describe('a non-idempotent tool SIGKILLed mid-call', () => {
   const cases: [string, Decision, (steps: { status: string; response: unknown }) => void, number][] = [
     ['approve runs it again', { decision: 'approve' }, (s) => expect(s).toMatchObject({ status: 'DONE', response: 'charged' }), 2],
-    ['deny tells the model it may or may not have happened', { decision: 'deny', reason: 'checked the bank: not charged' },
+    [
+      'deny tells the model it may or may not have happened',
+      { decision: 'deny', reason: 'checked the bank: not charged' },
       (s) => {
         expect(s.status).toBe('ERROR');
         expect(s.response).toMatch(/may or may not have happened.*checked the bank: not charged/);
-      }, 1],
-    ['complete records the given result without running it', { decision: 'complete', result: { charged: true, receipt: 'R-1' } },
-      (s) => expect(s).toMatchObject({ status: 'DONE', response: '{"charged":true,"receipt":"R-1"}' }), 1],
+      },
+      1,
+    ],
+    [
+      'complete records the given result without running it',
+      { decision: 'complete', result: { charged: true, receipt: 'R-1' } },
+      (s) => expect(s).toMatchObject({ status: 'DONE', response: '{"charged":true,"receipt":"R-1"}' }),
+      1,
+    ],
   ];
   for (const [name, decision, check, executions] of cases) {
     it(`waits for a decision (kind "decision"); ${name}`, async () => {
@@ -55,10 +63,14 @@ describe('a non-idempotent tool SIGKILLed mid-call', () => {
       await waitFor('A to start the tool', async () => a.out.includes('"event":"tool"'), 30_000);
       await killed(a);
       const b = startWorker('worker-B');
-      const waiting = await waitFor('the run to wait for a decision', async () => {
-        const r = await db.records.state(run.id);
-        return r.status === 'WAITING' && r;
-      }, 30_000);
+      const waiting = await waitFor(
+        'the run to wait for a decision',
+        async () => {
+          const r = await db.records.state(run.id);
+          return r.status === 'WAITING' && r;
+        },
+        30_000,
+      );
       expect(waiting.waiting).toMatchObject({ kind: 'decision', toolCalls: [{ toolName: 'charge' }] });
       expect(waiting.lockedBy).toBeNull();
       const toolUseId = waiting.waiting!.toolCalls[0]!.toolUseId;
@@ -77,10 +89,14 @@ describe('the sleep tool', () => {
   it('wakes a 3 s sleep within a second or two of wakeAt across a restart of every process', async () => {
     const run = await newRun(db.records, 'wait 3 seconds');
     const a = startWorker('worker-A', { TOOL: 'sleep', SLEEP_SECONDS: '3' });
-    const waiting = await waitFor('the run to sleep', async () => {
-      const r = await db.records.state(run.id);
-      return r.status === 'WAITING' && r;
-    }, 30_000);
+    const waiting = await waitFor(
+      'the run to sleep',
+      async () => {
+        const r = await db.records.state(run.id);
+        return r.status === 'WAITING' && r;
+      },
+      30_000,
+    );
     expect(waiting.waiting).toMatchObject({ kind: 'timer', toolCalls: [{ toolName: 'sleep', input: { seconds: 3 } }] });
     expect(waiting.lockedBy).toBeNull();
     const wakeAt = waiting.waiting!.wakeAt!;
@@ -93,7 +109,11 @@ describe('the sleep tool', () => {
     const up = Math.max(Date.now(), wakeAt.getTime());
     await waitFor('the run to finish', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 30_000);
     const steps = await db.store.steps(run.id as RunId);
-    expect(steps.map((s) => [s.kind, s.status, s.worker])).toEqual([['MODEL', 'DONE', 'worker-A'], ['TOOL', 'DONE', 'worker-B'], ['MODEL', 'DONE', 'worker-B']]);
+    expect(steps.map((s) => [s.kind, s.status, s.worker])).toEqual([
+      ['MODEL', 'DONE', 'worker-A'],
+      ['TOOL', 'DONE', 'worker-B'],
+      ['MODEL', 'DONE', 'worker-B'],
+    ]);
     expect(steps[1]!.response).toBe('slept 3 seconds');
     const woke = steps[1]!.finishedAt!.getTime();
     expect(woke).toBeGreaterThanOrEqual(wakeAt.getTime());

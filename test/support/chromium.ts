@@ -15,7 +15,9 @@ export interface LaunchedChromium {
   close(): Promise<void>;
 }
 
-export async function launchChromium(options: { viewport?: { width: number; height: number }; deviceScaleFactor?: number } = {}): Promise<LaunchedChromium> {
+export async function launchChromium(
+  options: { viewport?: { width: number; height: number }; deviceScaleFactor?: number } = {},
+): Promise<LaunchedChromium> {
   if (!fs.existsSync(CHROMIUM)) {
     throw new Error(`${CHROMIUM} is missing: the dashboard tests need Debian's chromium. Install it with: apt-get install -y chromium`);
   }
@@ -24,7 +26,16 @@ export async function launchChromium(options: { viewport?: { width: number; heig
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: options.viewport ?? { width: 1360, height: 860 },
     deviceScaleFactor: options.deviceScaleFactor ?? 1,
   });

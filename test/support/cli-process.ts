@@ -56,7 +56,9 @@ export class CliProcesses {
   }
 
   transcript(): string {
-    return this.all.map((p) => `----- ${p.name} (pid ${p.child.pid}) stdout -----\n${p.out}\n----- ${p.name} stderr -----\n${p.err}`).join('\n');
+    return this.all
+      .map((p) => `----- ${p.name} (pid ${p.child.pid}) stdout -----\n${p.out}\n----- ${p.name} stderr -----\n${p.err}`)
+      .join('\n');
   }
 
   async killAll(): Promise<void> {
@@ -67,7 +69,11 @@ export class CliProcesses {
 
 export const alive = (p: Proc) => p.child.exitCode === null && p.child.signalCode === null;
 
-export async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number): Promise<T> {
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | null | undefined | false> | T | null | undefined | false,
+  timeoutMs: number,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

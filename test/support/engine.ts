@@ -47,7 +47,8 @@ export function testWorker(
 ): Worker {
   const listenUrl = opts.subscribeUrl ?? opts.databaseUrl;
   const leaseKeeper = opts.leaseKeeper ?? (opts.databaseUrl ? leaseKeeperThread(opts.databaseUrl) : undefined);
-  const liveness = opts.liveness === false ? undefined : (opts.liveness ?? (opts.databaseUrl ? livenessSession(opts.databaseUrl) : undefined));
+  const liveness =
+    opts.liveness === false ? undefined : (opts.liveness ?? (opts.databaseUrl ? livenessSession(opts.databaseUrl) : undefined));
   return new Worker(
     {
       store,

@@ -21,10 +21,17 @@ export interface EventsApi {
 }
 
 /** The API as one process would run it: its own small pool and one event hub (one LISTEN connection). */
-export async function startEventsApi(databaseUrl: string, opts: { poolSize?: number; auth?: Authenticator; keepAliveMs?: number; pollMs?: number; listen?: boolean } = {}): Promise<EventsApi> {
+export async function startEventsApi(
+  databaseUrl: string,
+  opts: { poolSize?: number; auth?: Authenticator; keepAliveMs?: number; pollMs?: number; listen?: boolean } = {},
+): Promise<EventsApi> {
   const pool = createPool(databaseUrl, opts.poolSize ?? 4);
   const events = new RunEvents(pool);
-  const hub = new EventHub(events, { databaseUrl: opts.listen === false ? null : databaseUrl, access: new ReaderAccess(pool), ...(opts.pollMs ? { pollMs: opts.pollMs } : {}) });
+  const hub = new EventHub(events, {
+    databaseUrl: opts.listen === false ? null : databaseUrl,
+    access: new ReaderAccess(pool),
+    ...(opts.pollMs ? { pollMs: opts.pollMs } : {}),
+  });
   const app = createServer({
     store: new RunRecords(pool),
     listing: new RunListing(pool),
@@ -58,7 +65,12 @@ export interface SseEvent {
 }
 
 /** Reads an SSE response to its end (or until `stopAfter` events), parsing frames; `onEvent` hears each as it comes. */
-export async function readSse(url: string, headers: Record<string, string> = {}, stopAfter = Infinity, onEvent?: (e: SseEvent) => void): Promise<{ events: SseEvent[]; comments: number; closedByServer: boolean }> {
+export async function readSse(
+  url: string,
+  headers: Record<string, string> = {},
+  stopAfter = Infinity,
+  onEvent?: (e: SseEvent) => void,
+): Promise<{ events: SseEvent[]; comments: number; closedByServer: boolean }> {
   const controller = new AbortController();
   const res = await fetch(url, { headers: { accept: 'text/event-stream', ...headers }, signal: controller.signal });
   if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
@@ -73,7 +85,12 @@ export async function readSse(url: string, headers: Record<string, string> = {},
       while ((end = buffer.indexOf('\n\n')) !== -1) {
         const frame = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        const fields = Object.fromEntries(frame.split('\n').filter((l) => !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+        const fields = Object.fromEntries(
+          frame
+            .split('\n')
+            .filter((l) => !l.startsWith(':'))
+            .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]),
+        );
         if (frame.startsWith(':')) comments++;
         if (fields.id === undefined) continue;
         events.push({ id: Number(fields.id), type: fields.event!, data: JSON.parse(fields.data!) });

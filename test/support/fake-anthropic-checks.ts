@@ -19,7 +19,10 @@ export function credentialOf(headers: IncomingHttpHeaders): string | null {
 }
 
 /** The checks the real API makes that our engine could get wrong; null when the request passes. */
-export function check(request: { method: string; path: string; headers: IncomingHttpHeaders; body: any }, apiKey: string | undefined): Refusal | null {
+export function check(
+  request: { method: string; path: string; headers: IncomingHttpHeaders; body: any },
+  apiKey: string | undefined,
+): Refusal | null {
   if (request.method !== 'POST' || request.path.split('?')[0] !== '/v1/messages') {
     return refuse(404, 'not_found_error', `Not Found: ${request.method} ${request.path}`);
   }
@@ -42,21 +45,38 @@ export function check(request: { method: string; path: string; headers: Incoming
     if (i > 0 && messages[i - 1].role === m.role) {
       return invalid(`messages: roles must alternate between "user" and "assistant", but found multiple "${m.role}" roles in a row`);
     }
-    const previousUses = new Set(i > 0 ? blocks(messages[i - 1]).filter((b) => b.type === 'tool_use').map((b) => b.id) : []);
+    const previousUses = new Set(
+      i > 0
+        ? blocks(messages[i - 1])
+            .filter((b) => b.type === 'tool_use')
+            .map((b) => b.id)
+        : [],
+    );
     const strays = blocks(m).filter((b) => b.type === 'tool_result' && !previousUses.has(b.tool_use_id));
     if (strays.length > 0) {
-      return invalid(`messages.${i}.content: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${strays.map((b) => b.tool_use_id).join(', ')}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`);
+      return invalid(
+        `messages.${i}.content: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${strays.map((b) => b.tool_use_id).join(', ')}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`,
+      );
     }
   }
   for (let i = 0; i < messages.length; i++) {
-    const answered = new Set(blocks(messages[i + 1] ?? {}).filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id));
+    const answered = new Set(
+      blocks(messages[i + 1] ?? {})
+        .filter((b) => b.type === 'tool_result')
+        .map((b) => b.tool_use_id),
+    );
     const open = messages[i].role === 'assistant' ? blocks(messages[i]).filter((b) => b.type === 'tool_use' && !answered.has(b.id)) : [];
     if (open.length > 0) {
-      return invalid(`messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${open.map((b) => b.id).join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`);
+      return invalid(
+        `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${open.map((b) => b.id).join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+      );
     }
   }
-  const marked = [...(Array.isArray(body.system) ? body.system : []), ...(Array.isArray(body.tools) ? body.tools : []), ...messages.flatMap(blocks)]
-    .filter((b) => b && b.cache_control != null).length;
+  const marked = [
+    ...(Array.isArray(body.system) ? body.system : []),
+    ...(Array.isArray(body.tools) ? body.tools : []),
+    ...messages.flatMap(blocks),
+  ].filter((b) => b && b.cache_control != null).length;
   if (marked > 4) return invalid(`A maximum of 4 blocks with cache_control may be provided. Found ${marked}.`);
   return null;
 }

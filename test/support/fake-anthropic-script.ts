@@ -64,7 +64,11 @@ export const fake = {
   },
   /** A page that is not the API's response, e.g. a proxy's or captive portal's HTML, with this status. */
   html(status = 200): FakeResponse {
-    return { status, body: null, raw: { contentType: 'text/html; charset=utf-8', text: '<!DOCTYPE html><html><body><h1>Service Unavailable</h1></body></html>' } };
+    return {
+      status,
+      body: null,
+      raw: { contentType: 'text/html; charset=utf-8', text: '<!DOCTYPE html><html><body><h1>Service Unavailable</h1></body></html>' },
+    };
   },
   /** A 200 with an empty JSON body. */
   empty(): FakeResponse {

@@ -33,17 +33,24 @@ export function jsonChunks(json: string, size = 12): string[] {
   return chunks;
 }
 
-const delta = (index: number, d: Record<string, unknown>): SseEvent => ({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: d } });
+const delta = (index: number, d: Record<string, unknown>): SseEvent => ({
+  event: 'content_block_delta',
+  data: { type: 'content_block_delta', index, delta: d },
+});
 
 /** The start event and the deltas that rebuild `block`; blocks the API sends whole have no deltas. */
 function blockEvents(block: any, index: number): SseEvent[] {
-  const start = (content_block: unknown): SseEvent => ({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block } });
+  const start = (content_block: unknown): SseEvent => ({
+    event: 'content_block_start',
+    data: { type: 'content_block_start', index, content_block },
+  });
   switch (block?.type) {
     case 'text': {
       const { text, citations, ...rest } = block;
       const events = [start({ ...rest, type: 'text', text: '', ...(Array.isArray(citations) ? { citations: [] } : {}) })];
       events.push(...textChunks(String(text ?? '')).map((t) => delta(index, { type: 'text_delta', text: t })));
-      if (Array.isArray(citations)) events.push(...citations.map((citation: unknown) => delta(index, { type: 'citations_delta', citation })));
+      if (Array.isArray(citations))
+        events.push(...citations.map((citation: unknown) => delta(index, { type: 'citations_delta', citation })));
       return events;
     }
     case 'tool_use':
@@ -75,7 +82,10 @@ export function messageEvents(message: any): SseEvent[] {
       data: {
         type: 'message_start',
         message: {
-          ...message, content: [], stop_reason: null, stop_sequence: null,
+          ...message,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
           // As the API does: input and cache counts up front, output counted as it is produced.
           usage: { ...usage, output_tokens: Math.min(1, usage.output_tokens ?? 0) },
         },
@@ -92,7 +102,11 @@ export function messageEvents(message: any): SseEvent[] {
   events.push(
     {
       event: 'message_delta',
-      data: { type: 'message_delta', delta: { stop_reason: message.stop_reason ?? null, stop_sequence: message.stop_sequence ?? null }, usage },
+      data: {
+        type: 'message_delta',
+        delta: { stop_reason: message.stop_reason ?? null, stop_sequence: message.stop_sequence ?? null },
+        usage,
+      },
     },
     { event: 'message_stop', data: { type: 'message_stop' } },
   );

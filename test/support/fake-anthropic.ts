@@ -108,8 +108,17 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
         /* recorded raw; validation answers it */
       }
       const recorded: RecordedRequest = {
-        seq: requests.length + 1, method: req.method ?? '', path: req.url ?? '', headers: req.headers,
-        body, status: null, aborted: false, finished: false, invalid: null, streamed: body?.stream === true, errorMessage: null,
+        seq: requests.length + 1,
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body,
+        status: null,
+        aborted: false,
+        finished: false,
+        invalid: null,
+        streamed: body?.stream === true,
+        errorMessage: null,
       };
       requests.push(recorded);
       res.on('finish', () => (recorded.finished = true));
@@ -217,7 +226,11 @@ export async function warmUp(server: FakeAnthropic, apiKey: string): Promise<voi
   for (const streaming of [true, false]) {
     server.text('warm');
     await new AnthropicClient({ apiKey, baseUrl: server.url, streaming }).send({
-      model: 'warm-up', maxTokens: 1, system: null, messages: [{ role: 'user', content: 'hi' }], tools: [],
+      model: 'warm-up',
+      maxTokens: 1,
+      system: null,
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [],
     });
   }
   server.reset();

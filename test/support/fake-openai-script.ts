@@ -55,7 +55,14 @@ export interface FakeChatResponse {
 let counter = 0;
 
 export const chat = {
-  reply(opts: { content?: string | null; toolCalls?: FakeToolCall[]; finishReason?: string | null; usage?: FakeChatUsage; model?: string; refusal?: string }): FakeChatResponse {
+  reply(opts: {
+    content?: string | null;
+    toolCalls?: FakeToolCall[];
+    finishReason?: string | null;
+    usage?: FakeChatUsage;
+    model?: string;
+    refusal?: string;
+  }): FakeChatResponse {
     const u = opts.usage ?? {};
     const calls = opts.toolCalls ?? [];
     return {
@@ -73,7 +80,13 @@ export const chat = {
               content: opts.content ?? null,
               refusal: opts.refusal ?? null,
               ...(calls.length
-                ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) } })) }
+                ? {
+                    tool_calls: calls.map((c) => ({
+                      id: c.id,
+                      type: 'function',
+                      function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) },
+                    })),
+                  }
                 : {}),
             },
             finish_reason: opts.finishReason === undefined ? (calls.length ? 'tool_calls' : 'stop') : opts.finishReason,
@@ -100,7 +113,11 @@ export const chat = {
     return { status, body: { error: { type: null, code: null, param: null, ...error } }, headers };
   },
   html(status = 200): FakeChatResponse {
-    return { status, body: null, raw: { contentType: 'text/html; charset=utf-8', text: '<!DOCTYPE html><html><body><h1>Bad Gateway</h1></body></html>' } };
+    return {
+      status,
+      body: null,
+      raw: { contentType: 'text/html; charset=utf-8', text: '<!DOCTYPE html><html><body><h1>Bad Gateway</h1></body></html>' },
+    };
   },
   /** `response` cut off after half its body (non-streamed) or after `deltas` deltas (streamed). */
   cut(response: FakeChatResponse, deltas = 1): FakeChatResponse {
@@ -134,7 +151,8 @@ export function completionChunks(completion: any, includeUsage: boolean): ChatCh
   for (const piece of textChunks(message.refusal ?? '')) chunks.push(chunk({ refusal: piece }, null, true));
   calls.forEach((call, index) => {
     chunks.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }));
-    for (const piece of jsonChunks(call.function.arguments)) chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }, null, true));
+    for (const piece of jsonChunks(call.function.arguments))
+      chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }, null, true));
   });
   chunks.push(chunk({}, choice.finish_reason));
   if (includeUsage) chunks.push({ delta: false, data: { ...head, choices: [], usage: completion.usage } });

@@ -1,6 +1,15 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chat, completionChunks, DONE, encodeChunk, type FakeChatError, type FakeChatResponse, type FakeChatUsage, type FakeToolCall } from './fake-openai-script.ts';
+import {
+  chat,
+  completionChunks,
+  DONE,
+  encodeChunk,
+  type FakeChatError,
+  type FakeChatResponse,
+  type FakeChatUsage,
+  type FakeToolCall,
+} from './fake-openai-script.ts';
 
 export { chat, type FakeChatResponse, type FakeChatUsage, type FakeToolCall } from './fake-openai-script.ts';
 
@@ -52,42 +61,66 @@ export interface FakeOpenAiOptions {
   echoKey?: boolean;
 }
 
-const refuse = (status: number, message: string, code: string | null = null, type = 'invalid_request_error') => chat.error(status, { message, type, code });
+const refuse = (status: number, message: string, code: string | null = null, type = 'invalid_request_error') =>
+  chat.error(status, { message, type, code });
 
 /** The checks the real API makes that our mapping could get wrong; null when the request passes. */
-function check(req: { method: string; path: string; headers: IncomingHttpHeaders; body: any }, apiKey: string | undefined): FakeChatResponse | null {
-  if (req.method !== 'POST' || req.path.split('?')[0] !== '/v1/chat/completions') return refuse(404, `Invalid URL (${req.method} ${req.path})`, 'unknown_url');
+function check(
+  req: { method: string; path: string; headers: IncomingHttpHeaders; body: any },
+  apiKey: string | undefined,
+): FakeChatResponse | null {
+  if (req.method !== 'POST' || req.path.split('?')[0] !== '/v1/chat/completions')
+    return refuse(404, `Invalid URL (${req.method} ${req.path})`, 'unknown_url');
   const key = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
   if (!key) return refuse(401, "You didn't provide an API key.", null);
   if (apiKey !== undefined && key !== apiKey) return refuse(401, 'Incorrect API key provided.', 'invalid_api_key');
   const b = req.body;
   if (!b || typeof b !== 'object' || Array.isArray(b)) return refuse(400, 'We could not parse the JSON body of your request.');
-  if (typeof b.model !== 'string') return refuse(400, "you must provide a model parameter");
+  if (typeof b.model !== 'string') return refuse(400, 'you must provide a model parameter');
   if (/^(gpt-5|o\d)/.test(b.model) && b.max_tokens !== undefined) {
-    return refuse(400, "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", 'unsupported_parameter');
+    return refuse(
+      400,
+      "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+      'unsupported_parameter',
+    );
   }
-  if (b.stream_options !== undefined && b.stream !== true) return refuse(400, "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+  if (b.stream_options !== undefined && b.stream !== true)
+    return refuse(400, "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
   const messages = b.messages;
   if (!Array.isArray(messages) || messages.length === 0) return refuse(400, "Invalid 'messages': empty array.");
   let open: string[] = []; // tool_call ids of the last assistant message still to be answered
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i];
-    if (!['system', 'developer', 'user', 'assistant', 'tool'].includes(m?.role)) return refuse(400, `Invalid value for 'messages[${i}].role'.`);
+    if (!['system', 'developer', 'user', 'assistant', 'tool'].includes(m?.role))
+      return refuse(400, `Invalid value for 'messages[${i}].role'.`);
     if (m.role === 'tool') {
-      if (!open.includes(m.tool_call_id)) return refuse(400, `Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.`);
+      if (!open.includes(m.tool_call_id))
+        return refuse(400, `Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.`);
       if (typeof m.content !== 'string') return refuse(400, `Invalid type for 'messages[${i}].content'.`);
       open = open.filter((id) => id !== m.tool_call_id);
       continue;
     }
     if (open.length > 0) {
-      return refuse(400, `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(', ')}`);
+      return refuse(
+        400,
+        `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(', ')}`,
+      );
     }
     if (m.role === 'assistant') {
       const calls = m.tool_calls ?? [];
-      if ((m.content === null || m.content === undefined) && calls.length === 0) return refuse(400, `Invalid value for 'messages[${i}].content': expected a string, got null.`);
+      if ((m.content === null || m.content === undefined) && calls.length === 0)
+        return refuse(400, `Invalid value for 'messages[${i}].content': expected a string, got null.`);
       for (const c of calls) {
-        if (c.type !== 'function' || typeof c.id !== 'string' || typeof c.function?.name !== 'string' || typeof c.function?.arguments !== 'string') {
-          return refuse(400, `Invalid 'messages[${i}].tool_calls': each needs an id, type "function" and a function with a name and string arguments.`);
+        if (
+          c.type !== 'function' ||
+          typeof c.id !== 'string' ||
+          typeof c.function?.name !== 'string' ||
+          typeof c.function?.arguments !== 'string'
+        ) {
+          return refuse(
+            400,
+            `Invalid 'messages[${i}].tool_calls': each needs an id, type "function" and a function with a name and string arguments.`,
+          );
         }
       }
       open = calls.map((c: { id: string }) => c.id);
@@ -95,9 +128,14 @@ function check(req: { method: string; path: string; headers: IncomingHttpHeaders
       return refuse(400, `Invalid type for 'messages[${i}].content'.`);
     }
   }
-  if (open.length > 0) return refuse(400, `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(', ')}`);
+  if (open.length > 0)
+    return refuse(
+      400,
+      `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(', ')}`,
+    );
   for (const t of b.tools ?? []) {
-    if (t?.type !== 'function' || typeof t.function?.name !== 'string') return refuse(400, "Invalid 'tools': each needs type \"function\" and a function name.");
+    if (t?.type !== 'function' || typeof t.function?.name !== 'string')
+      return refuse(400, 'Invalid \'tools\': each needs type "function" and a function name.');
   }
   return null;
 }
@@ -126,8 +164,16 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
         /* recorded raw; the checks refuse it */
       }
       const recorded: RecordedChatRequest = {
-        seq: requests.length + 1, method: req.method ?? '', path: req.url ?? '', headers: req.headers,
-        body, status: null, aborted: false, invalid: null, streamed: body?.stream === true, errorMessage: null,
+        seq: requests.length + 1,
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body,
+        status: null,
+        aborted: false,
+        invalid: null,
+        streamed: body?.stream === true,
+        errorMessage: null,
       };
       requests.push(recorded);
       res.on('close', () => {
@@ -135,7 +181,10 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       });
       const rejection = check(recorded, options.apiKey);
       if (rejection) recorded.invalid = (rejection.body as any).error.message;
-      const response = rejection ?? queue.shift() ?? chat.error(500, { message: `fake-openai: no scripted response left for request #${recorded.seq}`, type: 'server_error' });
+      const response =
+        rejection ??
+        queue.shift() ??
+        chat.error(500, { message: `fake-openai: no scripted response left for request #${recorded.seq}`, type: 'server_error' });
       const echo = (error: FakeChatError) => {
         const key = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? 'none';
         const message = options.echoKey ? `${error.message} (key: ${key})` : error.message;
@@ -161,7 +210,8 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
           let deltas = 0;
           for (const chunk of completionChunks(payload, body.stream_options?.include_usage === true)) {
             if (chunk.delta) {
-              if (script.errorAfter && deltas >= script.errorAfter.deltas) return void res.end(encodeChunk({ error: echo(script.errorAfter.error) }));
+              if (script.errorAfter && deltas >= script.errorAfter.deltas)
+                return void res.end(encodeChunk({ error: echo(script.errorAfter.error) }));
               if (script.cutAfterDeltas !== undefined && deltas >= script.cutAfterDeltas) return void res.socket?.destroy();
               if (script.endAfterDeltas !== undefined && deltas >= script.endAfterDeltas) return void res.end();
               if (script.deltaDelayMs) await pause(script.deltaDelayMs);

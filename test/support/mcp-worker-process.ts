@@ -10,12 +10,23 @@ import { createRuntime } from '../../src/runtime/create-runtime.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { toolThenTextLlm } from './scripted-llm.ts';
 
-const env = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => k.startsWith('MCP_TEST_') && v !== undefined)) as Record<string, string>;
+const env = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => k.startsWith('MCP_TEST_') && v !== undefined)) as Record<
+  string,
+  string
+>;
 const agent = defineAgent({
   name: 'desk',
   system: 'You run the order desk.',
   tools: [],
-  mcpServers: [{ name: 'orders', command: process.execPath, args: [fileURLToPath(new URL('./mcp-order-server.mjs', import.meta.url))], env, connectTimeoutMs: 60_000 }],
+  mcpServers: [
+    {
+      name: 'orders',
+      command: process.execPath,
+      args: [fileURLToPath(new URL('./mcp-order-server.mjs', import.meta.url))],
+      env,
+      connectTimeoutMs: 60_000,
+    },
+  ],
 });
 const rt = await createRuntime({
   agents: [agent],

@@ -14,8 +14,14 @@
 import type { ContentBlock, Message } from '../../src/domain/types.ts';
 
 const blocks = (m: Message): ContentBlock[] => (typeof m.content === 'string' ? [] : m.content);
-const toolUseIds = (m: Message) => blocks(m).filter((b) => b.type === 'tool_use').map((b) => String(b.id));
-const toolResultIds = (m: Message) => blocks(m).filter((b) => b.type === 'tool_result').map((b) => String(b.tool_use_id));
+const toolUseIds = (m: Message) =>
+  blocks(m)
+    .filter((b) => b.type === 'tool_use')
+    .map((b) => String(b.id));
+const toolResultIds = (m: Message) =>
+  blocks(m)
+    .filter((b) => b.type === 'tool_result')
+    .map((b) => String(b.tool_use_id));
 
 /** Every rule the list breaks, in words; empty when the API would accept it. */
 export function messagesApiViolations(messages: readonly Message[]): string[] {
@@ -32,10 +38,14 @@ export function messagesApiViolations(messages: readonly Message[]): string[] {
     if (m.role === 'assistant' && results.length > 0) problems.push(`${at} holds tool_result blocks`);
     if (m.role === 'user' && results.length > 0) {
       const asked = i > 0 ? toolUseIds(messages[i - 1]!) : [];
-      const leading = blocks(m).slice(0, results.length).every((b) => b.type === 'tool_result');
+      const leading = blocks(m)
+        .slice(0, results.length)
+        .every((b) => b.type === 'tool_result');
       if (!leading) problems.push(`${at}: tool_result blocks do not come first`);
       if (results.join() !== asked.join()) {
-        problems.push(`${at}: tool_result ids [${results.join(', ')}] do not answer the tool_use ids [${asked.join(', ')}] one for one, in order`);
+        problems.push(
+          `${at}: tool_result ids [${results.join(', ')}] do not answer the tool_use ids [${asked.join(', ')}] one for one, in order`,
+        );
       }
     }
     if (m.role === 'assistant') {
@@ -44,7 +54,8 @@ export function messagesApiViolations(messages: readonly Message[]): string[] {
         seen.add(id);
       }
       const next = messages[i + 1];
-      if (toolUseIds(m).length > 0 && (!next || toolResultIds(next).length === 0)) problems.push(`${at}: its tool_use blocks are not answered`);
+      if (toolUseIds(m).length > 0 && (!next || toolResultIds(next).length === 0))
+        problems.push(`${at}: its tool_use blocks are not answered`);
     }
   });
   return problems;

@@ -43,7 +43,11 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
       const body = Buffer.concat(parts);
       const json = (req.headers['content-type'] ?? '').includes('json');
       try {
-        requests.push({ path: req.url ?? '', headers: req.headers, spans: json ? fromJson(JSON.parse(body.toString('utf8'))) : fromProtobuf(body) });
+        requests.push({
+          path: req.url ?? '',
+          headers: req.headers,
+          spans: json ? fromJson(JSON.parse(body.toString('utf8'))) : fromProtobuf(body),
+        });
       } catch (e) {
         res.writeHead(400, { 'content-type': 'text/plain' }).end(`unreadable export: ${(e as Error).message}`);
         return;
@@ -142,7 +146,10 @@ function fieldsOf(buf: Uint8Array): Field[] {
   return fields;
 }
 
-const all = (buf: Uint8Array, no: number) => fieldsOf(buf).filter((f) => f.no === no).map((f) => f.value);
+const all = (buf: Uint8Array, no: number) =>
+  fieldsOf(buf)
+    .filter((f) => f.no === no)
+    .map((f) => f.value);
 const bytes = (buf: Uint8Array, no: number) => all(buf, no).at(-1) as Uint8Array | undefined;
 const text = (buf: Uint8Array, no: number) => Buffer.from(bytes(buf, no) ?? new Uint8Array()).toString('utf8');
 const hex = (buf: Uint8Array, no: number) => Buffer.from(bytes(buf, no) ?? new Uint8Array()).toString('hex');

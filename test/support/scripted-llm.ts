@@ -15,7 +15,15 @@ export function usage(inputTokens: number, outputTokens: number, cacheRead = 0, 
 }
 
 export function response(content: ContentBlock[], stopReason: string, u: Usage): LlmResponse {
-  return { id: `msg_${Math.random().toString(36).slice(2, 10)}`, model: 'scripted', content, stopReason, usage: u, requestId: null, attempts: 1 };
+  return {
+    id: `msg_${Math.random().toString(36).slice(2, 10)}`,
+    model: 'scripted',
+    content,
+    stopReason,
+    usage: u,
+    requestId: null,
+    attempts: 1,
+  };
 }
 
 export class ScriptedLlm implements LlmClient {

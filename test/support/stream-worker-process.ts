@@ -10,8 +10,15 @@ import { workerProcess } from './worker-harness.ts';
 
 const { pool, options: fromEnv, serve } = workerProcess(4);
 const llm = createLlmClient({
-  llmProvider: 'anthropic', anthropicApiKey: process.env.ANTHROPIC_API_KEY!, anthropicBaseUrl: process.env.ANTHROPIC_BASE_URL!,
-  demoLatencyMs: 0, llmStreaming: true, stepTimeoutMs: 20_000, maxAttempts: 3, retryBaseMs: 10, retryCapMs: 50,
+  llmProvider: 'anthropic',
+  anthropicApiKey: process.env.ANTHROPIC_API_KEY!,
+  anthropicBaseUrl: process.env.ANTHROPIC_BASE_URL!,
+  demoLatencyMs: 0,
+  llmStreaming: true,
+  stepTimeoutMs: 20_000,
+  maxAttempts: 3,
+  retryBaseMs: 10,
+  retryCapMs: 50,
 });
 if (process.env.CRASH_MID_STREAM === '1') armCrashPoint({ point: 'mid-stream', action: 'kill' });
 const worker = testWorker(new RunStore(pool), llm, [], {

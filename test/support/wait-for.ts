@@ -1,7 +1,11 @@
 /** Waiting on a condition, never on the clock alone. No database or engine imports: unit tests use it too. */
 
 /** Asks `fn` every 25 ms until it answers something truthy, and returns that; fails after `timeoutMs`, naming `what`. */
-export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 20_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | null | undefined | false> | T | null | undefined | false,
+  timeoutMs = 20_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

@@ -16,7 +16,14 @@ export function workerProcess(poolSize: number) {
     async serve(worker: Worker): Promise<void> {
       await worker.start();
       console.log(JSON.stringify({ event: 'ready' }));
-      process.on('SIGTERM', () => void worker.stop().then(() => pool.end()).then(() => process.exit(0)));
+      process.on(
+        'SIGTERM',
+        () =>
+          void worker
+            .stop()
+            .then(() => pool.end())
+            .then(() => process.exit(0)),
+      );
     },
   };
 }

@@ -18,7 +18,10 @@ const slow = defineTool({
     await new Promise((r) => setTimeout(r, Number(process.env.SLOW_TOOL_MS ?? 1000)));
     // The effect, honouring the idempotency key as a tool must (a table the test made, when it made one).
     if (process.env.EFFECT_TABLE) {
-      await pool.query(`INSERT INTO ${process.env.EFFECT_TABLE} (key, worker) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [ctx.idempotencyKey, process.env.WORKER_NAME]);
+      await pool.query(`INSERT INTO ${process.env.EFFECT_TABLE} (key, worker) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [
+        ctx.idempotencyKey,
+        process.env.WORKER_NAME,
+      ]);
     }
     console.log(JSON.stringify({ event: 'tool done', runId: ctx.runId, key: ctx.idempotencyKey }));
     return 'slow result';

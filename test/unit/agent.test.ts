@@ -12,7 +12,16 @@ const clock = defineTool({ name: 'now', description: 'The time.', inputSchema: {
 describe('defineAgent', () => {
   it('takes zod and JSON-Schema tools, and fills what is left out with null (the runtime defaults)', () => {
     const helper = defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather, clock] });
-    expect(helper).toEqual({ name: 'helper', system: 'Be brief.', tools: [weather, clock], model: null, maxTokens: null, version: null, llm: null, mcpServers: [] });
+    expect(helper).toEqual({
+      name: 'helper',
+      system: 'Be brief.',
+      tools: [weather, clock],
+      model: null,
+      maxTokens: null,
+      version: null,
+      llm: null,
+      mcpServers: [],
+    });
     expect(Object.isFrozen(helper)).toBe(true);
     expect(defineAgent({ name: 'v2.agent', system: 's', tools: [], model: 'claude-x', maxTokens: 512, version: '2026-11' })).toMatchObject({
       model: 'claude-x',
@@ -22,7 +31,12 @@ describe('defineAgent', () => {
   });
 
   it('takes a model client of its own, made by a factory, with the model its runs call by default', () => {
-    const llm = openAiCompatible({ apiKey: 'sk-proj-test-agent-0123456789', baseUrl: 'http://127.0.0.1:11434/v1', model: 'qwen3:8b', provider: 'ollama' });
+    const llm = openAiCompatible({
+      apiKey: 'sk-proj-test-agent-0123456789',
+      baseUrl: 'http://127.0.0.1:11434/v1',
+      model: 'qwen3:8b',
+      provider: 'ollama',
+    });
     const helper = defineAgent({ name: 'helper', system: 'Be brief.', tools: [], llm });
     expect(helper.llm).toBe(llm);
     expect([llm.provider, llm.defaultModel]).toEqual(['ollama', 'qwen3:8b']);
@@ -37,12 +51,18 @@ describe('defineAgent', () => {
     const badUrl = () => openAiCompatible({ apiKey: 'sk-proj-secret-0123456789', baseUrl: 'localhost:1234/v1' });
     expect(badUrl).toThrow('openAiCompatible: baseUrl: must be an http(s) URL');
     expect(badUrl).not.toThrow(/sk-proj-secret/);
-    expect(() => anthropic({ apiKey: 'sk-ant-x', retryBaseMs: 500, retryCapMs: 10 })).toThrow('anthropic: retryCapMs must be at least retryBaseMs');
+    expect(() => anthropic({ apiKey: 'sk-ant-x', retryBaseMs: 500, retryCapMs: 10 })).toThrow(
+      'anthropic: retryCapMs must be at least retryBaseMs',
+    );
     expect(anthropic({ apiKey: 'sk-ant-x' })).toMatchObject({ provider: 'anthropic', defaultModel: null });
   });
 
   it('takes an agent with no tools of its own, e.g. one whose tools all come from MCP servers', () => {
-    const desk = defineAgent({ name: 'desk', system: 'You run the order desk.', mcpServers: [{ name: 'files', command: 'node', args: ['files-server.js'] }] });
+    const desk = defineAgent({
+      name: 'desk',
+      system: 'You run the order desk.',
+      mcpServers: [{ name: 'files', command: 'node', args: ['files-server.js'] }],
+    });
     expect(desk.tools).toEqual([]);
     expect(desk.mcpServers.map((s) => s.name)).toEqual(['files']);
     expect(defineAgent({ name: 'plain', system: 'Be brief.' }).tools).toEqual([]);
@@ -53,9 +73,12 @@ describe('defineAgent', () => {
   });
 
   it('names the agent and the first thing wrong with it', () => {
-    const bad = (over: Record<string, unknown>) => () => defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather], ...over } as never);
+    const bad = (over: Record<string, unknown>) => () =>
+      defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather], ...over } as never);
     expect(bad({ name: 'my agent' })).toThrow(ConfigError);
-    expect(bad({ name: 'my agent' })).toThrow('invalid agent "my agent": name: use 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit');
+    expect(bad({ name: 'my agent' })).toThrow(
+      'invalid agent "my agent": name: use 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit',
+    );
     expect(bad({ system: '  ' })).toThrow('invalid agent "helper": system: must not be blank');
     expect(bad({ tools: [weather, weather] })).toThrow('invalid agent "helper": tools: two tools are named "get_weather"');
     expect(bad({ tools: [{ name: 'x' }] })).toThrow('invalid agent "helper": tools.0: must be a tool made with tool() or defineTool()');
@@ -75,5 +98,4 @@ describe('the agents a runtime is given', () => {
     expect(() => checkAgents([helper, null], 'here')).toThrow('here: agents.1 is not an agent definition');
     expect(() => checkAgents([helper, { ...helper }], 'here')).toThrow('here: two agents are named "helper"');
   });
-
 });

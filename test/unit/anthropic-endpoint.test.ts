@@ -28,10 +28,21 @@ describe('MessagesEndpoint', () => {
   });
 
   it("sends the key, the API version, JSON both ways and the body's length, each header once", () => {
-    expect(headerList('https://api.example.com', 1234).filter((_, i) => i % 2 === 0)).toEqual(['host', 'accept', 'content-type', 'authorization', 'anthropic-version', 'content-length']);
+    expect(headerList('https://api.example.com', 1234).filter((_, i) => i % 2 === 0)).toEqual([
+      'host',
+      'accept',
+      'content-type',
+      'authorization',
+      'anthropic-version',
+      'content-length',
+    ]);
     expect(headersOf('https://api.example.com', 1234)).toEqual({
-      host: 'api.example.com', accept: 'application/json', 'content-type': 'application/json',
-      authorization: 'Bearer sk-unit', 'anthropic-version': ANTHROPIC_VERSION, 'content-length': '1234',
+      host: 'api.example.com',
+      accept: 'application/json',
+      'content-type': 'application/json',
+      authorization: 'Bearer sk-unit',
+      'anthropic-version': ANTHROPIC_VERSION,
+      'content-length': '1234',
     });
   });
 
@@ -42,6 +53,8 @@ describe('MessagesEndpoint', () => {
   });
 
   it('refuses a base URL that is not http(s), before anything is made', () => {
-    expect(() => new MessagesEndpoint({ apiKey: 'k', baseUrl: 'ftp://example.com', timeoutMs: 1 }).check()).toThrow(/unsupported protocol ftp:/);
+    expect(() => new MessagesEndpoint({ apiKey: 'k', baseUrl: 'ftp://example.com', timeoutMs: 1 }).check()).toThrow(
+      /unsupported protocol ftp:/,
+    );
   });
 });

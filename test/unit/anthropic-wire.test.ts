@@ -5,7 +5,13 @@ import { toLlmResponse, toMessageParams } from '../../src/llm/anthropic-wire.ts'
 import type { LlmRequest } from '../../src/llm/types.ts';
 
 const EPHEMERAL = { type: 'ephemeral' };
-const request = (messages: Message[], system: string | null = 'sys'): LlmRequest => ({ model: 'm', maxTokens: 100, system, messages, tools: [] });
+const request = (messages: Message[], system: string | null = 'sys'): LlmRequest => ({
+  model: 'm',
+  maxTokens: 100,
+  system,
+  messages,
+  tools: [],
+});
 const breakpoints = (params: unknown) => JSON.stringify(params).split('"cache_control"').length - 1;
 
 describe('toMessageParams', () => {
@@ -23,15 +29,36 @@ describe('toMessageParams', () => {
   });
 
   it('marks the last cacheable block, skipping thinking blocks', () => {
-    const params = toMessageParams(request([
-      { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'thinking', thinking: 't', signature: 's' }] },
-    ]));
-    expect(params.messages[0]!.content).toEqual([{ type: 'text', text: 'a', cache_control: EPHEMERAL }, { type: 'thinking', thinking: 't', signature: 's' }]);
+    const params = toMessageParams(
+      request([
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'thinking', thinking: 't', signature: 's' },
+          ],
+        },
+      ]),
+    );
+    expect(params.messages[0]!.content).toEqual([
+      { type: 'text', text: 'a', cache_control: EPHEMERAL },
+      { type: 'thinking', thinking: 't', signature: 's' },
+    ]);
   });
 
   it('leaves out empty text blocks, which the API refuses in a request, without touching the log', () => {
-    const reply: Message = { role: 'assistant', content: [{ type: 'text', text: '' }, { type: 'tool_use', id: 'toolu_1', name: 'x', input: {} }] };
-    const messages: Message[] = [{ role: 'user', content: 'q' }, reply, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'r' }] }];
+    const reply: Message = {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: '' },
+        { type: 'tool_use', id: 'toolu_1', name: 'x', input: {} },
+      ],
+    };
+    const messages: Message[] = [
+      { role: 'user', content: 'q' },
+      reply,
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'r' }] },
+    ];
     const params = toMessageParams(request(messages));
     expect(params.messages[1]!.content).toEqual([{ type: 'tool_use', id: 'toolu_1', name: 'x', input: {} }]);
     expect(reply.content).toHaveLength(2);
@@ -39,19 +66,29 @@ describe('toMessageParams', () => {
 
   it('keeps breakpoints already set and adds its own only while fewer than four are set', () => {
     const marked = (text: string) => ({ type: 'text', text, cache_control: EPHEMERAL });
-    const two = toMessageParams(request([
-      { role: 'user', content: [marked('1'), marked('2')] },
-      { role: 'assistant', content: 'ok' },
-      { role: 'user', content: [{ type: 'text', text: '3' }, { type: 'text', text: '4' }] },
-    ]));
+    const two = toMessageParams(
+      request([
+        { role: 'user', content: [marked('1'), marked('2')] },
+        { role: 'assistant', content: 'ok' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: '3' },
+            { type: 'text', text: '4' },
+          ],
+        },
+      ]),
+    );
     expect(breakpoints(two)).toBe(4);
     expect(two.messages[2]!.content).toEqual([{ type: 'text', text: '3' }, marked('4')]);
 
-    const three = toMessageParams(request([
-      { role: 'user', content: [marked('1'), marked('2'), marked('3')] },
-      { role: 'assistant', content: 'ok' },
-      { role: 'user', content: 'last' },
-    ]));
+    const three = toMessageParams(
+      request([
+        { role: 'user', content: [marked('1'), marked('2'), marked('3')] },
+        { role: 'assistant', content: 'ok' },
+        { role: 'user', content: 'last' },
+      ]),
+    );
     expect(breakpoints(three)).toBe(4);
     expect(three.messages[2]!.content).toBe('last');
   });
@@ -70,7 +107,12 @@ describe('toMessageParams', () => {
 
 describe('toLlmResponse', () => {
   const message = (over: Record<string, unknown> = {}) => ({
-    id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-x', stop_reason: 'end_turn', stop_sequence: null,
+    id: 'msg_1',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-x',
+    stop_reason: 'end_turn',
+    stop_sequence: null,
     content: [{ type: 'text', text: 'hi' }],
     usage: { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 2, cache_read_input_tokens: 3 },
     ...over,
@@ -79,15 +121,29 @@ describe('toLlmResponse', () => {
   it('keeps a sound answer as it is, with no warnings', () => {
     const response = toLlmResponse(message(), 'req_1', 'asked');
     expect(response).toEqual({
-      id: 'msg_1', model: 'claude-x', content: [{ type: 'text', text: 'hi' }], stopReason: 'end_turn', requestId: 'req_1', attempts: 1,
+      id: 'msg_1',
+      model: 'claude-x',
+      content: [{ type: 'text', text: 'hi' }],
+      stopReason: 'end_turn',
+      requestId: 'req_1',
+      attempts: 1,
       usage: { inputTokens: 10, outputTokens: 5, cacheCreationInputTokens: 2, cacheReadInputTokens: 3 },
     });
     expect('warnings' in response).toBe(false);
   });
 
   it('clamps poison usage into whole numbers in [0, 2^31-1] and says what it repaired', () => {
-    const response = toLlmResponse(message({ usage: { input_tokens: -500, output_tokens: 12.6, cache_creation_input_tokens: 1e12, cache_read_input_tokens: 'many' } }), null, 'asked');
-    expect(response.usage).toEqual({ inputTokens: 0, outputTokens: 13, cacheCreationInputTokens: MAX_TOKEN_COUNT, cacheReadInputTokens: 0 });
+    const response = toLlmResponse(
+      message({ usage: { input_tokens: -500, output_tokens: 12.6, cache_creation_input_tokens: 1e12, cache_read_input_tokens: 'many' } }),
+      null,
+      'asked',
+    );
+    expect(response.usage).toEqual({
+      inputTokens: 0,
+      outputTokens: 13,
+      cacheCreationInputTokens: MAX_TOKEN_COUNT,
+      cacheReadInputTokens: 0,
+    });
     expect(response.warnings).toEqual([
       'usage.input_tokens was -500: counted as 0',
       'usage.output_tokens was 12.6: counted as 13',
@@ -119,7 +175,11 @@ describe('toLlmResponse', () => {
   });
 
   it('fills a missing model with the one asked for and a missing stop reason with "unknown"', () => {
-    expect(toLlmResponse(message({ model: undefined, stop_reason: null }), null, 'asked')).toMatchObject({ model: 'asked', stopReason: 'unknown', id: 'msg_1' });
+    expect(toLlmResponse(message({ model: undefined, stop_reason: null }), null, 'asked')).toMatchObject({
+      model: 'asked',
+      stopReason: 'unknown',
+      id: 'msg_1',
+    });
   });
 
   it('fails retryably (-1) on a body that is not a message: an HTML page, an empty body, nothing, an array', () => {
@@ -138,7 +198,11 @@ describe('toLlmResponse', () => {
 
   it('classifies an error body sent with a 200 by its type', () => {
     const body = (type: string) => ({ type: 'error', error: { type, message: `${type} happened` } });
-    expect(() => toLlmResponse(body('overloaded_error'), null, 'm')).toThrow(expect.objectContaining({ status: 529, retryable: true, message: 'overloaded_error happened' }));
-    expect(() => toLlmResponse(body('invalid_request_error'), null, 'm')).toThrow(expect.objectContaining({ status: 400, retryable: false }));
+    expect(() => toLlmResponse(body('overloaded_error'), null, 'm')).toThrow(
+      expect.objectContaining({ status: 529, retryable: true, message: 'overloaded_error happened' }),
+    );
+    expect(() => toLlmResponse(body('invalid_request_error'), null, 'm')).toThrow(
+      expect.objectContaining({ status: 400, retryable: false }),
+    );
   });
 });

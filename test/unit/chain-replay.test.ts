@@ -8,7 +8,12 @@ const model = (seq: number, content: unknown[], stopReason = 'end_turn'): Foldab
 const tool = (seq: number, id: string, status: 'STARTED' | 'DONE' = 'DONE'): FoldableStep =>
   ({ seq, kind: 'TOOL', status, toolUseId: id, response: status === 'DONE' ? `result of ${id}` : null, stopReason: null }) as FoldableStep;
 const use = (id: string) => ({ type: 'tool_use', id, name: 'lookup', input: {} });
-const earlier = (id: string, input: string, steps: FoldableStep[], status: EarlierRun['status'] = 'SUCCEEDED'): EarlierRun => ({ id: id as RunId, input, status, steps });
+const earlier = (id: string, input: string, steps: FoldableStep[], status: EarlierRun['status'] = 'SUCCEEDED'): EarlierRun => ({
+  id: id as RunId,
+  input,
+  status,
+  steps,
+});
 
 describe('chain replay', () => {
   it('puts the earlier runs first, oldest first, each input after the answer before it', () => {
@@ -45,7 +50,13 @@ describe('chain replay', () => {
     // A run that failed before any model call leaves its input as the last user turn.
     expect(chainHistory([earlier('x', 'hello', [], 'FAILED')])).toEqual([{ role: 'user', content: 'hello' }]);
     expect(replayRun('again', [], [earlier('x', 'hello', [], 'FAILED')]).messages).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'hello' }, { type: 'text', text: 'again' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'hello' },
+          { type: 'text', text: 'again' },
+        ],
+      },
     ]);
   });
 });

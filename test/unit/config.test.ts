@@ -6,9 +6,23 @@ describe('loadConfig', () => {
   it("has the README's defaults, with the demo model when no key is set", () => {
     const c = loadConfig({});
     expect(c).toMatchObject({
-      databaseUrl: null, port: 8080, host: '127.0.0.1', workerConcurrency: 32, leaseMs: 30_000, llmProvider: 'demo',
-      llmProviderDefaulted: true, defaultModel: 'demo', stepTimeoutMs: 120_000, maxAttempts: 5, retryBaseMs: 500,
-      retryCapMs: 30_000, maxSteps: 50, toolTimeoutMs: 60_000, logFormat: 'json', logLevel: 'info', maxRunAttempts: 5,
+      databaseUrl: null,
+      port: 8080,
+      host: '127.0.0.1',
+      workerConcurrency: 32,
+      leaseMs: 30_000,
+      llmProvider: 'demo',
+      llmProviderDefaulted: true,
+      defaultModel: 'demo',
+      stepTimeoutMs: 120_000,
+      maxAttempts: 5,
+      retryBaseMs: 500,
+      retryCapMs: 30_000,
+      maxSteps: 50,
+      toolTimeoutMs: 60_000,
+      logFormat: 'json',
+      logLevel: 'info',
+      maxRunAttempts: 5,
     });
     expect(c.workerName).toMatch(/-\d+$/);
     expect(c.pricesFile).toMatch(/prices\.json$/);
@@ -16,14 +30,31 @@ describe('loadConfig', () => {
 
   it('chooses Anthropic when a key is set, and reads every variable', () => {
     const c = loadConfig({
-      ANTHROPIC_API_KEY: 'sk-ant-x', PORT: '9000', LEASE_SECONDS: '2.5', WORKER_NAME: 'w1', LOG_FORMAT: 'pretty', MAX_STEPS: '7',
+      ANTHROPIC_API_KEY: 'sk-ant-x',
+      PORT: '9000',
+      LEASE_SECONDS: '2.5',
+      WORKER_NAME: 'w1',
+      LOG_FORMAT: 'pretty',
+      MAX_STEPS: '7',
     });
-    expect(c).toMatchObject({ llmProvider: 'anthropic', llmProviderDefaulted: false, defaultModel: 'claude-sonnet-4-6', port: 9000, leaseMs: 2500, workerName: 'w1', logFormat: 'pretty', maxSteps: 7 });
+    expect(c).toMatchObject({
+      llmProvider: 'anthropic',
+      llmProviderDefaulted: false,
+      defaultModel: 'claude-sonnet-4-6',
+      port: 9000,
+      leaseMs: 2500,
+      workerName: 'w1',
+      logFormat: 'pretty',
+      maxSteps: 7,
+    });
   });
 
   it('reads the money budget default and the tool concurrency, within their limits', () => {
     expect(loadConfig({})).toMatchObject({ defaultCostBudgetUsd: null, toolConcurrency: 4 });
-    expect(loadConfig({ DEFAULT_COST_BUDGET_USD: '2.5', TOOL_CONCURRENCY: '8' })).toMatchObject({ defaultCostBudgetUsd: 2.5, toolConcurrency: 8 });
+    expect(loadConfig({ DEFAULT_COST_BUDGET_USD: '2.5', TOOL_CONCURRENCY: '8' })).toMatchObject({
+      defaultCostBudgetUsd: 2.5,
+      toolConcurrency: 8,
+    });
     expect(() => loadConfig({ DEFAULT_COST_BUDGET_USD: '0' })).toThrow(/DEFAULT_COST_BUDGET_USD: must be greater than 0/);
     expect(() => loadConfig({ DEFAULT_COST_BUDGET_USD: '10001' })).toThrow(/DEFAULT_COST_BUDGET_USD: must be at most 10000/);
     expect(() => loadConfig({ TOOL_CONCURRENCY: '0' })).toThrow(/TOOL_CONCURRENCY: must be at least 1/);
@@ -65,13 +96,29 @@ describe('loadConfig', () => {
   it('takes the OpenAI-compatible provider only when asked, with its key, endpoint and default model', () => {
     expect(loadConfig({ OPENAI_API_KEY: 'sk-proj-x' }).llmProvider).toBe('demo'); // a key alone chooses nothing
     const c = loadConfig({ LLM_PROVIDER: 'openai', OPENAI_API_KEY: 'ollama', OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1' });
-    expect(c).toMatchObject({ llmProvider: 'openai', llmProviderDefaulted: false, openaiApiKey: 'ollama', openaiBaseUrl: 'http://127.0.0.1:11434/v1', defaultModel: 'gpt-5.4-mini' });
+    expect(c).toMatchObject({
+      llmProvider: 'openai',
+      llmProviderDefaulted: false,
+      openaiApiKey: 'ollama',
+      openaiBaseUrl: 'http://127.0.0.1:11434/v1',
+      defaultModel: 'gpt-5.4-mini',
+    });
     expect(loadConfig({ LLM_PROVIDER: 'openai', OPENAI_API_KEY: 'k', DEFAULT_MODEL: 'qwen3:8b' }).defaultModel).toBe('qwen3:8b');
   });
 
   it('reads the model call settings alone for clients made in code, ignoring the rest of the environment', () => {
-    expect(loadModelCallSettings({ LLM_PROVIDER: 'anthropic', PORT: 'nope' })).toEqual({ stepTimeoutMs: 120_000, maxAttempts: 5, retryBaseMs: 500, retryCapMs: 30_000, llmStreaming: true });
-    expect(loadModelCallSettings({ STEP_TIMEOUT_SECONDS: '1.5', MAX_ATTEMPTS: '2', LLM_STREAMING: 'false' })).toMatchObject({ stepTimeoutMs: 1500, maxAttempts: 2, llmStreaming: false });
+    expect(loadModelCallSettings({ LLM_PROVIDER: 'anthropic', PORT: 'nope' })).toEqual({
+      stepTimeoutMs: 120_000,
+      maxAttempts: 5,
+      retryBaseMs: 500,
+      retryCapMs: 30_000,
+      llmStreaming: true,
+    });
+    expect(loadModelCallSettings({ STEP_TIMEOUT_SECONDS: '1.5', MAX_ATTEMPTS: '2', LLM_STREAMING: 'false' })).toMatchObject({
+      stepTimeoutMs: 1500,
+      maxAttempts: 2,
+      llmStreaming: false,
+    });
     expect(() => loadModelCallSettings({ MAX_ATTEMPTS: '0' })).toThrow(/MAX_ATTEMPTS/);
   });
 });
@@ -86,7 +133,10 @@ describe('OpenTelemetry export settings', () => {
 
   it('adds v1/traces to the general endpoint, takes the traces endpoint as it is, and reads protocol, headers and resource', () => {
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).otel).toEqual({
-      tracesUrl: 'http://collector:4318/v1/traces', protocol: 'http/protobuf', headers: {}, resource: { 'service.name': 'durable-agent' },
+      tracesUrl: 'http://collector:4318/v1/traces',
+      protocol: 'http/protobuf',
+      headers: {},
+      resource: { 'service.name': 'durable-agent' },
     });
     const c = loadConfig({
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
@@ -107,8 +157,12 @@ describe('OpenTelemetry export settings', () => {
 
   it('refuses grpc and malformed headers, without echoing a header value', () => {
     const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4317' };
-    expect(() => loadConfig({ ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow('OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not supported; use http/protobuf (the default) or http/json');
-    expect(() => loadConfig({ ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'udp' })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL: must be http\/protobuf, http\/json or grpc/);
+    expect(() => loadConfig({ ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(
+      'OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not supported; use http/protobuf (the default) or http/json',
+    );
+    expect(() => loadConfig({ ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'udp' })).toThrow(
+      /OTEL_EXPORTER_OTLP_PROTOCOL: must be http\/protobuf, http\/json or grpc/,
+    );
     const bad = () => loadConfig({ ...endpoint, OTEL_EXPORTER_OTLP_HEADERS: 'x-a=1,secret-token-123' });
     expect(bad).toThrow('invalid configuration: OTEL_EXPORTER_OTLP_HEADERS: entry 2 is not key=value');
     expect(bad).not.toThrow(/secret-token-123/);

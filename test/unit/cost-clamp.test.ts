@@ -5,7 +5,7 @@ import { PriceTable } from '../../src/llm/prices.ts';
 const rates = { input: 1e-6, output: 1e-5 };
 
 describe('clampToCost', () => {
-  it("cuts max_tokens so input plus the whole reply fit what is left", () => {
+  it('cuts max_tokens so input plus the whole reply fit what is left', () => {
     // 0.001 left, 200 input tokens = 0.0002: room for 80 output tokens at 0.00001.
     expect(clampToCost(0.001, 200, rates, 4096)).toEqual({ maxTokens: 80 });
     expect(clampToCost(1, 200, rates, 4096)).toEqual({ maxTokens: 4096 });
@@ -24,11 +24,18 @@ describe('clampToCost', () => {
 describe('estimateInputTokens', () => {
   const request = { system: 'be helpful', tools: [{ name: 't' }], messages: [{ role: 'user' as const, content: 'héllo' }] };
   it('counts the bytes of the request, an upper bound on its tokens', () => {
-    expect(estimateInputTokens(request)).toBe(Buffer.byteLength(JSON.stringify('be helpful') + JSON.stringify([{ name: 't' }]) + JSON.stringify(request.messages)));
+    expect(estimateInputTokens(request)).toBe(
+      Buffer.byteLength(JSON.stringify('be helpful') + JSON.stringify([{ name: 't' }]) + JSON.stringify(request.messages)),
+    );
   });
   it("builds on the previous call's billed tokens when it knows them", () => {
-    const more = { ...request, messages: [...request.messages, { role: 'assistant' as const, content: 'ok' }, { role: 'user' as const, content: 'and?' }] };
-    expect(estimateInputTokens(more, { tokens: 500, messages: 2 })).toBe(500 + Buffer.byteLength(JSON.stringify([{ role: 'user', content: 'and?' }])));
+    const more = {
+      ...request,
+      messages: [...request.messages, { role: 'assistant' as const, content: 'ok' }, { role: 'user' as const, content: 'and?' }],
+    };
+    expect(estimateInputTokens(more, { tokens: 500, messages: 2 })).toBe(
+      500 + Buffer.byteLength(JSON.stringify([{ role: 'user', content: 'and?' }])),
+    );
   });
 });
 

@@ -39,7 +39,11 @@ describe('DURABLE_AGENT_CRASH_AT', () => {
   it('parses <name>[:<n>] into a plan that kills the process', () => {
     expect(parseCrashPlan('after-checkpoint')).toEqual({ point: 'after-checkpoint', hit: 1 });
     expect(parseCrashPlan('before-tool-finish:3')).toEqual({ point: 'before-tool-finish', hit: 3 });
-    expect(loadConfig({ DURABLE_AGENT_CRASH_AT: 'after-tool-effect:2' }).crashAt).toEqual({ point: 'after-tool-effect', hit: 2, action: 'kill' });
+    expect(loadConfig({ DURABLE_AGENT_CRASH_AT: 'after-tool-effect:2' }).crashAt).toEqual({
+      point: 'after-tool-effect',
+      hit: 2,
+      action: 'kill',
+    });
     expect(loadConfig({}).crashAt).toBeNull();
   });
 

@@ -51,7 +51,13 @@ describe('the dashboard files', () => {
   });
 
   it('knows only the files it loaded: no other path reaches the disk', async () => {
-    for (const url of ['/assets/notes.md', '/assets/../package.json', '/assets/%2e%2e/%2e%2e/etc/passwd', '/assets/nothing.js', '/assets/']) {
+    for (const url of [
+      '/assets/notes.md',
+      '/assets/../package.json',
+      '/assets/%2e%2e/%2e%2e/etc/passwd',
+      '/assets/nothing.js',
+      '/assets/',
+    ]) {
       const res = await app.inject(url);
       expect(res.statusCode, url).toBe(404);
     }

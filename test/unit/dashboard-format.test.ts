@@ -21,7 +21,14 @@ describe('how the dashboard writes numbers', () => {
     expect(formatAge(3 * 3_600_000)).toBe('3h ago');
     expect(formatAge(2 * 86_400_000)).toBe('2d ago');
     expect([0, 842, 1032, 12_345, 1_234_567].map(formatTokens)).toEqual(['0', '842', '1.03k', '12.3k', '1.23M']);
-    expect([0, 0.00004, 0.0042, 0.1234, 12.345, 1234.5].map(formatCost)).toEqual(['$0', '<$0.0001', '$0.0042', '$0.123', '$12.35', '$1,235']);
+    expect([0, 0.00004, 0.0042, 0.1234, 12.345, 1234.5].map(formatCost)).toEqual([
+      '$0',
+      '<$0.0001',
+      '$0.0042',
+      '$0.123',
+      '$12.35',
+      '$1,235',
+    ]);
     expect(formatPercent(1, 300)).toBe('<1%');
     expect(formatPercent(1032, 50_000)).toBe('2%');
     expect(formatPercent(1, 0)).toBe('–');

@@ -30,8 +30,9 @@ describe('classifyDatabaseError', () => {
     expect(classifyDatabaseError(pgError(code))).toBe('permanent');
   });
 
-  it('treats socket errors and the driver\'s own connection errors as transient', () => {
-    for (const code of ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT']) expect(classifyDatabaseError(pgError(code, `connect ${code}`))).toBe('transient');
+  it("treats socket errors and the driver's own connection errors as transient", () => {
+    for (const code of ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'])
+      expect(classifyDatabaseError(pgError(code, `connect ${code}`))).toBe('transient');
     expect(classifyDatabaseError(new Error('Connection terminated unexpectedly'))).toBe('transient');
     expect(classifyDatabaseError(new Error('timeout exceeded when trying to connect'))).toBe('transient');
   });
@@ -47,7 +48,9 @@ describe('classifyDatabaseError', () => {
 
 describe('describeDatabaseError', () => {
   it('keeps the message short and names the SQLSTATE', () => {
-    expect(describeDatabaseError(pgError('22021', 'invalid byte sequence for encoding "UTF8": 0x00'))).toBe('invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)');
+    expect(describeDatabaseError(pgError('22021', 'invalid byte sequence for encoding "UTF8": 0x00'))).toBe(
+      'invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)',
+    );
     expect(describeDatabaseError(pgError('22001', 'x'.repeat(1000))).length).toBeLessThan(330);
   });
 });

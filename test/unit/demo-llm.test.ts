@@ -31,7 +31,11 @@ describe('DemoLlmClient', () => {
     expect(first.content).toEqual([
       { type: 'tool_use', id: expect.stringMatching(/^toolu_demo_/), name: 'list_tickets', input: { customer: 'acme', overdue: true } },
     ]);
-    expect({ ...again, id: null, content: [{ ...again.content[0], id: null }] }).toEqual({ ...first, id: null, content: [{ ...first.content[0], id: null }] });
+    expect({ ...again, id: null, content: [{ ...again.content[0], id: null }] }).toEqual({
+      ...first,
+      id: null,
+      content: [{ ...first.content[0], id: null }],
+    });
     expect((again.content[0] as ToolUseBlock).id).not.toBe((first.content[0] as ToolUseBlock).id);
     expect(first.usage.inputTokens).toBeGreaterThan(20);
     expect(first.usage.outputTokens).toBeGreaterThan(5);
@@ -46,11 +50,13 @@ describe('DemoLlmClient', () => {
       { id: 'ACME-12', title: 'Login fails on Safari', due: '2025-01-03' },
       { id: 'ACME-15', title: 'Invoice shows wrong VAT', due: '2025-01-05' },
     ]);
-    const second = await demo.send(requestWith([
-      { role: 'user', content: question },
-      { role: 'assistant', content: first.content },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: result }] },
-    ]));
+    const second = await demo.send(
+      requestWith([
+        { role: 'user', content: question },
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: result }] },
+      ]),
+    );
     expect(second.stopReason).toBe('end_turn');
     const text = textOf(second.content);
     expect(text.startsWith(DEMO_LABEL)).toBe(true);
@@ -59,13 +65,30 @@ describe('DemoLlmClient', () => {
   });
 
   it('quotes a result that is not JSON, and reports a tool error', async () => {
-    const base: Message[] = [{ role: 'user', content: question }, { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'list_tickets', input: {} }] }];
-    const plain = await demo.send(requestWith([...base, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'no tickets today' }] }]));
+    const base: Message[] = [
+      { role: 'user', content: question },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'list_tickets', input: {} }] },
+    ];
+    const plain = await demo.send(
+      requestWith([...base, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'no tickets today' }] }]),
+    );
     expect(textOf(plain.content)).toContain('no tickets today');
-    const failed = await demo.send(requestWith([...base, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'db down', is_error: true }] }]));
+    const failed = await demo.send(
+      requestWith([...base, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'db down', is_error: true }] }]),
+    );
     expect(textOf(failed.content)).toMatch(/error: db down/);
     // Results written as "error: …" (a denied call, a tool's own error) read "error:" once.
-    const denied = await demo.send(requestWith([...base, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'error: not run: the user denied this call (reason: no)', is_error: true }] }]));
+    const denied = await demo.send(
+      requestWith([
+        ...base,
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: 'error: not run: the user denied this call (reason: no)', is_error: true },
+          ],
+        },
+      ]),
+    );
     expect(textOf(denied.content)).toContain('The tool reported an error: not run: the user denied this call (reason: no)');
   });
 
@@ -96,13 +119,16 @@ describe('DemoLlmClient streaming', () => {
   it('streams its text in a few chunks spread over its latency, joining to the final text', async () => {
     const { events, client } = recorded(800);
     const texts: string[] = [];
-    const response = await client.send({ ...requestWith([{ role: 'user', content: 'Write me a poem about autumn' }]), tools: [] }, {
-      onText: (text, attempt) => {
-        expect(attempt).toBe(1);
-        texts.push(text);
-        events.push('text');
+    const response = await client.send(
+      { ...requestWith([{ role: 'user', content: 'Write me a poem about autumn' }]), tools: [] },
+      {
+        onText: (text, attempt) => {
+          expect(attempt).toBe(1);
+          texts.push(text);
+          events.push('text');
+        },
       },
-    });
+    );
     expect(texts).toHaveLength(DEMO_STREAM_CHUNKS);
     expect(texts.join('')).toBe(textOf(response.content));
     expect(events).toEqual(['sleep 200', 'text', 'sleep 200', 'text', 'sleep 200', 'text', 'sleep 200', 'text']);
@@ -121,7 +147,10 @@ describe('DemoLlmClient streaming', () => {
     const controller = new AbortController();
     const texts: string[] = [];
     const slow = new DemoLlmClient({ latencyMs: 60_000 });
-    const pending = slow.send({ ...requestWith([{ role: 'user', content: 'Write me a poem' }]), tools: [] }, { signal: controller.signal, onText: (t) => texts.push(t) });
+    const pending = slow.send(
+      { ...requestWith([{ role: 'user', content: 'Write me a poem' }]), tools: [] },
+      { signal: controller.signal, onText: (t) => texts.push(t) },
+    );
     controller.abort();
     await expect(pending).rejects.toMatchObject({ status: -1, type: 'aborted' });
     expect(texts).toEqual([]);
@@ -180,13 +209,27 @@ describe('pickTool', () => {
 });
 
 describe('the demo model asked to close a ticket or to wait', () => {
-  const close: ToolDefinition = { name: 'close_ticket', description: 'Closes a ticket with a resolution.', input_schema: { type: 'object', properties: { ticketId: { type: 'string' }, resolution: { type: 'string' } } } };
-  const sleep: ToolDefinition = { name: 'sleep', description: 'Waits.', input_schema: { type: 'object', properties: { seconds: { type: 'integer' } } } };
+  const close: ToolDefinition = {
+    name: 'close_ticket',
+    description: 'Closes a ticket with a resolution.',
+    input_schema: { type: 'object', properties: { ticketId: { type: 'string' }, resolution: { type: 'string' } } },
+  };
+  const sleep: ToolDefinition = {
+    name: 'sleep',
+    description: 'Waits.',
+    input_schema: { type: 'object', properties: { seconds: { type: 'integer' } } },
+  };
   const all = [...tools, close, sleep];
 
   it('closes the named ticket with the reason given as the resolution', () => {
-    expect(askedFor('Close ticket acme-104 because the webhook fix shipped', all)).toEqual({ name: 'close_ticket', input: { ticketId: 'ACME-104', resolution: 'the webhook fix shipped' } });
-    expect(askedFor('please close ACME-101', all)).toEqual({ name: 'close_ticket', input: { ticketId: 'ACME-101', resolution: 'Closed at the request of the user.' } });
+    expect(askedFor('Close ticket acme-104 because the webhook fix shipped', all)).toEqual({
+      name: 'close_ticket',
+      input: { ticketId: 'ACME-104', resolution: 'the webhook fix shipped' },
+    });
+    expect(askedFor('please close ACME-101', all)).toEqual({
+      name: 'close_ticket',
+      input: { ticketId: 'ACME-101', resolution: 'Closed at the request of the user.' },
+    });
     expect(askedFor('close ACME-101', tools)).toBeNull(); // without the tool, nothing special
   });
 

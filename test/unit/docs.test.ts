@@ -19,9 +19,17 @@ describe('generated docs', () => {
 
   it('lists every environment variable and every route', async () => {
     const docs = await generatedDocs();
-    for (const name of ['DATABASE_URL', 'LLM_STREAMING', 'REDACT', 'DURABLE_AGENT_URL']) expect(docs['configuration.md']).toContain(`| \`${name}\` |`);
-    expect(docs['configuration.md']).toContain('| `PRICES_FILE` | USD per million tokens per model: `input`, `output`, `cacheWrite`, `cacheRead` | `prices.json` |');
-    for (const route of ['POST `/api/runs`', 'GET `/api/runs/{id}/events`', 'POST `/api/runs/{id}/tool-calls/{toolUseId}/decision`', 'GET `/openapi.json`']) {
+    for (const name of ['DATABASE_URL', 'LLM_STREAMING', 'REDACT', 'DURABLE_AGENT_URL'])
+      expect(docs['configuration.md']).toContain(`| \`${name}\` |`);
+    expect(docs['configuration.md']).toContain(
+      '| `PRICES_FILE` | USD per million tokens per model: `input`, `output`, `cacheWrite`, `cacheRead` | `prices.json` |',
+    );
+    for (const route of [
+      'POST `/api/runs`',
+      'GET `/api/runs/{id}/events`',
+      'POST `/api/runs/{id}/tool-calls/{toolUseId}/decision`',
+      'GET `/openapi.json`',
+    ]) {
       expect(docs['api.md']).toContain(`## ${route}`);
     }
   });
@@ -56,7 +64,10 @@ function withoutCode(markdown: string): string {
 }
 
 function pages(): string[] {
-  const docs = fs.readdirSync(DOCS_DIR).filter((f) => f.endsWith('.md')).map((f) => path.join(DOCS_DIR, f));
+  const docs = fs
+    .readdirSync(DOCS_DIR)
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => path.join(DOCS_DIR, f));
   return [path.join(ROOT, 'README.md'), path.join(ROOT, 'CHANGELOG.md'), ...docs].filter((f) => fs.existsSync(f));
 }
 

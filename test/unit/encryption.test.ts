@@ -73,7 +73,10 @@ describe('Sealer', () => {
       { type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { q: 'marker input' } },
     ]);
     expect(JSON.stringify(blocks)).not.toContain('marker');
-    expect(blocks.map((b) => [b.type, 'id' in b ? b.id : null])).toEqual([['text', null], ['tool_use', 'toolu_1']]);
+    expect(blocks.map((b) => [b.type, 'id' in b ? b.id : null])).toEqual([
+      ['text', null],
+      ['tool_use', 'toolu_1'],
+    ]);
     expect(openBlocks(sealer, blocks)).toEqual([
       { type: 'text', text: 'marker text' },
       { type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { q: 'marker input' } },

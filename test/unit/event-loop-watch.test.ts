@@ -34,12 +34,15 @@ function watched() {
 }
 
 const tool = (name: string, run: (ms: number) => Promise<void> | void) =>
-  defineTool({ name, description: name, inputSchema: { type: 'object' }, execute: async () => ((await run(400)), 'ok') });
+  defineTool({ name, description: name, inputSchema: { type: 'object' }, execute: async () => (await run(400), 'ok') });
 
 /** Starts a call of `name` for `runId` through `tools`, as the engine does (its step marked in flight first). */
 function call(tools: ToolExecutor, runs: { id: string; tool: ToolInFlight | null }[], runId: string, seq: number, name: string) {
   runs.push({ id: runId, tool: { seq, tool: name, idempotent: true, startedAt: performance.now() } });
-  return tools.execute({ type: 'tool_use', id: `t-${runId}`, name, input: {} }, { runId: runId as never, signal: new AbortController().signal });
+  return tools.execute(
+    { type: 'tool_use', id: `t-${runId}`, name, input: {} },
+    { runId: runId as never, signal: new AbortController().signal },
+  );
 }
 
 /** Waits until the watch has logged `n` lines (its tick after a block reports it). */
@@ -52,8 +55,14 @@ describe('EventLoopWatch', () => {
     const { lines, runs, watch } = watched();
     const tools = watch.timeTools(new ToolExecutor([tool('crunch', busy), tool('idle', () => {})], 5_000));
     runs.push({ id: 'run-1', tool: { seq: 4, tool: 'crunch', idempotent: true, startedAt: performance.now() } });
-    await tools.execute({ type: 'tool_use', id: 't1', name: 'crunch', input: {} }, { runId: 'run-1' as never, signal: new AbortController().signal });
-    await tools.execute({ type: 'tool_use', id: 't2', name: 'idle', input: {} }, { runId: 'run-1' as never, signal: new AbortController().signal });
+    await tools.execute(
+      { type: 'tool_use', id: 't1', name: 'crunch', input: {} },
+      { runId: 'run-1' as never, signal: new AbortController().signal },
+    );
+    await tools.execute(
+      { type: 'tool_use', id: 't2', name: 'idle', input: {} },
+      { runId: 'run-1' as never, signal: new AbortController().signal },
+    );
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ event: 'event_loop_blocked', suspect: { run_id: 'run-1', step_seq: 4, tool: 'crunch' } });
     expect(lines[0]!.blocked_ms).toBeGreaterThanOrEqual(400);
@@ -102,7 +111,11 @@ describe('EventLoopWatch', () => {
       watch.stop();
     }
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ event: 'event_loop_blocked', runs_waiting: 2, suspect: { run_id: 'run-early', step_seq: 2, tool: 'parse_pdf' } });
+    expect(lines[0]).toMatchObject({
+      event: 'event_loop_blocked',
+      runs_waiting: 2,
+      suspect: { run_id: 'run-early', step_seq: 2, tool: 'parse_pdf' },
+    });
     expect(lines[0]!.msg).toMatch(/by tool "parse_pdf": its code was running in (the sample|all \d+ samples) of the stall/);
   });
 });

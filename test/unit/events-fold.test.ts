@@ -24,7 +24,10 @@ describe('foldEvents', () => {
       e('run.finished', { status: 'SUCCEEDED', output: 'The answer is ACME-101.', error: null, stopReason: 'end_turn' }),
     ];
     const fold = foldEvents(events);
-    expect(fold.steps).toEqual([{ seq: 1, attempt: 1, text: 'Let me look.' }, { seq: 3, attempt: 2, text: 'The answer is ACME-101.' }]);
+    expect(fold.steps).toEqual([
+      { seq: 1, attempt: 1, text: 'Let me look.' },
+      { seq: 3, attempt: 2, text: 'The answer is ACME-101.' },
+    ]);
     expect(fold.text).toBe('The answer is ACME-101.');
     expect(fold.finished?.status).toBe('SUCCEEDED');
     expect(fold.lastId).toBe(events.at(-1)!.id);
@@ -68,7 +71,15 @@ describe('the UI message stream mapping', () => {
       e('tool.finished', { seq: 2, toolUseId: 'toolu_1', isError: true, output: 'no such id' }),
       e('run.finished', { status: 'FAILED', output: null, error: 'budget exhausted', stopReason: null }),
     ]);
-    expect(chunks.map((c) => c.type)).toEqual(['start', 'start-step', 'tool-input-available', 'tool-output-error', 'finish-step', 'error', 'finish']);
+    expect(chunks.map((c) => c.type)).toEqual([
+      'start',
+      'start-step',
+      'tool-input-available',
+      'tool-output-error',
+      'finish-step',
+      'error',
+      'finish',
+    ]);
     expect(chunks[2]).toMatchObject({ toolCallId: 'toolu_1', toolName: 'lookup', input: { id: 7 }, dynamic: true });
     expect(chunks.at(-2)).toEqual({ type: 'error', errorText: 'budget exhausted' });
   });
@@ -85,7 +96,9 @@ describe('the UI message stream mapping', () => {
       e('tool.finished', { seq: 2, toolUseId: 'toolu_9', isError: false, output: 'closed' }),
     ]);
     expect(chunks.filter((c) => c.toolCallId === 'toolu_9').map((c) => c.type)).toEqual([
-      'tool-input-available', 'tool-approval-request', 'tool-output-available',
+      'tool-input-available',
+      'tool-approval-request',
+      'tool-output-available',
     ]);
 
     // Read by the AI SDK up to the wait: the call is a part awaiting approval, under the id the decision route takes.

@@ -21,6 +21,11 @@ describe('describeSeqs', () => {
   it('lists few seqs and elides the middle of many', () => {
     expect(describeSeqs([])).toBe('none yet');
     expect(describeSeqs([2, 4])).toBe('2, 4');
-    expect(describeSeqs(Array.from({ length: 30 }, (_, i) => i + 1), 4)).toBe('1, 2, … (26 more), 29, 30');
+    expect(
+      describeSeqs(
+        Array.from({ length: 30 }, (_, i) => i + 1),
+        4,
+      ),
+    ).toBe('1, 2, … (26 more), 29, 30');
   });
 });

@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { guard, type GuardInput } from '../../src/core/guard.ts';
 
 const now = new Date('2026-01-01T12:00:00Z');
-const ok: GuardInput = { cancelRequested: false, deadlineAt: new Date('2026-01-01T12:05:00Z'), tokensUsed: 10, tokenBudget: 100, steps: 3, maxSteps: 10 };
+const ok: GuardInput = {
+  cancelRequested: false,
+  deadlineAt: new Date('2026-01-01T12:05:00Z'),
+  tokensUsed: 10,
+  tokenBudget: 100,
+  steps: 3,
+  maxSteps: 10,
+};
 
 describe('guard', () => {
   it('lets a run within every limit go on', () => {
@@ -16,7 +23,11 @@ describe('guard', () => {
     expect(guard({ ...ok, deadlineAt: new Date(now.getTime() + 1) }, now)).toBeNull();
   });
   it('fails when the token budget is used up', () => {
-    expect(guard({ ...ok, tokensUsed: 100 }, now)).toEqual({ status: 'FAILED', error: 'token budget exhausted (100 of 100 tokens used)', budget: 'tokens' });
+    expect(guard({ ...ok, tokensUsed: 100 }, now)).toEqual({
+      status: 'FAILED',
+      error: 'token budget exhausted (100 of 100 tokens used)',
+      budget: 'tokens',
+    });
     expect(guard({ ...ok, tokensUsed: 99 }, now)).toBeNull();
   });
   it('fails when the step cap is reached', () => {

@@ -74,7 +74,9 @@ describe('a call whose connection fails mid-way', () => {
     await expect(failed).rejects.toThrow(/failed during the call .*the tool may or may not have run/);
     expect(s.calls.map((x) => x.tool)).toEqual(['refund_order']);
     // The next call opens a new connection.
-    await expect(c.callTool('lookup_order', { orderId: 'A-2' }, call(true, 'toolu_2'))).resolves.toMatchObject({ content: [{ text: 'order A-2: shipped' }] });
+    await expect(c.callTool('lookup_order', { orderId: 'A-2' }, call(true, 'toolu_2'))).resolves.toMatchObject({
+      content: [{ text: 'order A-2: shipped' }],
+    });
   });
 });
 
@@ -88,7 +90,11 @@ it('a server that cannot be reached fails the call with a ToolError naming it', 
 it('shares one connection among calls, and lists every tool', async () => {
   const s = servers();
   const c = connect(s.transport);
-  const [tools] = await Promise.all([c.listTools(), c.callTool('lookup_order', { orderId: 'A-1' }, call(true)), c.callTool('lookup_order', { orderId: 'A-2' }, call(true, 'toolu_2'))]);
+  const [tools] = await Promise.all([
+    c.listTools(),
+    c.callTool('lookup_order', { orderId: 'A-1' }, call(true)),
+    c.callTool('lookup_order', { orderId: 'A-2' }, call(true, 'toolu_2')),
+  ]);
   expect(tools.map((t) => t.name)).toEqual(['lookup_order', 'cancel_order', 'refund_order']);
   expect(s.calls).toHaveLength(2);
   expect(s.opened()).toBe(1);

@@ -8,7 +8,11 @@ import { agentToolName, durabilityOf, type McpToolInfo, mcpTools, resultText } f
 const server = (extra: Partial<McpServerOptions> = {}): McpServer => ({ name: 'orders', command: 'node', ...extra }) as McpServer;
 const info = (name: string, annotations?: McpToolInfo['annotations']): McpToolInfo => ({
   name,
-  inputSchema: { type: 'object', properties: { id: { type: 'string' } }, $schema: 'http://json-schema.org/draft-07/schema#' } as McpToolInfo['inputSchema'],
+  inputSchema: {
+    type: 'object',
+    properties: { id: { type: 'string' } },
+    $schema: 'http://json-schema.org/draft-07/schema#',
+  } as McpToolInfo['inputSchema'],
   ...(annotations ? { annotations } : {}),
 });
 
@@ -18,7 +22,11 @@ describe('annotations decide durability', () => {
     ['idempotent', { idempotentHint: true }, { idempotent: true, needsApproval: false }],
     ['destructive', { destructiveHint: true, idempotentHint: false }, { idempotent: false, needsApproval: true }],
     ['destructive but idempotent', { destructiveHint: true, idempotentHint: true }, { idempotent: true, needsApproval: true }],
-    ['read-only and (meaninglessly) destructive', { readOnlyHint: true, destructiveHint: true }, { idempotent: true, needsApproval: false }],
+    [
+      'read-only and (meaninglessly) destructive',
+      { readOnlyHint: true, destructiveHint: true },
+      { idempotent: true, needsApproval: false },
+    ],
     ['not annotated', undefined, { idempotent: false, needsApproval: false }],
   ])('%s', (_, annotations, expected) => {
     expect(durabilityOf(server(), info('t', annotations))).toEqual(expected);
@@ -40,7 +48,12 @@ describe('the agent tool for a server tool', () => {
     const [t] = mcpTools(server({ toolPrefix: 'o_' }), [info('files.read', { readOnlyHint: true })], call);
     expect(t).toMatchObject({ name: 'o_files_read', description: 'files.read (from the MCP server "orders")', idempotent: true });
     expect(t!.inputSchema).toEqual({ type: 'object', properties: { id: { type: 'string' } } });
-    const ctx = { idempotencyKey: 'toolu_1', runId: 'r' as never, signal: new AbortController().signal, log: createLogger({ level: 'silent' }) };
+    const ctx = {
+      idempotencyKey: 'toolu_1',
+      runId: 'r' as never,
+      signal: new AbortController().signal,
+      log: createLogger({ level: 'silent' }),
+    };
     await expect(t!.execute({ id: 'x' }, ctx)).resolves.toBe('ok');
     expect(call).toHaveBeenCalledWith('files.read', { id: 'x' }, ctx, true);
   });
@@ -88,7 +101,10 @@ describe('defineAgent with MCP servers', () => {
   });
 
   it('keeps them for an agent of a --config module, given as a plain object', () => {
-    const [a] = checkAgents([{ name: 'a', system: 's', tools: [], mcpServers: [{ name: 'files', command: 'npx' }] }], '--config agents.mjs');
+    const [a] = checkAgents(
+      [{ name: 'a', system: 's', tools: [], mcpServers: [{ name: 'files', command: 'npx' }] }],
+      '--config agents.mjs',
+    );
     expect(a!.mcpServers).toEqual([{ name: 'files', command: 'npx' }]);
     expect(() => checkAgents([{ name: 'a', system: 's', tools: [], mcpServers: [{ name: 'files' }] }], '--config agents.mjs')).toThrow(
       /^--config agents.mjs: invalid agent "a": mcpServers.0: give either command/,
@@ -100,7 +116,13 @@ describe('defineAgent with MCP servers', () => {
     [[{ name: 'x', command: 'a', url: 'http://h/' }], /give either command/],
     [[{ name: 'x', url: 'ftp://h/' }], /mcpServers.0.url: must be an http\(s\) URL/],
     [[{ name: 'x', url: 'http://h/', args: ['a'] }], /args only apply to a command/],
-    [[{ name: 'x', command: 'a' }, { name: 'x', url: 'http://h/' }], /two MCP servers are named "x"/],
+    [
+      [
+        { name: 'x', command: 'a' },
+        { name: 'x', url: 'http://h/' },
+      ],
+      /two MCP servers are named "x"/,
+    ],
     [[{ name: 'x', command: 'a', overrides: { t: { needsApproval: 'yes' } } }], /needsApproval/],
     [[{ name: 'x', command: 'a', toolPrefix: 'has space' }], /toolPrefix/],
   ])('refuses %j', (servers, message) => {

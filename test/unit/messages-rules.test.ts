@@ -10,7 +10,14 @@ const text = (t: string) => ({ type: 'text', text: t });
 
 describe('messagesApiViolations', () => {
   it('accepts a valid conversation, including a paused assistant turn sent back last', () => {
-    expect(messagesApiViolations([user('q'), assistant([use('a'), use('b')]), user([result('a'), result('b'), text('also')]), assistant([text('part')])])).toEqual([]);
+    expect(
+      messagesApiViolations([
+        user('q'),
+        assistant([use('a'), use('b')]),
+        user([result('a'), result('b'), text('also')]),
+        assistant([text('part')]),
+      ]),
+    ).toEqual([]);
   });
 
   it.each([
@@ -20,7 +27,11 @@ describe('messagesApiViolations', () => {
     ['empty assistant content', [user('q'), assistant([]), user('x')], /has empty content/],
     ['an empty text block', [user('q'), assistant([text('')])], /empty text block/],
     ['an unanswered tool_use', [user('q'), assistant([use('a')])], /not answered/],
-    ['results out of tool_use order', [user('q'), assistant([use('a'), use('b')]), user([result('b'), result('a')])], /do not answer .* in order/],
+    [
+      'results out of tool_use order',
+      [user('q'), assistant([use('a'), use('b')]), user([result('b'), result('a')])],
+      /do not answer .* in order/,
+    ],
     ['a missing result', [user('q'), assistant([use('a'), use('b')]), user([result('a')])], /do not answer/],
     ['a result answered twice', [user('q'), assistant([use('a')]), user([result('a'), result('a')])], /do not answer/],
     ['text before the results', [user('q'), assistant([use('a')]), user([text('hi'), result('a')])], /do not come first|do not answer/],

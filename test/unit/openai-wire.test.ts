@@ -7,7 +7,14 @@ import { ChatStreamAssembler } from '../../src/llm/openai-stream.ts';
 import { toChatParams, toLlmResponse } from '../../src/llm/openai-wire.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
 
-const request = (messages: Message[], extra: Partial<LlmRequest> = {}): LlmRequest => ({ model: 'gpt-5.4-mini', maxTokens: 100, system: null, messages, tools: [], ...extra });
+const request = (messages: Message[], extra: Partial<LlmRequest> = {}): LlmRequest => ({
+  model: 'gpt-5.4-mini',
+  maxTokens: 100,
+  system: null,
+  messages,
+  tools: [],
+  ...extra,
+});
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object') {
@@ -50,7 +57,10 @@ describe('the log as Chat Completions messages', () => {
       },
     ]);
     const params = toChatParams(
-      request(messages, { system: 'Be brief.', tools: [{ name: 'list', description: 'Lists.', input_schema: { type: 'object', properties: {} } }] }),
+      request(messages, {
+        system: 'Be brief.',
+        tools: [{ name: 'list', description: 'Lists.', input_schema: { type: 'object', properties: {} } }],
+      }),
     );
     expect(params).toEqual({
       model: 'gpt-5.4-mini',
@@ -78,38 +88,76 @@ describe('the log as Chat Completions messages', () => {
       request([
         { role: 'user', content: 'go' },
         { role: 'assistant', content: [{ type: 'tool_use', id: 'c', name: 't', input: {} }] },
-        { role: 'user', content: [{ type: 'text', text: 'one' }, { type: 'tool_result', tool_use_id: 'c', content: [{ type: 'text', text: 'ok' }] }, { type: 'text', text: 'two' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'one' },
+            { type: 'tool_result', tool_use_id: 'c', content: [{ type: 'text', text: 'ok' }] },
+            { type: 'text', text: 'two' },
+          ],
+        },
       ]),
     );
     expect(params.messages.slice(2)).toEqual([
       { role: 'tool', tool_call_id: 'c', content: 'ok' },
-      { role: 'user', content: [{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'one' },
+          { type: 'text', text: 'two' },
+        ],
+      },
     ]);
-    expect(params.messages[1]).toEqual({ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 't', arguments: '{}' } }] });
+    expect(params.messages[1]).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'c', type: 'function', function: { name: 't', arguments: '{}' } }],
+    });
   });
 
   it('sends arguments that were not JSON back as the model wrote them', () => {
-    const params = toChatParams(request([{ role: 'user', content: 'go' }, { role: 'assistant', content: [{ type: 'tool_use', id: 'c', name: 't', input: '{"q": ' }] }]));
+    const params = toChatParams(
+      request([
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'c', name: 't', input: '{"q": ' }] },
+      ]),
+    );
     expect((params.messages[1] as any).tool_calls[0].function.arguments).toBe('{"q": ');
   });
 
   it('refuses, before sending, a block the API cannot express', () => {
-    const error = thrown(() => toChatParams(request([{ role: 'user', content: [{ type: 'image', source: { type: 'base64', data: 'x' } }] }])));
+    const error = thrown(() =>
+      toChatParams(request([{ role: 'user', content: [{ type: 'image', source: { type: 'base64', data: 'x' } }] }])),
+    );
     expect(error.status).toBe(0);
     expect(error.retryable).toBe(false);
     expect(error.message).toBe('message 0 holds a "image" block, which the Chat Completions API cannot express');
   });
 });
 
-const completion = (message: Record<string, unknown>, finish: unknown = 'stop', usage: unknown = { prompt_tokens: 10, completion_tokens: 2 }) => ({
-  id: 'chatcmpl-1', object: 'chat.completion', model: 'gpt-5.4-mini-2026-03-17', choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }], usage,
+const completion = (
+  message: Record<string, unknown>,
+  finish: unknown = 'stop',
+  usage: unknown = { prompt_tokens: 10, completion_tokens: 2 },
+) => ({
+  id: 'chatcmpl-1',
+  object: 'chat.completion',
+  model: 'gpt-5.4-mini-2026-03-17',
+  choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }],
+  usage,
 });
 
 describe('a completion as our response', () => {
   it('maps text, tool calls, the finish reason and the usage with cached tokens', () => {
     const response = toLlmResponse(
       completion(
-        { content: 'Let me look.', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'list', arguments: '{"a":1}' } }, { id: 'call_2', type: 'function', function: { name: 'ping', arguments: '' } }] },
+        {
+          content: 'Let me look.',
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'list', arguments: '{"a":1}' } },
+            { id: 'call_2', type: 'function', function: { name: 'ping', arguments: '' } },
+          ],
+        },
         'tool_calls',
         { prompt_tokens: 2_000, completion_tokens: 40, prompt_tokens_details: { cached_tokens: 1_536 } },
       ),
@@ -146,7 +194,17 @@ describe('a completion as our response', () => {
 
   it('keeps arguments that are not a JSON object as text, with a warning; makes up a missing id; drops a call without a name', () => {
     const response = toLlmResponse(
-      completion({ content: null, tool_calls: [{ type: 'function', function: { name: 'a', arguments: '[1, 2]' } }, { id: 'c2', type: 'function', function: { arguments: '{}' } }, { id: 'c3', type: 'function', function: { name: 'b', arguments: '{"x":' } }] }, 'tool_calls'),
+      completion(
+        {
+          content: null,
+          tool_calls: [
+            { type: 'function', function: { name: 'a', arguments: '[1, 2]' } },
+            { id: 'c2', type: 'function', function: { arguments: '{}' } },
+            { id: 'c3', type: 'function', function: { name: 'b', arguments: '{"x":' } },
+          ],
+        },
+        'tool_calls',
+      ),
       null,
       'm',
     );
@@ -163,7 +221,11 @@ describe('a completion as our response', () => {
   });
 
   it('clamps cached tokens to the prompt and counts a missing usage as zero, saying so', () => {
-    const over = toLlmResponse(completion({ content: 'x' }, 'stop', { prompt_tokens: 10, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 50 } }), null, 'm');
+    const over = toLlmResponse(
+      completion({ content: 'x' }, 'stop', { prompt_tokens: 10, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 50 } }),
+      null,
+      'm',
+    );
     expect(over.usage).toEqual({ inputTokens: 0, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 10 });
     expect(over.warnings).toEqual(['usage.prompt_tokens_details.cached_tokens (50) exceeds prompt_tokens (10): counted as 10']);
     const { usage: _, ...withoutUsage } = completion({ content: 'x' });
@@ -173,9 +235,14 @@ describe('a completion as our response', () => {
   });
 
   it('fails an answer that is not a completion: an error object by its kind, the rest as no usable answer', () => {
-    expect(thrown(() => toLlmResponse({ error: { message: 'slow down', type: 'requests', code: 'rate_limit_exceeded' } }, 'r', 'm'))).toMatchObject({ status: 429, message: 'slow down', type: 'rate_limit_exceeded' });
+    expect(
+      thrown(() => toLlmResponse({ error: { message: 'slow down', type: 'requests', code: 'rate_limit_exceeded' } }, 'r', 'm')),
+    ).toMatchObject({ status: 429, message: 'slow down', type: 'rate_limit_exceeded' });
     expect(thrown(() => toLlmResponse('<html>', null, 'm'))).toMatchObject({ status: -1, type: 'invalid_response' });
-    expect(thrown(() => toLlmResponse({ id: 'x', choices: [] }, null, 'm'))).toMatchObject({ status: -1, message: 'the answer holds no choice (HTTP 200)' });
+    expect(thrown(() => toLlmResponse({ id: 'x', choices: [] }, null, 'm'))).toMatchObject({
+      status: -1,
+      message: 'the answer holds no choice (HTTP 200)',
+    });
   });
 
   it('reads the status of an error object without one: vLLM puts it in code, OpenAI names a kind, the rest is the server', () => {
@@ -189,7 +256,13 @@ describe('a completion as our response', () => {
 
 type Chunk = OpenAI.Chat.ChatCompletionChunk;
 const chunk = (delta: Record<string, unknown>, finish: string | null = null, index = 0): Chunk =>
-  ({ id: 'chatcmpl-s', object: 'chat.completion.chunk', created: 1, model: 'gpt-x', choices: [{ index, delta, finish_reason: finish }] }) as Chunk;
+  ({
+    id: 'chatcmpl-s',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'gpt-x',
+    choices: [{ index, delta, finish_reason: finish }],
+  }) as Chunk;
 
 describe('a streamed completion, assembled', () => {
   it('reports each piece of text, joins the arguments of interleaved calls by index and ends as the completion would', () => {
@@ -207,7 +280,14 @@ describe('a streamed completion, assembled', () => {
     ].map((c) => a.add(c));
     expect(texts).toEqual([null, 'Checking ', 'both.', null, null, null, null, null, null]);
     expect(a.usage()).toBeNull();
-    a.add({ id: 'chatcmpl-s', object: 'chat.completion.chunk', created: 1, model: 'gpt-x', choices: [], usage: { prompt_tokens: 30, completion_tokens: 9, total_tokens: 39, prompt_tokens_details: { cached_tokens: 10 } } } as Chunk);
+    a.add({
+      id: 'chatcmpl-s',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'gpt-x',
+      choices: [],
+      usage: { prompt_tokens: 30, completion_tokens: 9, total_tokens: 39, prompt_tokens_details: { cached_tokens: 10 } },
+    } as Chunk);
     expect(a.usage()).toEqual({ inputTokens: 20, outputTokens: 9, cacheCreationInputTokens: 0, cacheReadInputTokens: 10 });
     expect(a.finish('req_9')).toMatchObject({
       id: 'chatcmpl-s',
@@ -226,7 +306,12 @@ describe('a streamed completion, assembled', () => {
     const a = new ChatStreamAssembler('m');
     a.add(chunk({ content: 'half an ans' }));
     const error = thrown(() => a.finish('req_1'));
-    expect(error).toMatchObject({ status: -1, type: 'incomplete_stream', requestId: 'req_1', message: 'the stream ended before its finish_reason' });
+    expect(error).toMatchObject({
+      status: -1,
+      type: 'incomplete_stream',
+      requestId: 'req_1',
+      message: 'the stream ended before its finish_reason',
+    });
     expect(error.retryable).toBe(true);
   });
 });

@@ -62,7 +62,10 @@ describe('pretty log lines', () => {
 
   it('shows cache tokens, retries, re-runs, errors and failures only when they happened', () => {
     const json = lines((ev) => {
-      const cached = model('end_turn', 20, 5, { usage: { inputTokens: 20, outputTokens: 5, cacheReadInputTokens: 4000, cacheCreationInputTokens: 300 }, attempts: 3 });
+      const cached = model('end_turn', 20, 5, {
+        usage: { inputTokens: 20, outputTokens: 5, cacheReadInputTokens: 4000, cacheCreationInputTokens: 300 },
+        attempts: 3,
+      });
       ev.modelStep!({ run, worker: 'w', seq: 5, response: cached, latencyMs: 900, costUsd: 0 });
       ev.toolStarted!({ run, worker: 'w', seq: 2, toolName: 'charge', toolUseId: 'toolu_9', resumed: true });
       ev.toolStep!({ run, worker: 'w', seq: 2, toolName: 'charge', toolUseId: 'toolu_9', status: 'ERROR', latencyMs: 7 });

@@ -19,16 +19,20 @@ describe('prices', () => {
   it('charges each kind of token at its own rate, in USD per million', () => {
     const table = new PriceTable({ m: { input: 3, output: 15, cacheWrite: 3.75, cacheRead: 0.3 } });
     expect(table.costOf('m', usage)).toBeCloseTo(3 + 15 + 3.75 + 0.3, 10);
-    expect(table.costOf('m', { inputTokens: 812, outputTokens: 64, cacheCreationInputTokens: 0, cacheReadInputTokens: 2000 }))
-      .toBeCloseTo((812 * 3 + 64 * 15 + 2000 * 0.3) / 1e6, 12);
+    expect(table.costOf('m', { inputTokens: 812, outputTokens: 64, cacheCreationInputTokens: 0, cacheReadInputTokens: 2000 })).toBeCloseTo(
+      (812 * 3 + 64 * 15 + 2000 * 0.3) / 1e6,
+      12,
+    );
   });
 
   it('prices a dated model id like its alias', () => {
     const table = new PriceTable({ 'claude-sonnet-4-5': { input: 3, output: 15, cacheWrite: 3.75, cacheRead: 0.3 } });
-    expect(table.costOf('claude-sonnet-4-5-20250929', { ...usage, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 })).toBe(3);
+    expect(
+      table.costOf('claude-sonnet-4-5-20250929', { ...usage, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 }),
+    ).toBe(3);
   });
 
-  it("prices an OpenAI snapshot id (…-YYYY-MM-DD) like its alias", () => {
+  it('prices an OpenAI snapshot id (…-YYYY-MM-DD) like its alias', () => {
     const table = new PriceTable({ 'gpt-4.1-mini': { input: 0.4, output: 1.6, cacheWrite: 0.4, cacheRead: 0.1 } });
     expect(table.priceOf('gpt-4.1-mini-2025-04-14')).toEqual({ input: 0.4, output: 1.6, cacheWrite: 0.4, cacheRead: 0.1 });
     expect(table.priceOf('gpt-4.1-mini-2025-04')).toBeNull(); // not a date: not an alias

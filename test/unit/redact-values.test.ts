@@ -17,7 +17,11 @@ function capture(opts: Parameters<typeof createLogger>[0] = {}) {
   return { logger, output: () => chunks.join('') };
 }
 
-const records = (output: string) => output.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as Record<string, unknown>);
+const records = (output: string) =>
+  output
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('a log line', () => {
   it('logging an error that quotes an unterminated private key: one JSON object with its other fields, the next record on its own line', () => {
@@ -28,7 +32,13 @@ describe('a log line', () => {
     const text = output();
     expect(text.split('\n').filter(Boolean)).toHaveLength(2);
     const [failed, next] = records(text);
-    expect(failed).toMatchObject({ level: 50, run_id: 'run-1', worker: 'w-1', msg: 'model call failed', err: { type: 'Error', message: 'the model said: [redacted]' } });
+    expect(failed).toMatchObject({
+      level: 50,
+      run_id: 'run-1',
+      worker: 'w-1',
+      msg: 'model call failed',
+      err: { type: 'Error', message: 'the model said: [redacted]' },
+    });
     expect(typeof failed!.time).toBe('number');
     expect(next).toMatchObject({ level: 30, run_id: 'run-2', worker: 'w-2', msg: 'step finished' });
     expect(text).not.toContain('MIIEvQ');
@@ -66,7 +76,11 @@ describe('redactValue', () => {
 
 describe('redactText', () => {
   it('JSON text keeps its shape; without a match it is returned byte for byte; other text is one string', () => {
-    expect(JSON.parse(redactText(JSON.stringify({ k: UNTERMINATED, host: 'db', port: 5432 }), redact))).toEqual({ k: '[redacted]', host: 'db', port: 5432 });
+    expect(JSON.parse(redactText(JSON.stringify({ k: UNTERMINATED, host: 'db', port: 5432 }), redact))).toEqual({
+      k: '[redacted]',
+      host: 'db',
+      port: 5432,
+    });
     const pretty = '[\n  { "host": "db" }\n]';
     expect(redactText(pretty, redact)).toBe(pretty);
     expect(redactText(`id=${AWS}\n${UNTERMINATED}`, redact)).toBe('id=[redacted]\n[redacted]');

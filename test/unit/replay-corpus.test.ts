@@ -62,7 +62,10 @@ describe('the replay corpus', () => {
       if (log.run.status === 'RUNNING') {
         expect(next).toMatchObject(RESUMED[name]!);
       } else {
-        expect(next).toMatchObject({ type: 'finish', end: { status: log.run.status, ...(log.run.error !== null ? { error: log.run.error } : {}) } });
+        expect(next).toMatchObject({
+          type: 'finish',
+          end: { status: log.run.status, ...(log.run.error !== null ? { error: log.run.error } : {}) },
+        });
         if (log.run.output !== null && next.type === 'finish') expect(next.end.output).toBe(log.run.output);
       }
     });

@@ -3,10 +3,20 @@ import { decide } from '../../src/engine/decide.ts';
 import { type FoldableStep, replay } from '../../src/core/replay.ts';
 
 const model = (seq: number, content: object[], stopReason: string): FoldableStep => ({
-  seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: content as never, stopReason,
+  seq,
+  kind: 'MODEL',
+  status: 'DONE',
+  toolUseId: null,
+  response: content as never,
+  stopReason,
 });
 const tool = (seq: number, toolUseId: string, status: 'STARTED' | 'DONE' | 'ERROR', response: string | null = null): FoldableStep => ({
-  seq, kind: 'TOOL', status, toolUseId, response, stopReason: null,
+  seq,
+  kind: 'TOOL',
+  status,
+  toolUseId,
+  response,
+  stopReason: null,
 });
 const use = (id: string, name = 'lookup') => ({ type: 'tool_use', id, name, input: { id } });
 
@@ -53,7 +63,10 @@ describe('replay', () => {
 
   it('marks an ERROR step is_error for the model', () => {
     const c = replay('q', [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'STARTED'), tool(2, 'a', 'ERROR', 'error: boom')]);
-    expect(c.messages[2]).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: 'error: boom', is_error: true }] });
+    expect(c.messages[2]).toEqual({
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: 'a', content: 'error: boom', is_error: true }],
+    });
   });
 
   it('finishes when the model ends its turn with nothing pending', () => {
@@ -65,10 +78,19 @@ describe('replay', () => {
   });
 
   it('continues a paused turn in the same assistant message', () => {
-    const c = replay('q', [model(1, [{ type: 'text', text: 'part 1' }], 'pause_turn'), model(2, [{ type: 'text', text: 'part 2' }], 'end_turn')]);
+    const c = replay('q', [
+      model(1, [{ type: 'text', text: 'part 1' }], 'pause_turn'),
+      model(2, [{ type: 'text', text: 'part 2' }], 'end_turn'),
+    ]);
     expect(c.messages).toEqual([
       { role: 'user', content: 'q' },
-      { role: 'assistant', content: [{ type: 'text', text: 'part 1' }, { type: 'text', text: 'part 2' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'part 1' },
+          { type: 'text', text: 'part 2' },
+        ],
+      },
     ]);
     expect(decide(c)).toMatchObject({ end: { status: 'SUCCEEDED', output: 'part 1part 2' } });
   });
@@ -83,7 +105,11 @@ describe('decide', () => {
     expect(decide(replay('q', []))).toEqual({ type: 'model' });
     const c = replay('q', [model(1, [use('a')], 'tool_use')]);
     expect(decide(c)).toMatchObject({ type: 'tool', pending: { use: { id: 'a' } } });
-    const done = replay('q', [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'DONE', 'x'), model(3, [{ type: 'text', text: 'hi' }], 'end_turn')]);
+    const done = replay('q', [
+      model(1, [use('a')], 'tool_use'),
+      tool(2, 'a', 'DONE', 'x'),
+      model(3, [{ type: 'text', text: 'hi' }], 'end_turn'),
+    ]);
     expect(decide(done)).toEqual({ type: 'finish', end: { status: 'SUCCEEDED', output: 'hi', stopReason: 'end_turn' } });
   });
 
@@ -98,8 +124,12 @@ describe('decide', () => {
     expect(after('max_tokens')).toMatchObject({ end: { status: 'SUCCEEDED', output: 't', stopReason: 'max_tokens' } });
     expect(after('pause_turn')).toEqual({ type: 'model' });
     expect(after('refusal')).toMatchObject({ end: { status: 'FAILED', error: expect.stringMatching(/refused/) } });
-    expect(after('something_new')).toMatchObject({ end: { status: 'FAILED', error: expect.stringMatching(/unknown stop reason "something_new"/) } });
-    expect(after('tool_use')).toMatchObject({ end: { status: 'FAILED', error: expect.stringMatching(/stop_reason "tool_use"\) but its reply holds no tool_use block/) } });
+    expect(after('something_new')).toMatchObject({
+      end: { status: 'FAILED', error: expect.stringMatching(/unknown stop reason "something_new"/) },
+    });
+    expect(after('tool_use')).toMatchObject({
+      end: { status: 'FAILED', error: expect.stringMatching(/stop_reason "tool_use"\) but its reply holds no tool_use block/) },
+    });
   });
 
   it.each(['end_turn', 'stop_sequence', 'pause_turn'])('runs the tools of a turn that ends with %s, then asks the model again', (stop) => {
@@ -116,8 +146,14 @@ describe('decide', () => {
   it('fails a turn that reuses a tool_use id, from an earlier turn or within itself, naming it', () => {
     const reused = replay('q', [model(1, [use('a')], 'tool_use'), tool(2, 'a', 'DONE', 'x'), model(3, [use('b'), use('a')], 'tool_use')]);
     expect(reused.reusedToolUseId).toEqual({ id: 'a', firstSeq: 1, seq: 3 });
-    expect(decide(reused)).toMatchObject({ type: 'finish', end: { status: 'FAILED', error: expect.stringMatching(/tool_use id "a" in step 3, already used in step 1/) } });
+    expect(decide(reused)).toMatchObject({
+      type: 'finish',
+      end: { status: 'FAILED', error: expect.stringMatching(/tool_use id "a" in step 3, already used in step 1/) },
+    });
     const twice = replay('q', [model(1, [use('c'), use('c')], 'tool_use')]);
-    expect(decide(twice)).toMatchObject({ type: 'finish', end: { status: 'FAILED', error: expect.stringMatching(/tool_use id "c" twice in step 1/) } });
+    expect(decide(twice)).toMatchObject({
+      type: 'finish',
+      end: { status: 'FAILED', error: expect.stringMatching(/tool_use id "c" twice in step 1/) },
+    });
   });
 });

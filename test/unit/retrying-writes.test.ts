@@ -26,7 +26,7 @@ describe('retryTransient', () => {
     expect(calls.n).toBe(3);
   });
 
-  it('gives up after the policy\'s attempts with the last error as it was', async () => {
+  it("gives up after the policy's attempts with the last error as it was", async () => {
     const last = reset();
     const { op, calls } = failing(reset(), reset(), reset(), last);
     await expect(retryTransient(op, { what: 'write', policy: fast })).rejects.toBe(last);
@@ -62,14 +62,20 @@ describe('retryTransient', () => {
 
   it('treats a duplicate key on a retry as permanent when the write is not found after all', async () => {
     const { op } = failing(reset(), pgError('23505'));
-    await expect(retryTransient(op, { what: 'write', policy: fast, landed: async () => null })).rejects.toBeInstanceOf(PermanentDatabaseError);
+    await expect(retryTransient(op, { what: 'write', policy: fast, landed: async () => null })).rejects.toBeInstanceOf(
+      PermanentDatabaseError,
+    );
   });
 
   it('stops waiting at once when its signal is aborted', async () => {
     const controller = new AbortController();
     const { op, calls } = failing(reset(), reset(), reset());
     const stop = new Error('worker stopping');
-    const attempt = retryTransient(op, { what: 'write', policy: { attempts: 5, baseMs: 60_000, capMs: 60_000 }, signal: controller.signal });
+    const attempt = retryTransient(op, {
+      what: 'write',
+      policy: { attempts: 5, baseMs: 60_000, capMs: 60_000 },
+      signal: controller.signal,
+    });
     controller.abort(stop);
     await expect(attempt).rejects.toBe(stop);
     expect(calls.n).toBe(1);

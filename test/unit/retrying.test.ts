@@ -6,8 +6,13 @@ import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from '../../s
 
 const request: LlmRequest = { model: 'm', maxTokens: 10, system: null, messages: [{ role: 'user', content: 'hi' }], tools: [] };
 const ok: LlmResponse = {
-  id: 'msg_1', model: 'm', content: [{ type: 'text', text: 'hello' }], stopReason: 'end_turn',
-  usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 }, requestId: 'req_1', attempts: 1,
+  id: 'msg_1',
+  model: 'm',
+  content: [{ type: 'text', text: 'hello' }],
+  stopReason: 'end_turn',
+  usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+  requestId: 'req_1',
+  attempts: 1,
 };
 
 /** A provider that fails with the scripted errors in order, then answers. */
@@ -91,7 +96,10 @@ describe('RetryingLlmClient', () => {
       random: () => 0.5,
       onRetry: (error, attempt, waitMs) => seen.push([retryReason(error), attempt, waitMs]),
     }).send(request);
-    expect(seen).toEqual([['529', 1, 250], ['timeout', 2, 500]]);
+    expect(seen).toEqual([
+      ['529', 1, 250],
+      ['timeout', 2, 500],
+    ]);
   });
 
   it('gives up at once when the caller aborts, without another call', async () => {
@@ -118,7 +126,10 @@ describe('RetryingLlmClient', () => {
 describe('RetryingLlmClient: x-should-retry, long waits and the deadline', () => {
   it('obeys x-should-retry over the status rule, both ways', async () => {
     const told = scripted(new LlmError(529, 'overloaded', { shouldRetry: false }));
-    await expect(new RetryingLlmClient(told, policy, recordingSleeper()).send(request)).rejects.toMatchObject({ status: 529, retryable: false });
+    await expect(new RetryingLlmClient(told, policy, recordingSleeper()).send(request)).rejects.toMatchObject({
+      status: 529,
+      retryable: false,
+    });
     expect(told.calls).toBe(1);
 
     const invited = scripted(new LlmError(400, 'try again', { shouldRetry: true }));
@@ -155,13 +166,17 @@ describe('RetryingLlmClient: x-should-retry, long waits and the deadline', () =>
 
     const late = scripted(slowDown());
     const { waits, sleeper } = recordingSleeper();
-    await expect(new RetryingLlmClient(late, policy, { sleeper, now: () => now }).send(request, { deadlineAt: soon })).rejects.toMatchObject({ status: 503 });
+    await expect(
+      new RetryingLlmClient(late, policy, { sleeper, now: () => now }).send(request, { deadlineAt: soon }),
+    ).rejects.toMatchObject({ status: 503 });
     expect(late.calls).toBe(1);
     expect(waits).toEqual([]);
 
     const inTime = scripted(slowDown());
     const later = new Date(now + 60_000);
-    await expect(new RetryingLlmClient(inTime, policy, { sleeper, now: () => now }).send(request, { deadlineAt: later })).resolves.toMatchObject({ attempts: 2 });
+    await expect(
+      new RetryingLlmClient(inTime, policy, { sleeper, now: () => now }).send(request, { deadlineAt: later }),
+    ).resolves.toMatchObject({ attempts: 2 });
     expect(waits).toEqual([7_000]);
   });
 });
@@ -179,7 +194,12 @@ describe('giveUpReason', () => {
 });
 
 describe('RetryingLlmClient: streamed text and the usage of failed attempts', () => {
-  const u = (inputTokens: number, outputTokens: number): Usage => ({ inputTokens, outputTokens, cacheCreationInputTokens: 1, cacheReadInputTokens: 2 });
+  const u = (inputTokens: number, outputTokens: number): Usage => ({
+    inputTokens,
+    outputTokens,
+    cacheCreationInputTokens: 1,
+    cacheReadInputTokens: 2,
+  });
 
   /** Streams "<attempt>a", "<attempt>b" per attempt, then fails with the scripted error or answers. */
   function streaming(...failures: LlmError[]) {
@@ -201,7 +221,7 @@ describe('RetryingLlmClient: streamed text and the usage of failed attempts', ()
     return client satisfies LlmClient;
   }
 
-  it('numbers each attempt\'s text and voids a failed attempt before the next one streams', async () => {
+  it("numbers each attempt's text and voids a failed attempt before the next one streams", async () => {
     const overloaded = new LlmError(529, 'overloaded');
     const provider = streaming(overloaded);
     const seen: string[] = [];
@@ -221,7 +241,12 @@ describe('RetryingLlmClient: streamed text and the usage of failed attempts', ()
       new LlmError(503, 'no usage'),
     );
     const response = await new RetryingLlmClient(provider, policy, recordingSleeper()).send(request);
-    expect(response.failedAttemptsUsage).toEqual({ inputTokens: 200, outputTokens: 27, cacheCreationInputTokens: 2, cacheReadInputTokens: 4 });
+    expect(response.failedAttemptsUsage).toEqual({
+      inputTokens: 200,
+      outputTokens: 27,
+      cacheCreationInputTokens: 2,
+      cacheReadInputTokens: 4,
+    });
     expect(response.usage).toEqual(ok.usage);
 
     const clean = await new RetryingLlmClient(scripted(new LlmError(503, 'down')), policy, recordingSleeper()).send(request);
@@ -233,7 +258,12 @@ describe('RetryingLlmClient: streamed text and the usage of failed attempts', ()
     const errors = [1, 2, 3, 4, 5].map((i) => new LlmError(529, `overloaded ${i}`, { usage: i === 3 ? null : u(10, i) }));
     const error = await new RetryingLlmClient(scripted(...errors), policy, recordingSleeper()).send(request).catch((e: unknown) => e);
     expect(error).toBe(errors[4]);
-    expect((error as LlmError).usage).toEqual({ inputTokens: 40, outputTokens: 1 + 2 + 4 + 5, cacheCreationInputTokens: 4, cacheReadInputTokens: 8 });
+    expect((error as LlmError).usage).toEqual({
+      inputTokens: 40,
+      outputTokens: 1 + 2 + 4 + 5,
+      cacheCreationInputTokens: 4,
+      cacheReadInputTokens: 8,
+    });
 
     const permanent = new LlmError(400, 'bad');
     const after = await new RetryingLlmClient(scripted(new LlmError(529, 'o', { usage: u(5, 1) }), permanent), policy, recordingSleeper())

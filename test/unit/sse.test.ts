@@ -65,7 +65,10 @@ describe('SseReader', () => {
       for (const seen of everySplit(text)) expect(seen).toEqual(EVENTS);
     }
     // Mixed in one stream.
-    expect(read('event: a\r\ndata: 1\n\rdata: 2\r\r\n')).toEqual([['a', '1'], [null, '2']]);
+    expect(read('event: a\r\ndata: 1\n\rdata: 2\r\r\n')).toEqual([
+      ['a', '1'],
+      [null, '2'],
+    ]);
   });
 
   it('joins the data lines of one event with LF', () => {
@@ -83,7 +86,10 @@ describe('SseReader', () => {
   });
 
   it('passes on an event without a name (null) and one with a name but no data (empty)', () => {
-    expect(read('data: x\n\nevent: error\n\n')).toEqual([[null, 'x'], ['error', '']]);
+    expect(read('data: x\n\nevent: error\n\n')).toEqual([
+      [null, 'x'],
+      ['error', ''],
+    ]);
   });
 
   it('dispatches nothing for blank lines alone, comments alone, or an event never ended', () => {
@@ -110,7 +116,9 @@ describe('SseReader', () => {
       if (event === 'bad') throw new Error('listener failed');
       seen.push(event!);
     });
-    expect(() => reader.push(new TextEncoder().encode('event: a\ndata: 1\n\nevent: bad\ndata: 2\n\nevent: c\ndata: 3\n\n'))).toThrow('listener failed');
+    expect(() => reader.push(new TextEncoder().encode('event: a\ndata: 1\n\nevent: bad\ndata: 2\n\nevent: c\ndata: 3\n\n'))).toThrow(
+      'listener failed',
+    );
     expect(seen).toEqual(['a']);
   });
 });

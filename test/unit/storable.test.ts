@@ -38,13 +38,17 @@ describe('storable text', () => {
 
 describe('storable counts', () => {
   it('clamps token counts to 0..2^31-1, rounding, and counts what is no number as 0', () => {
-    expect(storableUsage({ inputTokens: -5, outputTokens: 2 ** 40, cacheCreationInputTokens: 1.6, cacheReadInputTokens: Number.NaN })).toEqual({
+    expect(
+      storableUsage({ inputTokens: -5, outputTokens: 2 ** 40, cacheCreationInputTokens: 1.6, cacheReadInputTokens: Number.NaN }),
+    ).toEqual({
       inputTokens: 0,
       outputTokens: INT4_MAX,
       cacheCreationInputTokens: 2,
       cacheReadInputTokens: 0,
     });
-    expect(storableUsage({ inputTokens: '7' as never, outputTokens: Infinity, cacheCreationInputTokens: 0, cacheReadInputTokens: 3 })).toEqual({
+    expect(
+      storableUsage({ inputTokens: '7' as never, outputTokens: Infinity, cacheCreationInputTokens: 0, cacheReadInputTokens: 3 }),
+    ).toEqual({
       inputTokens: 0,
       outputTokens: 0,
       cacheCreationInputTokens: 0,
@@ -62,7 +66,11 @@ describe('storable counts', () => {
 
 describe('acceptReply', () => {
   it("adds the failed attempts' usage to the reply's own and says what it cleaned", () => {
-    const reply = { ...response([{ type: 'text', text: 'x\u0000' }], 'end_turn', usage(10, -1)), failedAttemptsUsage: usage(5, 5), attempts: 2 };
+    const reply = {
+      ...response([{ type: 'text', text: 'x\u0000' }], 'end_turn', usage(10, -1)),
+      failedAttemptsUsage: usage(5, 5),
+      attempts: 2,
+    };
     const { response: kept, warnings } = acceptReply(reply);
     expect(kept.content).toEqual([{ type: 'text', text: 'x\uFFFD' }]);
     expect(kept.usage).toEqual(usage(15, 5));

@@ -5,8 +5,15 @@ import { TimeLimitedLlmClient } from '../../src/llm/time-limited.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from '../../src/llm/types.ts';
 
 const request: LlmRequest = { model: 'm', maxTokens: 10, system: null, messages: [{ role: 'user', content: 'hi' }], tools: [] };
-const ok = { id: null, model: 'm', content: [], stopReason: 'end_turn', requestId: null, attempts: 1,
-  usage: { inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 } } satisfies LlmResponse;
+const ok = {
+  id: null,
+  model: 'm',
+  content: [],
+  stopReason: 'end_turn',
+  requestId: null,
+  attempts: 1,
+  usage: { inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+} satisfies LlmResponse;
 
 /** Answers after `ms`, or fails as the SDK does when its signal aborts; remembers the signal it got. */
 function slowProvider(ms: number) {
@@ -61,12 +68,19 @@ describe('TimeLimitedLlmClient', () => {
     const { client, seen } = slowProvider(60_000);
     const controller = new AbortController();
     controller.abort();
-    await expect(new TimeLimitedLlmClient(client, 10_000).send(request, { signal: controller.signal })).rejects.toMatchObject({ type: 'aborted' });
+    await expect(new TimeLimitedLlmClient(client, 10_000).send(request, { signal: controller.signal })).rejects.toMatchObject({
+      type: 'aborted',
+    });
     expect(seen.signal?.aborted).toBe(true);
   });
 
   it('turns a synchronous throw of the delegate into a rejection', async () => {
-    const broken: LlmClient = { provider: 'broken', send: () => { throw new TypeError('bug'); } };
+    const broken: LlmClient = {
+      provider: 'broken',
+      send: () => {
+        throw new TypeError('bug');
+      },
+    };
     await expect(new TimeLimitedLlmClient(broken, 1000).send(request)).rejects.toThrow('bug');
   });
 

@@ -4,10 +4,31 @@ import { APPROVAL_TIMED_OUT, type ToolCallFacts, judgeToolCall } from '../../src
 import type { PendingTool } from '../../src/core/replay.ts';
 
 const now = new Date('2026-01-01T12:00:00Z');
-const call = (startedSeq: number | null = null, name = 'close'): PendingTool => ({ use: { type: 'tool_use', id: 'a', name, input: {} }, startedSeq });
-const ctx = (g: Partial<ToolCallFacts> = {}): ToolCallFacts => ({ idempotent: true, timer: null, approval: undefined, crash: undefined, waiting: null, now, ...g });
-const record = (kind: DecisionRecord['kind'], decision: DecisionRecord['decision'], extra: Partial<DecisionRecord> = {}): DecisionRecord => ({
-  toolUseId: 'a', kind, decision, reason: null, result: null, expiresAt: null, ...extra,
+const call = (startedSeq: number | null = null, name = 'close'): PendingTool => ({
+  use: { type: 'tool_use', id: 'a', name, input: {} },
+  startedSeq,
+});
+const ctx = (g: Partial<ToolCallFacts> = {}): ToolCallFacts => ({
+  idempotent: true,
+  timer: null,
+  approval: undefined,
+  crash: undefined,
+  waiting: null,
+  now,
+  ...g,
+});
+const record = (
+  kind: DecisionRecord['kind'],
+  decision: DecisionRecord['decision'],
+  extra: Partial<DecisionRecord> = {},
+): DecisionRecord => ({
+  toolUseId: 'a',
+  kind,
+  decision,
+  reason: null,
+  result: null,
+  expiresAt: null,
+  ...extra,
 });
 
 describe('judgeToolCall', () => {
@@ -30,19 +51,43 @@ describe('judgeToolCall', () => {
     expect(g()).toEqual({ type: 'wait', kind: 'decision' });
     expect(g(record('decision', null))).toEqual({ type: 'wait', kind: 'decision' });
     expect(g(record('decision', 'approve'))).toEqual({ type: 'run', consumeDecision: true });
-    expect(g(record('decision', 'deny', { reason: 'refunded' }))).toMatchObject({ type: 'resolve', status: 'ERROR', result: expect.stringMatching(/may or may not have happened.*refunded/) });
-    expect(g(record('decision', 'complete', { result: '{"ok":true}' }))).toEqual({ type: 'resolve', status: 'DONE', result: '{"ok":true}' });
+    expect(g(record('decision', 'deny', { reason: 'refunded' }))).toMatchObject({
+      type: 'resolve',
+      status: 'ERROR',
+      result: expect.stringMatching(/may or may not have happened.*refunded/),
+    });
+    expect(g(record('decision', 'complete', { result: '{"ok":true}' }))).toEqual({
+      type: 'resolve',
+      status: 'DONE',
+      result: '{"ok":true}',
+    });
     // An approval made before the crash does not answer for the crash.
-    expect(judgeToolCall(call(3), ctx({ idempotent: false, approval: record('approval', 'approve') }))).toEqual({ type: 'wait', kind: 'decision' });
+    expect(judgeToolCall(call(3), ctx({ idempotent: false, approval: record('approval', 'approve') }))).toEqual({
+      type: 'wait',
+      kind: 'decision',
+    });
   });
 
   it('starts a timer, sleeps again when claimed early, and is done once the time has come', () => {
     expect(judgeToolCall(call(null, 'sleep'), ctx({ timer: 60 }))).toEqual({ type: 'sleep', wakeAt: new Date(now.getTime() + 60_000) });
-    expect(judgeToolCall(call(null, 'sleep'), ctx({ timer: 'invalid input for sleep: seconds: too small' }))).toMatchObject({ type: 'resolve', status: 'ERROR' });
-    const waiting = (wakeAt: Date): Waiting => ({ kind: 'timer', since: now, toolCalls: [{ toolUseId: 'a', toolName: 'sleep', input: { seconds: 60 } }], wakeAt, expiresAt: null });
+    expect(judgeToolCall(call(null, 'sleep'), ctx({ timer: 'invalid input for sleep: seconds: too small' }))).toMatchObject({
+      type: 'resolve',
+      status: 'ERROR',
+    });
+    const waiting = (wakeAt: Date): Waiting => ({
+      kind: 'timer',
+      since: now,
+      toolCalls: [{ toolUseId: 'a', toolName: 'sleep', input: { seconds: 60 } }],
+      wakeAt,
+      expiresAt: null,
+    });
     const later = new Date(now.getTime() + 5_000);
     expect(judgeToolCall(call(2, 'sleep'), ctx({ timer: 60, waiting: waiting(later) }))).toEqual({ type: 'sleep-again', wakeAt: later });
-    expect(judgeToolCall(call(2, 'sleep'), ctx({ timer: 60, waiting: waiting(now) }))).toEqual({ type: 'resolve', status: 'DONE', result: 'slept 60 seconds' });
+    expect(judgeToolCall(call(2, 'sleep'), ctx({ timer: 60, waiting: waiting(now) }))).toEqual({
+      type: 'resolve',
+      status: 'DONE',
+      result: 'slept 60 seconds',
+    });
   });
 });
 

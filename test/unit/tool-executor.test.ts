@@ -39,7 +39,8 @@ describe('ToolExecutor', () => {
     for (const input of ['{"q": "a"', [1, 2], null, 7]) {
       expect(await spy.execute(use('spy', input), ctx())).toEqual({
         status: 'ERROR',
-        result: 'error: the arguments are not a JSON object, so spy was not run; call it again with a JSON object that fits its input schema',
+        result:
+          'error: the arguments are not a JSON object, so spy was not run; call it again with a JSON object that fits its input schema',
       });
     }
     expect(ran).toEqual([]);
@@ -47,7 +48,10 @@ describe('ToolExecutor', () => {
 
   it('turns a failing tool, an unknown tool and a timeout into is_error results for the model', async () => {
     expect(await executor.execute(use('boom'), ctx())).toEqual({ status: 'ERROR', result: 'error: disk full' });
-    expect(await executor.execute(use('nope'), ctx())).toEqual({ status: 'ERROR', result: 'error: tool no longer available: this agent has no tool "nope"' });
+    expect(await executor.execute(use('nope'), ctx())).toEqual({
+      status: 'ERROR',
+      result: 'error: tool no longer available: this agent has no tool "nope"',
+    });
     expect(await executor.execute(use('hang'), ctx())).toEqual({ status: 'ERROR', result: 'error: tool hang timed out after 100 ms' });
     expect(await executor.execute(use('deaf'), ctx())).toEqual({ status: 'ERROR', result: 'error: tool deaf timed out after 100 ms' });
   });
@@ -61,7 +65,11 @@ describe('ToolExecutor', () => {
   });
 
   it('cuts a result past the limit, with a note, to what is stored and sent, and makes it storable', async () => {
-    const big = new ToolExecutor([tool('big', async () => 'é'.repeat(5000)), tool('binary', async () => 'PNG\u0000\u0000\ud800')], 100, 2048);
+    const big = new ToolExecutor(
+      [tool('big', async () => 'é'.repeat(5000)), tool('binary', async () => 'PNG\u0000\u0000\ud800')],
+      100,
+      2048,
+    );
     const { status, result } = await big.execute(use('big'), ctx());
     expect(status).toBe('DONE');
     expect(Buffer.byteLength(result, 'utf8')).toBeLessThanOrEqual(2048);
@@ -88,7 +96,14 @@ describe('ToolExecutor', () => {
     const withLogger = new ToolExecutor([logging], 100, undefined, { logger });
     expect(await withLogger.execute(use('logging'), { ...ctx(), worker: 'w-1', seq: 3 })).toEqual({ status: 'DONE', result: 'logged' });
     expect(lines.map((l) => JSON.parse(l))).toEqual([
-      expect.objectContaining({ msg: 'looked the ticket up', ticket: 'ACME-1', run_id: 'run-1', worker: 'w-1', step_seq: 3, tool_use_id: 'toolu_1' }),
+      expect.objectContaining({
+        msg: 'looked the ticket up',
+        ticket: 'ACME-1',
+        run_id: 'run-1',
+        worker: 'w-1',
+        step_seq: 3,
+        tool_use_id: 'toolu_1',
+      }),
     ]);
   });
 
@@ -127,7 +142,13 @@ describe('capResult', () => {
 
 describe('ToolExecutor.withTools', () => {
   it('keeps the options and shares each tool limit with the executor it extends', async () => {
-    const limited = defineTool({ name: 'one_at_a_time', description: 'x', inputSchema: { type: 'object' }, concurrency: 1, execute: async () => 'ok' });
+    const limited = defineTool({
+      name: 'one_at_a_time',
+      description: 'x',
+      inputSchema: { type: 'object' },
+      concurrency: 1,
+      execute: async () => 'ok',
+    });
     const own = new ToolExecutor([limited], 100, undefined, { concurrency: 2 });
     const combined = own.withTools([tool('extra', async () => 'more')]);
     expect(combined.concurrency).toBe(2);

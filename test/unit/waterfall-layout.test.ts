@@ -5,17 +5,43 @@ import { layoutWaterfall, ticks, tickStep } from '../../dashboard/src/waterfall-
 const T0 = Date.parse('2025-06-01T10:00:00.000Z');
 const at = (ms: number) => new Date(T0 + ms).toISOString();
 
-function step(seq: number, kind: 'MODEL' | 'TOOL', startMs: number, latencyMs: number | null, status: TimelineStep['status'] = 'DONE'): TimelineStep {
+function step(
+  seq: number,
+  kind: 'MODEL' | 'TOOL',
+  startMs: number,
+  latencyMs: number | null,
+  status: TimelineStep['status'] = 'DONE',
+): TimelineStep {
   return {
-    seq, kind, status, toolName: kind === 'TOOL' ? 'lookup' : null, toolUseId: null, stopReason: null, inputTokens: 0, outputTokens: 0,
-    cacheCreationInputTokens: 0, cacheReadInputTokens: 0, costUsd: 0, attempts: 1, latencyMs, worker: 'w',
-    startedAt: at(startMs), finishedAt: latencyMs === null ? null : at(startMs + latencyMs), inherited: false, inheritedFrom: null,
+    seq,
+    kind,
+    status,
+    toolName: kind === 'TOOL' ? 'lookup' : null,
+    toolUseId: null,
+    stopReason: null,
+    inputTokens: 0,
+    outputTokens: 0,
+    cacheCreationInputTokens: 0,
+    cacheReadInputTokens: 0,
+    costUsd: 0,
+    attempts: 1,
+    latencyMs,
+    worker: 'w',
+    startedAt: at(startMs),
+    finishedAt: latencyMs === null ? null : at(startMs + latencyMs),
+    inherited: false,
+    inheritedFrom: null,
   };
 }
 
 describe('the waterfall layout', () => {
-  it('places each step on one axis from the run\'s creation, queue time included', () => {
-    const layout = layoutWaterfall({ steps: [step(1, 'MODEL', 1000, 3000), step(2, 'TOOL', 4000, 1000)], originMs: T0, endMs: T0 + 5000, inFlight: false });
+  it("places each step on one axis from the run's creation, queue time included", () => {
+    const layout = layoutWaterfall({
+      steps: [step(1, 'MODEL', 1000, 3000), step(2, 'TOOL', 4000, 1000)],
+      originMs: T0,
+      endMs: T0 + 5000,
+      inFlight: false,
+    });
     expect(layout.spanMs).toBe(5000);
     expect(layout.bars.map((b) => [b.seq, b.leftPct, b.widthPct, b.ongoing])).toEqual([
       [1, 20, 60, false],
@@ -24,11 +50,28 @@ describe('the waterfall layout', () => {
   });
 
   it('grows a STARTED step to now, and shows the call in flight after the last step', () => {
-    const running = layoutWaterfall({ steps: [step(1, 'MODEL', 0, 2000), step(2, 'TOOL', 2000, null, 'STARTED')], originMs: T0, endMs: T0 + 8000, inFlight: false });
+    const running = layoutWaterfall({
+      steps: [step(1, 'MODEL', 0, 2000), step(2, 'TOOL', 2000, null, 'STARTED')],
+      originMs: T0,
+      endMs: T0 + 8000,
+      inFlight: false,
+    });
     expect(running.bars[1]).toMatchObject({ status: 'STARTED', ongoing: true, durationMs: 6000, leftPct: 25, widthPct: 75 });
 
-    const inFlight = layoutWaterfall({ steps: [step(1, 'MODEL', 0, 2000), step(2, 'TOOL', 2000, 500)], originMs: T0, endMs: T0 + 10_000, inFlight: true });
-    expect(inFlight.bars.at(-1)).toMatchObject({ seq: 3, kind: 'MODEL', status: 'IN_FLIGHT', ongoing: true, startMs: 2500, durationMs: 7500 });
+    const inFlight = layoutWaterfall({
+      steps: [step(1, 'MODEL', 0, 2000), step(2, 'TOOL', 2000, 500)],
+      originMs: T0,
+      endMs: T0 + 10_000,
+      inFlight: true,
+    });
+    expect(inFlight.bars.at(-1)).toMatchObject({
+      seq: 3,
+      kind: 'MODEL',
+      status: 'IN_FLIGHT',
+      ongoing: true,
+      startMs: 2500,
+      durationMs: 7500,
+    });
   });
 
   it('widens the axis when a step outlasts the end it was given (clocks of two machines)', () => {

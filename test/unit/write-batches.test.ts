@@ -47,13 +47,16 @@ describe('WriteBatches', () => {
   it('puts a run in a batch at most once, keeps each run in order, and caps a batch at maxItems', async () => {
     const r = recorder();
     const batches = new WriteBatches(r.writeAll, { maxInFlight: 1, maxItems: 2 });
-    const all = [batches.write({ run: 'x', value: 0 }), ...[1, 2, 3, 4].map((v) => batches.write({ run: v === 2 ? 'a' : String.fromCharCode(96 + v), value: v }))];
+    const all = [
+      batches.write({ run: 'x', value: 0 }),
+      ...[1, 2, 3, 4].map((v) => batches.write({ run: v === 2 ? 'a' : String.fromCharCode(96 + v), value: v })),
+    ];
     for (let i = 0; i < 4; i++) await r.release();
     expect(r.batches).toEqual([['x:0'], ['a:1', 'c:3'], ['a:2', 'd:4']]);
     expect(await Promise.all(all)).toEqual([0, 10, 20, 30, 40]);
   });
 
-  it('gives each write its own outcome, an error value becoming that write\'s rejection', async () => {
+  it("gives each write its own outcome, an error value becoming that write's rejection", async () => {
     const r = recorder((items) => items.map((i) => (i.value === 2 ? new Error('lease lost') : i.value)));
     const batches = new WriteBatches(r.writeAll, { maxInFlight: 1, maxItems: 10 });
     const all = Promise.allSettled([1, 2, 3].map((v) => batches.write({ run: `r${v}`, value: v })));
@@ -87,7 +90,11 @@ describe('WriteBatches', () => {
   it("holds a run's next write while its last is in flight, and sends other runs' meanwhile", async () => {
     const r = recorder();
     const batches = new WriteBatches(r.writeAll, { maxInFlight: 4, maxItems: 10 });
-    const all = Promise.all([batches.write({ run: 'a', value: 1 }), batches.write({ run: 'a', value: 2 }), batches.write({ run: 'b', value: 3 })]);
+    const all = Promise.all([
+      batches.write({ run: 'a', value: 1 }),
+      batches.write({ run: 'a', value: 2 }),
+      batches.write({ run: 'b', value: 3 }),
+    ]);
     expect(r.batches).toEqual([['a:1'], ['b:3']]);
     await r.release();
     expect(r.batches).toEqual([['a:1'], ['b:3'], ['a:2']]);
@@ -118,6 +125,10 @@ describe('WriteBatches', () => {
     await r.release();
     expect(r.batches).toEqual([['p:5'], ['q:6', 'r:8']]);
     expect(await first).toBe(50);
-    expect((await waiting).map((s) => (s.status === 'fulfilled' ? s.value : String(s.reason)))).toEqual([60, expect.stringMatching(/BigInt/), 80]);
+    expect((await waiting).map((s) => (s.status === 'fulfilled' ? s.value : String(s.reason)))).toEqual([
+      60,
+      expect.stringMatching(/BigInt/),
+      80,
+    ]);
   });
 });

@@ -10,7 +10,13 @@ import { jsonTree } from '../json-tree.ts';
 import type { PendingToolCall, Run } from '../types.ts';
 
 function call(runId: string, c: PendingToolCall, onDecided: () => void): HTMLElement {
-  const reason = h('input', { type: 'text', class: 'reason', placeholder: 'Reason (sent to the model when denying)', maxlength: 2000, 'aria-label': `Reason for ${c.toolName}` });
+  const reason = h('input', {
+    type: 'text',
+    class: 'reason',
+    placeholder: 'Reason (sent to the model when denying)',
+    maxlength: 2000,
+    'aria-label': `Reason for ${c.toolName}`,
+  });
   const result = h('p', { class: 'decision-result', role: 'status' });
   const decide = async (decision: 'approve' | 'deny') => {
     const body = decision === 'deny' ? { decision, reason: reason.value.trim() || 'denied from the dashboard' } : { decision };
@@ -31,7 +37,13 @@ function call(runId: string, c: PendingToolCall, onDecided: () => void): HTMLEle
   return h(
     'div',
     { class: 'approval', 'data-tool-use-id': c.toolUseId },
-    h('div', { class: 'blk-head' }, h('span', { class: 'blk-tag' }, 'needs approval'), h('span', { class: 'mono' }, c.toolName), h('span', { class: 'muted mono small' }, c.toolUseId)),
+    h(
+      'div',
+      { class: 'blk-head' },
+      h('span', { class: 'blk-tag' }, 'needs approval'),
+      h('span', { class: 'mono' }, c.toolName),
+      h('span', { class: 'muted mono small' }, c.toolUseId),
+    ),
     h('div', { class: 'json boxed' }, jsonTree(c.input)),
     h('div', { class: 'approval-actions' }, reason, ...buttons),
     result,
@@ -40,12 +52,17 @@ function call(runId: string, c: PendingToolCall, onDecided: () => void): HTMLEle
 
 /** The approvals section of a run, or null when it is not waiting for decisions. */
 export function renderApprovals(run: Run, onDecided: () => void): HTMLElement | null {
-  const calls = run.status === 'WAITING' ? run.waiting?.toolCalls ?? [] : [];
+  const calls = run.status === 'WAITING' ? (run.waiting?.toolCalls ?? []) : [];
   if (!calls.length) return null;
   return h(
     'section',
     { class: 'card approvals' },
-    h('header', { class: 'card-head' }, h('h2', null, 'Waiting for a decision'), h('span', { class: 'muted' }, `${calls.length} tool call${calls.length === 1 ? '' : 's'}`)),
+    h(
+      'header',
+      { class: 'card-head' },
+      h('h2', null, 'Waiting for a decision'),
+      h('span', { class: 'muted' }, `${calls.length} tool call${calls.length === 1 ? '' : 's'}`),
+    ),
     calls.map((c) => call(run.id, c, onDecided)),
   );
 }

@@ -44,16 +44,48 @@ function meters(run: Run, steps: readonly TimelineStep[], nowMs: number): HTMLEl
   const modelSteps = steps.filter((s) => s.kind === 'MODEL').length;
   const cacheRead = steps.reduce((a, s) => a + s.cacheReadInputTokens, 0);
   return [
-    meter('Tokens', formatCount(run.tokensUsed), formatCount(run.tokenBudget), run.tokensUsed / run.tokenBudget, `${formatPercent(run.tokensUsed, run.tokenBudget)} of the budget${cacheRead ? ` · ${formatTokens(cacheRead)} cache reads not counted` : ''}`),
-    meter('Steps', String(steps.length), String(run.maxSteps), steps.length / run.maxSteps, `${modelSteps} model · ${steps.length - modelSteps} tool`),
-    meter('Time', formatDuration(end - created), formatDuration(allowed), (end - created) / allowed, run.finishedAt ? `ended ${formatClock(new Date(run.finishedAt), new Date(nowMs))}` : `deadline ${formatClock(new Date(run.deadlineAt), new Date(nowMs))}`),
-    meter('Cost', formatCost(run.costUsd), null, null, `${modelSteps} model call${modelSteps === 1 ? '' : 's'}${run.attempts > 1 ? ` · ${run.attempts} claims` : ''}`),
+    meter(
+      'Tokens',
+      formatCount(run.tokensUsed),
+      formatCount(run.tokenBudget),
+      run.tokensUsed / run.tokenBudget,
+      `${formatPercent(run.tokensUsed, run.tokenBudget)} of the budget${cacheRead ? ` · ${formatTokens(cacheRead)} cache reads not counted` : ''}`,
+    ),
+    meter(
+      'Steps',
+      String(steps.length),
+      String(run.maxSteps),
+      steps.length / run.maxSteps,
+      `${modelSteps} model · ${steps.length - modelSteps} tool`,
+    ),
+    meter(
+      'Time',
+      formatDuration(end - created),
+      formatDuration(allowed),
+      (end - created) / allowed,
+      run.finishedAt
+        ? `ended ${formatClock(new Date(run.finishedAt), new Date(nowMs))}`
+        : `deadline ${formatClock(new Date(run.deadlineAt), new Date(nowMs))}`,
+    ),
+    meter(
+      'Cost',
+      formatCost(run.costUsd),
+      null,
+      null,
+      `${modelSteps} model call${modelSteps === 1 ? '' : 's'}${run.attempts > 1 ? ` · ${run.attempts} claims` : ''}`,
+    ),
   ];
 }
 
 function outcome(run: Run): HTMLElement {
   if (run.error) {
-    return h('section', { class: 'card io error-card' }, h('h2', null, run.status === 'CANCELLED' ? 'Why it stopped' : 'Error'), h('div', { class: 'prose' }, run.error), run.output ? h('div', { class: 'prose muted' }, run.output) : null);
+    return h(
+      'section',
+      { class: 'card io error-card' },
+      h('h2', null, run.status === 'CANCELLED' ? 'Why it stopped' : 'Error'),
+      h('div', { class: 'prose' }, run.error),
+      run.output ? h('div', { class: 'prose muted' }, run.output) : null,
+    );
   }
   if (run.output !== null) {
     return h(
@@ -74,7 +106,15 @@ function outcome(run: Run): HTMLElement {
 }
 
 function notFound(main: HTMLElement, id: string, message: string): void {
-  fill(main, h('section', { class: 'page' }, h('nav', { class: 'crumbs' }, h('a', { href: '/' }, 'Runs'), ' / ', h('span', { class: 'mono' }, shortId(id))), h('div', { class: 'card empty' }, h('h2', null, 'No such run'), h('p', { class: 'muted' }, message))));
+  fill(
+    main,
+    h(
+      'section',
+      { class: 'page' },
+      h('nav', { class: 'crumbs' }, h('a', { href: '/' }, 'Runs'), ' / ', h('span', { class: 'mono' }, shortId(id))),
+      h('div', { class: 'card empty' }, h('h2', null, 'No such run'), h('p', { class: 'muted' }, message)),
+    ),
+  );
 }
 
 export const runView: View = (main, route: Route) => {
@@ -102,7 +142,11 @@ export const runView: View = (main, route: Route) => {
     liveText.dataset.seq = String(step.seq);
     liveText.hidden = fold.text === '';
     const live = !fold.finished && run?.status !== 'WAITING';
-    fill(liveTitle, live ? 'Live text' : 'Streamed text', h('span', { class: 'muted small' }, ` · step ${step.seq}${step.attempt > 1 ? ` · attempt ${step.attempt}` : ''}`));
+    fill(
+      liveTitle,
+      live ? 'Live text' : 'Streamed text',
+      h('span', { class: 'muted small' }, ` · step ${step.seq}${step.attempt > 1 ? ` · attempt ${step.attempt}` : ''}`),
+    );
     liveBody.textContent = fold.text;
   };
   let streaming = false;
@@ -115,7 +159,12 @@ export const runView: View = (main, route: Route) => {
   const legend = h(
     'div',
     { class: 'legend', 'aria-hidden': 'true' },
-    ...[['model', 'Model call'], ['tool', 'Tool call'], ['error', 'Error'], ['ongoing', 'Running']].map(([k, label]) => h('span', { class: `legend-item ${k}` }, h('span', { class: 'swatch' }), label)),
+    ...[
+      ['model', 'Model call'],
+      ['tool', 'Tool call'],
+      ['error', 'Error'],
+      ['ongoing', 'Running'],
+    ].map(([k, label]) => h('span', { class: `legend-item ${k}` }, h('span', { class: 'swatch' }), label)),
   );
 
   fill(
@@ -227,7 +276,10 @@ export const runView: View = (main, route: Route) => {
     const pending = run.status === 'WAITING' ? JSON.stringify(run.waiting?.toolCalls?.map((c) => c.toolUseId) ?? []) : '';
     if (pending !== drawnApprovals) {
       drawnApprovals = pending;
-      fill(approvalsSlot, renderApprovals(run, () => poller.refresh()));
+      fill(
+        approvalsSlot,
+        renderApprovals(run, () => poller.refresh()),
+      );
     }
     drawLive();
     drawWaterfall();
@@ -243,7 +295,10 @@ export const runView: View = (main, route: Route) => {
     stale = false;
     readAt = Date.now();
     try {
-      const [r, t] = await Promise.all([api<Run>(`/api/runs/${encodeURIComponent(id)}`), api<TimelineStep[]>(`/api/runs/${encodeURIComponent(id)}/timeline`)]);
+      const [r, t] = await Promise.all([
+        api<Run>(`/api/runs/${encodeURIComponent(id)}`),
+        api<TimelineStep[]>(`/api/runs/${encodeURIComponent(id)}/timeline`),
+      ]);
       reportConnection(true);
       const reopen = selected !== null && steps.find((s) => s.seq === selected)?.status !== t.find((s) => s.seq === selected)?.status;
       run = r;

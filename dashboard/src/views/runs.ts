@@ -15,8 +15,14 @@ import type { Overview, RunListItem, RunPage } from '../types.ts';
 
 const PAGE_SIZE = 50;
 const COLUMNS = [
-  ['Status', 'c-status'], ['Run', 'c-run'], ['Agent', 'c-agent'], ['Age', 'c-age'],
-  ['Duration', 'c-num c-duration'], ['Steps', 'c-num c-steps'], ['Tokens', 'c-num c-tokens'], ['Cost', 'c-num c-cost'],
+  ['Status', 'c-status'],
+  ['Run', 'c-run'],
+  ['Agent', 'c-agent'],
+  ['Age', 'c-age'],
+  ['Duration', 'c-num c-duration'],
+  ['Steps', 'c-num c-steps'],
+  ['Tokens', 'c-num c-tokens'],
+  ['Cost', 'c-num c-cost'],
 ] as const;
 const REFRESH_MS = 3000;
 /** The status counts read every run; they change slowly, so they are read less often than the page. */
@@ -44,9 +50,18 @@ function row(r: RunListItem, now: number, fresh: boolean): HTMLTableRowElement {
     h('td', { class: 'c-run' }, link, h('span', { class: 'input-preview', title: r.input.slice(0, 500) }, r.input)),
     h('td', { class: 'c-agent' }, h('span', { title: r.model }, r.agent)),
     h('td', { class: 'c-age', title: new Date(created).toLocaleString() }, formatAge(now - created)),
-    h('td', { class: 'c-num c-duration' }, duration === null ? '–' : isActive(r.status) ? h('span', { class: 'live-num' }, formatDuration(duration)) : formatDuration(duration)),
+    h(
+      'td',
+      { class: 'c-num c-duration' },
+      duration === null ? '–' : isActive(r.status) ? h('span', { class: 'live-num' }, formatDuration(duration)) : formatDuration(duration),
+    ),
     h('td', { class: 'c-num c-steps' }, String(r.stepCount)),
-    h('td', { class: 'c-num c-tokens' }, h('span', { title: `${formatCount(r.tokensUsed)} of ${formatCount(r.tokenBudget)}` }, formatTokens(r.tokensUsed)), h('span', { class: 'budget' }, used)),
+    h(
+      'td',
+      { class: 'c-num c-tokens' },
+      h('span', { title: `${formatCount(r.tokensUsed)} of ${formatCount(r.tokenBudget)}` }, formatTokens(r.tokensUsed)),
+      h('span', { class: 'budget' }, used),
+    ),
     h('td', { class: 'c-num c-cost' }, formatCost(r.costUsd)),
   );
   // The whole row opens the run; the id stays a real link (middle-click, copy link).
@@ -67,7 +82,11 @@ function emptyState(status: string | null, agent: string | null): HTMLElement {
     { class: 'empty' },
     h('h2', null, 'No runs yet'),
     h('p', { class: 'muted' }, 'Start one, and it shows here within seconds:'),
-    h('pre', { class: 'code' }, `curl -s -X POST ${location.origin}/api/runs -H 'Content-Type: application/json' \\\n  -d '{"input":"Which acme tickets are overdue?"}'`),
+    h(
+      'pre',
+      { class: 'code' },
+      `curl -s -X POST ${location.origin}/api/runs -H 'Content-Type: application/json' \\\n  -d '{"input":"Which acme tickets are overdue?"}'`,
+    ),
   );
 }
 
@@ -89,7 +108,11 @@ export const runsView: View = (main, route) => {
     const names = [...agentsSeen].sort();
     if (names.join('\n') === drawnAgents) return;
     drawnAgents = names.join('\n');
-    fill(agentSelect, h('option', { value: '' }, 'All agents'), names.map((n) => h('option', { value: n, selected: n === agent ? true : null }, n)));
+    fill(
+      agentSelect,
+      h('option', { value: '' }, 'All agents'),
+      names.map((n) => h('option', { value: n, selected: n === agent ? true : null }, n)),
+    );
     agentSelect.value = agent ?? '';
   };
   const tableSlot = h('div', { class: 'card table-card' });
@@ -113,13 +136,23 @@ export const runsView: View = (main, route) => {
     const chip = (value: string | null, label: string, n: number | null | undefined) =>
       h(
         'a',
-        { href: href(value, null, agent), class: `chip${value === status ? ' on' : ''}`, 'data-filter': value ?? 'ALL', 'aria-current': value === status ? 'page' : null },
+        {
+          href: href(value, null, agent),
+          class: `chip${value === status ? ' on' : ''}`,
+          'data-filter': value ?? 'ALL',
+          'aria-current': value === status ? 'page' : null,
+        },
         value ? h('span', { class: `dot st-${value.toLowerCase().replace(/_/g, '-')}` }) : null,
         label,
         n === null || n === undefined ? null : h('span', { class: 'chip-count' }, formatCount(n)),
       );
     const shown = RUN_STATUS_ORDER.filter((s) => s !== 'WAITING' || (counts?.WAITING ?? 0) > 0 || status === 'WAITING');
-    fill(filters, chip(null, 'All', total), shown.map((s) => chip(s, statusLabel(s), counts ? counts[s] ?? 0 : null)), h('label', { class: 'agent-filter-box' }, agentSelect));
+    fill(
+      filters,
+      chip(null, 'All', total),
+      shown.map((s) => chip(s, statusLabel(s), counts ? (counts[s] ?? 0) : null)),
+      h('label', { class: 'agent-filter-box' }, agentSelect),
+    );
   };
 
   const drawPage = (page: RunPage) => {
@@ -144,7 +177,11 @@ export const runsView: View = (main, route) => {
           h(
             'thead',
             null,
-            h('tr', null, COLUMNS.map(([label, cls]) => h('th', { class: cls, scope: 'col' }, label))),
+            h(
+              'tr',
+              null,
+              COLUMNS.map(([label, cls]) => h('th', { class: cls, scope: 'col' }, label)),
+            ),
           ),
           h('tbody', null, rows),
         ),
@@ -154,7 +191,9 @@ export const runsView: View = (main, route) => {
     fill(
       pager,
       cursor ? h('a', { href: href(status, null, agent), class: 'btn ghost' }, '← Newest') : h('span'),
-      page.nextCursor ? h('a', { href: href(status, page.nextCursor, agent), class: 'btn ghost', rel: 'next' }, 'Older →') : h('span', { class: 'muted small' }, page.runs.length ? 'End of the list' : ''),
+      page.nextCursor
+        ? h('a', { href: href(status, page.nextCursor, agent), class: 'btn ghost', rel: 'next' }, 'Older →')
+        : h('span', { class: 'muted small' }, page.runs.length ? 'End of the list' : ''),
     );
     updated.textContent = `updated ${formatClock(new Date(now), new Date(now))}`;
   };

@@ -22,7 +22,13 @@ function block(b: ContentBlock): HTMLElement {
       return h(
         'div',
         { class: 'blk tool-use' },
-        h('div', { class: 'blk-head' }, h('span', { class: 'blk-tag' }, 'tool call'), h('span', { class: 'mono tool-name' }, String(b.name)), h('span', { class: 'muted mono small' }, String(b.id))),
+        h(
+          'div',
+          { class: 'blk-head' },
+          h('span', { class: 'blk-tag' }, 'tool call'),
+          h('span', { class: 'mono tool-name' }, String(b.name)),
+          h('span', { class: 'muted mono small' }, String(b.id)),
+        ),
         h('div', { class: 'json' }, jsonTree(b.input)),
       );
     case 'tool_result': {
@@ -31,12 +37,22 @@ function block(b: ContentBlock): HTMLElement {
       return h(
         'div',
         { class: `blk tool-result${isError ? ' error' : ''}` },
-        h('div', { class: 'blk-head' }, h('span', { class: 'blk-tag' }, isError ? 'tool error' : 'tool result'), h('span', { class: 'muted mono small' }, String(b.tool_use_id))),
+        h(
+          'div',
+          { class: 'blk-head' },
+          h('span', { class: 'blk-tag' }, isError ? 'tool error' : 'tool result'),
+          h('span', { class: 'muted mono small' }, String(b.tool_use_id)),
+        ),
         content,
       );
     }
     default:
-      return h('div', { class: 'blk other' }, h('div', { class: 'blk-head' }, h('span', { class: 'blk-tag' }, b.type)), h('div', { class: 'json' }, jsonTree(b)));
+      return h(
+        'div',
+        { class: 'blk other' },
+        h('div', { class: 'blk-head' }, h('span', { class: 'blk-tag' }, b.type)),
+        h('div', { class: 'json' }, jsonTree(b)),
+      );
   }
 }
 
@@ -76,8 +92,21 @@ function fold(title: string, body: HTMLElement, note?: string): HTMLElement {
 
 function modelRequest(r: ModelRequest): HTMLElement[] {
   return [
-    h('div', { class: 'kv-line' }, h('span', { class: 'muted' }, 'model '), h('span', { class: 'mono' }, r.model), h('span', { class: 'muted' }, '  ·  max_tokens '), h('span', { class: 'mono' }, String(r.max_tokens))),
-    r.system ? fold('System prompt', h('div', { class: 'prose boxed' }, longText(r.system, 'prose', 4000)), `${r.system.length.toLocaleString('en-US')} characters`) : null,
+    h(
+      'div',
+      { class: 'kv-line' },
+      h('span', { class: 'muted' }, 'model '),
+      h('span', { class: 'mono' }, r.model),
+      h('span', { class: 'muted' }, '  ·  max_tokens '),
+      h('span', { class: 'mono' }, String(r.max_tokens)),
+    ),
+    r.system
+      ? fold(
+          'System prompt',
+          h('div', { class: 'prose boxed' }, longText(r.system, 'prose', 4000)),
+          `${r.system.length.toLocaleString('en-US')} characters`,
+        )
+      : null,
     r.tools?.length ? fold('Tools', h('div', { class: 'json' }, jsonTree(r.tools)), r.tools.map((t) => t.name).join(', ')) : null,
     h('h4', null, `Messages (${r.messages.length})`),
     messages(r.messages),
@@ -86,16 +115,36 @@ function modelRequest(r: ModelRequest): HTMLElement[] {
 
 function toolRequest(r: ToolRequest): HTMLElement[] {
   return [
-    h('div', { class: 'kv-line' }, h('span', { class: 'muted' }, 'tool '), h('span', { class: 'mono' }, r.name), h('span', { class: 'muted' }, '  ·  call '), h('span', { class: 'mono' }, r.toolUseId)),
+    h(
+      'div',
+      { class: 'kv-line' },
+      h('span', { class: 'muted' }, 'tool '),
+      h('span', { class: 'mono' }, r.name),
+      h('span', { class: 'muted' }, '  ·  call '),
+      h('span', { class: 'mono' }, r.toolUseId),
+    ),
     h('h4', null, 'Input'),
     h('div', { class: 'json boxed' }, jsonTree(r.input)),
   ];
 }
 
 function response(s: StepDetail): HTMLElement[] {
-  if (s.response === null) return [h('p', { class: 'muted' }, s.status === 'STARTED' ? 'Still running: no result yet.' : 'No response recorded.')];
-  if (typeof s.response === 'string') return [s.status === 'ERROR' ? h('div', { class: 'blk tool-result error' }, textOrJson(s.response)) : textOrJson(s.response)];
-  return [h('div', { class: 'msgs' }, h('div', { class: 'msg assistant' }, h('div', { class: 'msg-role' }, 'assistant'), h('div', { class: 'msg-body' }, content(s.response))))];
+  if (s.response === null)
+    return [h('p', { class: 'muted' }, s.status === 'STARTED' ? 'Still running: no result yet.' : 'No response recorded.')];
+  if (typeof s.response === 'string')
+    return [s.status === 'ERROR' ? h('div', { class: 'blk tool-result error' }, textOrJson(s.response)) : textOrJson(s.response)];
+  return [
+    h(
+      'div',
+      { class: 'msgs' },
+      h(
+        'div',
+        { class: 'msg assistant' },
+        h('div', { class: 'msg-role' }, 'assistant'),
+        h('div', { class: 'msg-body' }, content(s.response)),
+      ),
+    ),
+  ];
 }
 
 function figures(s: StepDetail): [string, string][] {
@@ -123,7 +172,12 @@ function figures(s: StepDetail): [string, string][] {
  */
 function forkFromHere(runId: string, s: StepDetail): HTMLElement | null {
   if (s.status === 'STARTED') return null;
-  const model = h('input', { type: 'text', class: 'fork-model mono small', placeholder: 'same model', 'aria-label': 'Model for the fork' }) as HTMLInputElement;
+  const model = h('input', {
+    type: 'text',
+    class: 'fork-model mono small',
+    placeholder: 'same model',
+    'aria-label': 'Model for the fork',
+  }) as HTMLInputElement;
   const note = h('span', { class: 'fork-note muted small', role: 'status' });
   const button = h('button', { type: 'button', class: 'btn ghost small', 'data-action': 'fork' }, 'Fork from here') as HTMLButtonElement;
   button.addEventListener('click', () => {
@@ -153,13 +207,26 @@ export function renderStep(s: StepDetail, onClose: () => void, runId?: string): 
       h('span', { class: `step-status ${s.status.toLowerCase()}` }, s.stopReason ?? s.status),
       h('button', { type: 'button', class: 'btn ghost small close', 'aria-label': 'Close step', onClick: onClose }, 'Close'),
     ),
-    h('dl', { class: 'figures' }, figures(s).map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, v)))),
+    h(
+      'dl',
+      { class: 'figures' },
+      figures(s).map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, v))),
+    ),
     s.inherited ? h('p', { class: 'muted small' }, 'Inherited: this step belongs to the run this one was forked from.') : null,
     runId ? forkFromHere(runId, s) : null,
     h(
       'div',
       { class: 'step-io' },
-      h('div', { class: 'step-pane' }, h('h3', null, 'Request'), s.request === null ? h('p', { class: 'muted' }, 'Not recorded.') : isModel ? modelRequest(s.request as ModelRequest) : toolRequest(s.request as ToolRequest)),
+      h(
+        'div',
+        { class: 'step-pane' },
+        h('h3', null, 'Request'),
+        s.request === null
+          ? h('p', { class: 'muted' }, 'Not recorded.')
+          : isModel
+            ? modelRequest(s.request as ModelRequest)
+            : toolRequest(s.request as ToolRequest),
+      ),
       h('div', { class: 'step-pane' }, h('h3', null, 'Response'), response(s)),
     ),
     fold('Raw JSON', h('div', { class: 'json boxed' }, jsonTree(s, 1))),

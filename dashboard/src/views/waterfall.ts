@@ -31,7 +31,11 @@ function barClass(bar: WaterfallBar): string {
 const promptTokens = (s: TimelineStep) => s.inputTokens + s.cacheCreationInputTokens + s.cacheReadInputTokens;
 
 function tipRows(step: TimelineStep | undefined, bar: WaterfallBar): [string, string][] {
-  if (!step) return [['Started', `+${formatDuration(bar.startMs)}`], ['Running for', formatDuration(bar.durationMs)]];
+  if (!step)
+    return [
+      ['Started', `+${formatDuration(bar.startMs)}`],
+      ['Running for', formatDuration(bar.durationMs)],
+    ];
   const rows: [string, string][] = [
     ['Status', step.status],
     ['Latency', step.latencyMs === null ? `running ${formatDuration(bar.durationMs)}` : formatDuration(step.latencyMs)],
@@ -56,22 +60,27 @@ export function renderWaterfall(container: HTMLElement, input: WaterfallInput): 
   const workers = new Set(input.steps.map((s) => s.worker).filter((w): w is string => w !== null));
   const tip = h('div', { class: 'wf-tip', role: 'tooltip', hidden: true });
 
-  const gridlines = () => layout.ticks.map((t) => {
-    const line = h('span', { class: 'wf-gridline', 'aria-hidden': 'true' });
-    css(line, { left: `${t.pct}%` });
-    return line;
-  });
+  const gridlines = () =>
+    layout.ticks.map((t) => {
+      const line = h('span', { class: 'wf-gridline', 'aria-hidden': 'true' });
+      css(line, { left: `${t.pct}%` });
+      return line;
+    });
 
   const axis = h(
     'div',
     { class: 'wf-row wf-axis', 'aria-hidden': 'true' },
     h('span', { class: 'wf-label' }, 'Step'),
-    h('span', { class: 'wf-track' }, layout.ticks.map((t) => {
-      const label = h('span', { class: 'wf-tick' }, formatTick(t.ms));
-      css(label, { left: `${t.pct}%` });
-      if (t.pct > 92) label.classList.add('end');
-      return label;
-    })),
+    h(
+      'span',
+      { class: 'wf-track' },
+      layout.ticks.map((t) => {
+        const label = h('span', { class: 'wf-tick' }, formatTick(t.ms));
+        css(label, { left: `${t.pct}%` });
+        if (t.pct > 92) label.classList.add('end');
+        return label;
+      }),
+    ),
     h('span', { class: 'wf-num' }, 'Tokens'),
     h('span', { class: 'wf-num' }, 'Cost'),
   );
@@ -100,9 +109,19 @@ export function renderWaterfall(container: HTMLElement, input: WaterfallInput): 
         'data-status': bar.status,
         ...(selectable ? { role: 'button', tabindex: 0, 'aria-label': `Step ${bar.seq}: open` } : {}),
       },
-      h('span', { class: 'wf-label' }, h('span', { class: 'wf-seq' }, String(bar.seq)), h('span', { class: `wf-kind ${bar.kind === 'MODEL' ? 'model' : 'tool'}`, 'aria-hidden': 'true' }), name(step, bar)),
+      h(
+        'span',
+        { class: 'wf-label' },
+        h('span', { class: 'wf-seq' }, String(bar.seq)),
+        h('span', { class: `wf-kind ${bar.kind === 'MODEL' ? 'model' : 'tool'}`, 'aria-hidden': 'true' }),
+        name(step, bar),
+      ),
       h('span', { class: 'wf-track' }, gridlines(), barEl, noteEl),
-      h('span', { class: 'wf-num' }, step && step.kind === 'MODEL' ? `${formatTokens(promptTokens(step))} → ${formatTokens(step.outputTokens)}` : '–'),
+      h(
+        'span',
+        { class: 'wf-num' },
+        step && step.kind === 'MODEL' ? `${formatTokens(promptTokens(step))} → ${formatTokens(step.outputTokens)}` : '–',
+      ),
       h('span', { class: 'wf-num' }, step && step.kind === 'MODEL' ? formatCost(step.costUsd) : '–'),
     );
     if (selectable) {
@@ -117,8 +136,18 @@ export function renderWaterfall(container: HTMLElement, input: WaterfallInput): 
     row.addEventListener('mouseenter', () => {
       fill(
         tip,
-        h('div', { class: 'wf-tip-title' }, bar.status === 'IN_FLIGHT' ? `Step ${bar.seq} · model call in flight` : `Step ${bar.seq} · ${bar.kind === 'MODEL' ? 'model call' : step?.toolName ?? 'tool'}`),
-        h('dl', null, tipRows(step, bar).map(([k, v]) => [h('dt', null, k), h('dd', null, v)])),
+        h(
+          'div',
+          { class: 'wf-tip-title' },
+          bar.status === 'IN_FLIGHT'
+            ? `Step ${bar.seq} · model call in flight`
+            : `Step ${bar.seq} · ${bar.kind === 'MODEL' ? 'model call' : (step?.toolName ?? 'tool')}`,
+        ),
+        h(
+          'dl',
+          null,
+          tipRows(step, bar).map(([k, v]) => [h('dt', null, k), h('dd', null, v)]),
+        ),
       );
       tip.hidden = false;
     });
@@ -131,8 +160,6 @@ export function renderWaterfall(container: HTMLElement, input: WaterfallInput): 
     return row;
   });
 
-  const body = rows.length
-    ? rows
-    : h('div', { class: 'wf-empty' }, 'No steps yet. The first appears when the first model call returns.');
+  const body = rows.length ? rows : h('div', { class: 'wf-empty' }, 'No steps yet. The first appears when the first model call returns.');
   fill(container, h('div', { class: 'waterfall' }, axis, body), tip);
 }
