@@ -24,7 +24,6 @@ import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
 import { CONVERSATION_RUNS, conversationSteps, lineageSteps, qualified, TOOL_USES, TURN_AT } from './lineage-sql.ts';
 import type { EarlierRun } from '../core/chain-replay.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
-import type { RunStoreOptions } from './run-store.ts';
 
 export interface NewRun {
   input: string;
@@ -60,6 +59,19 @@ const FOREIGN_KEY_VIOLATION = '23503';
 
 type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status']; tool_uses: number | null };
 const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
+
+/** How the stores treat what they write: redaction, encryption. */
+export interface RunStoreOptions {
+  /**
+   * Applied to what comes into a run from outside the model before it is written: its input and
+   * metadata, tool results, decisions, error texts (observability/redact.ts); never to model output,
+   * which goes back to the model as it came. The driver folds the result it got, so the model still
+   * sees it unredacted in the attempt that produced it; a resumed run replays what was stored.
+   */
+  redact?: Redact;
+  /** Seals payloads as they are written and opens them as they are read (encryption.ts); none by default. */
+  sealer?: Sealer;
+}
 
 export class RunRecords {
   /** For stored texts, which may be JSON: their string values are redacted, their shape kept. */

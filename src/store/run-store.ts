@@ -66,24 +66,14 @@ import {
   type ToolResultRow,
 } from './step-batch-sql.ts';
 import { WriteBatches } from '../util/write-batches.ts';
-import { RunRecords } from './run-records.ts';
+import { RunRecords, type RunStoreOptions } from './run-records.ts';
+
+export type { RunStoreOptions } from './run-records.ts';
 import { consumeDecision, DECISION_ROWS, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitParams } from './waiting-sql.ts';
 import { withFields } from '../util/with-fields.ts';
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
-}
-
-export interface RunStoreOptions {
-  /**
-   * Applied to what comes into a run from outside the model before it is written: its input and
-   * metadata, tool results, decisions, error texts (observability/redact.ts); never to model output,
-   * which goes back to the model as it came. The driver folds the result it got, so the model still
-   * sees it unredacted in the attempt that produced it; a resumed run replays what was stored.
-   */
-  redact?: Redact;
-  /** Seals payloads as they are written and opens them as they are read (encryption.ts); none by default. */
-  sealer?: Sealer;
 }
 
 export class RunStore implements EngineStore {
