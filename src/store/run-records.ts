@@ -73,6 +73,12 @@ export interface RunStoreOptions {
   sealer?: Sealer;
 }
 
+/** How a store treats what it writes: texts redacted (JSON texts keep their shape), strings redacted, payloads sealed. */
+export function writePolicy(opts: RunStoreOptions): { redact: Redact; redactString: Redact; sealer: Sealer } {
+  const redactString = opts.redact ?? noRedaction;
+  return { redact: textRedactor(redactString), redactString, sealer: opts.sealer ?? NO_ENCRYPTION };
+}
+
 export class RunRecords {
   /** For stored texts, which may be JSON: their string values are redacted, their shape kept. */
   private readonly redact: Redact;
@@ -84,9 +90,7 @@ export class RunRecords {
     private readonly db: pg.Pool,
     opts: RunStoreOptions = {},
   ) {
-    this.redactString = opts.redact ?? noRedaction;
-    this.redact = textRedactor(this.redactString);
-    this.sealer = opts.sealer ?? NO_ENCRYPTION;
+    ({ redact: this.redact, redactString: this.redactString, sealer: this.sealer } = writePolicy(opts));
   }
 
   /** A named statement: each connection parses and plans it once. */

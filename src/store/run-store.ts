@@ -45,12 +45,12 @@ import type {
 import { type RunRow, STEP_COLUMNS, type StepRow, toRun, toStep } from './rows.ts';
 import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow } from './fenced-sql.ts';
 import { storableCost, storableText, storableUsage } from '../core/storable.ts';
-import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
+import type { Sealer } from './encryption.ts';
 import { sealBlocks } from './sealed-columns.ts';
 import { lineageSteps, qualified } from './lineage-sql.ts';
 import { ANNOUNCED, EVENTS, eventParams, eventValues, RunEvents, toolOutput } from './run-events.ts';
 import { newEvent, type NewEvent } from '../ports/new-event.ts';
-import { noRedaction, type Redact, textRedactor } from '../core/redact.ts';
+import type { Redact } from '../core/redact.ts';
 import {
   FINAL_MODEL_STEPS,
   forItems,
@@ -66,7 +66,7 @@ import {
   type ToolResultRow,
 } from './step-batch-sql.ts';
 import { WriteBatches } from '../util/write-batches.ts';
-import { RunRecords, type RunStoreOptions } from './run-records.ts';
+import { RunRecords, type RunStoreOptions, writePolicy } from './run-records.ts';
 
 export type { RunStoreOptions } from './run-records.ts';
 import { consumeDecision, DECISION_ROWS, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitParams } from './waiting-sql.ts';
@@ -79,8 +79,6 @@ function sha256(text: string): string {
 export class RunStore implements EngineStore {
   /** For stored texts, which may be JSON: their string values are redacted, their shape kept. */
   private readonly redact: Redact;
-  /** The patterns on one string value. */
-  private readonly redactString: Redact;
   private readonly events: RunEvents;
   private readonly sealer: Sealer;
   /** The reads the engine shares with the API: a conversation's earlier runs, a shared text. */
@@ -95,9 +93,7 @@ export class RunStore implements EngineStore {
     private readonly db: pg.Pool,
     opts: RunStoreOptions = {},
   ) {
-    this.redactString = opts.redact ?? noRedaction;
-    this.redact = textRedactor(this.redactString);
-    this.sealer = opts.sealer ?? NO_ENCRYPTION;
+    ({ redact: this.redact, sealer: this.sealer } = writePolicy(opts));
     this.records = new RunRecords(db, opts);
     this.events = new RunEvents(db, this.sealer);
     this.modelSteps = new WriteBatches(async (items, json) => {

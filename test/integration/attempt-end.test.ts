@@ -5,11 +5,10 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServer } from '../../src/api/server.ts';
 import type { RunId } from '../../src/domain/types.ts';
 import { logEvents } from '../../src/observability/log-events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { RunListing } from '../../src/store/run-listing.ts';
+import { apiServer } from '../support/api-server.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
@@ -18,14 +17,7 @@ let db: TestDatabase;
 let api: FastifyInstance;
 beforeAll(async () => {
   db = await testDatabase();
-  api = createServer({
-    store: db.records,
-    listing: new RunListing(db.pool),
-    defaults: { agent: 'test-agent', model: 'm', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 10 },
-    checkDatabase: async () => {},
-    metrics: async () => ({ contentType: 'text/plain', body: '' }),
-    logger: false,
-  });
+  api = apiServer(db, { agent: 'test-agent', model: 'm', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 10 });
 });
 afterAll(async () => {
   await api.close();

@@ -4,10 +4,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServer } from '../../src/api/server.ts';
 import type { RunJson } from '../../src/api/schemas.ts';
 import { createLlmClient } from '../../src/llm/index.ts';
-import { RunListing } from '../../src/store/run-listing.ts';
+import { apiServer } from '../support/api-server.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker } from '../support/engine.ts';
 import { startFakeAnthropic } from '../support/fake-anthropic.ts';
@@ -17,14 +16,7 @@ let db: TestDatabase;
 let app: FastifyInstance;
 beforeAll(async () => {
   db = await testDatabase();
-  app = createServer({
-    store: db.records,
-    listing: new RunListing(db.pool),
-    defaults: { agent: 'demo', model: 'test-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 },
-    checkDatabase: async () => {},
-    metrics: async () => ({ contentType: 'text/plain', body: '' }),
-    logger: false,
-  });
+  app = apiServer(db, { agent: 'demo', model: 'test-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 });
 });
 afterAll(async () => {
   await app.close();

@@ -4,10 +4,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServer } from '../../src/api/server.ts';
 import { CLAIM_SQL, CLAIMABLE, claimParams } from '../../src/store/claim-sql.ts';
-import { RunListing } from '../../src/store/run-listing.ts';
 import { countRunsByStatus } from '../../src/store/run-stats.ts';
+import { apiServer } from '../support/api-server.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
@@ -18,14 +17,7 @@ let db: TestDatabase;
 let app: FastifyInstance;
 beforeAll(async () => {
   db = await testDatabase();
-  app = createServer({
-    store: db.records,
-    listing: new RunListing(db.pool),
-    defaults: DEFAULTS,
-    checkDatabase: async () => {},
-    metrics: async () => ({ contentType: 'text/plain', body: '' }),
-    logger: false,
-  });
+  app = apiServer(db, DEFAULTS);
 });
 afterAll(async () => {
   await app.close();
