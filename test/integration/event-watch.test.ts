@@ -15,7 +15,7 @@ import type { LlmClient } from '../../src/llm/types.ts';
 import type { Lease } from '../../src/ports/engine-store.ts';
 import type { RunId } from '../../src/domain/types.ts';
 import { defineTool } from '../../src/tools/types.ts';
-import { newRun, testWorker, waitFor } from '../support/engine.ts';
+import { newRun, testWorker, waitFor, workerListening } from '../support/engine.ts';
 import { startEventsApi } from '../support/events-api.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
 
@@ -193,17 +193,7 @@ describe('a model step of a run nobody follows', () => {
         [runId],
       )
     ).rows;
-  const listening = () =>
-    waitFor(
-      "the worker's LISTEN connection",
-      async () =>
-        (
-          await db.pool.query(
-            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN %run_cancel%'`,
-          )
-        ).rowCount! > 0,
-      5_000,
-    );
+  const listening = () => workerListening(db.pool);
 
   it('writes its streamed text with the checkpoint, the same events in the same order', async () => {
     const model = gatedModel();

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunId } from '../../src/domain/types.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
-import { expireLease, newRun, SimulatedCrash, testWorker, waitFor } from '../support/engine.ts';
+import { expireLease, newRun, SimulatedCrash, testWorker, waitFor, workerListening } from '../support/engine.ts';
 import { ScriptedLlm, toolThenTextLlm } from '../support/scripted-llm.ts';
 
 let db: TestDatabase;
@@ -221,16 +221,7 @@ describe('worker', () => {
     await w.start();
     // Its LISTEN connection up, and the claims of its start and of that connection over (both found
     // nothing): the next poll is a minute away.
-    await waitFor(
-      "the worker's LISTEN connection",
-      async () =>
-        (
-          await db.pool.query(
-            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN %run_cancel%'`,
-          )
-        ).rowCount! > 0,
-      5_000,
-    );
+    await workerListening(db.pool);
     await waitFor('the claims of its start and its connection', () => claims >= 2, 5_000);
     const run = await newRun(db.records, 'notify');
     await waitFor('the notified worker to finish the run', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 10_000);

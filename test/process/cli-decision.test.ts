@@ -6,25 +6,11 @@
  * `runs complete` gives the call's result without running it again. Real processes, real PostgreSQL,
  * the model faked at the HTTP level.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  alive,
-  assertBuilt,
-  BIN,
-  CliProcesses,
-  cleanEnv,
-  exitWithin,
-  freePort,
-  type Proc,
-  until,
-  waitForOutput,
-} from '../support/cli-process.ts';
+import { alive, CliProcesses, cleanEnv, exitWithin, freePort, type Proc, until, waitForOutput, runCli } from '../support/cli-process.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { type FakeAnthropic, startFakeAnthropic } from '../support/fake-anthropic.ts';
 
-const exec = promisify(execFile);
 const FIXTURE = 'test/fixtures/slow-charge-agent.mjs';
 const API_KEY = 'sk-ant-test-decision-0000';
 const TOOL_USE_ID = 'toolu_charge_1';
@@ -45,15 +31,7 @@ afterAll(async () => {
 });
 
 async function cli(args: string[], url: string): Promise<{ code: number; out: string; err: string }> {
-  assertBuilt();
-  const env = cleanEnv({ DURABLE_AGENT_URL: url });
-  try {
-    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { env, timeout: 30_000 });
-    return { code: 0, out: stdout, err: stderr };
-  } catch (e) {
-    const { code, stdout, stderr } = e as { code: number; stdout: string; stderr: string };
-    return { code, out: stdout, err: stderr };
-  }
+  return runCli(args, cleanEnv({ DURABLE_AGENT_URL: url }));
 }
 
 function serve(name: string, port: number) {

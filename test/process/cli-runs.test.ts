@@ -3,28 +3,16 @@
  * real server (`serve`, the demo model) on a real PostgreSQL. Text for people, `--json` for scripts,
  * exit codes 0 / 1 (the API refused or cannot be reached) / 2 (bad usage), each failure one line.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assertBuilt, BIN, CliProcesses, cleanEnv, freePort, until, waitForOutput } from '../support/cli-process.ts';
+import { CliProcesses, cleanEnv, freePort, until, runCli, waitForOutput } from '../support/cli-process.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
-
-const exec = promisify(execFile);
 
 let db: TestDatabase;
 let base: string;
 const procs = new CliProcesses();
 
 async function cli(args: string[], extra: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
-  assertBuilt();
-  const env = cleanEnv({ DATABASE_URL: db.url, DURABLE_AGENT_URL: base, ...extra });
-  try {
-    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { env, timeout: 30_000 });
-    return { code: 0, out: stdout, err: stderr };
-  } catch (e) {
-    const { code, stdout, stderr } = e as { code: number; stdout: string; stderr: string };
-    return { code, out: stdout, err: stderr };
-  }
+  return runCli(args, cleanEnv({ DATABASE_URL: db.url, DURABLE_AGENT_URL: base, ...extra }));
 }
 
 async function createRun(input: string, key?: string): Promise<string> {

@@ -2,9 +2,10 @@
  * Real `durable-agent` processes for end-to-end tests: started, watched, waited for, killed. They run
  * the compiled CLI (bin/ → dist/), as an installed package does; `npm test` builds it first.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { ENV_VARIABLES } from '../../src/config/environment.ts';
 export { freePort } from '../../src/db/embedded.ts';
 
@@ -33,6 +34,20 @@ export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of Object.keys(env)) if (ENV_VARIABLES.includes(k) || k.startsWith('ANTHROPIC_')) delete env[k];
   return { ...env, ...extra };
+}
+
+const exec = promisify(execFile);
+
+/** One `durable-agent` command run to its end with `env`: its exit code and what it printed. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; out: string; err: string }> {
+  assertBuilt();
+  try {
+    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { env, timeout: 30_000 });
+    return { code: 0, out: stdout, err: stderr };
+  } catch (e) {
+    const { code, stdout, stderr } = e as { code: number; stdout: string; stderr: string };
+    return { code, out: stdout, err: stderr };
+  }
 }
 
 /** The processes a test file started, so they can be printed on failure and killed afterwards. */

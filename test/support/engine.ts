@@ -1,3 +1,4 @@
+import { waitFor } from './wait-for.ts';
 import { listenForWorker } from '../../src/db/notifications.ts';
 import { FatalError } from '../../src/domain/errors.ts';
 import { Worker, type WorkerNotifications, type WorkerOptions } from '../../src/engine/worker.ts';
@@ -92,4 +93,18 @@ export async function expireLease(pool: import('pg').Pool, runId: string): Promi
   await pool.query(`UPDATE durable_agent.run SET locked_until = now() - interval '1 second' WHERE id = $1`, [runId]);
 }
 
-export { waitFor } from './wait-for.ts';
+export { waitFor };
+
+/** Until a worker's LISTEN connection (the one that hears of cancels and new runs) is up on `pool`'s database. */
+export function workerListening(pool: import('pg').Pool): Promise<boolean> {
+  return waitFor(
+    "the worker's LISTEN connection",
+    async () =>
+      (
+        await pool.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable-agent-listener' AND query LIKE 'LISTEN %run_cancel%'`,
+        )
+      ).rowCount! > 0,
+    5_000,
+  );
+}
