@@ -67,11 +67,6 @@ export interface EventHubOptions {
   logger?: Logger | undefined;
   /** @unit milliseconds — how often every followed run is read even without an announcement. Default 5000. */
   pollMs?: number;
-  /**
-   * @unit milliseconds — how often open streams' keys and runs are checked even without an
-   * announcement (a revocation missed while LISTEN was down ends its streams within this). Default 2000.
-   */
-  accessCheckMs?: number;
   /** Events kept in memory per followed run for readers that join. Default 2000. */
   recentEvents?: number;
   /** Events per read. Default 1000. */
@@ -107,7 +102,6 @@ export class EventHub {
   private subscription: Subscription | null = null;
   private poll: NodeJS.Timeout | undefined;
   private renew: NodeJS.Timeout | undefined;
-  private accessCheck: NodeJS.Timeout | undefined;
   /** This hub's name in run_event_watch. */
   private readonly watcher = randomUUID();
   /** The last registration change per run, so a quick unwatch and watch of one run apply in order. */
@@ -146,8 +140,6 @@ export class EventHub {
   async close(): Promise<void> {
     clearInterval(this.poll);
     this.poll = undefined;
-    clearInterval(this.accessCheck);
-    this.accessCheck = undefined;
     clearInterval(this.renew);
     this.renew = undefined;
     const watched = this.feeds.size > 0;
@@ -184,10 +176,9 @@ export class EventHub {
     if (this.poll) return;
     this.poll = setInterval(() => {
       for (const feed of this.feeds.values()) void this.read(feed);
+      void this.checkAccess();
     }, this.opts.pollMs ?? 5000);
     this.poll.unref();
-    this.accessCheck = setInterval(() => void this.checkAccess(), this.opts.accessCheckMs ?? this.opts.pollMs ?? 2000);
-    this.accessCheck.unref();
     this.renew = setInterval(() => {
       const runs = [...this.feeds.keys()];
       if (runs.length && this.pages.watch) {

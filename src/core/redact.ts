@@ -100,9 +100,11 @@ const JSON_CONTAINER = /^\s*[[{]/;
  * A text that may be JSON (a tool result is text, and often JSON text) redacted as a value: a JSON
  * object or array has its string values redacted and is serialised again, only when something matched,
  * so a result without secrets is stored byte for byte; any other text is redacted as one string.
+ * The patterns are tried on the text as it is first (as on a log line): a result with nothing to
+ * redact, nearly every one, is not parsed. A secret only a JSON escape hides (`Bearer\t…`) is missed.
  */
 export function redactText(text: string, redact: Redact): string {
-  if (redact === noRedaction) return text;
+  if (redact === noRedaction || redact(text) === text) return text;
   if (JSON_CONTAINER.test(text)) {
     let parsed: unknown;
     try {

@@ -65,7 +65,7 @@ export function toWaiting(stored: WaitingColumn | null | undefined, sealer: Seal
   if (!stored) return null;
   const w = { ...stored, toolCalls: openToolCalls(sealer, stored.toolCalls ?? []) };
   const date = (s: string | null | undefined) => (s ? new Date(s) : null);
-  return { kind: w.kind, since: new Date(w.since), toolCalls: w.toolCalls ?? [], wakeAt: date(w.wakeAt), expiresAt: date(w.expiresAt) };
+  return { kind: w.kind, since: new Date(w.since), toolCalls: w.toolCalls, wakeAt: date(w.wakeAt), expiresAt: date(w.expiresAt) };
 }
 
 export interface StepRow {

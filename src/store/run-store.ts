@@ -131,7 +131,7 @@ export class RunStore implements EngineStore {
    * A run's end as stored: its error redacted (it says what failed, and can quote what failed: a
    * tool's message, a provider's answer), its output and error sealed.
    */
-  private storedEnd(end: RunEnd): (string | null)[] {
+  private storedEnd(end: RunEnd): [output: string | null, error: string | null, reason: string | null] {
     const [output, error, reason] = endTexts(end.error == null ? end : withFields(end, { error: this.redact(end.error) }));
     return [this.sealer.text(output ?? null), this.sealer.text(error ?? null), reason ?? null];
   }
@@ -222,7 +222,7 @@ export class RunStore implements EngineStore {
       if (!end) return this.modelSteps.write(item);
       const [output, error, reason] = this.storedEnd(end);
       return this.finalModelSteps.write(
-        Object.assign(item, { end_status: end.status, end_output: output ?? null, end_error: error ?? null, end_reason: reason ?? null }),
+        Object.assign(item, { end_status: end.status, end_output: output, end_error: error, end_reason: reason }),
       );
     }
     const stepValues = [

@@ -4,7 +4,7 @@
  * exit codes 0 / 1 (the API refused or cannot be reached) / 2 (bad usage), each failure one line.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CliProcesses, cleanEnv, freePort, until, runCli, waitForOutput } from '../support/cli-process.ts';
+import { CliProcesses, cleanEnv, freePort, runCli, serveDemo, until } from '../support/cli-process.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 
 let db: TestDatabase;
@@ -42,14 +42,8 @@ let key: string;
 
 beforeAll(async () => {
   db = await testDatabase();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const serve = procs.start(
-    'serve',
-    ['serve'],
-    cleanEnv({ DATABASE_URL: db.url, PORT: String(port), LLM_PROVIDER: 'demo', DEMO_LATENCY_MS: '0', LOG_LEVEL: 'warn' }),
-  );
-  await waitForOutput(serve, /Then: curl/, 60_000);
+  const { serve, base: url } = await serveDemo(procs, db.url, 0);
+  base = url;
   expect(serve.out).toContain('auth:     none yet: no API key exists');
   done = await createRun('Which acme tickets are overdue?');
   await until('the demo run to finish', async () => (await statusOf(done)) === 'SUCCEEDED', 30_000);

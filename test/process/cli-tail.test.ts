@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { foldEvents } from '../../src/events/fold.ts';
-import { assertBuilt, BIN, CliProcesses, cleanEnv, freePort, waitForOutput } from '../support/cli-process.ts';
+import { assertBuilt, BIN, CliProcesses, cleanEnv, serveDemo } from '../support/cli-process.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 
 const exec = promisify(execFile);
@@ -42,14 +42,8 @@ const runOf = async (id: string) => (await (await fetch(`${base}/api/runs/${id}`
 
 beforeAll(async () => {
   db = await testDatabase();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const serve = procs.start(
-    'serve',
-    ['serve'],
-    cleanEnv({ DATABASE_URL: db.url, PORT: String(port), LLM_PROVIDER: 'demo', DEMO_LATENCY_MS: '600', LOG_LEVEL: 'warn' }),
-  );
-  await waitForOutput(serve, /Then: curl/, 60_000);
+  const started = await serveDemo(procs, db.url, 600);
+  base = started.base;
 }, 90_000);
 afterAll(async () => {
   await procs.killAll();

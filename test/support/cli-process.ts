@@ -7,7 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ENV_VARIABLES } from '../../src/config/environment.ts';
-export { freePort } from '../../src/db/embedded.ts';
+import { freePort } from '../../src/db/embedded.ts';
+
+export { freePort };
 
 export const BIN = path.resolve('bin/durable-agent.js');
 
@@ -118,4 +120,25 @@ export async function exitWithin(p: Proc, timeoutMs: number) {
       throw new Error(`${p.name} did not exit within ${timeoutMs} ms`);
     }),
   ]);
+}
+
+/**
+ * `durable-agent serve` of the demo agent on a free port of this machine, once its banner is out: the
+ * server the CLI tests talk to. `demoLatencyMs` paces the demo model (0: answers at once).
+ */
+export async function serveDemo(procs: CliProcesses, databaseUrl: string, demoLatencyMs: number): Promise<{ serve: Proc; base: string }> {
+  const port = await freePort();
+  const serve = procs.start(
+    'serve',
+    ['serve'],
+    cleanEnv({
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      LLM_PROVIDER: 'demo',
+      DEMO_LATENCY_MS: String(demoLatencyMs),
+      LOG_LEVEL: 'warn',
+    }),
+  );
+  await waitForOutput(serve, /Then: curl/, 60_000);
+  return { serve, base: `http://127.0.0.1:${port}` };
 }
