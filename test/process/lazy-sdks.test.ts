@@ -17,20 +17,23 @@ const run = promisify(execFile);
 it('importing the package loads neither the OpenAI SDK, nor fastify, nor the MCP SDK', async () => {
   assertBuilt();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-agent-lazy-'));
-  // A resolve hook that names every package a module is loaded from.
+  // A resolve hook that names every package a module is loaded from. The hooks run on a thread of their
+  // own, whose process.stderr may not be flushed before the process exits, so it appends to a file.
   const hooks = path.join(dir, 'hooks.mjs');
+  const loaded = path.join(dir, 'packages.txt');
   fs.writeFileSync(
     hooks,
-    `export async function resolve(specifier, context, next) {
+    `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
   const r = await next(specifier, context);
   const m = /node_modules\\/((@[^/]+\\/)?[^/]+)/.exec(r.url);
-  if (m) process.stderr.write('PACKAGE ' + m[1] + '\\n');
+  if (m) appendFileSync(${JSON.stringify(loaded)}, 'PACKAGE ' + m[1] + '\\n');
   return r;
 }\n`,
   );
   const register = path.join(dir, 'register.mjs');
   fs.writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(`file://${hooks}`)});\n`);
-  const { stderr } = await run(process.execPath, [
+  await run(process.execPath, [
     '--import',
     register,
     '--input-type=module',
@@ -38,7 +41,8 @@ it('importing the package loads neither the OpenAI SDK, nor fastify, nor the MCP
     `await import(${JSON.stringify(path.resolve('dist/index.js'))})`,
   ]);
   const packages = new Set(
-    stderr
+    fs
+      .readFileSync(loaded, 'utf8')
       .split('\n')
       .filter((l) => l.startsWith('PACKAGE '))
       .map((l) => l.slice('PACKAGE '.length)),
