@@ -42,7 +42,10 @@ const runOf = async (id: string) => (await (await fetch(`${base}/api/runs/${id}`
 
 beforeAll(async () => {
   db = await testDatabase();
-  const started = await serveDemo(procs, db.url, 600);
+  // Each model step streams over 2.5 s: the tail process (started after the run) is connected before
+  // the last step streams, however slowly it starts on a loaded machine. Text streamed while nobody
+  // follows the run is written in one piece with its checkpoint.
+  const started = await serveDemo(procs, db.url, 2500);
   base = started.base;
 }, 90_000);
 afterAll(async () => {
