@@ -56,6 +56,7 @@ const EVERY_FOLDER = [
   'store',
   'tools',
   'util',
+  'workspace',
 ];
 const except = (...allowed) => EVERY_FOLDER.filter((f) => !allowed.includes(f));
 
@@ -139,6 +140,12 @@ export default tseslint.config(
     ['src/llm/**', 'src/tools/**'],
     ['agents', 'api', 'cli', 'client', 'db', 'engine', 'leases', 'runs', 'runtime', 'store'],
     'model clients and tools know nothing of runs storage or the engine',
+    ['pg'],
+  ),
+  layer(
+    ['src/workspace/**'],
+    ['agents', 'api', 'cli', 'client', 'db', 'engine', 'leases', 'runs', 'runtime', 'store'],
+    'the workspace reaches the database only through ports/workspace.ts',
     ['pg'],
   ),
   layer(

@@ -58,7 +58,7 @@ function unused(): never {
 }
 const stub: unknown = new Proxy(unused, { get: (_target, key) => (key === 'then' ? undefined : stub) });
 
-/** The document exactly as a server with every route (events, overview, metrics, deletion) serves it. */
+/** The document exactly as a server with every route (events, files, overview, metrics, deletion) serves it. */
 export async function servedOpenApi(): Promise<Json> {
   const deps = {
     store: stub,
@@ -69,6 +69,7 @@ export async function servedOpenApi(): Promise<Json> {
     metrics: stub,
     checkDatabase: stub,
     runEvents: { events: stub, hub: stub },
+    files: stub,
     logger: false,
   } as unknown as ApiDeps;
   const app = createServer(deps);

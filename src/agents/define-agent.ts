@@ -10,6 +10,8 @@ import type { LlmClient } from '../llm/types.ts';
 import { freezeMcpServers, type McpServer, type McpServerOptions, McpServersSchema } from '../tools/mcp-config.ts';
 import type { Tool } from '../tools/types.ts';
 import { TOOL_NAME } from '../tools/zod-tool.ts';
+import { BUILTIN_TOOL_NAMES } from '../workspace/builtin-tools.ts';
+import { type WorkspaceOptions, WorkspaceOptionsSchema, type WorkspaceSettings, workspaceSettings } from '../workspace/options.ts';
 
 export interface DefineAgentOptions {
   /** How runs name it: letters, digits, `_`, `.` and `-`, at most 64, starting with a letter or digit. */
@@ -37,6 +39,13 @@ export interface DefineAgentOptions {
    * `{ name, url, headers? }` (Streamable HTTP). Each worker connects to them when it starts.
    */
   mcpServers?: readonly McpServerOptions[];
+  /**
+   * A workspace per run: a directory its tools work in (`ctx.workspace`), saved with every step and
+   * rebuilt on whichever worker drives the run next, with the built-in tools bash, read_file,
+   * write_file, edit_file and list_files; commands run in a bubblewrap sandbox. `true` for the
+   * defaults, or options (limits, `exclude`, `network`, `env`, `sandbox`).
+   */
+  workspace?: WorkspaceOptions;
 }
 
 export interface Agent {
@@ -48,6 +57,7 @@ export interface Agent {
   readonly version: string | null;
   readonly llm: LlmClient | null;
   readonly mcpServers: readonly McpServer[];
+  readonly workspace: WorkspaceSettings | null;
 }
 
 const ToolShape = z.custom<Tool>(
@@ -67,36 +77,43 @@ const ToolShape = z.custom<Tool>(
   { message: 'must be a tool made with tool() or defineTool() (name of letters, digits, "_" or "-"; description; inputSchema; execute)' },
 );
 
-const AgentSchema = z.strictObject({
-  name: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'use 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit'),
-  system: z.string().refine((s) => s.trim().length > 0, 'must not be blank'),
-  tools: z
-    .array(ToolShape)
-    .superRefine((tools, ctx) => {
-      const seen = new Set<string>();
-      for (const t of tools) {
-        if (seen.has(t.name)) ctx.addIssue({ code: 'custom', message: `two tools are named "${t.name}"` });
-        seen.add(t.name);
-      }
-    })
-    .optional(),
-  model: z.string().min(1).max(200).optional(),
-  maxTokens: z.number().int().min(1).max(200_000).optional(),
-  version: z.string().min(1).max(200).optional(),
-  llm: z
-    .custom<LlmClient>(
-      (c) =>
-        typeof c === 'object' &&
-        c !== null &&
-        typeof (c as Partial<LlmClient>).send === 'function' &&
-        typeof (c as Partial<LlmClient>).provider === 'string',
-      'must be a model client, e.g. openAiCompatible({ apiKey, baseUrl, model }) or anthropic({ apiKey })',
-    )
-    .optional(),
-  mcpServers: McpServersSchema.optional(),
-});
+const AgentSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'use 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit'),
+    system: z.string().refine((s) => s.trim().length > 0, 'must not be blank'),
+    tools: z
+      .array(ToolShape)
+      .superRefine((tools, ctx) => {
+        const seen = new Set<string>();
+        for (const t of tools) {
+          if (seen.has(t.name)) ctx.addIssue({ code: 'custom', message: `two tools are named "${t.name}"` });
+          seen.add(t.name);
+        }
+      })
+      .optional(),
+    model: z.string().min(1).max(200).optional(),
+    maxTokens: z.number().int().min(1).max(200_000).optional(),
+    version: z.string().min(1).max(200).optional(),
+    llm: z
+      .custom<LlmClient>(
+        (c) =>
+          typeof c === 'object' &&
+          c !== null &&
+          typeof (c as Partial<LlmClient>).send === 'function' &&
+          typeof (c as Partial<LlmClient>).provider === 'string',
+        'must be a model client, e.g. openAiCompatible({ apiKey, baseUrl, model }) or anthropic({ apiKey })',
+      )
+      .optional(),
+    mcpServers: McpServersSchema.optional(),
+    workspace: WorkspaceOptionsSchema.optional(),
+  })
+  .superRefine((a, ctx) => {
+    if (!a.workspace) return;
+    const taken = (a.tools ?? []).find((t) => (BUILTIN_TOOL_NAMES as readonly string[]).includes(t.name));
+    if (taken) ctx.addIssue({ code: 'custom', path: ['tools'], message: `"${taken.name}" is the name of a built-in workspace tool` });
+  });
 
 function invalid(what: string, error: z.ZodError): ConfigError {
   const first = error.issues[0]!;
@@ -118,6 +135,7 @@ export function defineAgent(options: DefineAgentOptions): Agent {
     version: a.version ?? null,
     llm: a.llm ?? null,
     mcpServers: freezeMcpServers(a.mcpServers ?? []),
+    workspace: a.workspace ? workspaceSettings(a.workspace) : null,
   });
 }
 
@@ -130,10 +148,10 @@ export function checkAgents(value: unknown, where: string): Agent[] {
     throw new ConfigError(`${where}: agents must be a non-empty array of defineAgent(…) values`);
   const agents = value.map((a: unknown, i) => {
     if (typeof a !== 'object' || a === null) throw new ConfigError(`${where}: agents.${i} is not an agent definition`);
-    const { name, system, tools, model, maxTokens, version, llm, mcpServers } = a as Record<string, unknown>;
+    const { name, system, tools, model, maxTokens, version, llm, mcpServers, workspace } = a as Record<string, unknown>;
     // defineAgent's result has nulls where its options had nothing; read it back as options.
     const options = Object.fromEntries(
-      Object.entries({ name, system, tools, model, maxTokens, version, llm, mcpServers }).filter(([, v]) => v != null),
+      Object.entries({ name, system, tools, model, maxTokens, version, llm, mcpServers, workspace }).filter(([, v]) => v != null),
     );
     try {
       return defineAgent(options as unknown as DefineAgentOptions);

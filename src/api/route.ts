@@ -47,6 +47,8 @@ export interface ApiRoute<P = unknown, Q = unknown, B = unknown> {
   method: 'GET' | 'POST' | 'DELETE';
   /** OpenAPI style, `/api/runs/{id}`; the server turns it into fastify's `/api/runs/:id`. */
   path: string;
+  /** The last path parameter, which may hold `/` (a file's path): `{path}` matches the rest of the URL. */
+  wildcard?: string;
   /** Unique across the API, camelCase: client generators name their methods after it. */
   operationId: string;
   summary: string;

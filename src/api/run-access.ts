@@ -21,6 +21,8 @@ export interface AccessConfig {
   open?: boolean;
   /** The route's path schema: a malformed path is a 400 before its run is looked up (else a 404 would say less). */
   params?: z.ZodType;
+  /** The path parameter fastify names `*` (see ApiRoute.wildcard). */
+  wildcard?: string | undefined;
 }
 
 export interface Access {
@@ -45,6 +47,13 @@ export async function runFor(store: Pick<RunRecords, 'get'>, caller: Caller, id:
   return run;
 }
 
+/** The request's path parameters under the route's names (fastify names a wildcard parameter `*`). */
+export function routeParams(wildcard: string | undefined, params: unknown): unknown {
+  if (!wildcard) return params;
+  const { '*': rest, ...named } = params as Record<string, string>;
+  return { ...named, [wildcard]: rest };
+}
+
 const accessByRequest = new WeakMap<FastifyRequest, Access>();
 
 /** What the request hook established for this request (unrestricted for a request it did not see). */
@@ -66,7 +75,7 @@ export function accessHook(auth: Authenticator, store: Pick<RunRecords, 'get'>) 
     if (caller.keyId) req.log = req.log.child({ key_id: caller.keyId });
     const access: Access = { caller };
     const param = RUN_ROUTE.exec(route)?.[1];
-    if (param && config.params) parseInput(config.params, req.params, 'path');
+    if (param && config.params) parseInput(config.params, routeParams(config.wildcard, req.params), 'path');
     const id = param ? (req.params as Record<string, string | undefined>)[param] : undefined;
     if (id !== undefined && UUID.test(id)) access.run = await runFor(store, caller, id);
     accessByRequest.set(req, access);

@@ -18,9 +18,10 @@ import { openApiDocument } from './openapi.ts';
 import type { ApiRoute } from './route.ts';
 import { opsRoutes, type OpsDeps } from './routes-ops.ts';
 import { overviewRoutes, type OverviewDeps } from './routes-overview.ts';
-import { type AccessConfig, accessHook, accessOf, runFor } from './run-access.ts';
+import { type AccessConfig, accessHook, accessOf, routeParams, runFor } from './run-access.ts';
 import { runRoutes, type RunsDeps } from './routes-runs.ts';
 import { eventRoutes, type EventsDeps } from './routes-events.ts';
+import { type FilesDeps, filesRoutes } from './routes-files.ts';
 
 export type { RunDefaults } from './routes-runs.ts';
 
@@ -52,21 +53,22 @@ export interface ApiDeps extends RunsDeps, OpsDeps, OverviewDeps {
   auth?: Authenticator | undefined;
   /** A run's live events; absent: those routes are not served. */
   runEvents?: EventsDeps | undefined;
+  /** A run's workspace files; absent: those routes are not served. */
+  files?: FilesDeps['files'] | undefined;
 }
 
 /** Larger bodies are refused with 413 before they are read to the end. */
 export const BODY_LIMIT = 1_048_576;
 
-const fastifyPath = (openApiPath: string) => openApiPath.replace(/\{(\w+)\}/g, ':$1');
+/** fastify's form of a route's path: `{id}` is `:id`, the wildcard parameter `*`. */
+const fastifyPath = (r: Pick<ApiRoute, 'path' | 'wildcard'>) =>
+  r.path.replace(/\{(\w+)\}/g, (_, name: string) => (name === r.wildcard ? '*' : `:${name}`));
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /** Matches the paths fastify routes to this route, and no others (so a trailing slash is a 404, as fastify routes it). */
-const pathPattern = (openApiPath: string) =>
-  new RegExp(
-    `^${openApiPath
-      .split(/\{\w+\}/)
-      .map(escapeRegExp)
-      .join('[^/]+')}$`,
-  );
+const pathPattern = (r: Pick<ApiRoute, 'path' | 'wildcard'>) => {
+  const parts = r.path.split(/(\{\w+\})/);
+  return new RegExp(`^${parts.map((p) => (p === `{${r.wildcard}}` ? '.+' : /^\{\w+\}$/.test(p) ? '[^/]+' : escapeRegExp(p))).join('')}$`);
+};
 
 /** JSON is UTF-8 (RFC 8259); bytes that are not are refused, not turned into U+FFFD and stored. */
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -153,7 +155,7 @@ export function createServer(deps: ApiDeps): FastifyInstance {
   app.setNotFoundHandler((req, reply) => {
     const where = (req.url.split('?')[0] ?? '').slice(0, 200);
     // A known path asked with another method is a 405 that says which methods it takes.
-    const allowed = routes.filter((r) => pathPattern(r.path).test(where)).map((r) => r.method);
+    const allowed = routes.filter((r) => pathPattern(r).test(where)).map((r) => r.method);
     if (allowed.length) {
       reply.header('allow', allowed.join(', '));
       const message = `${req.method} is not allowed on ${where}; use ${allowed.join(' or ')}`;
@@ -166,16 +168,17 @@ export function createServer(deps: ApiDeps): FastifyInstance {
   const routes: ApiRoute[] = [
     ...runRoutes(deps),
     ...(deps.runEvents ? eventRoutes(deps.runEvents) : []),
+    ...(deps.files ? filesRoutes({ files: deps.files }) : []),
     ...overviewRoutes(deps),
     ...opsRoutes(deps, () => (document ??= openApiDocument(routes))),
   ];
   for (const r of routes) {
     app.route({
       method: r.method,
-      url: fastifyPath(r.path),
-      config: { open: r.open === true, params: r.params } satisfies AccessConfig,
+      url: fastifyPath(r),
+      config: { open: r.open === true, params: r.params, wildcard: r.wildcard } satisfies AccessConfig,
       async handler(req, reply) {
-        const params = r.params ? parseInput(r.params, req.params, 'path') : undefined;
+        const params = r.params ? parseInput(r.params, routeParams(r.wildcard, req.params), 'path') : undefined;
         const { caller, run } = accessOf(req);
         const runRoute = r.path.startsWith('/api/runs/{id}');
         const result = await r.handle({

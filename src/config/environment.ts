@@ -121,6 +121,13 @@ export const EnvSchema = z.object({
   TOOL_RESULT_MAX_BYTES: int(1024, 100 * 1024 * 1024)
     .default(1024 * 1024)
     .describe('The most of a tool result that is stored and sent to the model (UTF-8 bytes); the rest is cut, with a note'),
+  WORKSPACE_ROOT: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'Where a worker keeps the workspaces of the runs it drives (agents with a `workspace`); nothing there needs to outlive the worker. Unset: `workspaces` under `DATA_DIR`',
+    ),
   /** A named crash point that kills the process with SIGKILL when reached (fault-injection tests). */
   DURABLE_AGENT_CRASH_AT: z
     .string()
@@ -288,6 +295,8 @@ export interface Config {
   /** Idempotent tool calls of one model turn run at once, at most this many. */
   toolConcurrency: number;
   toolResultMaxBytes: number;
+  /** Where a worker keeps the workspaces of the runs it drives. */
+  workspaceRoot: string;
   /** Armed at start: the process kills itself at this crash point. Null in normal operation. */
   crashAt: CrashPlan | null;
   pricesFile: string;
@@ -389,6 +398,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     toolTimeoutMs: Math.round(e.TOOL_TIMEOUT_SECONDS * 1000),
     toolConcurrency: e.TOOL_CONCURRENCY,
     toolResultMaxBytes: e.TOOL_RESULT_MAX_BYTES,
+    workspaceRoot: path.resolve(e.WORKSPACE_ROOT ?? path.join(e.DATA_DIR, 'workspaces')),
     crashAt,
     pricesFile: path.resolve(e.PRICES_FILE),
     shutdownGraceMs: Math.round(e.SHUTDOWN_GRACE_SECONDS * 1000),

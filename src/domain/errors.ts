@@ -88,6 +88,13 @@ export class FatalError extends DurableAgentError {}
 /** The steps of a run cannot be folded into a conversation (a tool result for a call never made). */
 export class InconsistentLogError extends DurableAgentError {}
 
+/**
+ * A run's workspace cannot be rebuilt as its manifest says (a saved content missing or altered, a
+ * path the rebuild refuses): the run ends FAILED with the cause rather than let the model work on
+ * half a tree.
+ */
+export class WorkspaceMismatchError extends DurableAgentError {}
+
 /** Bad input from a user: an HTTP 400 or a CLI exit code, never a stack trace. */
 export class InputError extends DurableAgentError {
   constructor(

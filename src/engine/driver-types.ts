@@ -6,6 +6,7 @@ import type { Usage } from '../domain/types.ts';
 import type { LlmClient, ToolDefinition } from '../llm/types.ts';
 import type { EngineEvents } from '../ports/engine-events.ts';
 import type { EngineStore, Lease } from '../ports/engine-store.ts';
+import type { RunWorkspace, Workspaces } from '../ports/workspace.ts';
 import type { ToolExecutor } from '../tools/executor.ts';
 import type { Followers } from './step-stream.ts';
 
@@ -18,6 +19,8 @@ export interface PreparedAgent {
   toolDefinitions: readonly ToolDefinition[];
   toolsDigest: string | null;
   maxTokens: number;
+  /** The agent's runs each have a workspace (defineAgent's `workspace`), rebuilt here when claimed. */
+  workspaces?: Workspaces;
 }
 
 export interface DriverDeps {
@@ -46,6 +49,8 @@ export interface DriverDeps {
   onUnrecorded?: (u: Unrecorded) => void;
   /** Whether somebody follows the run's live events (see step-stream.ts); nobody, when absent. */
   followers?: Followers;
+  /** The run's workspace, opened by `drive` for an agent with `workspaces`. */
+  workspace?: RunWorkspace;
 }
 
 /** The worker is shutting down; the run goes back to the queue with nothing lost. */

@@ -17,7 +17,7 @@ import {
   type ToolUseBlock,
   type Usage,
 } from '../domain/types.ts';
-import { InconsistentLogError, LlmError, PermanentDatabaseError } from '../domain/errors.ts';
+import { InconsistentLogError, LlmError, PermanentDatabaseError, WorkspaceMismatchError } from '../domain/errors.ts';
 import type { LlmResponse } from '../llm/types.ts';
 import { type FencedWrite, NO_ATTEMPTS, type RunEnd, type ToolStart, type WaitStart } from '../ports/engine-store.ts';
 import { retryingWrites } from './retrying-store.ts';
@@ -36,6 +36,7 @@ import { describeAttemptError, Followers, StepStream } from './step-stream.ts';
 import { type Conversation, foldStep, type PendingTool } from '../core/replay.ts';
 import { agentAsStarted } from './started-with.ts';
 import { withFields } from '../util/with-fields.ts';
+import { runCall } from './tool-call.ts';
 
 /** Waits for `p`, or until `signal` aborts (then returns too: the caller checks the signal). */
 function untilSettledOrAborted(p: Promise<void>, signal: AbortSignal): Promise<void> {
@@ -497,7 +498,7 @@ class RunDriver {
     }
     deps.events.toolStarted({ run, worker: deps.owner.worker, seq, toolName, toolUseId, resumed });
     const t0 = performance.now();
-    const outcome = await deps.agent.tools.execute(p.use, { runId: run.id, signal: deps.signal, worker: deps.owner.worker, seq });
+    const { outcome, files } = await runCall(deps, p.use, { runId: run.id, signal: deps.signal, worker: deps.owner.worker, seq });
     crashPoint('after-tool-effect', run.id);
     const latencyMs = performance.now() - t0;
     const following = [...conversation.pending.values()].find((q) => q.use.id !== toolUseId);
@@ -506,9 +507,10 @@ class RunDriver {
     const write = await deps.store.finishTool(
       run.id,
       deps.owner,
-      { toolUseId, seq, status: outcome.status, result: outcome.result, latencyMs },
+      { toolUseId, seq, status: outcome.status, result: outcome.result, latencyMs, ...(files && { files }) },
       start,
     );
+    deps.workspace?.saved();
     foldStep(conversation, { seq, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
     this.foldStarted(write, start);
     deps.events.toolStep({ run, worker: deps.owner.worker, seq, toolName, toolUseId, status: outcome.status, latencyMs });
@@ -547,5 +549,21 @@ export async function drive(run: Run & { hasSteps?: boolean }, given: DriverDeps
   const claimed = await deps.store.eventsClaimed?.(run.id, deps.owner, run.attempts);
   if (claimed?.followed) deps.followers?.follow();
   deps.events.runClaimed({ run, worker: deps.owner.worker, resumedAtSeq: conversation.lastSeq });
-  return new RunDriver(run, conversation, deps, decisions, claimed?.attempts).loop();
+  const { workspaces } = deps.agent;
+  if (!workspaces) return new RunDriver(run, conversation, deps, decisions, claimed?.attempts).loop();
+  try {
+    deps.workspace = await workspaces.open(run.id, deps.signal);
+  } catch (e) {
+    if (!(e instanceof WorkspaceMismatchError)) throw e;
+    // Rebuilding again would find the same: the run ends with the cause, its saved workspace untouched.
+    const error = `the run's workspace cannot be rebuilt: ${e.message}`;
+    await deps.store.finish(run.id, deps.owner, { status: 'FAILED', error });
+    deps.events.runFinished({ run, worker: deps.owner.worker, status: 'FAILED', error, tokensUsed: run.tokensUsed });
+    return 'FAILED';
+  }
+  try {
+    return await new RunDriver(run, conversation, deps, decisions, claimed?.attempts).loop();
+  } finally {
+    await deps.workspace.close();
+  }
 }

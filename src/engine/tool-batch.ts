@@ -15,11 +15,15 @@
  *
  * Each call's STARTED write carries its step.started/tool.started events, and its result write its
  * tool.finished/step.finished events, inside the same statement (run-store.ts), as on the single path.
+ *
+ * An agent with a workspace runs its calls one at a time (its executor's concurrency is 1): a save after
+ * a call must hold that call's changes only, so a crash re-runs each call on the workspace as it was.
  */
 import type { Run, RunProgress, ToolUseBlock } from '../domain/types.ts';
 import { Semaphore } from '../tools/semaphore.ts';
 import { crashPoint } from './crash-points.ts';
 import type { DriverDeps } from './driver-types.ts';
+import { runCall } from './tool-call.ts';
 import { type Conversation, foldStep, type PendingTool } from '../core/replay.ts';
 
 /**
@@ -89,7 +93,7 @@ async function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Pro
   const at = seq;
   deps.events.toolStarted({ run, worker: deps.owner.worker, seq: at, toolName, toolUseId, resumed });
   const t0 = performance.now();
-  const outcome = await deps.agent.tools.execute(p.use, { runId: run.id, signal: deps.signal, worker: deps.owner.worker, seq: at });
+  const { outcome, files } = await runCall(deps, p.use, { runId: run.id, signal: deps.signal, worker: deps.owner.worker, seq: at });
   crashPoint('after-tool-effect', run.id);
   const latencyMs = performance.now() - t0;
   crashPoint('before-tool-finish', run.id);
@@ -99,7 +103,9 @@ async function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Pro
     status: outcome.status,
     result: outcome.result,
     latencyMs,
+    ...(files && { files }),
   });
+  deps.workspace?.saved();
   foldStep(conversation, { seq: at, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
   s.progress(write);
   deps.events.toolStep({ run, worker: deps.owner.worker, seq: at, toolName, toolUseId, status: outcome.status, latencyMs });

@@ -24,6 +24,7 @@ import { type ToolSource, withSourceTools } from '../tools/tool-source.ts';
 import { AttemptEnds } from './attempt-end.ts';
 import { drive } from './driver.ts';
 import { AttemptHandedBack, type PreparedAgent } from './driver-types.ts';
+import type { Workspaces } from '../ports/workspace.ts';
 import { EventLoopWatch } from './event-loop-watch.ts';
 import { combineEvents, type EngineEvents } from '../ports/engine-events.ts';
 import { inProcessLeaseKeeper } from './lease-keeper.ts';
@@ -59,6 +60,8 @@ export interface AgentDefinition {
   llm?: LlmClient;
   /** Where more of its tools come from (MCP servers): started with the worker, closed when it stops. */
   toolSources?: readonly ToolSource[];
+  /** Its runs each have a workspace, rebuilt when claimed. */
+  workspaces?: Workspaces;
 }
 
 /** What the database announces to a worker. */
@@ -208,6 +211,7 @@ export class Worker {
         toolDefinitions,
         toolsDigest: toolDefinitions.length ? await store.putBlob(JSON.stringify(toolDefinitions)) : null,
         maxTokens: agent.maxTokens,
+        ...(agent.workspaces && { workspaces: agent.workspaces }),
       });
     }
     this.lastPrepared = prepared;

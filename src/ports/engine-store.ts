@@ -1,5 +1,6 @@
 import type { EarlierRun } from '../core/chain-replay.ts';
 import type { NewEvent } from './new-event.ts';
+import type { FileChange } from './workspace.ts';
 import type {
   BudgetKind,
   ContentBlock,
@@ -166,6 +167,8 @@ export interface ToolFinish {
   status: Exclude<StepStatus, 'STARTED'>;
   result: string;
   latencyMs: number;
+  /** What the call changed in the run's workspace (its contents saved already), recorded with the result. */
+  files?: readonly FileChange[];
 }
 
 export interface RunEnd {

@@ -30,6 +30,8 @@ export interface CreateRuntimeOptions {
   worker?: boolean;
   /** The PostgreSQL to use; default DATABASE_URL, else the embedded server under DATA_DIR. */
   databaseUrl?: string;
+  /** Where this worker keeps the workspaces of the runs it drives (agents with a `workspace`); default WORKSPACE_ROOT. */
+  workspaceRoot?: string;
   /** A model client instead of the configured provider (LLM_PROVIDER, ANTHROPIC_API_KEY). */
   llm?: LlmClient;
   /** A pino logger instead of one on stdout: the runtime's lines about a run carry run_id and worker (and step_seq), a tool's ctx.log writes to it. */
@@ -80,6 +82,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Agen
   const api = options.api ?? {};
   const overrides: Partial<Env> = {};
   if (options.databaseUrl !== undefined) overrides.DATABASE_URL = options.databaseUrl;
+  if (options.workspaceRoot !== undefined) overrides.WORKSPACE_ROOT = options.workspaceRoot;
   if (api && api.port !== undefined) overrides.PORT = api.port;
   if (api && api.host !== undefined) overrides.HOST = api.host;
   const config = loadConfig(undefined, overrides);

@@ -44,6 +44,9 @@ import { RunRecords } from '../store/run-records.ts';
 import { countRunsByStatus, queueDepth } from '../store/run-stats.ts';
 import { DEFAULT_SYSTEM_PROMPT, demoTools } from '../demo/demo-tools.ts';
 import { ToolExecutor } from '../tools/executor.ts';
+import { WorkspaceFiles } from '../store/workspace-files.ts';
+import type { WorkspaceSettings } from '../workspace/options.ts';
+import { startBlobSweep, workspaceAgent } from './workspace-agent.ts';
 import type { McpServer } from '../tools/mcp-config.ts';
 import { mcpToolSources } from '../tools/mcp-source.ts';
 import type { Tool } from '../tools/types.ts';
@@ -68,6 +71,8 @@ export interface AgentOptions {
   version?: string | null;
   /** MCP servers whose tools it takes besides `tools` (checked by defineAgent); the worker connects to them. */
   mcpServers?: readonly McpServer[];
+  /** A workspace per run (checked by defineAgent), with its built-in tools. */
+  workspace?: WorkspaceSettings | null;
 }
 
 export interface RuntimeOptions {
@@ -151,11 +156,13 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
   let plainMetrics: http.Server | null = null;
   let waits: RunWaits | null = null;
   let retention: RetentionSweeper | null = null;
+  let sweeper: { close(): void } | null = null;
   let eventHub: EventHub | null = null;
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
       await retention?.close();
+      sweeper?.close();
       await waits?.close();
       // Live event streams end first: the server's close waits for open responses.
       await eventHub?.close();
@@ -262,6 +269,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         logger,
         auth,
         runEvents: { events: new RunEvents(pool, sealer), hub: eventHub },
+        files: new WorkspaceFiles(pool, sealer),
       });
       url = await server.listen({ host: config.host, port: config.port }).catch((e: NodeJS.ErrnoException) => {
         if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') throw e;
@@ -279,21 +287,33 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       // Fault injection for crash tests: the process kills itself at that point of the step path.
       if (config.crashAt) armCrashPoint(config.crashAt);
       const tickets = demo ? new TicketStore(pool) : null;
+      const files = new WorkspaceFiles(pool, sealer);
+      const definitions = await Promise.all(
+        agents.map(async (a, i) => {
+          const name = names[i]!;
+          const withWorkspace = a.workspace ? await workspaceAgent(name, a.workspace, a.tools ?? [], { config, files, logger }) : null;
+          return {
+            name,
+            system: a.system === undefined ? DEFAULT_SYSTEM_PROMPT : a.system,
+            tools:
+              withWorkspace?.tools ??
+              new ToolExecutor(a.tools ?? demoTools(tickets!), config.toolTimeoutMs, config.toolResultMaxBytes, {
+                concurrency: config.toolConcurrency,
+                logger,
+              }),
+            maxTokens: a.maxTokens ?? config.maxTokens,
+            ...(a.llm ? { llm: a.llm } : {}),
+            ...(withWorkspace ? { workspaces: withWorkspace.workspaces } : {}),
+            toolSources: mcpToolSources(a.mcpServers ?? [], { logger: logger.child({ agent: name }) }),
+          };
+        }),
+      );
+      if (agents.some((a) => a.workspace)) sweeper = startBlobSweep(files, logger);
       worker = new Worker(
         {
           store,
           llm,
-          agents: agents.map((a, i) => ({
-            name: names[i]!,
-            system: a.system === undefined ? DEFAULT_SYSTEM_PROMPT : a.system,
-            tools: new ToolExecutor(a.tools ?? demoTools(tickets!), config.toolTimeoutMs, config.toolResultMaxBytes, {
-              concurrency: config.toolConcurrency,
-              logger,
-            }),
-            maxTokens: a.maxTokens ?? config.maxTokens,
-            ...(a.llm ? { llm: a.llm } : {}),
-            toolSources: mcpToolSources(a.mcpServers ?? [], { logger: logger.child({ agent: names[i]! }) }),
-          })),
+          agents: definitions,
           costOf: (model, usage) => prices.costOf(model, usage),
           logger,
           events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider, redact }), ...(opts.events ?? [])],

@@ -81,6 +81,42 @@ export class Sealer implements FieldSealer {
     return this.seal('j', JSON.stringify(value));
   }
 
+  /**
+   * Bytes as stored (a workspace file's content): sealed when encryption is on, as IV, ciphertext and
+   * tag, with the id of the key that sealed them (null: stored plain). The key id is kept beside the
+   * bytes, not inside them, so a plain content is never mistaken for a sealed one.
+   */
+  bytes(plain: Buffer): { content: Buffer; keyId: string | null } {
+    if (this.sealing === null) return { content: plain, keyId: null };
+    const { id, key } = this.sealing;
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    cipher.setAAD(Buffer.from(`b:${id}`));
+    return { content: Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]), keyId: id };
+  }
+
+  /** Stored bytes opened (see `bytes`). */
+  openBytes(stored: Buffer, keyId: string | null): Buffer {
+    if (keyId === null) return stored;
+    const key = this.byId.get(keyId);
+    if (!key) {
+      throw new EncryptionError(
+        this.sealing === null
+          ? `a stored file is encrypted (key ${keyId}) and no ENCRYPTION_KEY is set`
+          : `a stored file is encrypted with key ${keyId}, which ENCRYPTION_KEYS does not have`,
+      );
+    }
+    if (stored.length < IV_BYTES + TAG_BYTES) throw new EncryptionError(`a stored file sealed with key ${keyId} is cut short`);
+    const decipher = createDecipheriv('aes-256-gcm', key, stored.subarray(0, IV_BYTES));
+    decipher.setAAD(Buffer.from(`b:${keyId}`));
+    decipher.setAuthTag(stored.subarray(stored.length - TAG_BYTES));
+    try {
+      return Buffer.concat([decipher.update(stored.subarray(IV_BYTES, stored.length - TAG_BYTES)), decipher.final()]);
+    } catch {
+      throw new EncryptionError(`a stored file sealed with key ${keyId} does not open: altered, or another key under the same id`);
+    }
+  }
+
   /** Whether `text` is an envelope this sealer would open (or refuse to). */
   static isSealed(text: string): boolean {
     return text.startsWith(ENVELOPE_PREFIX) && ENVELOPE.test(text);

@@ -9,6 +9,10 @@
  * is an index probe (run_step_*_digest_idx) that stops at the first step of another run, never a
  * scan of the steps.
  *
+ * Saved workspace contents (workspace_blob) go the same way: those the deleted runs' files referred to
+ * and no other run's do, unless a save touched them within CONTENT_GRACE_MS (it may be about to refer to
+ * one); what is left is taken by the sweep (workspace-files.ts).
+ *
  * A run that a later run continues (previousRunId) is deleted only after it: explicitly, the delete is
  * refused until the later one is gone; by age, it goes in a later batch than the runs continuing it.
  *
@@ -19,6 +23,7 @@
 import type pg from 'pg';
 import { TERMINAL_STATUSES, type RunId, type RunStatus } from '../domain/types.ts';
 import { ConflictError, NotFoundError } from '../domain/errors.ts';
+import { CONTENT_GRACE_MS } from './workspace-files.ts';
 
 const TERMINAL = TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ');
 
@@ -38,12 +43,22 @@ const WITH_BLOBS = `
       AND NOT EXISTS (
         SELECT 1 FROM durable_agent.run_step o
         WHERE o.kind = 'MODEL' AND (o.request ->> 'toolsDigest') = digests.digest AND o.run_id NOT IN (SELECT id FROM gone))
-    RETURNING b.digest)`;
+    RETURNING b.digest),
+  file_digests AS (
+    SELECT DISTINCT f.sha256 FROM durable_agent.run_file f JOIN gone ON gone.id = f.run_id WHERE f.sha256 IS NOT NULL),
+  file_blobs AS (
+    DELETE FROM durable_agent.workspace_blob b USING file_digests d
+    WHERE b.sha256 = d.sha256 AND b.touched_at < now() - interval '${CONTENT_GRACE_MS} milliseconds'
+      AND NOT EXISTS (
+        SELECT 1 FROM durable_agent.run_file o WHERE o.sha256 = d.sha256 AND o.run_id NOT IN (SELECT id FROM gone))
+    RETURNING b.sha256)`;
 
 export interface Deleted {
   runs: number;
   /** Shared texts deleted because no remaining step refers to them. */
   blobs: number;
+  /** Saved workspace contents deleted because no remaining step refers to them. */
+  fileContents: number;
 }
 
 export interface PurgeOptions {
@@ -72,6 +87,7 @@ export class RunDeletion {
       forks: number;
       runs: number;
       blobs: number;
+      file_contents: number;
     }>(
       `WITH target AS (
          SELECT id, status, EXISTS (SELECT 1 FROM durable_agent.run c WHERE c.previous_run_id = run.id) AS continued
@@ -83,7 +99,8 @@ export class RunDeletion {
          RETURNING r.id),
        ${WITH_BLOBS}
        SELECT (SELECT status FROM target) AS status, (SELECT continued FROM target) AS continued, (SELECT n FROM forks) AS forks,
-              (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs`,
+              (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs,
+              (SELECT count(*) FROM file_blobs)::int AS file_contents`,
       [id, tenant],
     );
     const r = rows[0]!;
@@ -92,12 +109,12 @@ export class RunDeletion {
     if (r.forks > 0 && r.runs === 0)
       throw new ConflictError(`run ${id} has ${r.forks} fork(s) that continue from its steps: delete them first`);
     if (r.runs === 0) throw new ConflictError(`run ${id} is ${r.status}: cancel it first, then delete it once it has finished`);
-    return { runs: r.runs, blobs: r.blobs };
+    return { runs: r.runs, blobs: r.blobs, fileContents: r.file_contents };
   }
 
   /** One batch of finished runs that finished before `cutoff`, oldest first; rows other sessions hold are skipped. */
   async purgeBatch(cutoff: Date, batchSize: number, tenant: string | null = null): Promise<Deleted> {
-    const { rows } = await this.db.query<{ runs: number; blobs: number }>(
+    const { rows } = await this.db.query<{ runs: number; blobs: number; file_contents: number }>(
       `WITH doomed AS (
          SELECT id FROM durable_agent.run
          WHERE status IN (${TERMINAL}) AND finished_at < $1 AND ($3::text IS NULL OR tenant = $3)
@@ -109,21 +126,24 @@ export class RunDeletion {
        gone AS (
          DELETE FROM durable_agent.run r USING doomed WHERE r.id = doomed.id RETURNING r.id),
        ${WITH_BLOBS}
-       SELECT (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs`,
+       SELECT (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs,
+              (SELECT count(*) FROM file_blobs)::int AS file_contents`,
       [cutoff, batchSize, tenant],
     );
-    return rows[0]!;
+    const r = rows[0]!;
+    return { runs: r.runs, blobs: r.blobs, fileContents: r.file_contents };
   }
 
   /** Every finished run that finished before `cutoff`, batch after batch until none is left. */
   async purge(cutoff: Date, opts: PurgeOptions = {}): Promise<Deleted> {
     const batchSize = opts.batchSize ?? 500;
-    const total: Deleted = { runs: 0, blobs: 0 };
+    const total: Deleted = { runs: 0, blobs: 0, fileContents: 0 };
     for (;;) {
       opts.signal?.throwIfAborted();
       const batch = await this.purgeBatch(cutoff, batchSize, opts.tenant ?? null);
       total.runs += batch.runs;
       total.blobs += batch.blobs;
+      total.fileContents += batch.fileContents;
       if (batch.runs > 0) opts.onBatch?.(batch);
       // Nothing left: the rest is gone, or held by another purge that will finish it. (A short batch
       // is not the end: the runs it deleted may have been all that kept their earlier runs.)

@@ -66,6 +66,7 @@ import {
   type ToolResultRow,
 } from './step-batch-sql.ts';
 import { WriteBatches } from '../util/write-batches.ts';
+import { fileRows } from './workspace-files.ts';
 import { RunRecords, type RunStoreOptions, writePolicy } from './run-records.ts';
 
 export type { RunStoreOptions } from './run-records.ts';
@@ -329,6 +330,7 @@ export class RunStore implements EngineStore {
         status: f.status,
         response: this.sealer.text(stored),
         latency_ms: Math.round(f.latencyMs),
+        files: f.files?.length ? fileRows(f.files) : null,
       }),
     );
   }

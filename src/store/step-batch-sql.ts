@@ -60,6 +60,8 @@ export interface ToolResultItem extends ItemBase {
   status: ToolFinish['status'];
   response: string;
   latency_ms: number;
+  /** What the call changed in the run's workspace (workspace-files.ts `fileRows`); null for none. */
+  files: readonly object[] | null;
 }
 
 const BASE_COLUMNS = 'run uuid, worker text, token uuid, lease_ms float8, next_seq int, next_tool text, next_use text, events json';
@@ -215,10 +217,12 @@ export function modelStepOutcomes(items: readonly ModelStepItem[], rows: readonl
 
 /**
  * Every part hangs on the tool call's STARTED row: without it the run writes nothing at all (no lease
- * renewal, no next STARTED row, no events), and its row says whether the lease or the step was missing.
+ * renewal, no next STARTED row, no events, no workspace changes), and its row says whether the lease or
+ * the step was missing. A call's workspace changes are recorded with its result: the files and the
+ * journal never disagree.
  */
 const toolResults = (many: boolean) => `WITH input AS (
-  SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, use_id text, status text, response text, latency_ms int)),
+  SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, use_id text, status text, response text, latency_ms int, files json)),
 ${FENCED(
   many,
   `,
@@ -234,7 +238,13 @@ done AS (
   UPDATE durable_agent.run_step s SET status = i.status, response = i.response, latency_ms = i.latency_ms, worker = i.worker, finished_at = now()
   FROM owner o JOIN input i ON i.run = o.id
   WHERE s.run_id = o.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED'
-  RETURNING s.run_id AS id, o.cancel_requested),
+  RETURNING s.run_id AS id, s.seq, o.cancel_requested),
+files AS (
+  INSERT INTO durable_agent.run_file (run_id, seq, path, kind, mode, size, sha256, target)
+  SELECT d.id, d.seq, f.path, f.kind, f.mode, f.size, f.sha256, f.target
+  FROM done d JOIN input i ON i.run = d.id,
+       json_to_recordset(i.files) AS f (path text, kind text, mode int, size bigint, sha256 text, target text)
+  WHERE i.files IS NOT NULL),
 ${NEXT},
 ${STEP_EVENTS('done')}
 SELECT i.run AS id, o.tokens_used, o.cancel_requested,

@@ -9,6 +9,7 @@
 import type { RunId, ToolUseBlock } from '../domain/types.ts';
 import { ConfigError, DatabaseUnavailableError, FatalError } from '../domain/errors.ts';
 import type { ToolDefinition } from '../llm/types.ts';
+import type { RunWorkspace } from '../ports/workspace.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { storableText } from '../core/storable.ts';
 import { Semaphore } from './semaphore.ts';
@@ -57,6 +58,8 @@ export interface ToolExecutorOptions {
 export interface CallScope {
   runId: RunId;
   signal: AbortSignal;
+  /** The run's workspace, for an agent with one. */
+  workspace?: RunWorkspace;
   worker?: string;
   seq?: number;
 }
@@ -205,6 +208,7 @@ export class ToolExecutor {
   private toolContext(use: ToolUseBlock, ctx: CallScope, signal: AbortSignal): ToolContext {
     const logger = this.options.logger ?? silent;
     let log: Logger | undefined;
+    const { workspace } = ctx;
     return {
       idempotencyKey: use.id,
       runId: ctx.runId,
@@ -212,6 +216,7 @@ export class ToolExecutor {
       get log() {
         return (log ??= logger.child({ run_id: ctx.runId, worker: ctx.worker, step_seq: ctx.seq, tool_use_id: use.id }));
       },
+      ...(workspace && { workspace: workspace.dir, exec: (command, options = {}) => workspace.exec(command, options, signal) }),
     };
   }
 }

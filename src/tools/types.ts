@@ -1,5 +1,6 @@
 import type { RunId } from '../domain/types.ts';
 import type { Logger } from '../observability/logger.ts';
+import type { CommandOptions, CommandResult } from '../ports/workspace.ts';
 
 export interface ToolContext {
   /** Stable across re-executions of the same tool call (the model's tool_use id): pass it downstream. */
@@ -12,6 +13,16 @@ export interface ToolContext {
    * Always set (silent when the runtime was given no logger to write to).
    */
   readonly log: Logger;
+  /**
+   * The run's workspace directory on this worker (agents with a `workspace`): what a tool writes there
+   * is saved with its step, and any worker that takes the run over finds it. Unset for other agents.
+   */
+  readonly workspace?: string;
+  /**
+   * Runs a shell command in the workspace's sandbox, as the built-in `bash` tool does (agents with a
+   * `workspace`). Stopped with the call: its timeout, a cancel, the worker giving the run up.
+   */
+  exec?(command: string, options?: CommandOptions): Promise<CommandResult>;
 }
 
 /** Approval needed always (`true`), never (`false`), or as a function of the call's input decides. */
@@ -47,6 +58,13 @@ export interface Tool<Input = any> {
    * not count time spent waiting).
    */
   approvalTimeoutSeconds?: number;
+  /**
+   * For agents with a workspace: the tool acts only on the workspace (its files, and commands through
+   * `ctx.exec`). After a crash its call is run again on the workspace rebuilt as it was before the call,
+   * as `bash`'s is, whatever `idempotent` says; with the workspace's `network: true` it is not (a person
+   * decides). Default false.
+   */
+  sandboxed?: boolean;
   /** The result the model sees: a string, or a value sent as JSON. Throwing gives the model an is_error result. */
   execute(input: Input, context: ToolContext): Promise<unknown>;
 }

@@ -29,6 +29,8 @@ interface ToolOptionsBase<Input> {
   concurrency?: number;
   /** See `Tool.approvalTimeoutSeconds`. */
   approvalTimeoutSeconds?: number;
+  /** See `Tool.sandboxed`. */
+  sandboxed?: boolean;
 }
 
 /** `tool()` with a zod schema: `execute` gets the parsed input, typed from the schema. */
@@ -88,9 +90,10 @@ export function tool(options: ToolOptions<z.ZodType> | JsonSchemaToolOptions): T
   return options.inputSchema !== undefined ? jsonSchemaTool(options as JsonSchemaToolOptions) : zodTool(options as ToolOptions<z.ZodType>);
 }
 
-function optional({ idempotent, concurrency, approvalTimeoutSeconds }: ToolOptionsBase<unknown>) {
+function optional({ idempotent, concurrency, approvalTimeoutSeconds, sandboxed }: ToolOptionsBase<unknown>) {
   return {
     ...(idempotent === undefined ? {} : { idempotent }),
+    ...(sandboxed === undefined ? {} : { sandboxed }),
     ...(concurrency === undefined ? {} : { concurrency }),
     ...(approvalTimeoutSeconds === undefined ? {} : { approvalTimeoutSeconds }),
   };

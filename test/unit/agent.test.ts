@@ -21,6 +21,7 @@ describe('defineAgent', () => {
       version: null,
       llm: null,
       mcpServers: [],
+      workspace: null,
     });
     expect(Object.isFrozen(helper)).toBe(true);
     expect(defineAgent({ name: 'v2.agent', system: 's', tools: [], model: 'claude-x', maxTokens: 512, version: '2026-11' })).toMatchObject({

@@ -1,0 +1,131 @@
+/**
+ * The workspaces of one agent's runs on this worker (ports/workspace.ts): a directory per run under
+ * WORKSPACE_ROOT, rebuilt from what was saved when the run is claimed, saved after each tool call that
+ * changed it, removed when the attempt ends (what it held is saved, or belongs to no checkpointed step).
+ */
+import path from 'node:path';
+import type { RunId } from '../domain/types.ts';
+import type {
+  CommandOptions,
+  CommandResult,
+  FileBlob,
+  FileChange,
+  OverLimit,
+  RunWorkspace,
+  Workspaces,
+  WorkspaceStore,
+} from '../ports/workspace.ts';
+import { excludeMatcher, type Excluded } from './exclude.ts';
+import type { WorkspaceSettings } from './options.ts';
+import { rebuild, removeTree, undo } from './rebuild.ts';
+import { runCommand } from './sandbox.ts';
+import { type KnownEntry, scan } from './scan.ts';
+
+export interface WorkspacesOptions {
+  store: WorkspaceStore;
+  /** WORKSPACE_ROOT: where this worker keeps the workspaces of the runs it drives. */
+  root: string;
+  settings: WorkspaceSettings;
+  /** Directories of this worker commands must not see besides `root` (the embedded database's data). */
+  hidden?: readonly string[];
+}
+
+/** @unit bytes — contents saved per statement. */
+const SAVE_BYTES = 16 * 1024 * 1024;
+
+function saveChunks(blobs: readonly FileBlob[]): FileBlob[][] {
+  const chunks: FileBlob[][] = [];
+  let chunk: FileBlob[] = [];
+  let bytes = 0;
+  for (const b of blobs) {
+    if (chunk.length && bytes + b.content.length > SAVE_BYTES) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(b);
+    bytes += b.content.length;
+  }
+  if (chunk.length) chunks.push(chunk);
+  return chunks;
+}
+
+const plural = (n: number, one: string) => `${n.toLocaleString('en-US')} ${one}${n === 1 ? '' : 's'}`;
+
+export class AgentWorkspaces implements Workspaces {
+  private readonly excluded: Excluded;
+
+  constructor(private readonly opts: WorkspacesOptions) {
+    this.excluded = excludeMatcher(opts.settings.exclude);
+  }
+
+  async open(runId: RunId, signal: AbortSignal): Promise<RunWorkspace> {
+    const dir = path.join(this.opts.root, runId);
+    const { store } = this.opts;
+    const known = await rebuild(dir, await store.manifest(runId), (ids) => store.blobs(ids), signal);
+    return new OpenWorkspace(dir, known, this.opts, this.excluded);
+  }
+}
+
+class OpenWorkspace implements RunWorkspace {
+  /** What a save found, until its checkpoint commits. */
+  private pending: Map<string, KnownEntry> | null = null;
+
+  constructor(
+    readonly dir: string,
+    /** The workspace as saved: as of the run's latest checkpointed step. */
+    private known: Map<string, KnownEntry>,
+    private readonly opts: WorkspacesOptions,
+    private readonly excluded: Excluded,
+  ) {}
+
+  exec(command: string, options: CommandOptions, signal: AbortSignal): Promise<CommandResult> {
+    const { settings } = this.opts;
+    const seconds = Math.min(options.timeoutSeconds ?? settings.commandTimeoutSeconds, settings.maxCommandTimeoutSeconds);
+    return runCommand({
+      command,
+      dir: this.dir,
+      settings,
+      timeoutMs: seconds * 1000,
+      signal,
+      hidden: [this.opts.root, ...(this.opts.hidden ?? [])],
+    });
+  }
+
+  async save(): Promise<FileChange[] | OverLimit> {
+    const { settings, store } = this.opts;
+    const found = await scan(this.dir, this.known, this.excluded, Date.now());
+    const over =
+      found.files > settings.maxFiles
+        ? `the workspace would hold ${plural(found.files, 'file')} (directories and symlinks counted), over its limit of ${plural(settings.maxFiles, 'file')} (workspace.maxFiles)`
+        : found.bytes > settings.maxBytes
+          ? `the workspace would hold ${plural(found.bytes, 'byte')}, over its limit of ${plural(settings.maxBytes, 'byte')} (workspace.maxBytes)`
+          : null;
+    if (over) {
+      // The call's changes are undone: the files and the journal must say the same. What is put back
+      // was written just now, so its stat is new: the next scan reads those paths again.
+      await undo(this.dir, this.known, found.changes, (ids) => store.blobs(ids));
+      for (const c of found.changes) {
+        const before = this.known.get(c.path);
+        if (before) this.known.set(c.path, { ...before, racy: true });
+      }
+      return { overLimit: `${over}; the changes of this call were undone` };
+    }
+    if (found.changes.length === 0) {
+      this.known = found.next;
+      return [];
+    }
+    for (const chunk of saveChunks(found.blobs)) await store.putBlobs(chunk);
+    this.pending = found.next;
+    return found.changes;
+  }
+
+  saved(): void {
+    if (this.pending) this.known = this.pending;
+    this.pending = null;
+  }
+
+  async close(): Promise<void> {
+    await removeTree(this.dir).catch(() => {});
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * What changed in a workspace since it was last saved, found without reading what did not change.
+ *
+ * Every path is looked at with lstat (never followed: a symlink is saved as a symlink). A file whose
+ * inode, size, modification and change times and mode are what they were at the last save is unchanged;
+ * only the others are read and hashed, and of those only the ones whose content differs are saved. A
+ * file changed within the timestamps' granularity just after a save could keep all of those, so a
+ * file modified within RACY_MS before the scan that saw it is read again at the next one (git's "racy
+ * clean" rule). The change time is part of the key too: a command cannot set it back, so `touch -d`
+ * after a write does not hide the write.
+ *
+ * Sockets, pipes and devices are not saved; nor is anything `excluded`.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { FileBlob, FileChange, FileEntry, FileKind } from '../ports/workspace.ts';
+import type { Excluded } from './exclude.ts';
+
+/** @unit milliseconds — how recent a change must be for its file to be read again at the next scan. */
+export const RACY_MS = 1000;
+
+/** A path as a scan saw it. */
+export interface Observed {
+  kind: FileKind;
+  mode: number;
+  size: number;
+  target: string | null;
+  /** Changes whenever the path's content or mode may have: inode, size, mtime, ctime, mode. */
+  key: string;
+  /** @unit milliseconds since the epoch — its modification time. */
+  mtimeMs: number;
+}
+
+/** A path as the saved workspace holds it, with what the scan that saved it saw. */
+export interface KnownEntry extends FileEntry {
+  key: string;
+  /** Changed too close to the scan that saw it to trust the key: read again next time. */
+  racy: boolean;
+}
+
+const kindOf = (s: import('node:fs').BigIntStats): FileKind | null =>
+  s.isFile() ? 'file' : s.isDirectory() ? 'dir' : s.isSymbolicLink() ? 'symlink' : null;
+
+/** Every path of the workspace under `root` that is saved, as lstat sees it. */
+export async function observe(root: string, excluded: Excluded): Promise<Map<string, Observed>> {
+  const found = new Map<string, Observed>();
+  const visit = async (rel: string): Promise<void> => {
+    const entries = await fs.readdir(rel === '' ? root : path.join(root, rel), { withFileTypes: true });
+    await Promise.all(
+      entries.map(async (d) => {
+        const p = rel === '' ? d.name : `${rel}/${d.name}`;
+        if (excluded(p, d.isDirectory())) return;
+        const abs = path.join(root, p);
+        const s = await fs.lstat(abs, { bigint: true }).catch(() => null); // gone meanwhile: not there
+        const kind = s && kindOf(s);
+        if (!s || !kind) return;
+        const target = kind === 'symlink' ? await fs.readlink(abs).catch(() => null) : null;
+        if (kind === 'symlink' && target === null) return;
+        found.set(p, {
+          kind,
+          mode: kind === 'symlink' ? 0 : Number(s.mode & 0o777n),
+          size: kind === 'file' ? Number(s.size) : kind === 'symlink' ? Buffer.byteLength(target!) : 0,
+          target,
+          key: `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}:${s.mode}`,
+          mtimeMs: Number(s.mtimeNs / 1_000_000n),
+        });
+        if (kind === 'dir') await visit(p);
+      }),
+    );
+  };
+  await visit('');
+  return found;
+}
+
+export const sha256Hex = (content: Buffer) => createHash('sha256').update(content).digest('hex');
+
+/** What a scan found: the changes to record, the contents to save first, and the entries after them. */
+export interface ScanResult {
+  changes: FileChange[];
+  blobs: FileBlob[];
+  /** The workspace as it is now, for `known` once the changes are saved. */
+  next: Map<string, KnownEntry>;
+  /** Files, directories and symlinks, and bytes of file content, now. */
+  files: number;
+  bytes: number;
+}
+
+/**
+ * Compares the workspace under `root` with `known` (what is saved), reading only the files whose stat
+ * changed. `now` is the scan's start (ms since the epoch).
+ */
+export async function scan(root: string, known: ReadonlyMap<string, KnownEntry>, excluded: Excluded, now: number): Promise<ScanResult> {
+  const observed = await observe(root, excluded);
+  const changes: FileChange[] = [];
+  const blobs = new Map<string, Buffer>();
+  const next = new Map<string, KnownEntry>();
+  let bytes = 0;
+  await Promise.all(
+    [...observed].map(async ([p, o]) => {
+      const before = known.get(p);
+      const racy = now - o.mtimeMs < RACY_MS;
+      if (o.kind === 'file') bytes += o.size;
+      if (before && before.kind === o.kind && before.key === o.key && !before.racy) {
+        next.set(p, before);
+        return;
+      }
+      let sha256: string | null = null;
+      if (o.kind === 'file') {
+        const content = await fs.readFile(path.join(root, p)).catch(() => null);
+        if (content === null) return; // removed while the scan ran: it is not there
+        sha256 = sha256Hex(content);
+        if (before?.sha256 !== sha256) blobs.set(sha256, content);
+      }
+      const entry: KnownEntry = { path: p, kind: o.kind, mode: o.mode, size: o.size, sha256, target: o.target, key: o.key, racy };
+      next.set(p, entry);
+      if (!before || !sameEntry(before, entry)) changes.push(fileEntry(entry));
+    }),
+  );
+  for (const p of known.keys()) if (!observed.has(p)) changes.push({ path: p, kind: 'deleted' });
+  changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return { changes, blobs: [...blobs].map(([sha256, content]) => ({ sha256, content })), next, files: observed.size, bytes };
+}
+
+/** Whether two entries of one path say the same: kind, mode, content or target. */
+export const sameEntry = (a: FileEntry, b: FileEntry) =>
+  a.kind === b.kind && a.mode === b.mode && a.size === b.size && a.sha256 === b.sha256 && a.target === b.target;
+
+/** The saved form of an entry (without what a scan saw). */
+export const fileEntry = (e: FileEntry): FileEntry => ({
+  path: e.path,
+  kind: e.kind,
+  mode: e.mode,
+  size: e.size,
+  sha256: e.sha256,
+  target: e.target,
+});
