@@ -18,7 +18,7 @@ import { silentLogger } from '../support/engine.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 let db: TestDatabase;
-let roots: string[] = [];
+const roots: string[] = [];
 const runtimes: AgentRuntime[] = [];
 
 beforeEach(async () => {
