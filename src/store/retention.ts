@@ -19,24 +19,25 @@
 import type pg from 'pg';
 import { TERMINAL_STATUSES, type RunId, type RunStatus } from '../domain/types.ts';
 import { ConflictError, NotFoundError } from '../domain/errors.ts';
+import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
 
 const TERMINAL = TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ');
 
 /** `gone` (the deleted runs' ids) → the blobs only they referred to, deleted; appended to a statement's CTEs. */
-const WITH_BLOBS = `
+const withBlobs = (schema: SchemaSql) => `
   digests AS (
     SELECT DISTINCT d.digest
-    FROM durable_agent.run_step s JOIN gone ON gone.id = s.run_id,
+    FROM ${schema}.run_step s JOIN gone ON gone.id = s.run_id,
          LATERAL (VALUES (s.request ->> 'systemDigest'), (s.request ->> 'toolsDigest')) AS d (digest)
     WHERE s.kind = 'MODEL' AND d.digest IS NOT NULL),
   blobs AS (
-    DELETE FROM durable_agent.content_blob b USING digests
+    DELETE FROM ${schema}.content_blob b USING digests
     WHERE b.digest = digests.digest
       AND NOT EXISTS (
-        SELECT 1 FROM durable_agent.run_step o
+        SELECT 1 FROM ${schema}.run_step o
         WHERE o.kind = 'MODEL' AND (o.request ->> 'systemDigest') = digests.digest AND o.run_id NOT IN (SELECT id FROM gone))
       AND NOT EXISTS (
-        SELECT 1 FROM durable_agent.run_step o
+        SELECT 1 FROM ${schema}.run_step o
         WHERE o.kind = 'MODEL' AND (o.request ->> 'toolsDigest') = digests.digest AND o.run_id NOT IN (SELECT id FROM gone))
     RETURNING b.digest)`;
 
@@ -57,8 +58,41 @@ export interface PurgeOptions {
   onBatch?: (batch: Deleted) => void;
 }
 
+const retentionSql = (schema: SchemaSql) => ({
+  DELETE_RUN: `WITH target AS (
+         SELECT id, status, EXISTS (SELECT 1 FROM ${schema}.run c WHERE c.previous_run_id = run.id) AS continued
+         FROM ${schema}.run WHERE id = $1 AND ($2::text IS NULL OR tenant = $2) FOR UPDATE),
+       forks AS (SELECT count(*)::int AS n FROM ${schema}.run WHERE forked_from_run_id = $1),
+       gone AS (
+         DELETE FROM ${schema}.run r USING target
+         WHERE r.id = target.id AND target.status IN (${TERMINAL}) AND NOT target.continued AND (SELECT n FROM forks) = 0
+         RETURNING r.id),
+       ${withBlobs(schema)}
+       SELECT (SELECT status FROM target) AS status, (SELECT continued FROM target) AS continued, (SELECT n FROM forks) AS forks,
+              (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs`,
+  PURGE_BATCH: `WITH doomed AS (
+         SELECT id FROM ${schema}.run
+         WHERE status IN (${TERMINAL}) AND finished_at < $1 AND ($3::text IS NULL OR tenant = $3)
+           -- A run another continues (previousRunId) or forks goes after it (a later batch): a conversation never loses its start.
+           AND NOT EXISTS (SELECT 1 FROM ${schema}.run c WHERE c.previous_run_id = run.id OR c.forked_from_run_id = run.id)
+         ORDER BY finished_at
+         LIMIT $2
+         FOR UPDATE SKIP LOCKED),
+       gone AS (
+         DELETE FROM ${schema}.run r USING doomed WHERE r.id = doomed.id RETURNING r.id),
+       ${withBlobs(schema)}
+       SELECT (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs`,
+});
+
 export class RunDeletion {
-  constructor(private readonly db: Pick<pg.Pool, 'query'>) {}
+  private readonly sql: ReturnType<typeof retentionSql>;
+
+  constructor(
+    private readonly db: Pick<pg.Pool, 'query'>,
+    opts: SchemaOption = {},
+  ) {
+    this.sql = retentionSql(schemaSql(opts.schema));
+  }
 
   /**
    * Deletes a finished run and everything only it refers to. NotFoundError when there is no such run
@@ -72,20 +106,7 @@ export class RunDeletion {
       forks: number;
       runs: number;
       blobs: number;
-    }>(
-      `WITH target AS (
-         SELECT id, status, EXISTS (SELECT 1 FROM durable_agent.run c WHERE c.previous_run_id = run.id) AS continued
-         FROM durable_agent.run WHERE id = $1 AND ($2::text IS NULL OR tenant = $2) FOR UPDATE),
-       forks AS (SELECT count(*)::int AS n FROM durable_agent.run WHERE forked_from_run_id = $1),
-       gone AS (
-         DELETE FROM durable_agent.run r USING target
-         WHERE r.id = target.id AND target.status IN (${TERMINAL}) AND NOT target.continued AND (SELECT n FROM forks) = 0
-         RETURNING r.id),
-       ${WITH_BLOBS}
-       SELECT (SELECT status FROM target) AS status, (SELECT continued FROM target) AS continued, (SELECT n FROM forks) AS forks,
-              (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs`,
-      [id, tenant],
-    );
+    }>(this.sql.DELETE_RUN, [id, tenant]);
     const r = rows[0]!;
     if (r.status === null) throw new NotFoundError(`run ${id} not found`);
     if (r.continued) throw new ConflictError(`run ${id} is continued by a later run (previousRunId): delete that one first`);
@@ -97,21 +118,7 @@ export class RunDeletion {
 
   /** One batch of finished runs that finished before `cutoff`, oldest first; rows other sessions hold are skipped. */
   async purgeBatch(cutoff: Date, batchSize: number, tenant: string | null = null): Promise<Deleted> {
-    const { rows } = await this.db.query<{ runs: number; blobs: number }>(
-      `WITH doomed AS (
-         SELECT id FROM durable_agent.run
-         WHERE status IN (${TERMINAL}) AND finished_at < $1 AND ($3::text IS NULL OR tenant = $3)
-           -- A run another continues (previousRunId) or forks goes after it (a later batch): a conversation never loses its start.
-           AND NOT EXISTS (SELECT 1 FROM durable_agent.run c WHERE c.previous_run_id = run.id OR c.forked_from_run_id = run.id)
-         ORDER BY finished_at
-         LIMIT $2
-         FOR UPDATE SKIP LOCKED),
-       gone AS (
-         DELETE FROM durable_agent.run r USING doomed WHERE r.id = doomed.id RETURNING r.id),
-       ${WITH_BLOBS}
-       SELECT (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs`,
-      [cutoff, batchSize, tenant],
-    );
+    const { rows } = await this.db.query<{ runs: number; blobs: number }>(this.sql.PURGE_BATCH, [cutoff, batchSize, tenant]);
     return rows[0]!;
   }
 
