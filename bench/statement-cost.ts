@@ -11,7 +11,8 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { ModelStepItem } from '../src/store/step-batch-sql.ts';
-import { forItems, MODEL_STEPS, stepItem } from '../src/store/step-batch-sql.ts';
+import { schemaSql } from '../src/db/schema.ts';
+import { forItems, stepBatchSql, stepItem } from '../src/store/step-batch-sql.ts';
 import { mergeIntoLatest, withScratchDatabase } from './scratch-database.ts';
 
 const CONNECTIONS = 8;
@@ -64,6 +65,8 @@ function item(run: Owned, seq: number): ModelStepItem {
     latency_ms: 10,
   });
 }
+
+const { MODEL_STEPS } = stepBatchSql(schemaSql());
 
 /** Run-steps per second with `size` runs per statement. */
 async function measure(pool: pg.Pool, size: number): Promise<{ statementsPerSecond: number; stepsPerSecond: number }> {

@@ -40,19 +40,20 @@ export async function encryptionCommand(argv: string[]): Promise<number> {
   const { withDatabase } = await import('./database.ts');
   const { loadConfig } = await import('../config/environment.ts');
   const { Sealer } = await import('../store/encryption.ts');
-  const { rotateEncryption, storedKeyIds } = await import('../store/encryption-keys.ts');
+  const { EncryptionKeys } = await import('../store/encryption-keys.ts');
   const sealer = new Sealer(loadConfig().encryptionKeys);
   const out = (text: string) => process.stdout.write(text);
 
-  return withDatabase(async (pool) => {
+  return withDatabase(async ({ pool, schema }) => {
+    const keys = new EncryptionKeys(pool, { schema });
     if (name === 'status') {
-      const stored = await storedKeyIds(pool);
+      const stored = await keys.storedIds();
       if (values.json) return (out(`${JSON.stringify({ stored, sealingKey: sealer.keyId }, null, 2)}\n`), 0);
       out(`keys in use: ${stored.length ? stored.join(', ') : 'none (values are stored plain)'}\n`);
       out(`this process seals with: ${sealer.keyId ?? 'no key (ENCRYPTION_KEY is not set)'}\n`);
       return 0;
     }
-    const report = await rotateEncryption(pool, sealer, batch, (table, done) => {
+    const report = await keys.rotate(sealer, batch, (table, done) => {
       if (!values.json) process.stderr.write(`  ${table}: ${done} rows read\n`);
     });
     if (values.json) return (out(`${JSON.stringify(report, null, 2)}\n`), 0);

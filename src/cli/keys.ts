@@ -67,8 +67,8 @@ export async function keysCommand(argv: string[]): Promise<number> {
     throw e;
   }
 
-  return withDatabase(async (pool) => {
-    const keys = new ApiKeys(pool);
+  return withDatabase(async ({ pool, schema }) => {
+    const keys = new ApiKeys(pool, { schema });
     switch (name) {
       case 'create': {
         const k = await keys.create(values.tenant!, values.label ?? null);

@@ -119,7 +119,7 @@ async function migrateCommand(config: Readonly<Config>): Promise<number> {
   const { checkConnection, createPool, resolveDatabase } = await import('../db/pool.ts');
   const { migrate } = await import('../db/migrate.ts');
   const database = await resolveDatabase(config);
-  const pool = createPool(database.url, 1, config.databaseSchema);
+  const pool = createPool(database.url, 1);
   try {
     await checkConnection(pool, database);
     const applied = await migrate(pool, { schema: config.databaseSchema });

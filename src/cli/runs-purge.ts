@@ -28,7 +28,7 @@ export const purgeCommand: RunsSubcommand = {
     const { withDatabase } = await import('./database.ts');
     const { RunDeletion } = await import('../store/retention.ts');
     const cutoff = new Date(ctx.now.getTime() - ms);
-    const deleted = await withDatabase((pool) => new RunDeletion(pool).purge(cutoff, { tenant }));
+    const deleted = await withDatabase(({ pool, schema }) => new RunDeletion(pool, { schema }).purge(cutoff, { tenant }));
     ctx.out(
       ctx.json
         ? `${JSON.stringify({ cutoff: cutoff.toISOString(), runsDeleted: deleted.runs, blobsDeleted: deleted.blobs })}\n`

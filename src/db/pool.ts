@@ -2,7 +2,6 @@ import pg from 'pg';
 import type { Config } from '../config/environment.ts';
 import { ConfigError } from '../domain/errors.ts';
 import { PG_TYPES } from './pg-types.ts';
-import { clientForSchema, DEFAULT_SCHEMA } from './schema.ts';
 
 export const APPLICATION_NAME = 'durable-agent';
 const EMBEDDED_DATABASE = 'durable_agent';
@@ -53,14 +52,16 @@ export function poolSizeFor(concurrency: number): number {
   return Math.min(concurrency, 20) + 4;
 }
 
-/** A pool whose statements find the project's tables in `schema` (see schema.ts). */
-export function createPool(url: string, max = 10, schema = DEFAULT_SCHEMA): pg.Pool {
+/**
+ * A pool of up to `max` connections. It knows nothing of the schema: the statements name it
+ * (schema.ts), so one pool could serve stores of several schemas.
+ */
+export function createPool(url: string, max = 10): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
     application_name: APPLICATION_NAME,
     types: PG_TYPES,
-    Client: clientForSchema(schema),
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});

@@ -2,43 +2,52 @@
  * Where the project's tables live: one PostgreSQL schema (`durable_agent` unless DATABASE_SCHEMA says
  * otherwise), so the user's `public` is never touched.
  *
- * Every statement in the sources names its tables in full, `durable_agent.run`, so it works whatever
- * the connection's search_path is (a pooler in transaction mode included) and reads as what it does.
- * For another schema the connections of `createPool` rewrite that prefix once per distinct statement
- * text; for the default one they send the text as written. Migrations are the exception: their files
- * name tables bare and run with the schema as the transaction's search_path.
+ * Every statement names its tables in full, `<schema>.run`, so it works whatever the connection's
+ * search_path is (a pooler in transaction mode included). The schema is a parameter of the statements:
+ * each module that holds SQL builds its texts with `<module>Sql(schema)` (claimSql, runEventsSql, …),
+ * and each store calls that once, in its constructor, with the schema of its options. What is spliced
+ * in is a SchemaSql, made here only (schemaSql escapes the name once), and the builders take nothing
+ * else: a name that was not escaped cannot reach a statement. Migrations are the exception: their
+ * files name tables bare and run with the schema as the transaction's search_path (migrate.ts).
  */
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 
 export const DEFAULT_SCHEMA = 'durable_agent';
-const PREFIX = `${DEFAULT_SCHEMA}.`;
 
-/** `text` with its tables in `schema` instead of the default one. */
-export function inSchema(text: string, schema: string): string {
-  return schema === DEFAULT_SCHEMA ? text : text.replaceAll(PREFIX, `${pg.escapeIdentifier(schema)}.`);
+/** A schema name escaped as an SQL identifier, ready to be spliced into a statement. */
+export type SchemaSql = string & { readonly __brand: 'SchemaSql' };
+
+/** What a store that issues SQL takes in its options. */
+export interface SchemaOption {
+  /** The schema of the project's tables (DATABASE_SCHEMA); `durable_agent` when absent. */
+  schema?: string;
 }
 
 /**
- * A pg Client class whose statements name `schema`'s tables. Named (prepared) statements keep their
- * names with the schema appended, so a statement is never confused with another schema's version.
+ * `schema` as statements splice it. The default is written bare, as the statements always named it:
+ * their texts stay what they were, and so does the liveness lock namespace hashed from one
+ * (liveness-sql.ts), which processes of an earlier release sharing the database must agree on.
  */
-export function clientForSchema(schema: string): typeof pg.Client {
-  if (schema === DEFAULT_SCHEMA) return pg.Client;
-  const rewritten = new Map<string, string>();
-  const rewrite = (text: string) => {
-    let r = rewritten.get(text);
-    if (r === undefined) rewritten.set(text, (r = inSchema(text, schema)));
-    return r;
-  };
-  class SchemaClient extends pg.Client {
-    // pg's overloads are many; every form is a string, a config object, or a Submittable (left alone).
-    override query(config: any, values?: any, callback?: any): any {
-      if (typeof config === 'string') config = rewrite(config);
-      else if (config && typeof config.text === 'string' && typeof config.submit !== 'function') {
-        config = { ...config, text: rewrite(config.text), ...(config.name ? { name: `${config.name}__${schema}` } : {}) };
-      }
-      return super.query(config, values, callback);
-    }
-  }
-  return SchemaClient;
+export function schemaSql(schema: string = DEFAULT_SCHEMA): SchemaSql {
+  return (schema === DEFAULT_SCHEMA ? DEFAULT_SCHEMA : pg.escapeIdentifier(schema)) as SchemaSql;
 }
+
+/**
+ * The name of a prepared statement of `schema`: a connection keeps one plan per name, so another
+ * schema's version of a statement must never answer to the same one (a pool may serve stores of
+ * several schemas). PostgreSQL tells names apart by their first 63 bytes only, so the suffix is a
+ * short digest of the schema rather than its name, which may be that long by itself.
+ */
+export function statementName(name: string, schema: SchemaSql): string {
+  return schema === DEFAULT_SCHEMA ? name : `${name}__${createHash('sha256').update(schema).digest('hex').slice(0, 12)}`;
+}
+
+/** A prepared statement: its name (per schema) and its text. */
+export interface NamedStatement {
+  name: string;
+  text: string;
+}
+
+/** The statement `text` of `schema`, prepared under `name` made that schema's own. */
+export const named = (schema: SchemaSql, name: string, text: string): NamedStatement => ({ name: statementName(name, schema), text });

@@ -12,9 +12,9 @@
 import { createRequire } from 'node:module';
 import { Worker as Thread } from 'node:worker_threads';
 import type { RunId } from '../domain/types.ts';
-import { DEFAULT_SCHEMA, inSchema } from '../db/schema.ts';
+import { type NamedStatement, type SchemaOption, schemaSql } from '../db/schema.ts';
 import { renewWithinMs } from '../core/lease-policy.ts';
-import { RENEW_LEASES, RENEW_LEASES_NAME } from '../store/lease-renewal.ts';
+import { leaseRenewalSql } from '../store/lease-renewal.ts';
 import type { LeaseKeeper, LeaseKeeperFactory, LeaseKeeperListener, LeaseOwner } from '../ports/engine-store.ts';
 
 /** `changes`: runs now held (id, token) and runs let go since the last message. */
@@ -29,7 +29,7 @@ type FromThread =
 interface ThreadData {
   pgPath: string;
   url: string;
-  statement: { name: string; text: string };
+  statement: NamedStatement;
   owner: LeaseOwner;
   intervalMs: number;
   /** @unit milliseconds — leases that run out sooner are renewed, the others only checked (renewWithinMs). */
@@ -169,7 +169,8 @@ class ThreadLeaseKeeper implements LeaseKeeper {
 
   constructor(
     private readonly url: string,
-    private readonly schema: string,
+    /** RENEW_LEASES of the keeper's schema: the text the thread runs. */
+    private readonly statement: NamedStatement,
     private readonly owner: LeaseOwner,
     private readonly intervalMs: number,
     private readonly listener: LeaseKeeperListener,
@@ -187,7 +188,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
     const data: ThreadData = {
       pgPath,
       url: this.url,
-      statement: { name: `${RENEW_LEASES_NAME}__${this.schema}`, text: inSchema(RENEW_LEASES, this.schema) },
+      statement: this.statement,
       owner: this.owner,
       intervalMs: this.intervalMs,
       withinMs: renewWithinMs(this.owner.leaseMs, this.intervalMs),
@@ -281,9 +282,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
   }
 }
 
-export interface LeaseKeeperThreadOptions {
-  /** Where the project's tables are (see src/db/schema.ts). */
-  schema?: string;
+export interface LeaseKeeperThreadOptions extends SchemaOption {
   /**
    * @unit milliseconds — how long the main thread may be blocked before its leases are left to lapse.
    * Default: 3 × the lease, or the tool timeout plus a lease when that is longer — a tool blocking
@@ -294,6 +293,7 @@ export interface LeaseKeeperThreadOptions {
 
 /** A lease keeper on its own thread and connection to the database at `url`. */
 export function leaseKeeperThread(url: string, opts: LeaseKeeperThreadOptions = {}): LeaseKeeperFactory {
+  const { RENEW_LEASES } = leaseRenewalSql(schemaSql(opts.schema));
   return (owner, intervalMs, listener) =>
-    new ThreadLeaseKeeper(url, opts.schema ?? DEFAULT_SCHEMA, owner, intervalMs, listener, opts.stallLimitMs ?? 3 * owner.leaseMs);
+    new ThreadLeaseKeeper(url, RENEW_LEASES, owner, intervalMs, listener, opts.stallLimitMs ?? 3 * owner.leaseMs);
 }

@@ -21,13 +21,11 @@
  * falls back to the lease alone, saying so; WORKER_LIVENESS=lease chooses that from the start.
  */
 import pg from 'pg';
-import { clientForSchema, DEFAULT_SCHEMA } from '../db/schema.ts';
-import { PROBE, type ProbeRow, RELEASE_KEY, RETAKE_KEY, TAKE_NEW_KEY } from '../store/liveness-sql.ts';
+import { type SchemaOption, schemaSql } from '../db/schema.ts';
+import { livenessSql, type ProbeRow } from '../store/liveness-sql.ts';
 import type { OwnerLiveness, OwnerLivenessFactory, OwnerLivenessListener } from '../ports/engine-store.ts';
 
-export interface LivenessSessionOptions {
-  /** Where the project's tables are (see src/db/schema.ts). */
-  schema?: string;
+export interface LivenessSessionOptions extends SchemaOption {
   /** @unit milliseconds — how often the session probes for orphaned runs. Default 500. */
   intervalMs?: number;
   /** @unit milliseconds — how long an owner's lock must stay missing before its runs are taken over. Default 1000. */
@@ -62,7 +60,7 @@ class LivenessSession implements OwnerLiveness {
   private ticking: Promise<void> | null = null;
   private markReady!: () => void;
   readonly ready = new Promise<void>((resolve) => (this.markReady = resolve));
-  private readonly Client: typeof pg.Client;
+  private readonly sql: ReturnType<typeof livenessSql>;
   private readonly intervalMs: number;
   private readonly graceMs: number;
   private readonly confirmMs: number;
@@ -73,7 +71,7 @@ class LivenessSession implements OwnerLiveness {
     private readonly listener: OwnerLivenessListener,
     private readonly opts: LivenessSessionOptions,
   ) {
-    this.Client = clientForSchema(opts.schema ?? DEFAULT_SCHEMA);
+    this.sql = livenessSql(schemaSql(opts.schema));
     this.intervalMs = opts.intervalMs ?? 500;
     this.graceMs = opts.graceMs ?? 2 * this.intervalMs;
     this.confirmMs = opts.confirmMs ?? 1_000;
@@ -111,7 +109,7 @@ class LivenessSession implements OwnerLiveness {
   }
 
   private async connect(): Promise<void> {
-    const c = new this.Client({
+    const c = new pg.Client({
       connectionString: this.url,
       application_name: 'durable-agent-liveness',
       query_timeout: Math.max(2 * this.intervalMs, 2_000),
@@ -128,7 +126,7 @@ class LivenessSession implements OwnerLiveness {
     });
     this.client = c;
     if (this.key !== null && this.state !== 'lost') {
-      const { rows } = await c.query<{ held: boolean }>(RETAKE_KEY, [this.key]);
+      const { rows } = await c.query<{ held: boolean }>(this.sql.RETAKE_KEY, [this.key]);
       if (rows[0]!.held) {
         this.opts.log?.('info', 'liveness session back; its lock taken again', { owner_lock: this.key });
         this.live();
@@ -144,11 +142,11 @@ class LivenessSession implements OwnerLiveness {
       }
       this.giveUp('its lock is held by another session');
     }
-    const { rows } = await c.query<{ key: number }>(TAKE_NEW_KEY);
+    const { rows } = await c.query<{ key: number }>(this.sql.TAKE_NEW_KEY);
     if (!rows[0]) return await this.hangUp(); // the sequence cycled onto a key still held: the next one, next time
     this.key = rows[0].key;
     // Does this very backend hold the lock? Not behind a pooler in transaction mode.
-    const probe = await c.query<ProbeRow>({ text: PROBE, values: [this.key] });
+    const probe = await c.query<ProbeRow>({ text: this.sql.PROBE, values: [this.key] });
     if (!probe.rows[0]!.mine) return await this.fallBack();
     if (this.state === 'starting')
       this.opts.log?.('info', "owner liveness: a session lock; a dead worker's runs are taken over within about a second", {
@@ -167,7 +165,7 @@ class LivenessSession implements OwnerLiveness {
   }
 
   private async probe(c: pg.Client): Promise<void> {
-    const { rows } = await c.query<ProbeRow>({ text: PROBE, values: [this.key] });
+    const { rows } = await c.query<ProbeRow>({ text: this.sql.PROBE, values: [this.key] });
     const { mine, orphaned } = rows[0]!;
     if (!mine) return await this.fallBack();
     const now = Date.now();
@@ -229,7 +227,7 @@ class LivenessSession implements OwnerLiveness {
     const c = this.client;
     this.client = null;
     if (!c) return;
-    if (key !== null) await c.query(RELEASE_KEY, [key]).catch(() => {});
+    if (key !== null) await c.query(this.sql.RELEASE_KEY, [key]).catch(() => {});
     await c.end().catch(() => {});
   }
 }

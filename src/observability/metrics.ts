@@ -13,6 +13,7 @@ import client from 'prom-client';
 import { RUN_STATUSES } from '../domain/types.ts';
 import type { EngineEvents } from '../ports/engine-events.ts';
 
+/** Where the gauges are read from; called as methods, so an object such as the store's RunStats is a source. */
 export interface MetricsSources {
   /** Runs per status, from the database. */
   countRunsByStatus: () => Promise<Record<string, number>>;
@@ -148,7 +149,7 @@ export function createMetrics(sources: MetricsSources, labels: MetricLabels): Me
   let inFlight: Promise<void> | null = null;
   function refresh(): Promise<void> {
     inFlight ??= Promise.allSettled([
-      readWithin(sources.countRunsByStatus, readTimeoutMs).then(
+      readWithin(() => sources.countRunsByStatus(), readTimeoutMs).then(
         (counts) => {
           // Every known status is present, 0 when none, so dashboards and alerts never see a gap;
           // a status added by a later migration shows up before this list learns of it.
@@ -157,7 +158,7 @@ export function createMetrics(sources: MetricsSources, labels: MetricLabels): Me
         },
         () => readFailures.inc({ gauge: 'agent_runs' }),
       ),
-      readWithin(sources.queueDepth, readTimeoutMs).then(
+      readWithin(() => sources.queueDepth(), readTimeoutMs).then(
         (byAgent) => {
           // An agent's runs leave the queue, so its series drops to 0 rather than keeping its last value.
           depth.reset();

@@ -37,11 +37,11 @@ import { leaseKeeperThread } from '../leases/lease-keeper-thread.ts';
 import { leaseOnlyLiveness, livenessSession } from '../leases/liveness-session.ts';
 import { RunListing } from '../store/run-listing.ts';
 import { Sealer } from '../store/encryption.ts';
-import { checkEncryptionKeys } from '../store/encryption-keys.ts';
+import { EncryptionKeys } from '../store/encryption-keys.ts';
 import { RunOverview } from '../store/run-overview.ts';
 import { RunStore } from '../store/run-store.ts';
 import { RunRecords } from '../store/run-records.ts';
-import { countRunsByStatus, queueDepth } from '../store/run-stats.ts';
+import { RunStats } from '../store/run-stats.ts';
 import { DEFAULT_SYSTEM_PROMPT, demoTools } from '../demo/demo-tools.ts';
 import { ToolExecutor } from '../tools/executor.ts';
 import { WorkspaceFiles } from '../store/workspace-files.ts';
@@ -146,11 +146,9 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
   const redact = config.redact ? redactor(config.redact) : noRedaction;
   const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat, redact });
   const database = await resolveDatabase(config);
-  const pool = createPool(
-    database.url,
-    poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0),
-    config.databaseSchema,
-  );
+  const pool = createPool(database.url, poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0));
+  // Every part that issues SQL names its tables in this schema (db/schema.ts).
+  const schema = config.databaseSchema;
   let worker: Worker | null = null;
   let server: FastifyInstance | null = null;
   let plainMetrics: http.Server | null = null;
@@ -183,17 +181,17 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     // The demo agent's tickets exist only where the demo agent is served.
     const demo = agents.some((a) => a.tools === undefined);
     await migrate(pool, {
-      schema: config.databaseSchema,
+      schema,
       dirs: demo ? [MIGRATIONS_DIR, DEMO_MIGRATIONS_DIR] : [MIGRATIONS_DIR],
       legacyAgent: names[0]!,
     });
     const sealer = new Sealer(config.encryptionKeys);
-    await checkEncryptionKeys(pool, sealer);
-    const store = new RunStore(pool, { redact, sealer });
-    const records = new RunRecords(pool, { redact, sealer });
-    const listing = new RunListing(pool, sealer);
-    const deletion = new RunDeletion(pool);
-    const auth = authFor(config, new ApiKeys(pool), opts.authenticate);
+    await new EncryptionKeys(pool, { schema }).check(sealer);
+    const store = new RunStore(pool, { schema, redact, sealer });
+    const records = new RunRecords(pool, { schema, redact, sealer });
+    const listing = new RunListing(pool, { schema, sealer });
+    const deletion = new RunDeletion(pool, { schema });
+    const auth = authFor(config, new ApiKeys(pool, { schema }), opts.authenticate);
     // Clients given in code (with an agent, or to the runtime) instead of the configured provider.
     const needsConfigured = !opts.llm && agents.some((a) => !a.llm);
     const llmOf = (a: AgentOptions) => a.llm ?? opts.llm ?? null;
@@ -213,10 +211,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     };
     waits = new RunWaits(database.url, (id) => records.get(id), logger);
     const runs = createRuns({ store: records, listing, defaults, waits });
-    const metrics = createMetrics(
-      { countRunsByStatus: () => countRunsByStatus(pool), queueDepth: () => queueDepth(pool) },
-      { models: [...prices.models, config.defaultModel], agents: names },
-    );
+    const metrics = createMetrics(new RunStats(pool, { schema }), { models: [...prices.models, config.defaultModel], agents: names });
     // The client of agents without their own (the first agent's own when every agent has one).
     const llm: LlmClient = !needsConfigured
       ? (opts.llm ?? agents[0]!.llm!)
@@ -254,7 +249,11 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       const { createServer } = await import('../api/server.ts');
       const dashboard = loadDashboard();
       if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
-      eventHub = new EventHub(new RunEvents(pool, sealer), { databaseUrl: database.url, logger, access: new ReaderAccess(pool) });
+      eventHub = new EventHub(new RunEvents(pool, { schema, sealer }), {
+        databaseUrl: database.url,
+        logger,
+        access: new ReaderAccess(pool, { schema }),
+      });
       server = createServer({
         store: records,
         listing,
@@ -263,13 +262,13 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           await pool.query('SELECT 1');
         },
         metrics: () => metrics.render(),
-        overview: new RunOverview(pool),
+        overview: new RunOverview(pool, { schema }),
         deletion,
         dashboard,
         logger,
         auth,
-        runEvents: { events: new RunEvents(pool, sealer), hub: eventHub },
-        files: new WorkspaceFiles(pool, sealer),
+        runEvents: { events: new RunEvents(pool, { schema, sealer }), hub: eventHub },
+        files: new WorkspaceFiles(pool, { schema, sealer }),
       });
       url = await server.listen({ host: config.host, port: config.port }).catch((e: NodeJS.ErrnoException) => {
         if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') throw e;
@@ -286,8 +285,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     if (opts.worker) {
       // Fault injection for crash tests: the process kills itself at that point of the step path.
       if (config.crashAt) armCrashPoint(config.crashAt);
-      const tickets = demo ? new TicketStore(pool) : null;
-      const files = new WorkspaceFiles(pool, sealer);
+      const tickets = demo ? new TicketStore(pool, { schema }) : null;
+      const files = new WorkspaceFiles(pool, { schema, sealer });
       const definitions = await Promise.all(
         agents.map(async (a, i) => {
           const name = names[i]!;
@@ -322,13 +321,13 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
               logger.warn({ err_message: e.message, retry_in_ms: retryInMs }, 'LISTEN connection failed; reconnecting'),
             ),
           leaseKeeper: leaseKeeperThread(database.url, {
-            schema: config.databaseSchema,
+            schema,
             stallLimitMs: Math.max(3 * config.leaseMs, config.toolTimeoutMs + config.leaseMs),
           }),
           liveness:
             config.workerLiveness === 'session'
               ? livenessSession(database.url, {
-                  schema: config.databaseSchema,
+                  schema,
                   log: (level, msg, fields) => logger[level](fields ?? {}, msg),
                 })
               : leaseOnlyLiveness((level, msg) => logger[level](msg)),

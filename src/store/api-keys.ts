@@ -9,6 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { InputError } from '../domain/errors.ts';
+import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
 
 export const API_KEY_PREFIX = 'dak_';
 /** A key as it is issued; kept in step with the default redaction patterns. */
@@ -68,8 +69,28 @@ export function checkTenant(tenant: string): string {
 
 const KEY_COLUMNS = 'id, tenant, label, created_at, revoked_at, last_used_at';
 
+const apiKeysSql = (schema: SchemaSql) => ({
+  CREATE: `INSERT INTO ${schema}.api_key (id, tenant, label, hash) VALUES ($1, $2, $3, $4) RETURNING ${KEY_COLUMNS}`,
+  LIST: `SELECT ${KEY_COLUMNS} FROM ${schema}.api_key ORDER BY created_at DESC, id`,
+  REVOKE: `UPDATE ${schema}.api_key SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING ${KEY_COLUMNS}`,
+  HOLDER: `WITH k AS (
+         SELECT id, tenant, last_used_at FROM ${schema}.api_key WHERE hash = $1 AND revoked_at IS NULL),
+       used AS (
+         UPDATE ${schema}.api_key a SET last_used_at = now() FROM k
+         WHERE a.id = k.id AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute'))
+       SELECT id, tenant FROM k`,
+  ANY_EXIST: `SELECT EXISTS (SELECT 1 FROM ${schema}.api_key) AS any`,
+});
+
 export class ApiKeys {
-  constructor(private readonly db: Pick<pg.Pool, 'query'>) {}
+  private readonly sql: ReturnType<typeof apiKeysSql>;
+
+  constructor(
+    private readonly db: Pick<pg.Pool, 'query'>,
+    opts: SchemaOption = {},
+  ) {
+    this.sql = apiKeysSql(schemaSql(opts.schema));
+  }
 
   async create(tenant: string, label: string | null = null): Promise<NewApiKey> {
     checkTenant(tenant);
@@ -77,25 +98,19 @@ export class ApiKeys {
       throw new InputError('invalid label: at most 200 characters of text', [{ path: 'label', message: 'at most 200 characters of text' }]);
     }
     const key = API_KEY_PREFIX + randomBytes(32).toString('base64url');
-    const { rows } = await this.db.query<KeyRow>(
-      `INSERT INTO durable_agent.api_key (id, tenant, label, hash) VALUES ($1, $2, $3, $4) RETURNING ${KEY_COLUMNS}`,
-      [randomBytes(8).toString('hex'), tenant, label, hashApiKey(key)],
-    );
+    const { rows } = await this.db.query<KeyRow>(this.sql.CREATE, [randomBytes(8).toString('hex'), tenant, label, hashApiKey(key)]);
     return { ...toInfo(rows[0]!), key };
   }
 
   /** Every key, newest first, without secrets (there are none to show: only hashes are kept). */
   async list(): Promise<ApiKeyInfo[]> {
-    const { rows } = await this.db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM durable_agent.api_key ORDER BY created_at DESC, id`);
+    const { rows } = await this.db.query<KeyRow>(this.sql.LIST);
     return rows.map(toInfo);
   }
 
   /** Revokes the key; null when there is no key with this id. Revoking twice keeps the first time. */
   async revoke(id: string): Promise<ApiKeyInfo | null> {
-    const { rows } = await this.db.query<KeyRow>(
-      `UPDATE durable_agent.api_key SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING ${KEY_COLUMNS}`,
-      [id],
-    );
+    const { rows } = await this.db.query<KeyRow>(this.sql.REVOKE, [id]);
     return rows[0] ? toInfo(rows[0]) : null;
   }
 
@@ -105,21 +120,13 @@ export class ApiKeys {
    */
   async holder(key: string): Promise<KeyHolder | null> {
     if (!API_KEY_PATTERN.test(key)) return null;
-    const { rows } = await this.db.query<{ id: string; tenant: string }>(
-      `WITH k AS (
-         SELECT id, tenant, last_used_at FROM durable_agent.api_key WHERE hash = $1 AND revoked_at IS NULL),
-       used AS (
-         UPDATE durable_agent.api_key a SET last_used_at = now() FROM k
-         WHERE a.id = k.id AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute'))
-       SELECT id, tenant FROM k`,
-      [hashApiKey(key)],
-    );
+    const { rows } = await this.db.query<{ id: string; tenant: string }>(this.sql.HOLDER, [hashApiKey(key)]);
     return rows[0] ? { keyId: rows[0].id, tenant: rows[0].tenant } : null;
   }
 
   /** Whether any key was ever created (revoked ones count: revoking the last key does not open the server). */
   async anyExist(): Promise<boolean> {
-    const { rows } = await this.db.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM durable_agent.api_key) AS any');
+    const { rows } = await this.db.query<{ any: boolean }>(this.sql.ANY_EXIST);
     return rows[0]!.any;
   }
 }

@@ -4,6 +4,7 @@
  * (a data-modifying CTE): the fence and the lease renewal (`owner`), the step row, and when it is known
  * already, the STARTED row of the next tool call — one round trip, one commit.
  */
+import type { SchemaSql } from '../db/schema.ts';
 import type { RunProgress, RunStatus } from '../domain/types.ts';
 import type { RunEnd, ToolStart } from '../ports/engine-store.ts';
 import { storableText } from '../core/storable.ts';
@@ -12,10 +13,6 @@ export interface ProgressRow {
   tokens_used: number;
   cancel_requested: boolean;
 }
-
-/** Whether an event hub follows run `runId` (an SQL expression): its events are announced, its text written as it streams. */
-export const FOLLOWED = (runId: string) =>
-  `EXISTS (SELECT 1 FROM durable_agent.run_event_watch w WHERE w.run_id = ${runId} AND w.expires_at > now())`;
 
 /** The run's progress from `r`, with `more` fields after it (in one literal: see with-fields.ts). */
 export const progress = <E extends object = object>(r: ProgressRow, more?: E): RunProgress & E =>
@@ -39,30 +36,36 @@ export const STATUS_IS = (status: RunStatus, r?: string) => `(${r ? `${r}.` : ''
 export const FENCE = (tokenParam: number) =>
   `id = $1 AND locked_by = $2 AND lease_token = $${tokenParam}::uuid AND ${STATUS_IS('RUNNING')}`;
 
-/** Renews the lease of a run this claim still owns ($1 run, $2 worker, $3 lease ms), and yields nothing otherwise. */
-export const OWNED = (tokenParam: number, extraSet = '') => `owner AS (
-  UPDATE durable_agent.run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()${extraSet}
-  WHERE ${FENCE(tokenParam)}
-  RETURNING id, tokens_used, cancel_requested)`;
+/** The parts that name tables, in `schema`. */
+export const fencedSql = (schema: SchemaSql) => ({
+  /** Whether an event hub follows run `runId` (an SQL expression): its events are announced, its text written as it streams. */
+  FOLLOWED: (runId: string) => `EXISTS (SELECT 1 FROM ${schema}.run_event_watch w WHERE w.run_id = ${runId} AND w.expires_at > now())`,
 
-/**
- * The optional STARTED row of the next tool call, written in the same statement as a checkpoint.
- * Skipped when a cancel is pending: the guard would stop the run before that tool.
- */
-export const START_NEXT = (p: number) => `next AS (
-  INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
+  /** Renews the lease of a run this claim still owns ($1 run, $2 worker, $3 lease ms), and yields nothing otherwise. */
+  OWNED: (tokenParam: number, extraSet = '') => `owner AS (
+  UPDATE ${schema}.run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()${extraSet}
+  WHERE ${FENCE(tokenParam)}
+  RETURNING id, tokens_used, cancel_requested)`,
+
+  /**
+   * The optional STARTED row of the next tool call, written in the same statement as a checkpoint.
+   * Skipped when a cancel is pending: the guard would stop the run before that tool.
+   */
+  START_NEXT: (p: number) => `next AS (
+  INSERT INTO ${schema}.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
   SELECT id, $${p}::int, 'TOOL', 'STARTED', $${p + 1}::text, $${p + 2}::text, $2 FROM owner
   WHERE $${p}::int IS NOT NULL AND NOT cancel_requested
-  RETURNING seq)`;
+  RETURNING seq)`,
 
-/** The MODEL step row: $2 worker, $5 cost, $6 seq, $7..$15 request, response and usage. */
-export const MODEL_STEP = `step AS (
-  INSERT INTO durable_agent.run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
+  /** The MODEL step row: $2 worker, $5 cost, $6 seq, $7..$15 request, response and usage. */
+  MODEL_STEP: `step AS (
+  INSERT INTO ${schema}.run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
                         cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms,
                         worker, started_at, finished_at)
   SELECT id, $6, 'MODEL', 'DONE', $7, $8, $9, $10, $11, $12, $13, $5, $14, $15::int, $2,
          now() - $15::int * interval '1 millisecond', now()
-  FROM owner)`;
+  FROM owner)`,
+});
 
 export const startParams = (s?: ToolStart) => [s?.seq ?? null, s?.toolName ?? null, s?.toolUseId ?? null];
 

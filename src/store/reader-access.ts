@@ -7,25 +7,34 @@
  */
 import type pg from 'pg';
 import type { RunId } from '../domain/types.ts';
+import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
 
 export interface LostAccess {
   keys: string[];
   runs: RunId[];
 }
 
+const readerAccessSql = (schema: SchemaSql) => ({
+  LOST: `SELECT k.id AS key, NULL::uuid AS run FROM unnest($1::text[]) AS k (id)
+       WHERE NOT EXISTS (SELECT 1 FROM ${schema}.api_key a WHERE a.id = k.id AND a.revoked_at IS NULL)
+       UNION ALL
+       SELECT NULL, r.id FROM unnest($2::uuid[]) AS r (id)
+       WHERE NOT EXISTS (SELECT 1 FROM ${schema}.run WHERE run.id = r.id)`,
+});
+
 export class ReaderAccess {
-  constructor(private readonly db: Pick<pg.Pool, 'query'>) {}
+  private readonly sql: ReturnType<typeof readerAccessSql>;
+
+  constructor(
+    private readonly db: Pick<pg.Pool, 'query'>,
+    opts: SchemaOption = {},
+  ) {
+    this.sql = readerAccessSql(schemaSql(opts.schema));
+  }
 
   async lost(keyIds: readonly string[], runIds: readonly RunId[]): Promise<LostAccess> {
     if (keyIds.length === 0 && runIds.length === 0) return { keys: [], runs: [] };
-    const { rows } = await this.db.query<{ key: string | null; run: RunId | null }>(
-      `SELECT k.id AS key, NULL::uuid AS run FROM unnest($1::text[]) AS k (id)
-       WHERE NOT EXISTS (SELECT 1 FROM durable_agent.api_key a WHERE a.id = k.id AND a.revoked_at IS NULL)
-       UNION ALL
-       SELECT NULL, r.id FROM unnest($2::uuid[]) AS r (id)
-       WHERE NOT EXISTS (SELECT 1 FROM durable_agent.run WHERE run.id = r.id)`,
-      [keyIds, runIds],
-    );
+    const { rows } = await this.db.query<{ key: string | null; run: RunId | null }>(this.sql.LOST, [keyIds, runIds]);
     return {
       keys: rows.flatMap((r) => (r.key === null ? [] : [r.key])),
       runs: rows.flatMap((r) => (r.run === null ? [] : [r.run])),

@@ -23,34 +23,35 @@
 import type pg from 'pg';
 import { TERMINAL_STATUSES, type RunId, type RunStatus } from '../domain/types.ts';
 import { ConflictError, NotFoundError } from '../domain/errors.ts';
+import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
 import { CONTENT_GRACE_MS } from './workspace-files.ts';
 
 const TERMINAL = TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ');
 
 /** `gone` (the deleted runs' ids) → the blobs only they referred to, deleted; appended to a statement's CTEs. */
-const WITH_BLOBS = `
+const withBlobs = (schema: SchemaSql) => `
   digests AS (
     SELECT DISTINCT d.digest
-    FROM durable_agent.run_step s JOIN gone ON gone.id = s.run_id,
+    FROM ${schema}.run_step s JOIN gone ON gone.id = s.run_id,
          LATERAL (VALUES (s.request ->> 'systemDigest'), (s.request ->> 'toolsDigest')) AS d (digest)
     WHERE s.kind = 'MODEL' AND d.digest IS NOT NULL),
   blobs AS (
-    DELETE FROM durable_agent.content_blob b USING digests
+    DELETE FROM ${schema}.content_blob b USING digests
     WHERE b.digest = digests.digest
       AND NOT EXISTS (
-        SELECT 1 FROM durable_agent.run_step o
+        SELECT 1 FROM ${schema}.run_step o
         WHERE o.kind = 'MODEL' AND (o.request ->> 'systemDigest') = digests.digest AND o.run_id NOT IN (SELECT id FROM gone))
       AND NOT EXISTS (
-        SELECT 1 FROM durable_agent.run_step o
+        SELECT 1 FROM ${schema}.run_step o
         WHERE o.kind = 'MODEL' AND (o.request ->> 'toolsDigest') = digests.digest AND o.run_id NOT IN (SELECT id FROM gone))
     RETURNING b.digest),
   file_digests AS (
-    SELECT DISTINCT f.sha256 FROM durable_agent.run_file f JOIN gone ON gone.id = f.run_id WHERE f.sha256 IS NOT NULL),
+    SELECT DISTINCT f.sha256 FROM ${schema}.run_file f JOIN gone ON gone.id = f.run_id WHERE f.sha256 IS NOT NULL),
   file_blobs AS (
-    DELETE FROM durable_agent.workspace_blob b USING file_digests d
+    DELETE FROM ${schema}.workspace_blob b USING file_digests d
     WHERE b.sha256 = d.sha256 AND b.touched_at < now() - interval '${CONTENT_GRACE_MS} milliseconds'
       AND NOT EXISTS (
-        SELECT 1 FROM durable_agent.run_file o WHERE o.sha256 = d.sha256 AND o.run_id NOT IN (SELECT id FROM gone))
+        SELECT 1 FROM ${schema}.run_file o WHERE o.sha256 = d.sha256 AND o.run_id NOT IN (SELECT id FROM gone))
     RETURNING b.sha256)`;
 
 export interface Deleted {
@@ -72,8 +73,43 @@ export interface PurgeOptions {
   onBatch?: (batch: Deleted) => void;
 }
 
+const retentionSql = (schema: SchemaSql) => ({
+  DELETE_RUN: `WITH target AS (
+         SELECT id, status, EXISTS (SELECT 1 FROM ${schema}.run c WHERE c.previous_run_id = run.id) AS continued
+         FROM ${schema}.run WHERE id = $1 AND ($2::text IS NULL OR tenant = $2) FOR UPDATE),
+       forks AS (SELECT count(*)::int AS n FROM ${schema}.run WHERE forked_from_run_id = $1),
+       gone AS (
+         DELETE FROM ${schema}.run r USING target
+         WHERE r.id = target.id AND target.status IN (${TERMINAL}) AND NOT target.continued AND (SELECT n FROM forks) = 0
+         RETURNING r.id),
+       ${withBlobs(schema)}
+       SELECT (SELECT status FROM target) AS status, (SELECT continued FROM target) AS continued, (SELECT n FROM forks) AS forks,
+              (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs,
+              (SELECT count(*) FROM file_blobs)::int AS file_contents`,
+  PURGE_BATCH: `WITH doomed AS (
+         SELECT id FROM ${schema}.run
+         WHERE status IN (${TERMINAL}) AND finished_at < $1 AND ($3::text IS NULL OR tenant = $3)
+           -- A run another continues (previousRunId) or forks goes after it (a later batch): a conversation never loses its start.
+           AND NOT EXISTS (SELECT 1 FROM ${schema}.run c WHERE c.previous_run_id = run.id OR c.forked_from_run_id = run.id)
+         ORDER BY finished_at
+         LIMIT $2
+         FOR UPDATE SKIP LOCKED),
+       gone AS (
+         DELETE FROM ${schema}.run r USING doomed WHERE r.id = doomed.id RETURNING r.id),
+       ${withBlobs(schema)}
+       SELECT (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs,
+              (SELECT count(*) FROM file_blobs)::int AS file_contents`,
+});
+
 export class RunDeletion {
-  constructor(private readonly db: Pick<pg.Pool, 'query'>) {}
+  private readonly sql: ReturnType<typeof retentionSql>;
+
+  constructor(
+    private readonly db: Pick<pg.Pool, 'query'>,
+    opts: SchemaOption = {},
+  ) {
+    this.sql = retentionSql(schemaSql(opts.schema));
+  }
 
   /**
    * Deletes a finished run and everything only it refers to. NotFoundError when there is no such run
@@ -88,21 +124,7 @@ export class RunDeletion {
       runs: number;
       blobs: number;
       file_contents: number;
-    }>(
-      `WITH target AS (
-         SELECT id, status, EXISTS (SELECT 1 FROM durable_agent.run c WHERE c.previous_run_id = run.id) AS continued
-         FROM durable_agent.run WHERE id = $1 AND ($2::text IS NULL OR tenant = $2) FOR UPDATE),
-       forks AS (SELECT count(*)::int AS n FROM durable_agent.run WHERE forked_from_run_id = $1),
-       gone AS (
-         DELETE FROM durable_agent.run r USING target
-         WHERE r.id = target.id AND target.status IN (${TERMINAL}) AND NOT target.continued AND (SELECT n FROM forks) = 0
-         RETURNING r.id),
-       ${WITH_BLOBS}
-       SELECT (SELECT status FROM target) AS status, (SELECT continued FROM target) AS continued, (SELECT n FROM forks) AS forks,
-              (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs,
-              (SELECT count(*) FROM file_blobs)::int AS file_contents`,
-      [id, tenant],
-    );
+    }>(this.sql.DELETE_RUN, [id, tenant]);
     const r = rows[0]!;
     if (r.status === null) throw new NotFoundError(`run ${id} not found`);
     if (r.continued) throw new ConflictError(`run ${id} is continued by a later run (previousRunId): delete that one first`);
@@ -114,22 +136,11 @@ export class RunDeletion {
 
   /** One batch of finished runs that finished before `cutoff`, oldest first; rows other sessions hold are skipped. */
   async purgeBatch(cutoff: Date, batchSize: number, tenant: string | null = null): Promise<Deleted> {
-    const { rows } = await this.db.query<{ runs: number; blobs: number; file_contents: number }>(
-      `WITH doomed AS (
-         SELECT id FROM durable_agent.run
-         WHERE status IN (${TERMINAL}) AND finished_at < $1 AND ($3::text IS NULL OR tenant = $3)
-           -- A run another continues (previousRunId) or forks goes after it (a later batch): a conversation never loses its start.
-           AND NOT EXISTS (SELECT 1 FROM durable_agent.run c WHERE c.previous_run_id = run.id OR c.forked_from_run_id = run.id)
-         ORDER BY finished_at
-         LIMIT $2
-         FOR UPDATE SKIP LOCKED),
-       gone AS (
-         DELETE FROM durable_agent.run r USING doomed WHERE r.id = doomed.id RETURNING r.id),
-       ${WITH_BLOBS}
-       SELECT (SELECT count(*) FROM gone)::int AS runs, (SELECT count(*) FROM blobs)::int AS blobs,
-              (SELECT count(*) FROM file_blobs)::int AS file_contents`,
-      [cutoff, batchSize, tenant],
-    );
+    const { rows } = await this.db.query<{ runs: number; blobs: number; file_contents: number }>(this.sql.PURGE_BATCH, [
+      cutoff,
+      batchSize,
+      tenant,
+    ]);
     const r = rows[0]!;
     return { runs: r.runs, blobs: r.blobs, fileContents: r.file_contents };
   }

@@ -16,6 +16,7 @@ import type { Run, RunStatus } from '../domain/types.ts';
 import { InputError } from '../domain/errors.ts';
 import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
 import { RUN_COLUMNS, type RunRow, toRun } from './rows.ts';
+import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
 
 export interface RunPageQuery {
   status?: RunStatus | undefined;
@@ -75,11 +76,32 @@ export function decodeCursor(cursor: string): Position {
   return parsed.data;
 }
 
+/** The page's read, its tables in `schema`: the conditions `where` (none, or `WHERE …`), at most $`limit` rows. */
+const runListingSql = (schema: SchemaSql) => ({
+  PAGE: (where: string, limit: number) => `SELECT ${RUN_COLUMNS}, ${EXACT_CREATED_AT} AS exact_created_at,
+              (SELECT max(s.seq) FROM ${schema}.run_step s WHERE s.run_id = run.id) AS step_count
+       FROM ${schema}.run
+       ${where}
+       ORDER BY created_at DESC, id DESC
+       LIMIT $${limit}`,
+});
+
+export interface RunListingOptions extends SchemaOption {
+  /** Opens the runs' payloads as they are read; none by default. */
+  sealer?: Sealer;
+}
+
 export class RunListing {
+  private readonly sealer: Sealer;
+  private readonly sql: ReturnType<typeof runListingSql>;
+
   constructor(
     private readonly db: Pick<pg.Pool, 'query'>,
-    private readonly sealer: Sealer = NO_ENCRYPTION,
-  ) {}
+    opts: RunListingOptions = {},
+  ) {
+    this.sealer = opts.sealer ?? NO_ENCRYPTION;
+    this.sql = runListingSql(schemaSql(opts.schema));
+  }
 
   async list(q: RunPageQuery): Promise<RunPage> {
     const where: string[] = [];
@@ -105,12 +127,7 @@ export class RunListing {
     // One extra row tells whether there is a next page without a count query.
     params.push(q.limit + 1);
     const { rows } = await this.db.query<RunRow & { exact_created_at: string; step_count: number | null }>(
-      `SELECT ${RUN_COLUMNS}, ${EXACT_CREATED_AT} AS exact_created_at,
-              (SELECT max(s.seq) FROM durable_agent.run_step s WHERE s.run_id = run.id) AS step_count
-       FROM durable_agent.run
-       ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-       ORDER BY created_at DESC, id DESC
-       LIMIT $${params.length}`,
+      this.sql.PAGE(where.length ? `WHERE ${where.join(' AND ')}` : '', params.length),
       params,
     );
     const page = rows.slice(0, q.limit);

@@ -14,7 +14,8 @@
  */
 import type pg from 'pg';
 import { RUN_STATUSES, STEP_KINDS, type StepKind } from '../domain/types.ts';
-import { countRunsByStatus } from './run-stats.ts';
+import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
+import { countRunsByStatus, runStatsSql } from './run-stats.ts';
 
 type Queryable = Pick<pg.Pool, 'query'>;
 
@@ -120,8 +121,46 @@ function latency(rows: readonly LatencyRow[], window: 'hour' | 'day'): StepLaten
   });
 }
 
+/** The overview's reads, their tables in `schema`; with `ofTenant`, of the tenant's runs only ($5 and $4). */
+function runOverviewSql(schema: SchemaSql) {
+  const created = (ofTenant: string) => `SELECT s.status,
+              (SELECT count(*)::int FROM ${schema}.run r WHERE r.status = s.status AND r.created_at >= $1 AND r.created_at < $3 ${ofTenant}) AS day,
+              (SELECT count(*)::int FROM ${schema}.run r WHERE r.status = s.status AND r.created_at >= $2 AND r.created_at < $3 ${ofTenant}) AS hour
+       FROM unnest($4::text[]) AS s (status)`;
+  const steps = (stepsOfTenant: string) => `WITH s AS MATERIALIZED (
+         SELECT started_at, kind, latency_ms, input_tokens, output_tokens, cache_creation_input_tokens,
+                cache_read_input_tokens, cost_usd
+         FROM ${schema}.run_step WHERE started_at >= $1 AND started_at < $3 ${stepsOfTenant})
+       SELECT date_bin('5 minutes', started_at, timestamptz 'epoch') AS bucket, started_at >= $2 AS in_hour,
+              NULL AS kind, count(*)::int AS steps, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+              sum(cache_creation_input_tokens) AS cache_write_tokens, sum(cache_read_input_tokens) AS cache_read_tokens,
+              sum(cost_usd) AS cost_usd, NULL::int AS day_steps, NULL::int[] AS day_p, NULL::int AS hour_steps, NULL::int[] AS hour_p
+       FROM s GROUP BY 1, 2
+       UNION ALL
+       SELECT NULL, NULL, kind, 0, NULL, NULL, NULL, NULL, NULL,
+              count(*)::int,
+              percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY latency_ms),
+              count(*) FILTER (WHERE started_at >= $2)::int,
+              percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE started_at >= $2)
+       FROM s WHERE latency_ms IS NOT NULL GROUP BY kind`;
+  return {
+    stats: runStatsSql(schema),
+    CREATED: created(''),
+    CREATED_OF_TENANT: created('AND r.tenant = $5'),
+    STEPS: steps(''),
+    STEPS_OF_TENANT: steps(`AND run_id IN (SELECT id FROM ${schema}.run WHERE tenant = $4)`),
+  };
+}
+
 export class RunOverview {
-  constructor(private readonly db: Pick<pg.Pool, 'connect'>) {}
+  private readonly sql: ReturnType<typeof runOverviewSql>;
+
+  constructor(
+    private readonly db: Pick<pg.Pool, 'connect'>,
+    opts: SchemaOption = {},
+  ) {
+    this.sql = runOverviewSql(schemaSql(opts.schema));
+  }
 
   /**
    * The figures for the windows ending at `at`; by default the database's now, the clock that stamped
@@ -150,38 +189,20 @@ export class RunOverview {
   private async readIn(db: Queryable, at: Date, tenant: string | null): Promise<Overview> {
     const daySince = new Date(at.getTime() - DAY_MS);
     const hourSince = new Date(at.getTime() - HOUR_MS);
-    const byStatus = await countRunsByStatus(db, tenant);
+    const byStatus = await countRunsByStatus(db, this.sql.stats, tenant);
     // Per status, two range scans of run_status_created_idx (or the tenant's): only the day's runs are read.
-    const ofTenant = tenant === null ? '' : 'AND r.tenant = $5';
     const created = await db.query<{ status: string; day: number; hour: number }>(
-      `SELECT s.status,
-              (SELECT count(*)::int FROM durable_agent.run r WHERE r.status = s.status AND r.created_at >= $1 AND r.created_at < $3 ${ofTenant}) AS day,
-              (SELECT count(*)::int FROM durable_agent.run r WHERE r.status = s.status AND r.created_at >= $2 AND r.created_at < $3 ${ofTenant}) AS hour
-       FROM unnest($4::text[]) AS s (status)`,
+      tenant === null ? this.sql.CREATED : this.sql.CREATED_OF_TENANT,
       [daySince, hourSince, at, RUN_STATUSES, ...(tenant === null ? [] : [tenant])],
     );
     // The day's steps are read once (the CTE), then summed per 5-minute bucket, split at the hour's
     // start so both windows' totals are exact sums of rows, and ranked per kind for the percentiles.
-    const stepsOfTenant = tenant === null ? '' : 'AND run_id IN (SELECT id FROM durable_agent.run WHERE tenant = $4)';
-    const steps = await db.query<BucketRow & LatencyRow>(
-      `WITH s AS MATERIALIZED (
-         SELECT started_at, kind, latency_ms, input_tokens, output_tokens, cache_creation_input_tokens,
-                cache_read_input_tokens, cost_usd
-         FROM durable_agent.run_step WHERE started_at >= $1 AND started_at < $3 ${stepsOfTenant})
-       SELECT date_bin('5 minutes', started_at, timestamptz 'epoch') AS bucket, started_at >= $2 AS in_hour,
-              NULL AS kind, count(*)::int AS steps, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-              sum(cache_creation_input_tokens) AS cache_write_tokens, sum(cache_read_input_tokens) AS cache_read_tokens,
-              sum(cost_usd) AS cost_usd, NULL::int AS day_steps, NULL::int[] AS day_p, NULL::int AS hour_steps, NULL::int[] AS hour_p
-       FROM s GROUP BY 1, 2
-       UNION ALL
-       SELECT NULL, NULL, kind, 0, NULL, NULL, NULL, NULL, NULL,
-              count(*)::int,
-              percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY latency_ms),
-              count(*) FILTER (WHERE started_at >= $2)::int,
-              percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE started_at >= $2)
-       FROM s WHERE latency_ms IS NOT NULL GROUP BY kind`,
-      [daySince, hourSince, at, ...(tenant === null ? [] : [tenant])],
-    );
+    const steps = await db.query<BucketRow & LatencyRow>(tenant === null ? this.sql.STEPS : this.sql.STEPS_OF_TENANT, [
+      daySince,
+      hourSince,
+      at,
+      ...(tenant === null ? [] : [tenant]),
+    ]);
     const buckets = steps.rows.filter((r) => r.kind === null);
     const latencies = steps.rows.filter((r) => r.kind !== null);
 

@@ -19,11 +19,13 @@ import {
 import { ConflictError, InputError, NotFoundError } from '../domain/errors.ts';
 import type { TurnRow } from '../core/fork-points.ts';
 import { noRedaction, type Redact, redactValue, textRedactor } from '../core/redact.ts';
-import { type Decided, recordDecision } from './decisions.ts';
+import { type Decided, decisionsSql, recordDecision } from './decisions.ts';
 import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
-import { CONVERSATION_RUNS, conversationSteps, lineageSteps, qualified, TOOL_USES, TURN_AT } from './lineage-sql.ts';
+import { lineageSql, qualified, TOOL_USES } from './lineage-sql.ts';
 import type { EarlierRun } from '../core/chain-replay.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
+import { named, type NamedStatement, schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
+import { withFields } from '../util/with-fields.ts';
 
 export interface NewRun {
   input: string;
@@ -60,8 +62,8 @@ const FOREIGN_KEY_VIOLATION = '23503';
 type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status']; tool_uses: number | null };
 const toTurnRow = (r: TurnRowSql): TurnRow => ({ seq: r.seq, kind: r.kind, status: r.status, toolUses: r.tool_uses });
 
-/** How the stores treat what they write: redaction, encryption. */
-export interface RunStoreOptions {
+/** Where the stores' tables are, and how they treat what they write: redaction, encryption. */
+export interface RunStoreOptions extends SchemaOption {
   /**
    * Applied to what comes into a run from outside the model before it is written: its input and
    * metadata, tool results, decisions, error texts (observability/redact.ts); never to model output,
@@ -79,23 +81,67 @@ export function writePolicy(opts: RunStoreOptions): { redact: Redact; redactStri
   return { redact: textRedactor(redactString), redactString, sealer: opts.sealer ?? NO_ENCRYPTION };
 }
 
+/** The statements of RunRecords, their tables in `schema`. */
+function runRecordsSql(schema: SchemaSql) {
+  const { CONVERSATION_RUNS, conversationSteps, lineageSteps, TURN_AT } = lineageSql(schema);
+  return {
+    decisions: decisionsSql(schema),
+    CREATE: named(
+      schema,
+      'durable_agent_create',
+      `INSERT INTO ${schema}.run (id, input, model, token_budget, max_steps, run_at, deadline_at, metadata, tenant, idempotency_key, request_hash,
+                                         agent, agent_version, previous_run_id,
+                                         cost_budget_usd, forked_from_run_id, forked_after_seq)
+         VALUES ($1, $2, $3, $4, $5, greatest(coalesce($9::timestamptz, now()), now()),
+                 greatest(coalesce($9::timestamptz, now()), now()) + $6 * interval '1 second', $7, $8, $10, $11, $12, $13, $14,
+                 $15, $16, $17)
+         ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         RETURNING ${RUN_COLUMNS}`,
+    ),
+    BY_KEY: `SELECT ${RUN_COLUMNS}, request_hash, created_at < now() - interval '24 hours' AS expired
+         FROM ${schema}.run WHERE tenant = $1 AND idempotency_key = $2`,
+    FREE_KEY: `UPDATE ${schema}.run SET idempotency_key = NULL WHERE id = $1 AND created_at < now() - interval '24 hours'`,
+    GET: `SELECT ${RUN_COLUMNS} FROM ${schema}.run WHERE id = $1`,
+    TIMELINE: lineageSteps(qualified(STEP_SUMMARY_COLUMNS)),
+    TURN_AT,
+    TURN_ROWS: lineageSteps(`s.seq, s.kind, s.status, ${TOOL_USES}`),
+    LATEST_PROVIDER: `SELECT request->>'provider' AS provider FROM ${schema}.run_step
+        WHERE run_id = $1 AND kind = 'MODEL' AND request ? 'provider' ORDER BY seq DESC LIMIT 1`,
+    STEPS_THROUGH: lineageSteps(qualified(STEP_COLUMNS), true),
+    CANCEL: `UPDATE ${schema}.run SET cancel_requested = true,
+              status = CASE WHEN status IN ('QUEUED', 'WAITING') THEN 'CANCELLED' ELSE status END,
+              finished_at = CASE WHEN status IN ('QUEUED', 'WAITING') THEN now() ELSE finished_at END,
+              error = CASE WHEN status = 'WAITING' THEN 'cancelled while waiting (' || coalesce(waiting->>'kind', 'wait') || ')'
+                           WHEN status <> 'QUEUED' THEN error WHEN attempts = 0 AND provider_requeues = 0 THEN 'cancelled before it started'
+                           ELSE 'cancelled while waiting in the queue' END,
+              updated_at = now()
+       WHERE id = $1 AND status IN ('QUEUED', 'RUNNING', 'WAITING') AND NOT cancel_requested
+       RETURNING ${RUN_COLUMNS}`,
+    CONVERSATION_RUNS: named(schema, 'durable_agent_conversation_runs', CONVERSATION_RUNS),
+    CONVERSATION_STEPS: named(schema, 'durable_agent_conversation_steps', conversationSteps(qualified(STEP_COLUMNS))),
+    BLOB: `SELECT body FROM ${schema}.content_blob WHERE digest = $1`,
+  };
+}
+
 export class RunRecords {
   /** For stored texts, which may be JSON: their string values are redacted, their shape kept. */
   private readonly redact: Redact;
   /** The patterns on one string value. */
   private readonly redactString: Redact;
   private readonly sealer: Sealer;
+  private readonly sql: ReturnType<typeof runRecordsSql>;
 
   constructor(
     private readonly db: pg.Pool,
     opts: RunStoreOptions = {},
   ) {
     ({ redact: this.redact, redactString: this.redactString, sealer: this.sealer } = writePolicy(opts));
+    this.sql = runRecordsSql(schemaSql(opts.schema));
   }
 
   /** A named statement: each connection parses and plans it once. */
-  private prepared<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
-    return this.db.query<R>({ name: `durable_agent_${name}`, text, values });
+  private prepared<R extends pg.QueryResultRow>(statement: NamedStatement, values: unknown[]): Promise<pg.QueryResult<R>> {
+    return this.db.query<R>(withFields(statement, { values }));
   }
 
   async create(r: NewRun): Promise<Run> {
@@ -110,36 +156,25 @@ export class RunRecords {
   async createOnce(r: NewRun): Promise<{ run: Run; created: boolean }> {
     const tenant = r.tenant ?? DEFAULT_TENANT;
     for (let tries = 1; ; tries++) {
-      const { rows } = await this.prepared<RunRow>(
-        'create',
-        `INSERT INTO durable_agent.run (id, input, model, token_budget, max_steps, run_at, deadline_at, metadata, tenant, idempotency_key, request_hash,
-                                         agent, agent_version, previous_run_id,
-                                         cost_budget_usd, forked_from_run_id, forked_after_seq)
-         VALUES ($1, $2, $3, $4, $5, greatest(coalesce($9::timestamptz, now()), now()),
-                 greatest(coalesce($9::timestamptz, now()), now()) + $6 * interval '1 second', $7, $8, $10, $11, $12, $13, $14,
-                 $15, $16, $17)
-         ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-         RETURNING ${RUN_COLUMNS}`,
-        [
-          randomUUID(),
-          this.sealer.text(this.redact(r.input)),
-          r.model,
-          r.tokenBudget,
-          r.maxSteps,
-          r.timeoutSeconds,
-          JSON.stringify(this.sealer.json(redactValue(r.metadata ?? {}, this.redactString))),
-          tenant,
-          r.startAt ?? null,
-          r.idempotencyKey ?? null,
-          r.idempotencyKey ? (r.requestHash ?? null) : null,
-          r.agent ?? DEMO_AGENT,
-          r.agentVersion ?? null,
-          r.previousRunId ?? null,
-          r.costBudgetUsd ?? null,
-          r.forkedFrom?.runId ?? null,
-          r.forkedFrom?.afterSeq ?? null,
-        ],
-      ).catch((e: unknown) => {
+      const { rows } = await this.prepared<RunRow>(this.sql.CREATE, [
+        randomUUID(),
+        this.sealer.text(this.redact(r.input)),
+        r.model,
+        r.tokenBudget,
+        r.maxSteps,
+        r.timeoutSeconds,
+        JSON.stringify(this.sealer.json(redactValue(r.metadata ?? {}, this.redactString))),
+        tenant,
+        r.startAt ?? null,
+        r.idempotencyKey ?? null,
+        r.idempotencyKey ? (r.requestHash ?? null) : null,
+        r.agent ?? DEMO_AGENT,
+        r.agentVersion ?? null,
+        r.previousRunId ?? null,
+        r.costBudgetUsd ?? null,
+        r.forkedFrom?.runId ?? null,
+        r.forkedFrom?.afterSeq ?? null,
+      ]).catch((e: unknown) => {
         // The run it continues was deleted between the caller's check and this insert.
         if (r.previousRunId && (e as { code?: string }).code === FOREIGN_KEY_VIOLATION) {
           throw new InputError(`invalid previousRunId: no run ${r.previousRunId}`, [
@@ -149,11 +184,10 @@ export class RunRecords {
         throw e;
       });
       if (rows[0]) return { run: toRun(rows[0], this.sealer), created: true };
-      const { rows: found } = await this.db.query<RunRow & { request_hash: string | null; expired: boolean }>(
-        `SELECT ${RUN_COLUMNS}, request_hash, created_at < now() - interval '24 hours' AS expired
-         FROM durable_agent.run WHERE tenant = $1 AND idempotency_key = $2`,
-        [tenant, r.idempotencyKey],
-      );
+      const { rows: found } = await this.db.query<RunRow & { request_hash: string | null; expired: boolean }>(this.sql.BY_KEY, [
+        tenant,
+        r.idempotencyKey,
+      ]);
       const existing = found[0];
       if (existing && !existing.expired) {
         if (existing.request_hash !== (r.requestHash ?? null)) {
@@ -166,21 +200,18 @@ export class RunRecords {
       if (tries >= 3) throw new ConflictError(`Idempotency-Key ${JSON.stringify(r.idempotencyKey)} is being reused right now; try again`);
       // Older than 24 hours: the key is free again; the old run keeps everything but the key.
       if (existing) {
-        await this.db.query(
-          `UPDATE durable_agent.run SET idempotency_key = NULL WHERE id = $1 AND created_at < now() - interval '24 hours'`,
-          [existing.id],
-        );
+        await this.db.query(this.sql.FREE_KEY, [existing.id]);
       }
     }
   }
 
   /** Records a person's decision about a waiting tool call (see decisions.ts). */
   async decide(runId: RunId, toolUseId: string, decision: Decision): Promise<Decided> {
-    return recordDecision(this.db, runId, toolUseId, decision, (text) => this.sealer.text(this.redact(text)));
+    return recordDecision(this.db, this.sql.decisions, runId, toolUseId, decision, (text) => this.sealer.text(this.redact(text)));
   }
 
   async get(id: RunId): Promise<Run | null> {
-    const { rows } = await this.db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM durable_agent.run WHERE id = $1`, [id]);
+    const { rows } = await this.db.query<RunRow>(this.sql.GET, [id]);
     return rows[0] ? toRun(rows[0], this.sealer) : null;
   }
 
@@ -193,7 +224,7 @@ export class RunRecords {
 
   /** The steps without their request and response bodies, which can be large: what a timeline shows. */
   async timeline(runId: RunId): Promise<StepSummary[]> {
-    const { rows } = await this.db.query<StepRow>(lineageSteps(qualified(STEP_SUMMARY_COLUMNS)), [runId]);
+    const { rows } = await this.db.query<StepRow>(this.sql.TIMELINE, [runId]);
     return rows.map(toStepSummary);
   }
 
@@ -202,13 +233,13 @@ export class RunRecords {
    * tool calls each model step asked for: what decides whether a fork can start after `seq`.
    */
   async turnAt(runId: RunId, seq: number): Promise<TurnRow[]> {
-    const { rows } = await this.db.query<TurnRowSql>(TURN_AT, [runId, seq]);
+    const { rows } = await this.db.query<TurnRowSql>(this.sql.TURN_AT, [runId, seq]);
     return rows.map(toTurnRow);
   }
 
   /** The whole log as turn rows: every seq a fork could start after. */
   async turnRows(runId: RunId): Promise<TurnRow[]> {
-    const { rows } = await this.db.query<TurnRowSql>(lineageSteps(`s.seq, s.kind, s.status, ${TOOL_USES}`), [runId]);
+    const { rows } = await this.db.query<TurnRowSql>(this.sql.TURN_ROWS, [runId]);
     return rows.map(toTurnRow);
   }
 
@@ -217,17 +248,13 @@ export class RunRecords {
    * model call (or when its model steps were recorded before steps kept their provider).
    */
   async latestProvider(runId: RunId): Promise<string | null> {
-    const { rows } = await this.db.query<{ provider: string }>(
-      `SELECT request->>'provider' AS provider FROM durable_agent.run_step
-        WHERE run_id = $1 AND kind = 'MODEL' AND request ? 'provider' ORDER BY seq DESC LIMIT 1`,
-      [runId],
-    );
+    const { rows } = await this.db.query<{ provider: string }>(this.sql.LATEST_PROVIDER, [runId]);
     return rows[0]?.provider ?? null;
   }
 
   /** Steps 1..upTo (inclusive), enough to rebuild the request of step upTo. */
   async stepsThrough(runId: RunId, upTo: number): Promise<Step[]> {
-    const { rows } = await this.db.query<StepRow>(lineageSteps(qualified(STEP_COLUMNS), true), [runId, upTo]);
+    const { rows } = await this.db.query<StepRow>(this.sql.STEPS_THROUGH, [runId, upTo]);
     return rows.map((r) => toStep(r, this.sealer));
   }
 
@@ -236,18 +263,7 @@ export class RunRecords {
    * Cancelling a finished run, or a running run a second time, is a conflict.
    */
   async cancel(id: RunId): Promise<Run> {
-    const { rows } = await this.db.query<RunRow>(
-      `UPDATE durable_agent.run SET cancel_requested = true,
-              status = CASE WHEN status IN ('QUEUED', 'WAITING') THEN 'CANCELLED' ELSE status END,
-              finished_at = CASE WHEN status IN ('QUEUED', 'WAITING') THEN now() ELSE finished_at END,
-              error = CASE WHEN status = 'WAITING' THEN 'cancelled while waiting (' || coalesce(waiting->>'kind', 'wait') || ')'
-                           WHEN status <> 'QUEUED' THEN error WHEN attempts = 0 AND provider_requeues = 0 THEN 'cancelled before it started'
-                           ELSE 'cancelled while waiting in the queue' END,
-              updated_at = now()
-       WHERE id = $1 AND status IN ('QUEUED', 'RUNNING', 'WAITING') AND NOT cancel_requested
-       RETURNING ${RUN_COLUMNS}`,
-      [id],
-    );
+    const { rows } = await this.db.query<RunRow>(this.sql.CANCEL, [id]);
     if (rows[0]) return toRun(rows[0], this.sealer);
     const run = await this.state(id);
     throw new ConflictError(
@@ -257,17 +273,11 @@ export class RunRecords {
 
   async conversationBefore(runId: RunId): Promise<EarlierRun[]> {
     // The parts' head runs, then all their steps in one read: two round trips, however long the chain.
-    const { rows: runs } = await this.prepared<{ part: number; id: string; input: string; status: RunStatus }>(
-      'conversation_runs',
-      CONVERSATION_RUNS,
-      [runId],
-    );
+    const { rows: runs } = await this.prepared<{ part: number; id: string; input: string; status: RunStatus }>(this.sql.CONVERSATION_RUNS, [
+      runId,
+    ]);
     if (runs.length === 0) return [];
-    const { rows: steps } = await this.prepared<StepRow & { part: number }>(
-      'conversation_steps',
-      conversationSteps(qualified(STEP_COLUMNS)),
-      [runId],
-    );
+    const { rows: steps } = await this.prepared<StepRow & { part: number }>(this.sql.CONVERSATION_STEPS, [runId]);
     const byPart = new Map<number, Step[]>(runs.map((r) => [r.part, []]));
     for (const row of steps) byPart.get(row.part)!.push(toStep(row, this.sealer));
     // Oldest first: the highest part is the start of the conversation.
@@ -277,7 +287,7 @@ export class RunRecords {
   }
 
   async blob(digest: string): Promise<string | null> {
-    const { rows } = await this.db.query<{ body: string }>('SELECT body FROM durable_agent.content_blob WHERE digest = $1', [digest]);
+    const { rows } = await this.db.query<{ body: string }>(this.sql.BLOB, [digest]);
     return this.sealer.openText(rows[0]?.body ?? null);
   }
 }

@@ -3,29 +3,50 @@
  * so every process reports the database's truth rather than its own share of it.
  */
 import type pg from 'pg';
+import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
 import { CLAIMABLE } from './claim-sql.ts';
 
 type Queryable = Pick<pg.Pool, 'query'>;
 
+/** The reads, their table in `schema`. */
+export const runStatsSql = (schema: SchemaSql) => ({
+  BY_STATUS: `SELECT status, count(*)::int AS n FROM ${schema}.run GROUP BY status`,
+  BY_STATUS_OF_TENANT: `SELECT status, count(*)::int AS n FROM ${schema}.run WHERE tenant = $1 GROUP BY status`,
+  QUEUE_DEPTH: `SELECT agent, count(*)::int AS n FROM ${schema}.run WHERE ${CLAIMABLE} GROUP BY agent`,
+});
+
+export type RunStatsSql = ReturnType<typeof runStatsSql>;
+
 /** Runs per status, of one tenant or of all. Statuses with no runs are absent; the caller fills in zeros. */
-export async function countRunsByStatus(db: Queryable, tenant: string | null = null): Promise<Record<string, number>> {
+export async function countRunsByStatus(db: Queryable, sql: RunStatsSql, tenant: string | null = null): Promise<Record<string, number>> {
   const { rows } =
     tenant === null
-      ? await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM durable_agent.run GROUP BY status')
-      : await db.query<{ status: string; n: number }>(
-          'SELECT status, count(*)::int AS n FROM durable_agent.run WHERE tenant = $1 GROUP BY status',
-          [tenant],
-        );
+      ? await db.query<{ status: string; n: number }>(sql.BY_STATUS)
+      : await db.query<{ status: string; n: number }>(sql.BY_STATUS_OF_TENANT, [tenant]);
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 
-/**
- * Runs a worker could claim right now, by the claim's own predicate, per agent. An agent whose depth
- * only grows is one no worker serves. Agents with none are absent; the caller fills in zeros.
- */
-export async function queueDepth(db: Queryable): Promise<Record<string, number>> {
-  const { rows } = await db.query<{ agent: string; n: number }>(
-    `SELECT agent, count(*)::int AS n FROM durable_agent.run WHERE ${CLAIMABLE} GROUP BY agent`,
-  );
-  return Object.fromEntries(rows.map((r) => [r.agent, r.n]));
+/** The gauges' reads on a pool. */
+export class RunStats {
+  private readonly sql: RunStatsSql;
+
+  constructor(
+    private readonly db: Queryable,
+    opts: SchemaOption = {},
+  ) {
+    this.sql = runStatsSql(schemaSql(opts.schema));
+  }
+
+  countRunsByStatus(tenant: string | null = null): Promise<Record<string, number>> {
+    return countRunsByStatus(this.db, this.sql, tenant);
+  }
+
+  /**
+   * Runs a worker could claim right now, by the claim's own predicate, per agent. An agent whose depth
+   * only grows is one no worker serves. Agents with none are absent; the caller fills in zeros.
+   */
+  async queueDepth(): Promise<Record<string, number>> {
+    const { rows } = await this.db.query<{ agent: string; n: number }>(this.sql.QUEUE_DEPTH);
+    return Object.fromEntries(rows.map((r) => [r.agent, r.n]));
+  }
 }

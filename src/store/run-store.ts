@@ -18,8 +18,8 @@ import {
 } from '../domain/types.ts';
 import { EncryptionError, LeaseLostError } from '../domain/errors.ts';
 import type { EarlierRun } from '../core/chain-replay.ts';
-import { CLAIM_SQL, claimParams } from './claim-sql.ts';
-import { renewLeases } from './lease-renewal.ts';
+import { claimParams, claimSql } from './claim-sql.ts';
+import { leaseRenewalSql, renewLeases } from './lease-renewal.ts';
 import type {
   AfterCheckpoint,
   ClaimedRun,
@@ -43,38 +43,116 @@ import type {
   WriteProbe,
 } from '../ports/engine-store.ts';
 import { type RunRow, STEP_COLUMNS, type StepRow, toRun, toStep } from './rows.ts';
-import { endTexts, FENCE, MODEL_STEP, OWNED, progress, type ProgressRow } from './fenced-sql.ts';
+import { endTexts, FENCE, fencedSql, progress, type ProgressRow } from './fenced-sql.ts';
 import { storableCost, storableText, storableUsage } from '../core/storable.ts';
 import type { Sealer } from './encryption.ts';
 import { sealBlocks } from './sealed-columns.ts';
-import { lineageSteps, qualified } from './lineage-sql.ts';
-import { ANNOUNCED, EVENTS, eventParams, eventValues, RunEvents, toolOutput } from './run-events.ts';
+import { lineageSql, qualified } from './lineage-sql.ts';
+import { ANNOUNCED, eventParams, eventValues, RunEvents, runEventsSql, toolOutput } from './run-events.ts';
 import { newEvent, type NewEvent } from '../ports/new-event.ts';
 import type { Redact } from '../core/redact.ts';
 import {
-  FINAL_MODEL_STEPS,
   forItems,
-  MODEL_STEPS,
+  stepBatchSql,
   stepItem,
   type RunEndFields,
   type ModelStepItem,
   modelStepOutcomes,
   type ModelStepRow,
-  TOOL_RESULTS,
   type ToolResultItem,
   toolResultOutcomes,
   type ToolResultRow,
 } from './step-batch-sql.ts';
+import { named, type NamedStatement, schemaSql, type SchemaSql } from '../db/schema.ts';
 import { WriteBatches } from '../util/write-batches.ts';
 import { fileRows } from './workspace-files.ts';
 import { RunRecords, type RunStoreOptions, writePolicy } from './run-records.ts';
 
 export type { RunStoreOptions } from './run-records.ts';
-import { consumeDecision, DECISION_ROWS, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitParams } from './waiting-sql.ts';
+import { consumeDecision, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitingSql, waitParams } from './waiting-sql.ts';
 import { withFields } from '../util/with-fields.ts';
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
+}
+
+/** The statements of RunStore, their tables in `schema`. */
+function runStoreSql(schema: SchemaSql) {
+  const { OWNED, MODEL_STEP } = fencedSql(schema);
+  const { EVENTS } = runEventsSql(schema);
+  const waiting = waitingSql(schema);
+  const { DECISION_ROWS } = waiting;
+  return {
+    waiting,
+    batches: stepBatchSql(schema),
+    CLAIM: claimSql(schema).claim,
+    RENEW_LEASES: leaseRenewalSql(schema).RENEW_LEASES,
+    STEPS: named(schema, 'durable_agent_steps', lineageSql(schema).lineageSteps(qualified(STEP_COLUMNS))),
+    CHECKPOINT_MODEL_WAITING: named(
+      schema,
+      'durable_agent_checkpoint_model_waiting',
+      `WITH owner AS (
+         UPDATE ${schema}.run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, ${WAIT_SET(3, 16)}
+         WHERE ${FENCE(18)}
+         RETURNING id, tokens_used, cancel_requested, status),
+       ${MODEL_STEP},
+       ${DECISION_ROWS(17)},
+       ${EVENTS(19, 'owner', false)}
+       SELECT tokens_used, cancel_requested, status, ${ANNOUNCED} FROM owner`,
+    ),
+    START_TOOL: named(
+      schema,
+      'durable_agent_start_tool',
+      `WITH ${OWNED(7)},
+       ins AS (
+         INSERT INTO ${schema}.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
+         SELECT id, $4, 'TOOL', 'STARTED', $5, $6, $2 FROM owner
+         ON CONFLICT (run_id, tool_use_id) WHERE kind = 'TOOL' DO NOTHING
+         RETURNING seq),
+       ${EVENTS(8, 'ins', false)}
+       SELECT tokens_used, cancel_requested, (SELECT seq FROM ins) AS inserted,
+              (SELECT seq FROM ${schema}.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing, ${ANNOUNCED}
+       FROM owner`,
+    ),
+    FINISH: named(
+      schema,
+      'durable_agent_finish',
+      `UPDATE ${schema}.run SET status = $3, output = $4, error = $5, stop_reason = $6, finished_at = now(), updated_at = now(),
+              locked_until = NULL, tokens_used = tokens_used + $8, cost_usd = cost_usd + $9
+       WHERE ${FENCE(7)}`,
+    ),
+    RECORDED_WRITE: `SELECT r.status, r.tokens_used, r.cancel_requested, (r.locked_by = $2 AND r.lease_token = $3::uuid) AS ours,
+              EXISTS (SELECT 1 FROM ${schema}.run_step WHERE run_id = r.id AND seq = $4 AND kind = 'MODEL') AS model_step,
+              EXISTS (SELECT 1 FROM ${schema}.run_step WHERE run_id = r.id AND kind = 'TOOL' AND tool_use_id = $5 AND status <> 'STARTED') AS tool_finished,
+              EXISTS (SELECT 1 FROM ${schema}.run_step WHERE run_id = r.id AND kind = 'TOOL' AND tool_use_id = $6 AND seq = $7) AS next_started
+       FROM ${schema}.run r WHERE r.id = $1`,
+    RELEASE: named(
+      schema,
+      'durable_agent_release',
+      `UPDATE ${schema}.run SET locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now(),
+              status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END,
+              finished_at = CASE WHEN cancel_requested THEN now() END,
+              attempt_given_back = NOT ($4 OR cancel_requested),
+              provider_requeues = provider_requeues + CASE WHEN $5 THEN 1 ELSE 0 END,
+              run_at = CASE WHEN $6::float8 <= 0 THEN run_at
+                            WHEN $6::float8 / 1000 >= extract(epoch FROM deadline_at - now()) THEN greatest(deadline_at, now())
+                            ELSE now() + least($6::float8, 1e12) * interval '1 millisecond' END,
+              error = CASE WHEN cancel_requested THEN 'cancelled on request' END,
+              last_error = coalesce($7, last_error),
+              last_error_at = CASE WHEN $7::text IS NULL THEN last_error_at ELSE now() END,
+              last_error_attempt = CASE WHEN $7::text IS NULL THEN last_error_attempt ELSE attempts END,
+              tokens_used = tokens_used + $8, cost_usd = cost_usd + $9
+       WHERE ${FENCE(3)}
+       RETURNING status, tokens_used, run_at`,
+    ),
+    FORGIVE_LAPSED_ATTEMPT: named(
+      schema,
+      'durable_agent_forgive_lapsed_attempt',
+      `UPDATE ${schema}.run SET attempts = greatest(attempts - 1, 0), lapsed_lease_token = NULL, updated_at = now()
+       WHERE id = $1 AND lapsed_lease_token = $2::uuid`,
+    ),
+    PUT_BLOB: `INSERT INTO ${schema}.content_blob (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING`,
+  };
 }
 
 export class RunStore implements EngineStore {
@@ -84,6 +162,7 @@ export class RunStore implements EngineStore {
   private readonly sealer: Sealer;
   /** The reads the engine shares with the API: a conversation's earlier runs, a shared text. */
   private readonly records: RunRecords;
+  private readonly sql: ReturnType<typeof runStoreSql>;
 
   /** The step path's writes, sent over batches of runs (write-batches.ts). */
   private readonly modelSteps: WriteBatches<ModelStepItem, FencedWrite>;
@@ -95,8 +174,10 @@ export class RunStore implements EngineStore {
     opts: RunStoreOptions = {},
   ) {
     ({ redact: this.redact, sealer: this.sealer } = writePolicy(opts));
+    this.sql = runStoreSql(schemaSql(opts.schema));
+    const { MODEL_STEPS, FINAL_MODEL_STEPS, TOOL_RESULTS } = this.sql.batches;
     this.records = new RunRecords(db, opts);
-    this.events = new RunEvents(db, this.sealer);
+    this.events = new RunEvents(db, { ...opts, sealer: this.sealer });
     this.modelSteps = new WriteBatches(async (items, json) => {
       const { rows } = await this.db.query<ModelStepRow>(withFields(forItems(items, MODEL_STEPS), { values: [json] }));
       return modelStepOutcomes(items, rows);
@@ -138,13 +219,13 @@ export class RunStore implements EngineStore {
   }
 
   /** A named statement: each connection parses and plans it once, which matters on the step path. */
-  private prepared<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
-    return this.db.query<R>({ name: `durable_agent_${name}`, text, values });
+  private prepared<R extends pg.QueryResultRow>(statement: NamedStatement, values: unknown[]): Promise<pg.QueryResult<R>> {
+    return this.db.query<R>(withFields(statement, { values }));
   }
 
   /** The run's log: a fork's inherited steps (their `runId` is the source's), then its own (lineage-sql.ts). */
   async steps(runId: RunId): Promise<Step[]> {
-    const { rows } = await this.prepared<StepRow>('steps', lineageSteps(qualified(STEP_COLUMNS)), [runId]);
+    const { rows } = await this.prepared<StepRow>(this.sql.STEPS, [runId]);
     return rows.map((r) => toStep(r, this.sealer));
   }
 
@@ -161,8 +242,7 @@ export class RunStore implements EngineStore {
     liveness?: ClaimLiveness,
   ): Promise<ClaimedRun[]> {
     const { rows } = await this.prepared<RunRow & { has_steps: boolean; lease_token: string }>(
-      'claim',
-      CLAIM_SQL,
+      this.sql.CLAIM,
       claimParams(owner.worker, owner.leaseMs, limit, holding, agents, liveness?.ownerLock, liveness?.orphaned),
     );
     const claimed: ClaimedRun[] = [];
@@ -252,62 +332,47 @@ export class RunStore implements EngineStore {
     events: ReturnType<typeof eventParams>,
   ): Promise<FencedWrite> {
     const [waiting, runAt, decisions] = waitParams(wait, this.sealer);
-    const { rows } = await this.prepared<ProgressRow & { status: Waited['status'] }>(
-      'checkpoint_model_waiting',
-      `WITH owner AS (
-         UPDATE durable_agent.run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, ${WAIT_SET(3, 16)}
-         WHERE ${FENCE(18)}
-         RETURNING id, tokens_used, cancel_requested, status),
-       ${MODEL_STEP},
-       ${DECISION_ROWS(17)},
-       ${EVENTS(19, 'owner', false)}
-       SELECT tokens_used, cancel_requested, status, ${ANNOUNCED} FROM owner`,
-      [runId, owner.worker, waiting, ...stepValues, runAt, decisions, owner.token, ...events],
-    );
+    const { rows } = await this.prepared<ProgressRow & { status: Waited['status'] }>(this.sql.CHECKPOINT_MODEL_WAITING, [
+      runId,
+      owner.worker,
+      waiting,
+      ...stepValues,
+      runAt,
+      decisions,
+      owner.token,
+      ...events,
+    ]);
     if (!rows[0]) throw new LeaseLostError(runId, owner.worker);
     return progress(rows[0], { nextStarted: false, waited: rows[0].status });
   }
 
   async decisions(runId: RunId): Promise<DecisionRecord[]> {
-    return readDecisions(this.db, runId, this.sealer);
+    return readDecisions(this.db, this.sql.waiting, runId, this.sealer);
   }
 
   async wait(runId: RunId, owner: Lease, start: WaitStart): Promise<Waited> {
-    return startWaiting(this.db, runId, owner, start, this.sealer);
+    return startWaiting(this.db, this.sql.waiting, runId, owner, start, this.sealer);
   }
 
   async consumeDecision(runId: RunId, owner: Lease, toolUseId: string): Promise<void> {
-    return consumeDecision(this.db, runId, owner, toolUseId);
+    return consumeDecision(this.db, this.sql.waiting, runId, owner, toolUseId);
   }
 
   async nextDueInMs(lookbackMs = 0): Promise<number | null> {
-    return nextDueInMs(this.db, lookbackMs);
+    return nextDueInMs(this.db, this.sql.waiting, lookbackMs);
   }
 
   async startTool(runId: RunId, owner: Lease, start: ToolStart): Promise<RunProgress & { seq: number; created: boolean }> {
-    const { rows } = await this.prepared<ProgressRow & { inserted: number | null; existing: number | null }>(
-      'start_tool',
-      `WITH ${OWNED(7)},
-       ins AS (
-         INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
-         SELECT id, $4, 'TOOL', 'STARTED', $5, $6, $2 FROM owner
-         ON CONFLICT (run_id, tool_use_id) WHERE kind = 'TOOL' DO NOTHING
-         RETURNING seq),
-       ${EVENTS(8, 'ins', false)}
-       SELECT tokens_used, cancel_requested, (SELECT seq FROM ins) AS inserted,
-              (SELECT seq FROM durable_agent.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing, ${ANNOUNCED}
-       FROM owner`,
-      [
-        runId,
-        owner.worker,
-        owner.leaseMs,
-        start.seq,
-        start.toolName,
-        start.toolUseId,
-        owner.token,
-        ...eventParams(this.toolStartEvents(start, false), this.sealer),
-      ],
-    );
+    const { rows } = await this.prepared<ProgressRow & { inserted: number | null; existing: number | null }>(this.sql.START_TOOL, [
+      runId,
+      owner.worker,
+      owner.leaseMs,
+      start.seq,
+      start.toolName,
+      start.toolUseId,
+      owner.token,
+      ...eventParams(this.toolStartEvents(start, false), this.sealer),
+    ]);
     const row = rows[0];
     if (!row) throw new LeaseLostError(runId, owner.worker);
     return progress(row, { seq: (row.inserted ?? row.existing)!, created: row.inserted !== null });
@@ -336,43 +401,30 @@ export class RunStore implements EngineStore {
   }
 
   async finish(runId: RunId, owner: Lease, end: RunEnd): Promise<void> {
-    const { rowCount } = await this.prepared(
-      'finish',
-      `UPDATE durable_agent.run SET status = $3, output = $4, error = $5, stop_reason = $6, finished_at = now(), updated_at = now(),
-              locked_until = NULL, tokens_used = tokens_used + $8, cost_usd = cost_usd + $9
-       WHERE ${FENCE(7)}`,
-      [
-        runId,
-        owner.worker,
-        end.status,
-        ...this.storedEnd(end),
-        owner.token,
-        end.usage ? budgetTokens(end.usage) : 0,
-        storableCost(end.costUsd ?? 0),
-      ],
-    );
+    const { rowCount } = await this.prepared(this.sql.FINISH, [
+      runId,
+      owner.worker,
+      end.status,
+      ...this.storedEnd(end),
+      owner.token,
+      end.usage ? budgetTokens(end.usage) : 0,
+      storableCost(end.costUsd ?? 0),
+    ]);
     if (rowCount !== 1) throw new LeaseLostError(runId, owner.worker);
   }
 
   async recordedWrite(runId: RunId, owner: Lease, probe: WriteProbe): Promise<RecordedWrite | null> {
     const { rows } = await this.db.query<
       ProgressRow & { status: RunStatus; ours: boolean | null; model_step: boolean; tool_finished: boolean; next_started: boolean }
-    >(
-      `SELECT r.status, r.tokens_used, r.cancel_requested, (r.locked_by = $2 AND r.lease_token = $3::uuid) AS ours,
-              EXISTS (SELECT 1 FROM durable_agent.run_step WHERE run_id = r.id AND seq = $4 AND kind = 'MODEL') AS model_step,
-              EXISTS (SELECT 1 FROM durable_agent.run_step WHERE run_id = r.id AND kind = 'TOOL' AND tool_use_id = $5 AND status <> 'STARTED') AS tool_finished,
-              EXISTS (SELECT 1 FROM durable_agent.run_step WHERE run_id = r.id AND kind = 'TOOL' AND tool_use_id = $6 AND seq = $7) AS next_started
-       FROM durable_agent.run r WHERE r.id = $1`,
-      [
-        runId,
-        owner.worker,
-        owner.token,
-        probe.modelSeq ?? null,
-        probe.finishedToolUseId ?? null,
-        probe.startNext?.toolUseId ?? null,
-        probe.startNext?.seq ?? null,
-      ],
-    );
+    >(this.sql.RECORDED_WRITE, [
+      runId,
+      owner.worker,
+      owner.token,
+      probe.modelSeq ?? null,
+      probe.finishedToolUseId ?? null,
+      probe.startNext?.toolUseId ?? null,
+      probe.startNext?.seq ?? null,
+    ]);
     const r = rows[0];
     if (!r) return null;
     return progress(r, {
@@ -385,7 +437,7 @@ export class RunStore implements EngineStore {
   }
 
   async renewLeases(owner: LeaseOwner, held: readonly HeldLease[], withinMs: number | null = null): Promise<RenewedLease[]> {
-    return renewLeases(this.db, owner, held, withinMs);
+    return renewLeases(this.db, this.sql.RENEW_LEASES, owner, held, withinMs);
   }
 
   async release(runId: RunId, owner: Lease, how: Release = { countAttempt: false }): Promise<Released | false> {
@@ -400,55 +452,29 @@ export class RunStore implements EngineStore {
     // overflowing too: the planner may fold it with the parameter's value before choosing a branch.
     // Not a number of milliseconds (NaN, ±Infinity): wait as long as the run may, i.e. until its deadline.
     const delayMs = how.delayMs === undefined ? 0 : Number.isFinite(how.delayMs) ? Math.max(0, how.delayMs) : Number.POSITIVE_INFINITY;
-    const { rows } = await this.prepared<{ status: 'QUEUED' | 'CANCELLED'; tokens_used: number; run_at: Date }>(
-      'release',
-      `UPDATE durable_agent.run SET locked_by = NULL, locked_until = NULL, lease_token = NULL, updated_at = now(),
-              status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'QUEUED' END,
-              finished_at = CASE WHEN cancel_requested THEN now() END,
-              attempt_given_back = NOT ($4 OR cancel_requested),
-              provider_requeues = provider_requeues + CASE WHEN $5 THEN 1 ELSE 0 END,
-              run_at = CASE WHEN $6::float8 <= 0 THEN run_at
-                            WHEN $6::float8 / 1000 >= extract(epoch FROM deadline_at - now()) THEN greatest(deadline_at, now())
-                            ELSE now() + least($6::float8, 1e12) * interval '1 millisecond' END,
-              error = CASE WHEN cancel_requested THEN 'cancelled on request' END,
-              last_error = coalesce($7, last_error),
-              last_error_at = CASE WHEN $7::text IS NULL THEN last_error_at ELSE now() END,
-              last_error_attempt = CASE WHEN $7::text IS NULL THEN last_error_attempt ELSE attempts END,
-              tokens_used = tokens_used + $8, cost_usd = cost_usd + $9
-       WHERE ${FENCE(3)}
-       RETURNING status, tokens_used, run_at`,
-      [
-        runId,
-        owner.worker,
-        owner.token,
-        how.countAttempt,
-        how.providerRequeue ?? false,
-        delayMs,
-        how.error == null ? null : this.sealer.text(this.redact(storableText(how.error))),
-        how.usage ? budgetTokens(storableUsage(how.usage)) : 0,
-        storableCost(how.costUsd ?? 0),
-      ],
-    );
+    const { rows } = await this.prepared<{ status: 'QUEUED' | 'CANCELLED'; tokens_used: number; run_at: Date }>(this.sql.RELEASE, [
+      runId,
+      owner.worker,
+      owner.token,
+      how.countAttempt,
+      how.providerRequeue ?? false,
+      delayMs,
+      how.error == null ? null : this.sealer.text(this.redact(storableText(how.error))),
+      how.usage ? budgetTokens(storableUsage(how.usage)) : 0,
+      storableCost(how.costUsd ?? 0),
+    ]);
     const row = rows[0];
     return row ? { status: row.status, tokensUsed: row.tokens_used, runAt: row.run_at } : false;
   }
 
   async forgiveLapsedAttempt(runId: RunId, lost: Lease): Promise<boolean> {
-    const { rowCount } = await this.prepared(
-      'forgive_lapsed_attempt',
-      `UPDATE durable_agent.run SET attempts = greatest(attempts - 1, 0), lapsed_lease_token = NULL, updated_at = now()
-       WHERE id = $1 AND lapsed_lease_token = $2::uuid`,
-      [runId, lost.token],
-    );
+    const { rowCount } = await this.prepared(this.sql.FORGIVE_LAPSED_ATTEMPT, [runId, lost.token]);
     return rowCount === 1;
   }
 
   async putBlob(body: string): Promise<string> {
     const digest = sha256(body);
-    await this.db.query('INSERT INTO durable_agent.content_blob (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING', [
-      digest,
-      this.sealer.text(body),
-    ]);
+    await this.db.query(this.sql.PUT_BLOB, [digest, this.sealer.text(body)]);
     return digest;
   }
 

@@ -21,7 +21,8 @@ import {
   type ToolFinish,
   type ToolStart,
 } from '../ports/engine-store.ts';
-import { FOLLOWED, progress, STATUS_IS } from './fenced-sql.ts';
+import { named, type NamedStatement, type SchemaSql } from '../db/schema.ts';
+import { fencedSql, progress, STATUS_IS } from './fenced-sql.ts';
 
 /** The run an item writes and the claim it writes under. */
 interface BatchedRun {
@@ -96,9 +97,9 @@ const FENCE_OF = (r: string, i: string) => `${r}.locked_by = ${i}.worker AND ${r
  * id list makes them primary-key lookups: joined with the function's rows alone (whose number the
  * planner guesses), they were a scan of every RUNNING run.
  */
-const FENCED = (many: boolean, extra = '') => `fenced AS (
+const FENCED = (schema: SchemaSql, many: boolean, extra = '') => `fenced AS (
   SELECT r.id, r.tokens_used, r.cancel_requested${extra}
-  FROM durable_agent.run r JOIN input i ON r.id = i.run
+  FROM ${schema}.run r JOIN input i ON r.id = i.run
   WHERE r.id = ANY (ARRAY(SELECT run FROM input)) AND ${FENCE_OF('r', 'i')}${
     many
       ? `
@@ -109,16 +110,17 @@ const FENCED = (many: boolean, extra = '') => `fenced AS (
 
 /** A statement in its two forms: over one item, and over a batch (named `<name>_batch`). */
 interface BatchStatement {
-  name: string;
-  one: string;
-  many: string;
+  one: NamedStatement;
+  many: NamedStatement;
 }
 
-const statement = (name: string, sql: (many: boolean) => string): BatchStatement => ({ name, one: sql(false), many: sql(true) });
+const statement = (schema: SchemaSql, name: string, sql: (many: boolean) => string): BatchStatement => ({
+  one: named(schema, name, sql(false)),
+  many: named(schema, `${name}_batch`, sql(true)),
+});
 
 /** The name and text of `s` over `items`. */
-export const forItems = (items: readonly unknown[], s: BatchStatement) =>
-  items.length === 1 ? { name: s.name, text: s.one } : { name: `${s.name}_batch`, text: s.many };
+export const forItems = (items: readonly unknown[], s: BatchStatement) => (items.length === 1 ? s.one : s.many);
 
 /**
  * The next tool call's STARTED row, for the runs `owner` kept; skipped when a cancel is pending. Whether
@@ -128,8 +130,8 @@ export const forItems = (items: readonly unknown[], s: BatchStatement) =>
  */
 const STARTS_NEXT = (i: string, o: string) => `(${i}.next_seq IS NOT NULL AND NOT ${o}.cancel_requested)`;
 
-const NEXT = `next AS (
-  INSERT INTO durable_agent.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
+const NEXT = (schema: SchemaSql) => `next AS (
+  INSERT INTO ${schema}.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
   SELECT o.id, i.next_seq, 'TOOL', 'STARTED', i.next_tool, i.next_use, i.worker
   FROM owner o JOIN input i ON i.run = o.id
   WHERE ${STARTS_NEXT('i', 'o')})`;
@@ -139,8 +141,8 @@ const NEXT = `next AS (
  * ones only when NEXT wrote the STARTED row they describe. One notification per followed run, "<run
  * id> <highest id>". Ids are taken in (run, position) order, so within a run they follow the events.
  */
-const STEP_EVENTS = (source: string) => `events AS (
-  INSERT INTO durable_agent.run_event (run_id, type, data)
+const STEP_EVENTS = (schema: SchemaSql, source: string) => `events AS (
+  INSERT INTO ${schema}.run_event (run_id, type, data)
   SELECT i.run, e.type, e.data
   FROM ${source} src JOIN input i ON i.run = src.id,
        ROWS FROM (json_to_recordset(i.events) AS (type text, data json, with_next boolean)) WITH ORDINALITY AS e (type, data, with_next, n)
@@ -150,13 +152,13 @@ const STEP_EVENTS = (source: string) => `events AS (
 announced AS (
   SELECT pg_notify('${RUN_EVENT_CHANNEL}', a.run_id::text || ' ' || a.last::text)
   FROM (SELECT run_id, max(id) AS last FROM events GROUP BY run_id) a
-  WHERE ${FOLLOWED('a.run_id')})`;
+  WHERE ${fencedSql(schema).FOLLOWED('a.run_id')})`;
 
 /**
  * A model step: one the run goes on from (the lease renewed, the next tool call started), or with
  * `final` its last (the run ends with it: status, output, error, stop reason; the lease given up).
  */
-const modelSteps = (final: boolean) => (many: boolean) => `WITH input AS (
+const modelSteps = (schema: SchemaSql, final: boolean) => (many: boolean) => `WITH input AS (
   SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, tokens bigint, cost numeric, seq int, request jsonb, content json,
     stop_reason text, input_tokens int, output_tokens int, cache_creation int, cache_read int, attempts int, latency_ms int${
       final
@@ -164,9 +166,9 @@ const modelSteps = (final: boolean) => (many: boolean) => `WITH input AS (
     end_status text, end_output text, end_error text, end_reason text`
         : ''
     })),
-${FENCED(many)},
+${FENCED(schema, many)},
 owner AS (
-  UPDATE durable_agent.run r
+  UPDATE ${schema}.run r
   SET ${
     final
       ? 'status = i.end_status, output = i.end_output, error = i.end_error, stop_reason = i.end_reason, finished_at = now(), locked_until = NULL'
@@ -177,18 +179,15 @@ owner AS (
   WHERE r.id = f.id AND ${FENCE_OF('r', 'i')}
   RETURNING r.id, r.tokens_used, r.cancel_requested),
 step AS (
-  INSERT INTO durable_agent.run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
+  INSERT INTO ${schema}.run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
                         cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms, worker, started_at, finished_at)
   SELECT o.id, i.seq, 'MODEL', 'DONE', i.request, i.content::text, i.stop_reason, i.input_tokens, i.output_tokens,
          i.cache_creation, i.cache_read, i.cost, i.attempts, i.latency_ms, i.worker, now() - i.latency_ms * interval '1 millisecond', now()
   FROM owner o JOIN input i ON i.run = o.id),
-${NEXT},
-${STEP_EVENTS('owner')}
+${NEXT(schema)},
+${STEP_EVENTS(schema, 'owner')}
 SELECT o.id, o.tokens_used, o.cancel_requested, ${STARTS_NEXT('i', 'o')} AS next_started, (SELECT count(*) FROM announced) AS announced
 FROM owner o JOIN input i ON i.run = o.id`;
-
-export const MODEL_STEPS = statement('durable_agent_checkpoint_model', modelSteps(false));
-export const FINAL_MODEL_STEPS = statement('durable_agent_checkpoint_model_final', modelSteps(true));
 
 /** What a final model step adds to its item: how the run ends (texts made storable and redacted by the caller). */
 export interface RunEndFields {
@@ -221,43 +220,42 @@ export function modelStepOutcomes(items: readonly ModelStepItem[], rows: readonl
  * the step was missing. A call's workspace changes are recorded with its result: the files and the
  * journal never disagree.
  */
-const toolResults = (many: boolean) => `WITH input AS (
+const toolResults = (schema: SchemaSql) => (many: boolean) => `WITH input AS (
   SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, use_id text, status text, response text, latency_ms int, files json)),
 ${FENCED(
+  schema,
   many,
   `,
-         EXISTS (SELECT 1 FROM durable_agent.run_step s
+         EXISTS (SELECT 1 FROM ${schema}.run_step s
                  WHERE s.run_id = r.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED') AS started`,
 )},
 owner AS (
-  UPDATE durable_agent.run r SET locked_until = now() + i.lease_ms * interval '1 millisecond', updated_at = now()
+  UPDATE ${schema}.run r SET locked_until = now() + i.lease_ms * interval '1 millisecond', updated_at = now()
   FROM fenced f JOIN input i ON i.run = f.id
   WHERE r.id = f.id AND f.started AND ${FENCE_OF('r', 'i')}
   RETURNING r.id, r.tokens_used, r.cancel_requested),
 done AS (
-  UPDATE durable_agent.run_step s SET status = i.status, response = i.response, latency_ms = i.latency_ms, worker = i.worker, finished_at = now()
+  UPDATE ${schema}.run_step s SET status = i.status, response = i.response, latency_ms = i.latency_ms, worker = i.worker, finished_at = now()
   FROM owner o JOIN input i ON i.run = o.id
   WHERE s.run_id = o.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED'
   RETURNING s.run_id AS id, s.seq, o.cancel_requested),
 files AS (
-  INSERT INTO durable_agent.run_file (run_id, seq, path, kind, mode, size, sha256, target)
+  INSERT INTO ${schema}.run_file (run_id, seq, path, kind, mode, size, sha256, target)
   SELECT d.id, d.seq, f.path, f.kind, f.mode, f.size, f.sha256, f.target
   FROM done d JOIN input i ON i.run = d.id,
        json_to_recordset(i.files) AS f (path text, kind text, mode int, size bigint, sha256 text, target text)
   WHERE i.files IS NOT NULL),
-${NEXT},
-${STEP_EVENTS('done')}
+${NEXT(schema)},
+${STEP_EVENTS(schema, 'done')}
 SELECT i.run AS id, o.tokens_used, o.cancel_requested,
        -- A started step whose run the UPDATE left alone failed the fence's re-check on the row as it
        -- stands (a takeover committed meanwhile; one item locks nothing first): the lease is lost.
        (o.id IS NOT NULL OR (f.id IS NOT NULL AND NOT f.started)) AS owned, d.id IS NOT NULL AS updated,
        d.id IS NOT NULL AND ${STARTS_NEXT('i', 'd')} AS next_started,
        CASE WHEN d.id IS NULL
-            THEN (SELECT s.status FROM durable_agent.run_step s WHERE s.run_id = i.run AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id) END AS step_status,
+            THEN (SELECT s.status FROM ${schema}.run_step s WHERE s.run_id = i.run AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id) END AS step_status,
        (SELECT count(*) FROM announced) AS announced
 FROM input i LEFT JOIN fenced f ON f.id = i.run LEFT JOIN owner o ON o.id = i.run LEFT JOIN done d ON d.id = i.run`;
-
-export const TOOL_RESULTS = statement('durable_agent_finish_tool', toolResults);
 
 export interface ToolResultRow {
   id: string;
@@ -289,13 +287,11 @@ export interface ClaimedItem extends BatchedRun {
  * 0014). Always the locked form, even for one run: the function writes events, whose ids must be taken
  * while the run's row is held.
  */
-const claims = () => `WITH input AS (
+const claims = (schema: SchemaSql) => () => `WITH input AS (
   SELECT * FROM json_to_recordset($1::json) AS i (run uuid, worker text, token uuid, attempt int)),
-${FENCED(true)}
-SELECT f.id, ${FOLLOWED('f.id')} AS followed, c.seq, c.attempt
-FROM fenced f JOIN input i ON i.run = f.id LEFT JOIN LATERAL durable_agent.run_event_claimed(f.id, i.worker, i.attempt) c ON true`;
-
-export const CLAIMS = statement('durable_agent_events_claimed', claims);
+${FENCED(schema, true)}
+SELECT f.id, ${fencedSql(schema).FOLLOWED('f.id')} AS followed, c.seq, c.attempt
+FROM fenced f JOIN input i ON i.run = f.id LEFT JOIN LATERAL ${schema}.run_event_claimed(f.id, i.worker, i.attempt) c ON true`;
 
 export type ClaimedRow = { id: string; followed: boolean; seq: number | null; attempt: number | null };
 
@@ -316,3 +312,11 @@ export function claimedOutcomes(items: readonly ClaimedItem[], rows: readonly Cl
     };
   });
 }
+
+/** The step path's statements, their tables in `schema`. */
+export const stepBatchSql = (schema: SchemaSql) => ({
+  MODEL_STEPS: statement(schema, 'durable_agent_checkpoint_model', modelSteps(schema, false)),
+  FINAL_MODEL_STEPS: statement(schema, 'durable_agent_checkpoint_model_final', modelSteps(schema, true)),
+  TOOL_RESULTS: statement(schema, 'durable_agent_finish_tool', toolResults(schema)),
+  CLAIMS: statement(schema, 'durable_agent_events_claimed', claims(schema)),
+});

@@ -8,7 +8,7 @@ import { defineAgent } from '../../src/agents/define-agent.ts';
 import { type AgentRuntime, createRuntime, type CreateRuntimeOptions } from '../../src/runtime/create-runtime.ts';
 import { InputError } from '../../src/domain/errors.ts';
 import type { LlmClient, LlmRequest } from '../../src/llm/types.ts';
-import { queueDepth } from '../../src/store/run-stats.ts';
+import { RunStats } from '../../src/store/run-stats.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { silentLogger } from '../support/engine.ts';
@@ -121,7 +121,7 @@ it('a runtime serves several agents; a run of an agent nobody serves waits in th
   expect((await both.runs.wait(b.id, { timeoutMs: 20_000 })).output).toBe('done as: You are billing.');
 
   expect((await both.runs.get(lost.id))?.status).toBe('QUEUED');
-  expect(await queueDepth(db.pool)).toEqual({ ghost: 1 });
+  expect(await new RunStats(db.pool).queueDepth()).toEqual({ ghost: 1 });
   const metrics = await (await fetch(`${both.url}/metrics`)).text();
   expect(metrics).toMatch(/^agent_queue_depth\{agent="ghost"\} 1$/m);
   expect(metrics).toMatch(/^agent_queue_depth\{agent="weather"\} 0$/m);

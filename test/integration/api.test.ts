@@ -4,7 +4,7 @@ import { type ApiDeps, createServer } from '../../src/api/server.ts';
 import type { RunId } from '../../src/domain/types.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
-import { countRunsByStatus, queueDepth } from '../../src/store/run-stats.ts';
+import { RunStats } from '../../src/store/run-stats.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';
@@ -14,10 +14,7 @@ const DEFAULTS = { agent: 'demo', model: 'default-model', tokenBudget: 5_000, ti
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 function server(db: TestDatabase, extra: Partial<ApiDeps> = {}): FastifyInstance {
-  const metrics = createMetrics(
-    { countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) },
-    { models: ['test-model'] },
-  );
+  const metrics = createMetrics(new RunStats(db.pool), { models: ['test-model'] });
   return createServer({
     store: db.records,
     listing: new RunListing(db.pool),

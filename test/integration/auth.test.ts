@@ -18,7 +18,7 @@ import { startRuntime } from '../../src/runtime/start-runtime.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
 import { RunOverview } from '../../src/store/run-overview.ts';
-import { countRunsByStatus, queueDepth } from '../../src/store/run-stats.ts';
+import { RunStats } from '../../src/store/run-stats.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 
 const DEFAULTS = { agent: 'demo', model: 'test-model', tokenBudget: 5_000, timeoutSeconds: 120, maxSteps: 20 };
@@ -30,10 +30,7 @@ let theirs: NewApiKey;
 let revoked: NewApiKey;
 
 function server(auth: Authenticator, extra: Partial<ApiDeps> = {}): FastifyInstance {
-  const metrics = createMetrics(
-    { countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) },
-    { models: ['test-model'] },
-  );
+  const metrics = createMetrics(new RunStats(db.pool), { models: ['test-model'] });
   return createServer({
     store: db.records,
     listing: new RunListing(db.pool),

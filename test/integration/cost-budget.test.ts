@@ -5,7 +5,7 @@ import { MIN_REPLY_TOKENS } from '../../src/core/cost-clamp.ts';
 import { PriceTable } from '../../src/llm/prices.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { RunListing } from '../../src/store/run-listing.ts';
-import { countRunsByStatus, queueDepth } from '../../src/store/run-stats.ts';
+import { RunStats } from '../../src/store/run-stats.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { createRuns } from '../../src/runs/runs.ts';
 import { InputError } from '../../src/domain/errors.ts';
@@ -92,10 +92,7 @@ describe('creating a run with a money budget', () => {
   };
   let app: FastifyInstance;
   beforeAll(() => {
-    const metrics = createMetrics(
-      { countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) },
-      { models: [] },
-    );
+    const metrics = createMetrics(new RunStats(db.pool), { models: [] });
     app = createServer({
       store: db.records,
       listing: new RunListing(db.pool),

@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config/environment.ts';
 import type { RunId } from '../../src/domain/types.ts';
 import { type Runtime, startRuntime } from '../../src/runtime/start-runtime.ts';
 import { Sealer } from '../../src/store/encryption.ts';
-import { checkEncryptionKeys, rotateEncryption, storedKeyIds } from '../../src/store/encryption-keys.ts';
+import { EncryptionKeys } from '../../src/store/encryption-keys.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { RunRecords } from '../../src/store/run-records.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
@@ -151,11 +151,14 @@ describe('encryption at rest', () => {
     // The new key first everywhere, the old one after it; then the rotation.
     const after = new ScriptedLlm().thenText(`${MARK}-refund done`);
     const rtNew = await start({ ENCRYPTION_KEYS: `new:${K2},old:${K1}` }, after);
-    const report = await rotateEncryption(db.pool, new Sealer(loadConfig({ ENCRYPTION_KEYS: `new:${K2},old:${K1}` }).encryptionKeys), 2);
+    const report = await new EncryptionKeys(db.pool).rotate(
+      new Sealer(loadConfig({ ENCRYPTION_KEYS: `new:${K2},old:${K1}` }).encryptionKeys),
+      2,
+    );
     expect(report.retired).toEqual(['old']);
     expect(report.tables.run!.rewritten).toBe(1);
     expect(report.tables.run_event!.rewritten).toBeGreaterThan(0);
-    expect(await storedKeyIds(db.pool)).toEqual(['new']);
+    expect(await new EncryptionKeys(db.pool).storedIds()).toEqual(['new']);
     const rows = await everyRow();
     expect(rows).not.toContain(':old:');
     expect(rows).not.toContain(MARK);
@@ -185,7 +188,7 @@ describe('encryption at rest', () => {
   });
   it('rotates runs of many steps and events in small batches, and retires the old key only when no value uses it', async () => {
     const old = new Sealer([{ id: 'old', key: Buffer.from(K1, 'base64') }]);
-    await checkEncryptionKeys(db.pool, old);
+    await new EncryptionKeys(db.pool).check(old);
     const store = new RunStore(db.pool, { sealer: old });
     const records = new RunRecords(db.pool, { sealer: old });
 
@@ -229,7 +232,7 @@ describe('encryption at rest', () => {
       { id: 'new', key: Buffer.from(K2, 'base64') },
       { id: 'old', key: Buffer.from(K1, 'base64') },
     ]);
-    const report = await rotateEncryption(db.pool, both, 2);
+    const report = await new EncryptionKeys(db.pool).rotate(both, 2);
     expect(report.tables.run_step).toEqual({ read: 48, rewritten: 48, changedMeanwhile: 0 });
     // Events without a payload (step.started, step.finished, run.started) have nothing to seal.
     expect(report.tables.run_event!.rewritten).toBe(48);

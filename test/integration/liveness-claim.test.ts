@@ -5,7 +5,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { livenessSession } from '../../src/leases/liveness-session.ts';
-import { PROBE, type ProbeRow, TAKE_NEW_KEY } from '../../src/store/liveness-sql.ts';
+import { schemaSql } from '../../src/db/schema.ts';
+import { livenessSql, type ProbeRow } from '../../src/store/liveness-sql.ts';
+
+const { PROBE, TAKE_NEW_KEY } = livenessSql(schemaSql());
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, waitFor } from '../support/engine.ts';
 

@@ -10,6 +10,16 @@ import { DEMO_MIGRATIONS_DIR } from '../../src/demo/migrations-dir.ts';
 import { createPool } from '../../src/db/pool.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { RunRecords } from '../../src/store/run-records.ts';
+import { RunEvents } from '../../src/store/run-events.ts';
+import { ApiKeys } from '../../src/store/api-keys.ts';
+import { RunStats } from '../../src/store/run-stats.ts';
+import { leaseKeeperThread } from '../../src/leases/lease-keeper-thread.ts';
+import { livenessSession } from '../../src/leases/liveness-session.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { defineTool } from '../../src/tools/types.ts';
+import { newRun, testWorker } from '../support/engine.ts';
+import { ScriptedLlm } from '../support/scripted-llm.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 let admin: pg.Client;
 let name: string;
@@ -145,19 +155,111 @@ it('moves a database of the release before the own schema out of public, keeping
 
 it('puts everything in DATABASE_SCHEMA when it names another schema, and the store finds it there', async () => {
   const fresh = await freshDatabase();
-  const other = createPool(fresh.url, 2, 'agents_here');
   try {
-    await migrate(other, { schema: 'agents_here' });
-    expect(await schemaTables(other, 'agents_here')).toEqual(expect.arrayContaining(['run', 'run_step', 'schema_migration']));
-    expect(await schemaTables(other, 'durable_agent')).toEqual([]);
-    const store = new RunStore(other);
-    const records = new RunRecords(other);
+    await migrate(fresh.pool, { schema: 'agents_here' });
+    expect(await schemaTables(fresh.pool, 'agents_here')).toEqual(expect.arrayContaining(['run', 'run_step', 'schema_migration']));
+    expect(await schemaTables(fresh.pool, 'durable_agent')).toEqual([]);
+    const store = new RunStore(fresh.pool, { schema: 'agents_here' });
+    const records = new RunRecords(fresh.pool, { schema: 'agents_here' });
     const run = await records.create({ input: 'hello', model: 'm', tokenBudget: 100, timeoutSeconds: 60, maxSteps: 5 });
     expect((await records.get(run.id))?.input).toBe('hello');
     const [claimed] = await store.claim({ worker: 'w', leaseMs: 10_000 }, 1);
     expect(claimed?.id).toBe(run.id);
   } finally {
-    await other.end();
+    await fresh.drop();
+  }
+});
+
+it("keeps two schemas of one database apart: each one's worker, events, keys and counts see only its own runs", async () => {
+  const fresh = await freshDatabase();
+  // The default, and a name that must be quoted (a capital, a space, a double quote) to be one identifier.
+  const schemas = ['durable_agent', 'Agents "B"'];
+  // The advisory lock namespaces of their liveness locks: the texts earlier releases hashed, kept.
+  const namespaces = ['durable_agent.worker_liveness', '"Agents ""B""".worker_liveness'];
+  const warnings: string[] = [];
+  const logger = createLogger({
+    level: 'warn',
+    destination: { write: (line: string) => void warnings.push(line) },
+  });
+  const liveness: string[] = [];
+  try {
+    const parts = [];
+    for (const schema of schemas) {
+      await migrate(fresh.pool, { schema });
+      parts.push({
+        schema,
+        store: new RunStore(fresh.pool, { schema }),
+        records: new RunRecords(fresh.pool, { schema }),
+        events: new RunEvents(fresh.pool, { schema }),
+        keys: new ApiKeys(fresh.pool, { schema }),
+        stats: new RunStats(fresh.pool, { schema }),
+      });
+    }
+    expect(await schemaTables(fresh.pool, 'Agents "B"')).toEqual(expect.arrayContaining(['run', 'run_step', 'run_event', 'api_key']));
+    const runs = await Promise.all(parts.map((p) => newRun(p.records, `hello from ${p.schema}`)));
+    expect(await parts[0]!.records.get(runs[1]!.id)).toBeNull();
+    expect(await parts[1]!.records.get(runs[0]!.id)).toBeNull();
+
+    // Each schema's worker claims its own run (and no other), checkpoints a model step, runs a tool for
+    // a few lease renewals of its keeper thread, and ends the run, its liveness session probing all along.
+    let driving = 0;
+    const ownerLocked: boolean[] = [];
+    const slow = defineTool({
+      name: 'slow',
+      description: 'takes a while',
+      inputSchema: { type: 'object' },
+      async execute() {
+        // The run's owner lock is held in its own schema's namespace.
+        const { rows } = await fresh.pool.query<{ held: boolean }>(
+          `SELECT EXISTS (SELECT 1 FROM pg_locks l
+             WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.classid = hashtext($1)::oid
+               AND l.objid = (SELECT owner_lock FROM ${pg.escapeIdentifier(schemas[driving]!)}.run WHERE id = $2)::oid) AS held`,
+          [namespaces[driving], runs[driving]!.id],
+        );
+        ownerLocked.push(rows[0]!.held);
+        await new Promise((r) => setTimeout(r, 700));
+        return 'slow done';
+      },
+    });
+    for (const [i, p] of parts.entries()) {
+      driving = i;
+      const llm = new ScriptedLlm().thenToolUse('toolu_1', 'slow', {}).thenText(`done in ${p.schema}`);
+      const worker = testWorker(p.store, llm, [slow], {
+        name: `worker-${i}`,
+        leaseMs: 600,
+        logger,
+        leaseKeeper: leaseKeeperThread(fresh.url, { schema: p.schema }),
+        liveness: livenessSession(fresh.url, { schema: p.schema, log: (_level, message) => void liveness.push(message) }),
+      });
+      await worker.start();
+      try {
+        await waitFor(`the run in ${p.schema} to end`, async () => (await p.records.get(runs[i]!.id))?.finishedAt);
+      } finally {
+        await worker.stop();
+      }
+      // One attempt: its keeper thread kept the lease, which was never lost and claimed again.
+      expect(await p.records.state(runs[i]!.id)).toMatchObject({ status: 'SUCCEEDED', output: `done in ${p.schema}`, attempts: 1 });
+    }
+    expect(ownerLocked).toEqual([true, true]);
+    expect(warnings).toEqual([]); // no lease renewal failed, nothing else went wrong
+    expect(liveness.filter((m) => m.startsWith('owner liveness: a session lock'))).toHaveLength(2);
+
+    for (const [i, p] of parts.entries()) {
+      const [mine, theirs] = [runs[i]!.id, runs[1 - i]!.id];
+      expect((await p.store.steps(mine)).map((st) => st.kind)).toEqual(['MODEL', 'TOOL', 'MODEL']);
+      expect(await p.store.steps(theirs)).toEqual([]);
+      const types = (await p.events.page(mine, 0, 100)).map((e) => e.type);
+      expect(types).toEqual(expect.arrayContaining(['run.started', 'tool.finished', 'run.finished']));
+      expect(await p.events.page(theirs, 0, 100)).toEqual([]);
+      expect(await p.stats.countRunsByStatus()).toEqual({ SUCCEEDED: 1 });
+    }
+
+    // A key works in the schema it was made in, and is unknown in the other.
+    const key = await parts[1]!.keys.create('globex');
+    expect(await parts[1]!.keys.holder(key.key)).toEqual({ keyId: key.id, tenant: 'globex' });
+    expect(await parts[0]!.keys.holder(key.key)).toBeNull();
+    expect(await parts[0]!.keys.anyExist()).toBe(false);
+  } finally {
     await fresh.drop();
   }
 });

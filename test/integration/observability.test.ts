@@ -8,7 +8,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { formatPretty } from '../../src/observability/pretty.ts';
 import { traceEvents } from '../../src/observability/tracing.ts';
-import { countRunsByStatus, queueDepth } from '../../src/store/run-stats.ts';
+import { RunStats } from '../../src/store/run-stats.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease, newRun, SimulatedCrash, testWorker } from '../support/engine.ts';
@@ -37,10 +37,7 @@ beforeEach(() => exporter.reset());
 function observe() {
   const raw: string[] = [];
   const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void raw.push(s.trimEnd()) } });
-  const metrics = createMetrics(
-    { countRunsByStatus: () => countRunsByStatus(db.pool), queueDepth: () => queueDepth(db.pool) },
-    { models: ['test-model'], agents: ['demo'] },
-  );
+  const metrics = createMetrics(new RunStats(db.pool), { models: ['test-model'], agents: ['demo'] });
   const events = [logEvents(logger), metrics.events, traceEvents({ provider: 'anthropic', tracer: provider.getTracer('test') })];
   const lines = () => raw.map((l) => JSON.parse(l) as Record<string, unknown>);
   return { logger, metrics, events, raw, lines };
@@ -298,10 +295,7 @@ describe('model labels', () => {
   it('gives the known models their name and every other name "other", however many names clients send', async () => {
     const own = await testDatabase();
     try {
-      const metrics = createMetrics(
-        { countRunsByStatus: () => countRunsByStatus(own.pool), queueDepth: () => queueDepth(own.pool) },
-        { models: ['claude-sonnet-4-6', 'demo'] },
-      );
+      const metrics = createMetrics(new RunStats(own.pool), { models: ['claude-sonnet-4-6', 'demo'] });
       const names = ['claude-sonnet-4-6', 'made-up-1', 'made-up-2', 'made-up-3'];
       for (const model of names) {
         const run = await newRun(own.records, 'x', { model });
@@ -324,7 +318,7 @@ describe('model labels', () => {
 
 describe('gauges read from the database', () => {
   it('counts claimable runs: queued and due, or running with a lapsed lease', async () => {
-    const before = (await queueDepth(db.pool)).demo ?? 0;
+    const before = (await new RunStats(db.pool).queueDepth()).demo ?? 0;
     const due = await newRun(db.records);
     const later = await newRun(db.records);
     const leased = await newRun(db.records);
@@ -335,8 +329,8 @@ describe('gauges read from the database', () => {
       [[leased.id, lapsed.id]],
     );
     await expireLease(db.pool, lapsed.id);
-    expect(((await queueDepth(db.pool)).demo ?? 0) - before).toBe(2);
-    const counts = await countRunsByStatus(db.pool);
+    expect(((await new RunStats(db.pool).queueDepth()).demo ?? 0) - before).toBe(2);
+    const counts = await new RunStats(db.pool).countRunsByStatus();
     expect(counts.RUNNING).toBeGreaterThanOrEqual(2);
     await db.pool.query('DELETE FROM durable_agent.run WHERE id = ANY($1)', [[due.id, later.id, leased.id, lapsed.id]]);
   });

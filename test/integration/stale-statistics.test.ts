@@ -6,10 +6,14 @@
  * looked up (at 10,000 in flight: seconds per batch, a minute per lease renewal, measured).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RENEW_LEASES } from '../../src/store/lease-renewal.ts';
-import { CLAIMS, FINAL_MODEL_STEPS, MODEL_STEPS, TOOL_RESULTS } from '../../src/store/step-batch-sql.ts';
+import { schemaSql } from '../../src/db/schema.ts';
+import { leaseRenewalSql } from '../../src/store/lease-renewal.ts';
+import { stepBatchSql } from '../../src/store/step-batch-sql.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun } from '../support/engine.ts';
+
+const { CLAIMS, FINAL_MODEL_STEPS, MODEL_STEPS, TOOL_RESULTS } = stepBatchSql(schemaSql());
+const { RENEW_LEASES } = leaseRenewalSql(schemaSql());
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -61,7 +65,7 @@ describe('with statistics that say no run is RUNNING', () => {
     ['a claim', CLAIMS],
   ])('%s, alone and in a batch, reads runs through their primary key, if through any index', async (_what, statement) => {
     // (On a table this small a plan may also read it whole, which costs what the table holds, once.)
-    for (const text of [statement.one, statement.many]) {
+    for (const { text } of [statement.one, statement.many]) {
       const plan = await planOf(text, ['[]']);
       expect(plan.runIndexes.filter((index) => index !== 'run_pkey')).toEqual([]);
       expect(plan.cteLoops).toBe(0);
@@ -70,7 +74,7 @@ describe('with statistics that say no run is RUNNING', () => {
 
   it('a lease renewal of every run held reads runs through their primary key, if through any index', async () => {
     const { rows } = await db.pool.query<{ id: string; lease_token: string }>('SELECT id, lease_token FROM durable_agent.run');
-    const plan = await planOf(RENEW_LEASES, ['A', 30_000, rows.map((r) => r.id), rows.map((r) => r.lease_token), 25_000]);
+    const plan = await planOf(RENEW_LEASES.text, ['A', 30_000, rows.map((r) => r.id), rows.map((r) => r.lease_token), 25_000]);
     expect(plan.runIndexes.filter((index) => index !== 'run_pkey')).toEqual([]);
     expect(plan.cteLoops).toBe(0);
     // …and renews what it must, answering every run.

@@ -5,8 +5,9 @@ import { inject } from 'vitest';
 import { listMigrations, migrate } from '../../src/db/migrate.ts';
 import { createPool } from '../../src/db/pool.ts';
 import { StepNotStartedError } from '../../src/domain/errors.ts';
-import { CLAIM_SQL, claimParams } from '../../src/store/claim-sql.ts';
-import { queueDepth } from '../../src/store/run-stats.ts';
+import { schemaSql } from '../../src/db/schema.ts';
+import { claimParams, claimSql } from '../../src/store/claim-sql.ts';
+import { RunStats } from '../../src/store/run-stats.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease, newRun } from '../support/engine.ts';
 
@@ -33,7 +34,10 @@ describe('store', () => {
     const live = await newRun(db.records, 'live');
     await db.pool.query('ANALYZE durable_agent.run');
     // The plan of the claim statement itself, with the parameters a worker passes.
-    const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${CLAIM_SQL}`, claimParams('W', 1000, 10, [], ['demo']));
+    const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN ${claimSql(schemaSql()).claim.text}`,
+      claimParams('W', 1000, 10, [], ['demo']),
+    );
     const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
     expect(plan).toMatch(/Index Scan using run_agent_claim_idx on run/);
     expect(plan).not.toMatch(/Seq Scan on run\b/);
@@ -69,10 +73,10 @@ describe('store', () => {
     );
     await expireLease(db.pool, lapsed!.id);
 
-    expect(await queueDepth(db.pool)).toEqual({ demo: 2 });
+    expect(await new RunStats(db.pool).queueDepth()).toEqual({ demo: 2 });
     const claimed = await db.store.claim({ worker: 'W', leaseMs: 1000 }, 10);
     expect(claimed.map((r) => r.id).sort()).toEqual([due!.id, lapsed!.id].sort());
-    expect(await queueDepth(db.pool)).toEqual({});
+    expect(await new RunStats(db.pool).queueDepth()).toEqual({});
   });
 
   it('finishes a tool step only if it is STARTED, and otherwise commits nothing (no renewal, no next STARTED row)', async () => {

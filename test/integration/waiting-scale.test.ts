@@ -4,8 +4,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLAIM_SQL, CLAIMABLE, claimParams } from '../../src/store/claim-sql.ts';
-import { countRunsByStatus } from '../../src/store/run-stats.ts';
+import { schemaSql } from '../../src/db/schema.ts';
+import { CLAIMABLE, claimParams, claimSql } from '../../src/store/claim-sql.ts';
+import { RunStats } from '../../src/store/run-stats.ts';
 import { apiServer } from '../support/api-server.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker } from '../support/engine.ts';
@@ -35,7 +36,7 @@ describe('10,000 WAITING runs', () => {
        FROM generate_series(1, 10000) AS i`,
     );
     await db.pool.query('ANALYZE durable_agent.run');
-    expect((await countRunsByStatus(db.pool)).WAITING).toBe(10_000);
+    expect((await new RunStats(db.pool).countRunsByStatus()).WAITING).toBe(10_000);
 
     const run = await newRun(db.records, 'the one to drive');
     const worker = testWorker(db.store, new ScriptedLlm().thenText('done'), [], { name: 'W' });
@@ -47,7 +48,10 @@ describe('10,000 WAITING runs', () => {
     );
     expect(rows[0]!.n).toBe(0);
 
-    const { rows: plan } = await db.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${CLAIM_SQL}`, claimParams('W', 1000, 10, [], ['demo']));
+    const { rows: plan } = await db.pool.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN ${claimSql(schemaSql()).claim.text}`,
+      claimParams('W', 1000, 10, [], ['demo']),
+    );
     const text = plan.map((r) => r['QUERY PLAN']).join('\n');
     expect(text).toMatch(/Index Scan using run_agent_claim_idx on run/);
     expect(text).not.toMatch(/Seq Scan on run\b/);

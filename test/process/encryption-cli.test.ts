@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Sealer } from '../../src/store/encryption.ts';
-import { checkEncryptionKeys, storedKeyIds } from '../../src/store/encryption-keys.ts';
+import { EncryptionKeys } from '../../src/store/encryption-keys.ts';
 import { RunRecords } from '../../src/store/run-records.ts';
 import { CliProcesses, cleanEnv } from '../support/cli-process.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
@@ -32,7 +32,7 @@ async function cli(args: string[], env: Record<string, string>) {
 describe('durable-agent encryption', () => {
   it('rotates every value to the first key, then says the old one is no longer needed', async () => {
     const sealer = new Sealer([{ id: 'old', key: Buffer.from(OLD, 'base64') }]);
-    await checkEncryptionKeys(db.pool, sealer);
+    await new EncryptionKeys(db.pool).check(sealer);
     const records = new RunRecords(db.pool, { sealer });
     const run = await records.create({
       input: 'the secret question',
@@ -51,7 +51,7 @@ describe('durable-agent encryption', () => {
     expect(rotated.code, rotated.err).toBe(0);
     expect(rotated.out).toContain('run: 1 rows read, 1 encrypted anew');
     expect(rotated.out).toContain('values are now encrypted with key new; no longer needed: old');
-    expect(await storedKeyIds(db.pool)).toEqual(['new']);
+    expect(await new EncryptionKeys(db.pool).storedIds()).toEqual(['new']);
     const { rows } = await db.pool.query<{ input: string }>('SELECT input FROM durable_agent.run WHERE id = $1', [run.id]);
     expect(rows[0]!.input).toMatch(/^da\.enc:1:t:new:/);
     const onlyNewRecords = new RunRecords(db.pool, { sealer: new Sealer([{ id: 'new', key: Buffer.from(NEW, 'base64') }]) });
