@@ -161,7 +161,9 @@ export const TimelineItem = z.object({
   cacheCreationInputTokens: count,
   cacheReadInputTokens: count,
   costUsd: z.number(),
-  attempts: count.describe('Provider calls the step took, retries included.'),
+  attempts: count.describe(
+    'Provider calls the step took, retries included; for a tool step 1, or 2 when a crash left the call started and it was run (again) on resume.',
+  ),
   latencyMs: count.nullable(),
   worker: z.string().nullable(),
   startedAt: timestamp,

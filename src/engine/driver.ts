@@ -507,7 +507,15 @@ class RunDriver {
     const write = await deps.store.finishTool(
       run.id,
       deps.owner,
-      { toolUseId, seq, status: outcome.status, result: outcome.result, latencyMs, ...(files && { files }) },
+      {
+        toolUseId,
+        seq,
+        status: outcome.status,
+        result: outcome.result,
+        latencyMs,
+        ...(files && { files }),
+        ...(resumed && { rerun: true }),
+      },
       start,
     );
     deps.workspace?.saved();

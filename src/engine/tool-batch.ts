@@ -104,6 +104,7 @@ async function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Pro
     result: outcome.result,
     latencyMs,
     ...(files && { files }),
+    ...(resumed && { rerun: true }),
   });
   deps.workspace?.saved();
   foldStep(conversation, { seq: at, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });

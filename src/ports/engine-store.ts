@@ -169,6 +169,8 @@ export interface ToolFinish {
   latencyMs: number;
   /** What the call changed in the run's workspace (its contents saved already), recorded with the result. */
   files?: readonly FileChange[];
+  /** The call ran again after a crash cut it off (its STARTED row was found on resume). */
+  rerun?: boolean;
 }
 
 export interface RunEnd {

@@ -396,6 +396,7 @@ export class RunStore implements EngineStore {
         response: this.sealer.text(stored),
         latency_ms: Math.round(f.latencyMs),
         files: f.files?.length ? fileRows(f.files) : null,
+        rerun: f.rerun === true,
       }),
     );
   }

@@ -63,6 +63,8 @@ export interface ToolResultItem extends ItemBase {
   latency_ms: number;
   /** What the call changed in the run's workspace (workspace-files.ts `fileRows`); null for none. */
   files: readonly object[] | null;
+  /** The call ran again after a crash cut it off: its step counts 2 attempts. */
+  rerun: boolean;
 }
 
 const BASE_COLUMNS = 'run uuid, worker text, token uuid, lease_ms float8, next_seq int, next_tool text, next_use text, events json';
@@ -221,7 +223,7 @@ export function modelStepOutcomes(items: readonly ModelStepItem[], rows: readonl
  * journal never disagree.
  */
 const toolResults = (schema: SchemaSql) => (many: boolean) => `WITH input AS (
-  SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, use_id text, status text, response text, latency_ms int, files json)),
+  SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, use_id text, status text, response text, latency_ms int, files json, rerun boolean)),
 ${FENCED(
   schema,
   many,
@@ -235,7 +237,8 @@ owner AS (
   WHERE r.id = f.id AND f.started AND ${FENCE_OF('r', 'i')}
   RETURNING r.id, r.tokens_used, r.cancel_requested),
 done AS (
-  UPDATE ${schema}.run_step s SET status = i.status, response = i.response, latency_ms = i.latency_ms, worker = i.worker, finished_at = now()
+  UPDATE ${schema}.run_step s SET status = i.status, response = i.response, latency_ms = i.latency_ms, worker = i.worker, finished_at = now(),
+         attempts = CASE WHEN i.rerun THEN 2 ELSE s.attempts END
   FROM owner o JOIN input i ON i.run = o.id
   WHERE s.run_id = o.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED'
   RETURNING s.run_id AS id, s.seq, o.cancel_requested),
