@@ -15,7 +15,7 @@ interface Rule {
 /** Tells whether a workspace path (relative, `/`-separated) is left out of what is saved. */
 export type Excluded = (path: string, isDir: boolean) => boolean;
 
-const escapeChar = (c: string) => (/[.+^${}()|[\]\\]/.test(c) ? `\\${c}` : c);
+const escapeChar = (c: string) => (/[.*?+^${}()|[\]\\]/.test(c) ? `\\${c}` : c);
 
 /** The regular expression of a glob body (no leading `!`, no trailing `/`). */
 function globSource(glob: string): string {

@@ -31,7 +31,7 @@ export interface CommandSpec {
 }
 
 /** Keeps the first and the last `limit / 2` bytes of a stream, and counts the rest. */
-class CappedOutput {
+export class CappedOutput {
   private head: Buffer[] = [];
   private headBytes = 0;
   private tail: Buffer[] = [];

@@ -1,0 +1,167 @@
+/**
+ * What a save finds and what a rebuild makes, on real directories: only changed files are read and
+ * saved, symlinks are kept as symlinks, a rebuild is exact and checked, an undo puts back what a call
+ * changed and nothing else.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { WorkspaceMismatchError } from '../../src/domain/errors.ts';
+import type { FileEntry } from '../../src/ports/workspace.ts';
+import { excludeMatcher } from '../../src/workspace/exclude.ts';
+import { rebuild, undo } from '../../src/workspace/rebuild.ts';
+import { type KnownEntry, RACY_MS, scan, sha256Hex } from '../../src/workspace/scan.ts';
+
+/** The files a scan reads, in order. */
+const reads = vi.hoisted(() => [] as string[]);
+vi.mock('node:fs/promises', async (original) => {
+  const real = await original<typeof import('node:fs/promises')>();
+  const readFile = ((p: string, ...rest: never[]) => {
+    reads.push(String(p));
+    return (real.readFile as (...a: unknown[]) => unknown)(p, ...rest);
+  }) as typeof real.readFile;
+  return { ...real, readFile, default: { ...real.default, readFile } };
+});
+
+const dirs: string[] = [];
+const tmp = () => {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'da-save-'));
+  dirs.push(d);
+  return d;
+};
+afterEach(() => {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+const none = excludeMatcher([]);
+/** Contents by digest, as the store would hold them. */
+const saved = new Map<string, Buffer>();
+const fetch = async (ids: readonly string[]) => new Map(ids.filter((i) => saved.has(i)).map((i) => [i, saved.get(i)!]));
+/** A scan a while after the files were written: nothing is racy. */
+const later = () => Date.now() + 10 * RACY_MS;
+
+async function saveAll(dir: string, known: Map<string, KnownEntry>) {
+  const found = await scan(dir, known, none, later());
+  for (const b of found.blobs) saved.set(b.sha256, b.content);
+  return found;
+}
+
+describe('a save', () => {
+  it('finds new, changed and deleted paths, reads only files whose stat changed, and keeps symlinks as symlinks', async () => {
+    const dir = tmp();
+    fs.mkdirSync(path.join(dir, 'src'));
+    fs.writeFileSync(path.join(dir, 'src', 'a.txt'), 'a');
+    fs.writeFileSync(path.join(dir, 'b.bin'), Buffer.from([0, 1, 2]));
+    fs.symlinkSync('/etc/passwd', path.join(dir, 'link'));
+    const first = await saveAll(dir, new Map());
+    expect(first.changes.map((c) => [c.path, c.kind])).toEqual([
+      ['b.bin', 'file'],
+      ['link', 'symlink'],
+      ['src', 'dir'],
+      ['src/a.txt', 'file'],
+    ]);
+    expect(first.changes.find((c) => c.path === 'link')).toMatchObject({ target: '/etc/passwd', sha256: null });
+    expect(first.blobs.map((b) => b.sha256).sort()).toEqual([sha256Hex(Buffer.from('a')), sha256Hex(Buffer.from([0, 1, 2]))].sort());
+    expect([first.files, first.bytes]).toEqual([4, 4]);
+
+    // Nothing changed: nothing to save, and no file read again.
+    reads.length = 0;
+    const same = await scan(dir, first.next, none, later());
+    expect(same.changes).toEqual([]);
+    expect(reads).toEqual([]);
+
+    fs.writeFileSync(path.join(dir, 'src', 'a.txt'), 'A, longer');
+    fs.rmSync(path.join(dir, 'link'));
+    const next = await scan(dir, same.next, none, later());
+    expect(next.changes).toEqual([
+      { path: 'link', kind: 'deleted' },
+      { path: 'src/a.txt', kind: 'file', mode: 0o644, size: 9, sha256: sha256Hex(Buffer.from('A, longer')), target: null },
+    ]);
+    expect(reads).toEqual([path.join(dir, 'src', 'a.txt')]);
+  });
+
+  it('reads again a file written too close to the scan that saw it, so a same-size rewrite in the same tick is not missed', async () => {
+    const dir = tmp();
+    fs.writeFileSync(path.join(dir, 'f'), 'one');
+    const first = await scan(dir, new Map(), none, Date.now());
+    expect(first.next.get('f')!.racy).toBe(true);
+    fs.writeFileSync(path.join(dir, 'f'), 'two');
+    const mtime = fs.statSync(path.join(dir, 'f')).mtime;
+    fs.utimesSync(path.join(dir, 'f'), mtime, mtime);
+    const second = await scan(dir, first.next, none, later());
+    expect(second.changes).toMatchObject([{ path: 'f', sha256: sha256Hex(Buffer.from('two')) }]);
+  });
+
+  it('leaves excluded paths out, and does not descend into an excluded directory', async () => {
+    const dir = tmp();
+    fs.mkdirSync(path.join(dir, 'node_modules', 'x'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'node_modules', 'x', 'i.js'), '');
+    fs.writeFileSync(path.join(dir, 'debug.log'), '');
+    fs.writeFileSync(path.join(dir, 'keep'), '');
+    const found = await scan(dir, new Map(), excludeMatcher(['node_modules/', '*.log']), later());
+    expect(found.changes.map((c) => c.path)).toEqual(['keep']);
+  });
+});
+
+describe('a rebuild', () => {
+  it('makes the directory exactly as saved: contents byte for byte, modes, empty directories, symlinks not followed', async () => {
+    const source = tmp();
+    fs.mkdirSync(path.join(source, 'bin'));
+    fs.mkdirSync(path.join(source, 'empty'));
+    fs.writeFileSync(path.join(source, 'bin', 'run.sh'), '#!/bin/sh\necho hi\n', { mode: 0o755 });
+    fs.writeFileSync(path.join(source, 'blob'), Buffer.from([0xff, 0x00, 0xfe]));
+    fs.symlinkSync('../outside', path.join(source, 'up'));
+    const found = await saveAll(source, new Map());
+    const manifest = [...found.next.values()] as FileEntry[];
+
+    const target = path.join(tmp(), 'ws');
+    fs.mkdirSync(target);
+    fs.writeFileSync(path.join(target, 'stale-from-a-crash'), 'x');
+    const known = await rebuild(target, manifest, fetch);
+    expect(fs.readdirSync(target).sort()).toEqual(['bin', 'blob', 'empty', 'up']);
+    expect(fs.readFileSync(path.join(target, 'blob'))).toEqual(Buffer.from([0xff, 0x00, 0xfe]));
+    expect(fs.statSync(path.join(target, 'bin', 'run.sh')).mode & 0o777).toBe(0o755);
+    expect(fs.readlinkSync(path.join(target, 'up'))).toBe('../outside');
+    expect(fs.existsSync(path.join(path.dirname(target), 'outside'))).toBe(false);
+    // What it wrote needs no second read: the next scan finds nothing changed.
+    expect((await scan(target, known, none, Date.now())).changes).toEqual([]);
+  });
+
+  it('refuses a manifest with a missing or altered content, a path with .., or a path under something not a directory', async () => {
+    const dir = tmp();
+    const file = (p: string, content: string): FileEntry => ({
+      path: p,
+      kind: 'file',
+      mode: 0o644,
+      size: content.length,
+      sha256: sha256Hex(Buffer.from(content)),
+      target: null,
+    });
+    await expect(rebuild(dir, [file('a', 'never saved')], fetch)).rejects.toThrow(/saved content of a \(sha256 [0-9a-f]+\) is missing/);
+    saved.set(sha256Hex(Buffer.from('real')), Buffer.from('tampered'));
+    await expect(rebuild(dir, [file('a', 'real')], fetch)).rejects.toThrow(/does not match its sha256/);
+    await expect(rebuild(dir, [file('../a', 'x')], fetch)).rejects.toThrow(WorkspaceMismatchError);
+    const link: FileEntry = { path: 'l', kind: 'symlink', mode: 0, size: 4, sha256: null, target: '/etc' };
+    await expect(rebuild(dir, [link, file('l/passwd', 'x')], fetch)).rejects.toThrow(/under l, which it does not hold as a directory/);
+  });
+});
+
+describe('an undo', () => {
+  it('puts back what a call changed, removes what it added, and leaves excluded paths alone', async () => {
+    const dir = tmp();
+    fs.writeFileSync(path.join(dir, 'kept'), 'v1');
+    fs.writeFileSync(path.join(dir, 'gone'), 'g');
+    const before = await saveAll(dir, new Map());
+    fs.writeFileSync(path.join(dir, 'kept'), 'v2');
+    fs.rmSync(path.join(dir, 'gone'));
+    fs.mkdirSync(path.join(dir, 'new', 'deep'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'cache.log'), 'excluded');
+    const excluded = excludeMatcher(['*.log']);
+    const after = await scan(dir, before.next, excluded, later());
+    await undo(dir, before.next, after.changes, fetch);
+    expect(fs.readdirSync(dir).sort()).toEqual(['cache.log', 'gone', 'kept']);
+    expect(fs.readFileSync(path.join(dir, 'kept'), 'utf8')).toBe('v1');
+    expect(fs.readFileSync(path.join(dir, 'gone'), 'utf8')).toBe('g');
+  });
+});
