@@ -87,6 +87,12 @@ const encryptionKeysSql = (schema: SchemaSql) => ({
   ADD_KEY: `INSERT INTO ${schema}.encryption_key (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`,
   KEY_IDS: `SELECT id FROM ${schema}.encryption_key ORDER BY added_at, id`,
   DELETE_KEY: `DELETE FROM ${schema}.encryption_key WHERE id = $1`,
+  /** Workspace contents are bytes with their key id beside them (encryption.ts `bytes`), read and written one at a time. */
+  FILES_NOT_UNDER: `SELECT sha256 FROM ${schema}.workspace_blob
+    WHERE key_id IS DISTINCT FROM $1 AND sha256 > $2 ORDER BY sha256 LIMIT $3`,
+  FILE: `SELECT content, key_id FROM ${schema}.workspace_blob WHERE sha256 = $1`,
+  RESEAL_FILE: `UPDATE ${schema}.workspace_blob SET content = $1, key_id = $2 WHERE sha256 = $3 AND key_id IS NOT DISTINCT FROM $4`,
+  FILES_UNDER: `SELECT EXISTS (SELECT 1 FROM ${schema}.workspace_blob WHERE key_id = $1) AS used`,
   /** Per table: its rows read, written again, and searched for a key id. */
   walks: WALKS.map((walk) => {
     const table = `${schema}.${walk.table}`;
@@ -192,6 +198,7 @@ export class EncryptionKeys {
         onBatch?.(walk.table, counts.read);
       }
     }
+    report.tables.workspace_blob = await this.rotateFiles(sealer, batchSize, onBatch);
     for (const id of await this.storedIds()) {
       if (id === sealer.keyId) continue;
       if (await this.keyInUse(id)) {
@@ -219,8 +226,42 @@ export class EncryptionKeys {
     return rowCount ? 'written' : 'changed';
   }
 
+  /**
+   * Seals every saved workspace content that is plain or under another key with the sealer's key. The
+   * digest names the content, never changes: a row written meanwhile (a save only touches its time) is
+   * sealed anew from what it holds now.
+   */
+  private async rotateFiles(sealer: Sealer, batchSize: number, onBatch?: (table: string, done: number) => void) {
+    const counts = { read: 0, rewritten: 0, changedMeanwhile: 0 };
+    let after = '';
+    for (;;) {
+      const { rows } = await this.db.query<{ sha256: string }>(this.sql.FILES_NOT_UNDER, [sealer.keyId, after, batchSize]);
+      if (rows.length === 0) return counts;
+      for (const { sha256 } of rows) {
+        counts.read += 1;
+        for (let tries = 1; ; tries++) {
+          const found = (await this.db.query<{ content: Buffer; key_id: string | null }>(this.sql.FILE, [sha256])).rows[0];
+          if (!found || found.key_id === sealer.keyId) break; // deleted, or sealed by a save meanwhile
+          const sealed = sealer.bytes(sealer.openBytes(found.content, found.key_id));
+          const { rowCount } = await this.db.query(this.sql.RESEAL_FILE, [sealed.content, sealed.keyId, sha256, found.key_id]);
+          if (rowCount) {
+            counts.rewritten += 1;
+            break;
+          }
+          if (tries >= ROW_TRIES) {
+            counts.changedMeanwhile += 1;
+            break;
+          }
+        }
+      }
+      after = rows.at(-1)!.sha256;
+      onBatch?.('workspace_blob', counts.read);
+    }
+  }
+
   /** Whether any payload column still holds a value sealed with key `id`. */
   private async keyInUse(id: string): Promise<boolean> {
+    if ((await this.db.query<{ used: boolean }>(this.sql.FILES_UNDER, [id])).rows[0]?.used) return true;
     const pattern = `%da.enc:1:_:${id.replace(/[\\%_]/g, (c) => `\\${c}`)}:%`;
     for (const t of this.sql.walks) {
       const { rows } = await this.db.query<{ used: boolean }>(t.inUse, [pattern]);

@@ -5,7 +5,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { loadConfig } from '../../src/config/environment.ts';
 import type { RunId } from '../../src/domain/types.ts';
@@ -18,6 +21,8 @@ import { tool } from '../../src/tools/zod-tool.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
+import { plan, planLlm } from '../support/plan-llm.ts';
+import { workspaceSettings } from '../../src/workspace/options.ts';
 
 const K1 = randomBytes(32).toString('base64');
 const K2 = randomBytes(32).toString('base64');
@@ -292,5 +297,49 @@ describe('encryption at rest', () => {
     expect(rows[0]!.status).toBe('FAILED');
     expect(sealer.openText(rows[0]!.error)).toMatch(/sealed with key k does not open/);
     expect(await store.claim({ worker: 'w', leaseMs: 60_000 }, 5)).toEqual([]);
+  });
+});
+
+describe('encryption at rest of workspaces', () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'da-enc-ws-'));
+  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+  const hexOf = (s: string) => Buffer.from(s).toString('hex');
+
+  async function startCoder(env: Record<string, string>): Promise<Runtime> {
+    const config = loadConfig({ DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'silent', WORKSPACE_ROOT: root, ...env });
+    const rt = await startRuntime(config, {
+      api: true,
+      worker: true,
+      agent: { name: 'coder', system: 'You write code.', tools: [], workspace: workspaceSettings(true) },
+      llm: planLlm(),
+    });
+    runtimes.push(rt);
+    return rt;
+  }
+
+  it("keeps a file's content sealed in the database while the API serves it, and a rotation seals it anew", async () => {
+    const rtOld = await startCoder({ ENCRYPTION_KEYS: `old:${K1}` });
+    const run = await rtOld.runs.create({
+      agent: 'coder',
+      input: plan([{ name: 'bash', input: { command: `echo ${MARK}-file-content > notes.txt` } }]),
+    });
+    await waitFor('the run to succeed', async () => (await rtOld.runs.get(run.id))?.status === 'SUCCEEDED');
+    const served = await fetch(`${rtOld.url}/api/runs/${run.id}/files/notes.txt`);
+    expect(await served.text()).toBe(`${MARK}-file-content\n`);
+    const rows = await everyRow();
+    expect(rows).not.toContain(MARK);
+    expect(rows).not.toContain(hexOf(MARK));
+    const dump = await pgDump();
+    if (dump !== null) expect(dump).not.toContain(hexOf(MARK));
+    await rtOld.close();
+
+    const report = await new EncryptionKeys(db.pool).rotate(
+      new Sealer(loadConfig({ ENCRYPTION_KEYS: `new:${K2},old:${K1}` }).encryptionKeys),
+    );
+    expect(report.tables.workspace_blob).toEqual({ read: 1, rewritten: 1, changedMeanwhile: 0 });
+    expect(report.retired).toEqual(['old']);
+    const rtNew = await startCoder({ ENCRYPTION_KEYS: `new:${K2}` });
+    expect(await (await fetch(`${rtNew.url}/api/runs/${run.id}/files/notes.txt`)).text()).toBe(`${MARK}-file-content\n`);
+    expect(await everyRow()).not.toContain(hexOf(MARK));
   });
 });

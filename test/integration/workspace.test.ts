@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { defineAgent } from '../../src/agents/define-agent.ts';
 import { type AgentRuntime, createRuntime, type CreateRuntimeOptions } from '../../src/runtime/create-runtime.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
+import { WorkspaceFiles } from '../../src/store/workspace-files.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { plan, planLlm, type PlannedCall } from '../support/plan-llm.ts';
 import { silentLogger } from '../support/engine.ts';
@@ -234,5 +235,25 @@ describe('a run with a workspace', () => {
     const done = await rt.runs.wait(run.id, { timeoutMs: 30_000 });
     expect(done.status).toBe('FAILED');
     expect(done.error).toMatch(/workspace cannot be rebuilt: the saved content of a\.txt \(sha256 [0-9a-f]{64}\) is missing/);
+  });
+
+  it('deleting a run removes the contents only it referred to; the sweep removes contents no step refers to', async () => {
+    const rt = await start();
+    const a = await runPlan(rt, [write('shared.txt', 'same in both'), write('own.txt', 'only in a')]);
+    await runPlan(rt, [write('shared.txt', 'same in both')]);
+    const contents = async () =>
+      (await db.pool.query<{ size: string }>('SELECT size FROM durable_agent.workspace_blob ORDER BY size')).rows.map((r) =>
+        Number(r.size),
+      );
+    expect(await contents()).toEqual([9, 12]);
+    // Saved long enough ago that no save in flight could be about to refer to them.
+    await db.pool.query(`UPDATE durable_agent.workspace_blob SET touched_at = now() - interval '1 hour'`);
+    expect((await fetch(`${rt.url}/api/runs/${a.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect(await contents()).toEqual([12]);
+    // A content a crashed step saved before its checkpoint: referred to by no step.
+    await new WorkspaceFiles(db.pool).putBlobs([{ sha256: 'f'.repeat(64), content: Buffer.from('orphan') }]);
+    expect(await new WorkspaceFiles(db.pool).sweep()).toBe(0); // too young
+    expect(await new WorkspaceFiles(db.pool).sweep(1000, 0)).toBe(1);
+    expect(await contents()).toEqual([12]);
   });
 });

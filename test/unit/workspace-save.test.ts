@@ -21,7 +21,7 @@ vi.mock('node:fs/promises', async (original) => {
     reads.push(String(p));
     return (real.readFile as (...a: unknown[]) => unknown)(p, ...rest);
   }) as typeof real.readFile;
-  return { ...real, readFile, default: { ...real.default, readFile } };
+  return { ...real, readFile, default: { ...(real as unknown as { default: typeof real }).default, readFile } };
 });
 
 const dirs: string[] = [];
