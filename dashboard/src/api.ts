@@ -50,10 +50,11 @@ async function errorOf(res: Response): Promise<ApiError> {
   return new ApiError(res.status, body?.error?.code ?? 'http_error', body?.error?.message ?? `${res.status} ${res.statusText}`);
 }
 
-export async function api<T>(path: string, init: ApiInit = {}): Promise<T> {
+/** The response of a request, sent with the key (asked for again on a 401); a failure status is an ApiError. */
+async function send(path: string, init: ApiInit, accept: string): Promise<Response> {
   for (;;) {
     const key = apiKey.get();
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { accept };
     if (key) headers.authorization = `Bearer ${key}`;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     let res: Response;
@@ -80,6 +81,17 @@ export async function api<T>(path: string, init: ApiInit = {}): Promise<T> {
       continue;
     }
     if (!res.ok) throw await errorOf(res);
-    return (res.status === 204 ? null : await res.json()) as T;
+    return res;
   }
+}
+
+export async function api<T>(path: string, init: ApiInit = {}): Promise<T> {
+  const res = await send(path, init, 'application/json');
+  return (res.status === 204 ? null : await res.json()) as T;
+}
+
+/** A response that is not JSON (a workspace file): its bytes and its content type. */
+export async function apiBytes(path: string, init: ApiInit = {}): Promise<{ contentType: string; bytes: Uint8Array }> {
+  const res = await send(path, init, '*/*');
+  return { contentType: res.headers.get('content-type') ?? '', bytes: new Uint8Array(await res.arrayBuffer()) };
 }

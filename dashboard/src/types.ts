@@ -14,6 +14,7 @@ import type {
   WaitingJson,
 } from '../../src/api/schemas.ts';
 import type { OverviewJson } from '../../src/api/schemas-overview.ts';
+import type { FilesJson } from '../../src/api/schemas-files.ts';
 
 export type Run = z.infer<typeof RunJson>;
 export type RunStatus = Run['status'];
@@ -38,3 +39,8 @@ export type ContentBlock = Exclude<StepDetail['response'], string | null>[number
 export type Overview = z.infer<typeof OverviewJson>;
 export type OverviewWindow = Overview['hour'];
 export type UsageTotals = OverviewWindow['totals'];
+
+/** A run's workspace as of a step (GET /api/runs/{id}/files). */
+export type RunFiles = z.infer<typeof FilesJson>;
+export type RunFile = RunFiles['files'][number];
+export type FileChange = NonNullable<RunFiles['changed']>[number];

@@ -6,6 +6,9 @@
  * run shows the live text of its model call while it streams, Cancel stops a running run, the
  * overview's figures are the database's, and the browser logs no error on the way.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import type { ConsoleMessage, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +22,7 @@ import { type Runtime, startRuntime } from '../../src/runtime/start-runtime.ts';
 import { ApiKeys } from '../../src/store/api-keys.ts';
 import { sleepTool } from '../../src/tools/sleep-tool.ts';
 import { defineTool } from '../../src/tools/types.ts';
+import { workspaceSettings } from '../../src/workspace/options.ts';
 import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/engine.ts';
@@ -26,6 +30,7 @@ import { until } from '../support/cli-process.ts';
 import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
 
 const UI_TIMEOUT = 20_000;
+const workspaceRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'da-dash-ws-'));
 
 let db: TestDatabase;
 let runtime: Runtime;
@@ -100,6 +105,15 @@ const llm = new ScriptedLlm(async (req, options) => {
     }
     return response([{ type: 'text', text: 'Closed T-1; T-2 stays open.' }], 'end_turn', usage(350, 10));
   }
+  if (input.startsWith('files')) {
+    const calls = [
+      { name: 'write_file', input: { path: 'src/main.py', content: 'print("<b>not markup</b>")\n' } },
+      { name: 'bash', input: { command: 'echo data > notes.txt' } },
+    ];
+    const call = calls[turn];
+    if (call) return response([{ type: 'tool_use', id: `toolu_files_${turn}`, ...call }], 'tool_use', usage(200, 20));
+    return response([{ type: 'text', text: 'Wrote the files.' }], 'end_turn', usage(250, 10));
+  }
   if (input.startsWith('tickets')) {
     if (turn === 0)
       return response(
@@ -155,8 +169,17 @@ beforeAll(async () => {
       WORKER_NAME: 'worker-t',
       LLM_PROVIDER: 'demo',
       DEFAULT_MODEL: 'claude-sonnet-4-6',
+      WORKSPACE_ROOT: workspaceRoot,
     }),
-    { api: true, worker: true, llm, agent: { system: 'You are a test agent.', tools } },
+    {
+      api: true,
+      worker: true,
+      llm,
+      agents: [
+        { system: 'You are a test agent.', tools },
+        { name: 'coder', system: 'You write code.', tools: [], workspace: workspaceSettings(true) },
+      ],
+    },
   );
   base = runtime.url!;
   // History: 60 finished runs over the last week, so there is more than one page of runs.
@@ -186,6 +209,7 @@ afterAll(async () => {
   await chromium?.close();
   await runtime?.close();
   await db?.close();
+  fs.rmSync(workspaceRoot, { recursive: true, force: true });
 });
 
 async function visibleRuns(p: Page): Promise<{ id: string; status: string; steps: string }[]> {
@@ -451,6 +475,28 @@ describe('the dashboard in Chromium', () => {
     await waitFor('the fork to finish', async () => (await statusOf(forkId as RunId)) === 'SUCCEEDED');
     await page.waitForSelector('.wf-row[data-seq="5"]');
     expect(await page.$$eval('.wf-row.inherited', (els) => els.map((e) => e.getAttribute('data-seq')))).toEqual(['1', '2']);
+  });
+
+  it("shows a run's files as of the step selected, what that step changed, and a file's content as text", async () => {
+    const id = await post({ input: 'files please', agent: 'coder' });
+    await waitFor('the run to finish', async () => (await statusOf(id)) === 'SUCCEEDED');
+    await page.goto(`${base}/runs/${id}`);
+    const card = page.locator('section.card.files');
+    await card.waitFor();
+    const paths = () => card.locator('.file-tree li[data-path]').evaluateAll((els) => els.map((e) => e.getAttribute('data-path')));
+    await waitFor('the tree', async () => (await paths()).length === 3);
+    expect(await paths()).toEqual(['notes.txt', 'src', 'src/main.py']);
+    await card.locator('li[data-path="src/main.py"] button').click();
+    // Shown as text: the markup in it stays characters.
+    expect(await card.locator('pre.file-text').textContent()).toBe('print("<b>not markup</b>")\n');
+    expect(await card.locator('pre.file-text b').count()).toBe(0);
+
+    // Step 2 wrote src/main.py: as of it there is no notes.txt yet, and the step's changes are listed.
+    await page.click('.wf-row[data-seq="2"]');
+    await waitFor('the tree as of step 2', async () => (await paths()).length === 2);
+    expect(await paths()).toEqual(['src', 'src/main.py']);
+    expect(await card.locator('.tag.change').allTextContents()).toEqual(['+ src', '+ src/main.py']);
+    expect(await card.locator('.card-head .muted').textContent()).toBe('as of step 2');
   });
 
   it('logged no error or warning in the browser console on the way', () => {

@@ -15,6 +15,7 @@ import { lastAttemptNote, runStatePhrase } from '../run-state.ts';
 import { isActive, statusPill } from '../status.ts';
 import type { Run, TimelineStep } from '../types.ts';
 import { renderApprovals } from './approvals.ts';
+import { filesCard } from './files.ts';
 import { loadStep } from './step.ts';
 import { renderWaterfall } from './waterfall.ts';
 
@@ -155,6 +156,9 @@ export const runView: View = (main, route: Route) => {
   let unfollow: (() => void) | null = null;
   const waterfall = h('div', { class: 'waterfall-box' });
   const stepSlot = h('div', { class: 'step-slot' });
+  const files = filesCard(id);
+  // The workspace as of the step selected; read again when a step finishes.
+  const drawFiles = () => files.show(selected, steps.map((s) => `${s.seq}:${s.status}`).join(','));
   const inputCard = h('section', { class: 'card io input' }, h('h2', null, 'Input'));
   const legend = h(
     'div',
@@ -181,6 +185,7 @@ export const runView: View = (main, route: Route) => {
       liveText,
       h('section', { class: 'card steps' }, h('header', { class: 'card-head' }, h('h2', null, 'Steps'), legend), waterfall),
       stepSlot,
+      files.el,
     ),
   );
 
@@ -191,6 +196,7 @@ export const runView: View = (main, route: Route) => {
     else url.searchParams.set('step', String(seq));
     history.replaceState(null, '', url.pathname + url.search);
     drawWaterfall(true);
+    drawFiles();
     if (seq === null) {
       fill(stepSlot);
       return;
@@ -283,6 +289,7 @@ export const runView: View = (main, route: Route) => {
     }
     drawLive();
     drawWaterfall();
+    drawFiles();
   };
 
   let first = true;
