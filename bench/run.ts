@@ -24,6 +24,7 @@ import { benchWaiting } from './waiting.ts';
 import { resumeLatencies } from './resume-latency.ts';
 import { agentLoopBench } from './agent-loop.ts';
 import { mergeIntoLatest, withScratchDatabase } from './scratch-database.ts';
+import { benchWorkspace } from './workspace.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, d = 3) => Number(x.toFixed(d));
@@ -302,6 +303,9 @@ async function main() {
       results,
       await benchWaiting({ pool, store, records, newRun: () => newRun(), worker: (llm, tool, n) => worker(llm, tool, n) }),
     );
+    // Workspaces: a save after a one-file change, a rebuild of 10,000 files, a command's start in the sandbox.
+    const workspace = await benchWorkspace(pool, records);
+    Object.assign(results, workspace.results);
     // A worker killed mid-step under the default 30 s lease: how soon another live worker resumes its run.
     {
       const ms = (await resumeLatencies(url.toString(), pool, 5)).sort((a, b) => a - b);
@@ -381,6 +385,7 @@ async function main() {
         `${round(num('storageBytesAt200') / num('storageBytesAt10'), 1)}× (target ≤ 25×)`,
       ],
       ...events.rows,
+      ...workspace.rows,
     ];
     console.log(`durable-agent bench on ${description}\n`);
     for (const [k, v, note] of rows) console.log(`${k.padEnd(32)} ${v.padStart(16)}   ${note}`);

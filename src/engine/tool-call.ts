@@ -19,7 +19,7 @@ export async function runCall(deps: DriverDeps, use: ToolUseBlock, scope: CallSc
   const { workspace } = deps;
   const outcome = await deps.agent.tools.execute(use, workspace ? { ...scope, workspace } : scope);
   if (!workspace) return { outcome };
-  const saved = await workspace.save();
+  const saved = await workspace.save(use);
   // Over a limit the call's changes were undone: the model hears which limit, and nothing is recorded of them.
   if ('overLimit' in saved) return { outcome: { status: 'ERROR', result: `error: ${saved.overLimit}` } };
   return saved.length ? { outcome, files: saved } : { outcome };

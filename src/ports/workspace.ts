@@ -75,8 +75,9 @@ export interface RunWorkspace {
   /**
    * Saves what changed since the last save (contents first, in their own statements) and returns the
    * entries the tool step's checkpoint records with it; or, over a limit, undoes the changes and says why.
+   * `call`, the tool call that just ran: a built-in tool that names what it changes has only that looked at.
    */
-  save(): Promise<FileChange[] | OverLimit>;
+  save(call?: { name: string; input: unknown }): Promise<FileChange[] | OverLimit>;
   /** The checkpoint that recorded the last save's changes committed: they are what the saved workspace holds now. */
   saved(): void;
   /** The attempt is over: the directory is removed (everything in it was saved, or belongs to no step). */

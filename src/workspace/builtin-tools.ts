@@ -57,6 +57,28 @@ async function readText(abs: string, rel: string): Promise<Buffer> {
 
 const isBinary = (b: Buffer) => b.subarray(0, 8000).includes(0);
 
+/**
+ * The workspace paths a call of a built-in tool can have changed (as the tool resolved them, every
+ * symlink followed): none for the tools that only read, the one named for write_file and edit_file;
+ * null for every other tool, whose save looks at the whole workspace.
+ */
+export async function pathsChangedBy(call: { name: string; input: unknown }, dir: string): Promise<string[] | null> {
+  if (call.name === 'read_file' || call.name === 'list_files') return [];
+  if (call.name !== 'write_file' && call.name !== 'edit_file') return null;
+  const named = (call.input as { path?: unknown } | null)?.path;
+  if (typeof named !== 'string') return [];
+  try {
+    const abs = await resolveInside(dir, workspacePath(named));
+    const rel = path
+      .relative(await fs.realpath(dir), abs)
+      .split(path.sep)
+      .join('/');
+    return rel === '' ? [] : [rel];
+  } catch {
+    return []; // refused, or not there: the call wrote nothing
+  }
+}
+
 export function builtinTools(settings: WorkspaceSettings): Tool[] {
   const excluded = excludeMatcher(settings.exclude);
   const bash = tool({

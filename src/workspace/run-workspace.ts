@@ -15,11 +15,12 @@ import type {
   Workspaces,
   WorkspaceStore,
 } from '../ports/workspace.ts';
+import { pathsChangedBy } from './builtin-tools.ts';
 import { excludeMatcher, type Excluded } from './exclude.ts';
 import type { WorkspaceSettings } from './options.ts';
 import { rebuild, removeTree, undo } from './rebuild.ts';
 import { runCommand } from './sandbox.ts';
-import { type KnownEntry, scan } from './scan.ts';
+import { applied, type KnownEntry, scan, type ScanResult } from './scan.ts';
 
 export interface WorkspacesOptions {
   store: WorkspaceStore;
@@ -69,7 +70,9 @@ export class AgentWorkspaces implements Workspaces {
 
 class OpenWorkspace implements RunWorkspace {
   /** What a save found, until its checkpoint commits. */
-  private pending: Map<string, KnownEntry> | null = null;
+  private pending: ScanResult | null = null;
+  /** Bytes of file content the saved workspace holds. */
+  private bytes = 0;
 
   constructor(
     readonly dir: string,
@@ -77,7 +80,9 @@ class OpenWorkspace implements RunWorkspace {
     private known: Map<string, KnownEntry>,
     private readonly opts: WorkspacesOptions,
     private readonly excluded: Excluded,
-  ) {}
+  ) {
+    for (const e of known.values()) if (e.kind === 'file') this.bytes += e.size;
+  }
 
   exec(command: string, options: CommandOptions, signal: AbortSignal): Promise<CommandResult> {
     const { settings } = this.opts;
@@ -92,14 +97,16 @@ class OpenWorkspace implements RunWorkspace {
     });
   }
 
-  async save(): Promise<FileChange[] | OverLimit> {
+  async save(call?: { name: string; input: unknown }): Promise<FileChange[] | OverLimit> {
     const { settings, store } = this.opts;
-    const found = await scan(this.dir, this.known, this.excluded, Date.now());
+    const only = call ? await pathsChangedBy(call, this.dir) : null;
+    if (only?.length === 0) return [];
+    const found = await scan(this.dir, this.known, this.excluded, Date.now(), only ?? undefined);
     const over =
       found.files > settings.maxFiles
         ? `the workspace would hold ${plural(found.files, 'file')} (directories and symlinks counted), over its limit of ${plural(settings.maxFiles, 'file')} (workspace.maxFiles)`
-        : found.bytes > settings.maxBytes
-          ? `the workspace would hold ${plural(found.bytes, 'byte')}, over its limit of ${plural(settings.maxBytes, 'byte')} (workspace.maxBytes)`
+        : this.bytes + found.bytesAdded > settings.maxBytes
+          ? `the workspace would hold ${plural(this.bytes + found.bytesAdded, 'byte')}, over its limit of ${plural(settings.maxBytes, 'byte')} (workspace.maxBytes)`
           : null;
     if (over) {
       // The call's changes are undone: the files and the journal must say the same. What is put back
@@ -112,16 +119,18 @@ class OpenWorkspace implements RunWorkspace {
       return { overLimit: `${over}; the changes of this call were undone` };
     }
     if (found.changes.length === 0) {
-      this.known = found.next;
+      applied(this.known, found.updates); // new stats of the same contents
       return [];
     }
     for (const chunk of saveChunks(found.blobs)) await store.putBlobs(chunk);
-    this.pending = found.next;
+    this.pending = found;
     return found.changes;
   }
 
   saved(): void {
-    if (this.pending) this.known = this.pending;
+    if (!this.pending) return;
+    applied(this.known, this.pending.updates);
+    this.bytes += this.pending.bytesAdded;
     this.pending = null;
   }
 

@@ -42,69 +42,117 @@ export interface KnownEntry extends FileEntry {
 const kindOf = (s: import('node:fs').BigIntStats): FileKind | null =>
   s.isFile() ? 'file' : s.isDirectory() ? 'dir' : s.isSymbolicLink() ? 'symlink' : null;
 
+/** `p` as lstat sees it (a symlink's target read), or null when it is not there or not saved (a socket, a pipe). */
+async function look(abs: string): Promise<Observed | null> {
+  const s = await fs.lstat(abs, { bigint: true }).catch(() => null); // gone meanwhile: not there
+  const kind = s && kindOf(s);
+  if (!s || !kind) return null;
+  const target = kind === 'symlink' ? await fs.readlink(abs).catch(() => null) : null;
+  if (kind === 'symlink' && target === null) return null;
+  return {
+    kind,
+    mode: kind === 'symlink' ? 0 : Number(s.mode & 0o777n),
+    size: kind === 'file' ? Number(s.size) : kind === 'symlink' ? Buffer.byteLength(target!) : 0,
+    target,
+    key: `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}:${s.mode}`,
+    mtimeMs: Number(s.mtimeNs / 1_000_000n),
+  };
+}
+
+/** Every saved path under directory `rel` of the workspace at `root` (all of it for ''), into `found`. */
+async function walk(root: string, rel: string, excluded: Excluded, found: Map<string, Observed>): Promise<void> {
+  const entries = await fs.readdir(rel === '' ? root : path.join(root, rel), { withFileTypes: true }).catch(() => []);
+  await Promise.all(
+    entries.map(async (d) => {
+      const p = rel === '' ? d.name : `${rel}/${d.name}`;
+      if (excluded(p, d.isDirectory())) return;
+      const o = await look(path.join(root, p));
+      if (!o) return;
+      found.set(p, o);
+      if (o.kind === 'dir') await walk(root, p, excluded, found);
+    }),
+  );
+}
+
 /** Every path of the workspace under `root` that is saved, as lstat sees it. */
 export async function observe(root: string, excluded: Excluded): Promise<Map<string, Observed>> {
   const found = new Map<string, Observed>();
-  const visit = async (rel: string): Promise<void> => {
-    const entries = await fs.readdir(rel === '' ? root : path.join(root, rel), { withFileTypes: true });
-    await Promise.all(
-      entries.map(async (d) => {
-        const p = rel === '' ? d.name : `${rel}/${d.name}`;
-        if (excluded(p, d.isDirectory())) return;
-        const abs = path.join(root, p);
-        const s = await fs.lstat(abs, { bigint: true }).catch(() => null); // gone meanwhile: not there
-        const kind = s && kindOf(s);
-        if (!s || !kind) return;
-        const target = kind === 'symlink' ? await fs.readlink(abs).catch(() => null) : null;
-        if (kind === 'symlink' && target === null) return;
-        found.set(p, {
-          kind,
-          mode: kind === 'symlink' ? 0 : Number(s.mode & 0o777n),
-          size: kind === 'file' ? Number(s.size) : kind === 'symlink' ? Buffer.byteLength(target!) : 0,
-          target,
-          key: `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}:${s.mode}`,
-          mtimeMs: Number(s.mtimeNs / 1_000_000n),
-        });
-        if (kind === 'dir') await visit(p);
-      }),
-    );
-  };
-  await visit('');
+  await walk(root, '', excluded, found);
+  return found;
+}
+
+/**
+ * Only the paths in `paths` (with what is under them) and their directories, as lstat sees them: the
+ * part of the workspace a call that names its paths (write_file, edit_file) can have changed.
+ */
+async function observeOnly(root: string, paths: readonly string[], excluded: Excluded): Promise<Map<string, Observed>> {
+  const found = new Map<string, Observed>();
+  for (const p of paths) {
+    const parts = p.split('/');
+    for (let i = 1; i <= parts.length; i++) {
+      const q = parts.slice(0, i).join('/');
+      if (found.has(q)) continue;
+      const o = await look(path.join(root, q));
+      if (!o || excluded(q, o.kind === 'dir')) break;
+      found.set(q, o);
+      if (i === parts.length && o.kind === 'dir') await walk(root, q, excluded, found);
+    }
+  }
   return found;
 }
 
 export const sha256Hex = (content: Buffer) => createHash('sha256').update(content).digest('hex');
 
-/** What a scan found: the changes to record, the contents to save first, and the entries after them. */
+/** What a scan found: the changes to record, the contents to save first, and how `known` changes with them. */
 export interface ScanResult {
   changes: FileChange[];
   blobs: FileBlob[];
-  /** The workspace as it is now, for `known` once the changes are saved. */
-  next: Map<string, KnownEntry>;
-  /** Files, directories and symlinks, and bytes of file content, now. */
+  /** Entries of `known` to set (null: to delete) once the changes are saved: see `applied`. */
+  updates: Map<string, KnownEntry | null>;
+  /** Files, directories and symlinks now. */
   files: number;
-  bytes: number;
+  /** How many more bytes of file content the workspace holds now than `known` does (less: negative). */
+  bytesAdded: number;
+}
+
+/** `known` with a scan's updates applied, in place. */
+export function applied(known: Map<string, KnownEntry>, updates: ReadonlyMap<string, KnownEntry | null>): Map<string, KnownEntry> {
+  for (const [p, e] of updates) {
+    if (e) known.set(p, e);
+    else known.delete(p);
+  }
+  return known;
+}
+
+/** The paths of `known` that are `p` or under it. */
+function under(known: ReadonlyMap<string, KnownEntry>, p: string): string[] {
+  if (known.get(p)?.kind !== 'dir') return known.has(p) ? [p] : [];
+  const prefix = `${p}/`;
+  return [p, ...[...known.keys()].filter((k) => k.startsWith(prefix))];
 }
 
 /**
  * Compares the workspace under `root` with `known` (what is saved), reading only the files whose stat
- * changed. `now` is the scan's start (ms since the epoch).
+ * changed. With `only`, just those paths (and what is under them, and their directories) are looked at:
+ * the rest is taken as it was, and the scan's cost does not grow with it. `now` is the scan's start (ms
+ * since the epoch).
  */
-export async function scan(root: string, known: ReadonlyMap<string, KnownEntry>, excluded: Excluded, now: number): Promise<ScanResult> {
-  const observed = await observe(root, excluded);
+export async function scan(
+  root: string,
+  known: ReadonlyMap<string, KnownEntry>,
+  excluded: Excluded,
+  now: number,
+  only?: readonly string[],
+): Promise<ScanResult> {
+  const observed = only ? await observeOnly(root, only, excluded) : await observe(root, excluded);
   const changes: FileChange[] = [];
   const blobs = new Map<string, Buffer>();
-  const next = new Map<string, KnownEntry>();
-  let bytes = 0;
+  const updates = new Map<string, KnownEntry | null>();
   await Promise.all(
     [...observed].map(async ([p, o]) => {
       const before = known.get(p);
       const racy = now - o.mtimeMs < RACY_MS;
-      if (o.kind === 'file') bytes += o.size;
-      if (before && before.kind === o.kind && before.key === o.key && !before.racy) {
-        next.set(p, before);
-        return;
-      }
+      if (before && before.kind === o.kind && before.key === o.key && !before.racy) return;
       let sha256: string | null = null;
       if (o.kind === 'file') {
         const content = await fs.readFile(path.join(root, p)).catch(() => null);
@@ -113,13 +161,26 @@ export async function scan(root: string, known: ReadonlyMap<string, KnownEntry>,
         if (before?.sha256 !== sha256) blobs.set(sha256, content);
       }
       const entry: KnownEntry = { path: p, kind: o.kind, mode: o.mode, size: o.size, sha256, target: o.target, key: o.key, racy };
-      next.set(p, entry);
+      updates.set(p, entry);
       if (!before || !sameEntry(before, entry)) changes.push(fileEntry(entry));
     }),
   );
-  for (const p of known.keys()) if (!observed.has(p)) changes.push({ path: p, kind: 'deleted' });
+  // What the scan speaks for and did not see is gone: everything, or what is at and under the named paths.
+  const gone = (only ? only.flatMap((p) => under(known, p)) : known.keys()) as Iterable<string>;
+  for (const p of gone) {
+    if (observed.has(p) || updates.has(p)) continue;
+    changes.push({ path: p, kind: 'deleted' });
+    updates.set(p, null);
+  }
   changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return { changes, blobs: [...blobs].map(([sha256, content]) => ({ sha256, content })), next, files: observed.size, bytes };
+  const fileBytes = (e: FileEntry | null | undefined) => (e?.kind === 'file' ? e.size : 0);
+  let bytesAdded = 0;
+  let files = known.size;
+  for (const [p, e] of updates) {
+    bytesAdded += fileBytes(e) - fileBytes(known.get(p));
+    files += (e ? 1 : 0) - (known.has(p) ? 1 : 0);
+  }
+  return { changes, blobs: [...blobs].map(([sha256, content]) => ({ sha256, content })), updates, files, bytesAdded };
 }
 
 /** Whether two entries of one path say the same: kind, mode, content or target. */

@@ -11,7 +11,7 @@ import { WorkspaceMismatchError } from '../../src/domain/errors.ts';
 import type { FileEntry } from '../../src/ports/workspace.ts';
 import { excludeMatcher } from '../../src/workspace/exclude.ts';
 import { rebuild, undo } from '../../src/workspace/rebuild.ts';
-import { type KnownEntry, RACY_MS, scan, sha256Hex } from '../../src/workspace/scan.ts';
+import { applied, type KnownEntry, RACY_MS, scan, sha256Hex } from '../../src/workspace/scan.ts';
 
 /** The files a scan reads, in order. */
 const reads = vi.hoisted(() => [] as string[]);
@@ -41,11 +41,16 @@ const fetch = async (ids: readonly string[]) => new Map(ids.filter((i) => saved.
 /** A scan a while after the files were written: nothing is racy. */
 const later = () => Date.now() + 10 * RACY_MS;
 
+/** A scan whose contents are saved, and the workspace as known after it (`next`). */
 async function saveAll(dir: string, known: Map<string, KnownEntry>) {
   const found = await scan(dir, known, none, later());
   for (const b of found.blobs) saved.set(b.sha256, b.content);
-  return found;
+  return { ...found, next: applied(new Map(known), found.updates) };
 }
+const scanned = async (...args: Parameters<typeof scan>) => {
+  const found = await scan(...args);
+  return { ...found, next: applied(new Map(args[1]), found.updates) };
+};
 
 describe('a save', () => {
   it('finds new, changed and deleted paths, reads only files whose stat changed, and keeps symlinks as symlinks', async () => {
@@ -63,17 +68,17 @@ describe('a save', () => {
     ]);
     expect(first.changes.find((c) => c.path === 'link')).toMatchObject({ target: '/etc/passwd', sha256: null });
     expect(first.blobs.map((b) => b.sha256).sort()).toEqual([sha256Hex(Buffer.from('a')), sha256Hex(Buffer.from([0, 1, 2]))].sort());
-    expect([first.files, first.bytes]).toEqual([4, 4]);
+    expect([first.files, first.bytesAdded]).toEqual([4, 4]);
 
     // Nothing changed: nothing to save, and no file read again.
     reads.length = 0;
-    const same = await scan(dir, first.next, none, later());
+    const same = await scanned(dir, first.next, none, later());
     expect(same.changes).toEqual([]);
     expect(reads).toEqual([]);
 
     fs.writeFileSync(path.join(dir, 'src', 'a.txt'), 'A, longer');
     fs.rmSync(path.join(dir, 'link'));
-    const next = await scan(dir, same.next, none, later());
+    const next = await scanned(dir, same.next, none, later());
     expect(next.changes).toEqual([
       { path: 'link', kind: 'deleted' },
       { path: 'src/a.txt', kind: 'file', mode: 0o644, size: 9, sha256: sha256Hex(Buffer.from('A, longer')), target: null },
@@ -84,13 +89,40 @@ describe('a save', () => {
   it('reads again a file written too close to the scan that saw it, so a same-size rewrite in the same tick is not missed', async () => {
     const dir = tmp();
     fs.writeFileSync(path.join(dir, 'f'), 'one');
-    const first = await scan(dir, new Map(), none, Date.now());
+    const first = await scanned(dir, new Map(), none, Date.now());
     expect(first.next.get('f')!.racy).toBe(true);
     fs.writeFileSync(path.join(dir, 'f'), 'two');
     const mtime = fs.statSync(path.join(dir, 'f')).mtime;
     fs.utimesSync(path.join(dir, 'f'), mtime, mtime);
-    const second = await scan(dir, first.next, none, later());
+    const second = await scanned(dir, first.next, none, later());
     expect(second.changes).toMatchObject([{ path: 'f', sha256: sha256Hex(Buffer.from('two')) }]);
+  });
+
+  it('looks only at the paths a call names, and their directories, when it names them', async () => {
+    const dir = tmp();
+    fs.mkdirSync(path.join(dir, 'a'));
+    fs.writeFileSync(path.join(dir, 'a', 'x'), 'x');
+    fs.writeFileSync(path.join(dir, 'b'), 'b');
+    const first = await saveAll(dir, new Map());
+    fs.writeFileSync(path.join(dir, 'b'), 'changed, but not named');
+    fs.mkdirSync(path.join(dir, 'new', 'deep'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'new', 'deep', 'f'), 'named');
+    reads.length = 0;
+    const only = await scanned(dir, first.next, none, later(), ['new/deep/f']);
+    expect(only.changes.map((c) => [c.path, c.kind])).toEqual([
+      ['new', 'dir'],
+      ['new/deep', 'dir'],
+      ['new/deep/f', 'file'],
+    ]);
+    expect(reads).toEqual([path.join(dir, 'new', 'deep', 'f')]);
+    expect([...only.next.keys()].sort()).toEqual(['a', 'a/x', 'b', 'new', 'new/deep', 'new/deep/f']);
+    expect([only.files, only.bytesAdded]).toEqual([6, 5]);
+    // A named directory that is gone: it and everything under it.
+    fs.rmSync(path.join(dir, 'a'), { recursive: true });
+    expect((await scanned(dir, first.next, none, later(), ['a'])).changes).toEqual([
+      { path: 'a', kind: 'deleted' },
+      { path: 'a/x', kind: 'deleted' },
+    ]);
   });
 
   it('leaves excluded paths out, and does not descend into an excluded directory', async () => {
@@ -99,7 +131,7 @@ describe('a save', () => {
     fs.writeFileSync(path.join(dir, 'node_modules', 'x', 'i.js'), '');
     fs.writeFileSync(path.join(dir, 'debug.log'), '');
     fs.writeFileSync(path.join(dir, 'keep'), '');
-    const found = await scan(dir, new Map(), excludeMatcher(['node_modules/', '*.log']), later());
+    const found = await scanned(dir, new Map(), excludeMatcher(['node_modules/', '*.log']), later());
     expect(found.changes.map((c) => c.path)).toEqual(['keep']);
   });
 });
@@ -125,7 +157,7 @@ describe('a rebuild', () => {
     expect(fs.readlinkSync(path.join(target, 'up'))).toBe('../outside');
     expect(fs.existsSync(path.join(path.dirname(target), 'outside'))).toBe(false);
     // What it wrote needs no second read: the next scan finds nothing changed.
-    expect((await scan(target, known, none, Date.now())).changes).toEqual([]);
+    expect((await scanned(target, known, none, Date.now())).changes).toEqual([]);
   });
 
   it('refuses a manifest with a missing or altered content, a path with .., or a path under something not a directory', async () => {
@@ -158,7 +190,7 @@ describe('an undo', () => {
     fs.mkdirSync(path.join(dir, 'new', 'deep'), { recursive: true });
     fs.writeFileSync(path.join(dir, 'cache.log'), 'excluded');
     const excluded = excludeMatcher(['*.log']);
-    const after = await scan(dir, before.next, excluded, later());
+    const after = await scanned(dir, before.next, excluded, later());
     await undo(dir, before.next, after.changes, fetch);
     expect(fs.readdirSync(dir).sort()).toEqual(['cache.log', 'gone', 'kept']);
     expect(fs.readFileSync(path.join(dir, 'kept'), 'utf8')).toBe('v1');
