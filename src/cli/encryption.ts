@@ -2,7 +2,7 @@
  * `durable-agent encryption rotate | status`: the keys stored payloads are encrypted with, on the
  * database directly (the same one the server uses).
  */
-import { parseOptions, UsageError } from './usage.ts';
+import { subcommandOf } from './usage.ts';
 
 export const ENCRYPTION_USAGE = `Usage: durable-agent encryption <subcommand> [options]
 
@@ -17,22 +17,14 @@ process must have the new key first in its ENCRYPTION_KEYS (and the old ones aft
 `;
 
 export async function encryptionCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseOptions(
-    {
-      args: argv,
-      allowPositionals: true,
-      options: { batch: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    },
-    ENCRYPTION_USAGE,
-  );
-  const [name, ...args] = positionals;
-  if (values.help || name === 'help') {
-    process.stdout.write(ENCRYPTION_USAGE);
-    return 0;
-  }
-  const usage = (message: string) => new UsageError(`encryption${name ? ` ${name}` : ''}: ${message}`, ENCRYPTION_USAGE);
-  if (name === undefined) throw usage('no subcommand given');
-  if (name !== 'rotate' && name !== 'status') throw usage(`unknown subcommand "${name}"`);
+  const parsed = subcommandOf(argv, {
+    command: 'encryption',
+    usage: ENCRYPTION_USAGE,
+    names: ['rotate', 'status'],
+    options: { batch: { type: 'string' } },
+  });
+  if (!parsed) return 0;
+  const { name, args, values, usage } = parsed;
   if (args.length > 0) throw usage(`unexpected argument "${args[0]}"`);
   const batch = values.batch === undefined ? 500 : Number(values.batch);
   if (!Number.isInteger(batch) || batch < 1 || batch > 100_000) throw usage('--batch must be a whole number from 1 to 100000');

@@ -6,7 +6,7 @@
  */
 import type { ApiKeyInfo } from '../store/api-keys.ts';
 import { ago, type Column, oneLine, table } from './format.ts';
-import { parseOptions, UsageError } from './usage.ts';
+import { subcommandOf } from './usage.ts';
 
 export const KEYS_USAGE = `Usage: durable-agent keys <subcommand> [options]
 
@@ -34,22 +34,14 @@ function infoJson(k: ApiKeyInfo) {
 }
 
 export async function keysCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseOptions(
-    {
-      args: argv,
-      allowPositionals: true,
-      options: { tenant: { type: 'string' }, label: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    },
-    KEYS_USAGE,
-  );
-  const [name, ...args] = positionals;
-  if (values.help || name === 'help') {
-    process.stdout.write(KEYS_USAGE);
-    return 0;
-  }
-  const usage = (message: string) => new UsageError(`keys${name ? ` ${name}` : ''}: ${message}`, KEYS_USAGE);
-  if (name === undefined) throw usage('no subcommand given');
-  if (!['create', 'list', 'revoke'].includes(name)) throw usage(`unknown subcommand "${name}"`);
+  const parsed = subcommandOf(argv, {
+    command: 'keys',
+    usage: KEYS_USAGE,
+    names: ['create', 'list', 'revoke'],
+    options: { tenant: { type: 'string' }, label: { type: 'string' } },
+  });
+  if (!parsed) return 0;
+  const { name, args, values, usage } = parsed;
   if ((values.tenant !== undefined || values.label !== undefined) && name !== 'create') throw usage('--tenant and --label apply to create');
   const expected = name === 'revoke' ? 1 : 0;
   if (args.length < expected) throw usage('missing <id>');

@@ -4,6 +4,8 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
+type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
+
 export class UsageError extends Error {
   /** The usage text to print after the line; the main usage when absent. */
   constructor(
@@ -26,3 +28,34 @@ export function parseOptions<T extends ParseArgsConfig>(config: T, usage?: strin
     throw new UsageError(message.split('. ')[0]!.replace(/^Option/, 'option'), usage);
   }
 }
+
+/**
+ * A command group's arguments (`durable-agent keys create …`): its options (`--help` and `--json` always
+ * among them), the subcommand, which must be one of `names`, and the arguments after it. `null` when
+ * help was asked for (it is printed). `usage(message)` is a UsageError of the group and subcommand.
+ */
+export function subcommandOf<const O extends OptionsConfig>(
+  argv: string[],
+  group: { command: string; usage: string; names: readonly string[]; options: O },
+) {
+  const { values, positionals } = parseOptions(
+    {
+      args: argv,
+      allowPositionals: true,
+      options: { ...group.options, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const,
+    },
+    group.usage,
+  );
+  const [name, ...args] = positionals;
+  if ((values as { help?: boolean }).help || name === 'help') {
+    process.stdout.write(group.usage);
+    return null;
+  }
+  const usage = (message: string) => new UsageError(`${group.command}${name ? ` ${name}` : ''}: ${message}`, group.usage);
+  if (name === undefined) throw usage('no subcommand given');
+  if (!group.names.includes(name)) throw usage(`unknown subcommand "${name}"`);
+  return { name, args, values: values as OptionValues<O>, usage };
+}
+
+/** The values parseArgs gives for `O`, and `--json`. */
+type OptionValues<O> = { [K in keyof O]?: O[K] extends { type: 'boolean' } ? boolean : string } & { json?: boolean };

@@ -9,7 +9,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { InputError } from '../domain/errors.ts';
-import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
+import type { SchemaOption, SchemaSql } from '../db/schema.ts';
+import { SchemaStore } from './schema-store.ts';
 
 export const API_KEY_PREFIX = 'dak_';
 /** A key as it is issued; kept in step with the default redaction patterns. */
@@ -82,14 +83,9 @@ const apiKeysSql = (schema: SchemaSql) => ({
   ANY_EXIST: `SELECT EXISTS (SELECT 1 FROM ${schema}.api_key) AS any`,
 });
 
-export class ApiKeys {
-  private readonly sql: ReturnType<typeof apiKeysSql>;
-
-  constructor(
-    private readonly db: Pick<pg.Pool, 'query'>,
-    opts: SchemaOption = {},
-  ) {
-    this.sql = apiKeysSql(schemaSql(opts.schema));
+export class ApiKeys extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<typeof apiKeysSql>> {
+  constructor(db: Pick<pg.Pool, 'query'>, opts: SchemaOption = {}) {
+    super(db, apiKeysSql, opts);
   }
 
   async create(tenant: string, label: string | null = null): Promise<NewApiKey> {

@@ -53,19 +53,20 @@ type DecisionsSql = ReturnType<typeof decisionsSql>;
 
 const resultText = (result: unknown) => (typeof result === 'string' ? result : (JSON.stringify(result ?? null) ?? 'null'));
 
-export async function recordDecision(
-  pool: pg.Pool,
-  sql: DecisionsSql,
-  runId: RunId,
-  toolUseId: string,
-  d: Decision,
+/** A decision about one tool call of one run. */
+export interface DecisionRequest {
+  runId: RunId;
+  toolUseId: string;
+  decision: Decision;
   /** A person's text as it is stored: redacted, and sealed when encryption is on. */
-  stored: (text: string) => string,
-): Promise<Decided> {
+  stored: (text: string) => string;
+}
+
+export async function recordDecision(pool: pg.Pool, sql: DecisionsSql, request: DecisionRequest): Promise<Decided> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const answer = await decideIn(client, sql, runId, toolUseId, d, stored);
+    const answer = await decideIn(client, sql, request);
     await client.query('COMMIT');
     return answer;
   } catch (e) {
@@ -79,10 +80,7 @@ export async function recordDecision(
 async function decideIn(
   db: pg.PoolClient,
   sql: DecisionsSql,
-  runId: RunId,
-  toolUseId: string,
-  d: Decision,
-  stored: (text: string) => string,
+  { runId, toolUseId, decision: d, stored }: DecisionRequest,
 ): Promise<Decided> {
   const run = (await db.query<{ status: RunStatus; waiting: WaitingColumn | null }>(sql.RUN, [runId])).rows[0];
   if (!run) throw new NotFoundError(`run ${runId} not found`);

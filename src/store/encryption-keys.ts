@@ -7,7 +7,8 @@ import type { ContentBlock } from '../domain/types.ts';
 import { EncryptionError } from '../domain/errors.ts';
 import type { FieldSealer, Sealer } from './encryption.ts';
 import { sealBlocks, sealEventData, sealToolCalls } from './sealed-columns.ts';
-import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
+import type { SchemaOption, SchemaSql } from '../db/schema.ts';
+import { SchemaStore } from './schema-store.ts';
 
 /** What a rotation did, table by table. */
 export interface RotationReport {
@@ -117,14 +118,9 @@ const encryptionKeysSql = (schema: SchemaSql) => ({
 type TableSql = ReturnType<typeof encryptionKeysSql>['walks'][number];
 
 /** The key ids of a database (table encryption_key) and the rotation of its payloads to the newest key. */
-export class EncryptionKeys {
-  private readonly sql: ReturnType<typeof encryptionKeysSql>;
-
-  constructor(
-    private readonly db: Pick<pg.Pool, 'query'>,
-    opts: SchemaOption = {},
-  ) {
-    this.sql = encryptionKeysSql(schemaSql(opts.schema));
+export class EncryptionKeys extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<typeof encryptionKeysSql>> {
+  constructor(db: Pick<pg.Pool, 'query'>, opts: SchemaOption = {}) {
+    super(db, encryptionKeysSql, opts);
   }
 
   /**

@@ -88,33 +88,12 @@ export class Sealer implements FieldSealer {
    */
   bytes(plain: Buffer): { content: Buffer; keyId: string | null } {
     if (this.sealing === null) return { content: plain, keyId: null };
-    const { id, key } = this.sealing;
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', key, iv);
-    cipher.setAAD(Buffer.from(`b:${id}`));
-    return { content: Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]), keyId: id };
+    return { content: this.encrypt(plain, 'b'), keyId: this.sealing.id };
   }
 
   /** Stored bytes opened (see `bytes`). */
   openBytes(stored: Buffer, keyId: string | null): Buffer {
-    if (keyId === null) return stored;
-    const key = this.byId.get(keyId);
-    if (!key) {
-      throw new EncryptionError(
-        this.sealing === null
-          ? `a stored file is encrypted (key ${keyId}) and no ENCRYPTION_KEY is set`
-          : `a stored file is encrypted with key ${keyId}, which ENCRYPTION_KEYS does not have`,
-      );
-    }
-    if (stored.length < IV_BYTES + TAG_BYTES) throw new EncryptionError(`a stored file sealed with key ${keyId} is cut short`);
-    const decipher = createDecipheriv('aes-256-gcm', key, stored.subarray(0, IV_BYTES));
-    decipher.setAAD(Buffer.from(`b:${keyId}`));
-    decipher.setAuthTag(stored.subarray(stored.length - TAG_BYTES));
-    try {
-      return Buffer.concat([decipher.update(stored.subarray(IV_BYTES, stored.length - TAG_BYTES)), decipher.final()]);
-    } catch {
-      throw new EncryptionError(`a stored file sealed with key ${keyId} does not open: altered, or another key under the same id`);
-    }
+    return keyId === null ? stored : this.decrypt(stored, 'b', keyId, 'file');
   }
 
   /** Whether `text` is an envelope this sealer would open (or refuse to). */
@@ -166,37 +145,44 @@ export class Sealer implements FieldSealer {
   }
 
   private seal(form: 't' | 'j', plain: string): string {
+    return `${ENVELOPE_PREFIX}${form}:${this.sealing!.id}:${this.encrypt(Buffer.from(plain, 'utf8'), form).toString('base64url')}`;
+  }
+
+  /** IV, ciphertext and tag of `plain` under the sealing key; the authenticated data binds the form and the key id. */
+  private encrypt(plain: Buffer, form: 't' | 'j' | 'b'): Buffer {
     const { id, key } = this.sealing!;
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', key, iv);
     cipher.setAAD(Buffer.from(`${form}:${id}`));
-    const body = Buffer.concat([iv, cipher.update(plain, 'utf8'), cipher.final(), cipher.getAuthTag()]);
-    return `${ENVELOPE_PREFIX}${form}:${id}:${body.toString('base64url')}`;
+    return Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+  }
+
+  /** What `encrypt` sealed with key `id`; `what` names it in the errors (a value, a file). */
+  private decrypt(bytes: Buffer, form: 't' | 'j' | 'b', id: string, what: 'value' | 'file'): Buffer {
+    const key = this.byId.get(id);
+    if (!key) {
+      throw new EncryptionError(
+        this.sealing === null
+          ? `a stored ${what} is encrypted (key ${id}) and no ENCRYPTION_KEY is set`
+          : `a stored ${what} is encrypted with key ${id}, which ENCRYPTION_KEYS does not have`,
+      );
+    }
+    if (bytes.length < IV_BYTES + TAG_BYTES) throw new EncryptionError(`a stored ${what} sealed with key ${id} is cut short`);
+    const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
+    decipher.setAAD(Buffer.from(`${form}:${id}`));
+    decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
+    try {
+      return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]);
+    } catch {
+      throw new EncryptionError(`a stored ${what} sealed with key ${id} does not open: altered, or another key under the same id`);
+    }
   }
 
   private openEnvelope(stored: string): unknown {
     const m = ENVELOPE.exec(stored);
     if (!m) return stored;
     const [, form, id, body] = m as unknown as [string, 't' | 'j', string, string];
-    const key = this.byId.get(id);
-    if (!key) {
-      throw new EncryptionError(
-        this.sealing === null
-          ? `a stored value is encrypted (key ${id}) and no ENCRYPTION_KEY is set`
-          : `a stored value is encrypted with key ${id}, which ENCRYPTION_KEYS does not have`,
-      );
-    }
-    const bytes = Buffer.from(body, 'base64url');
-    if (bytes.length < IV_BYTES + TAG_BYTES) throw new EncryptionError(`a stored value sealed with key ${id} is cut short`);
-    const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
-    decipher.setAAD(Buffer.from(`${form}:${id}`));
-    decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
-    let plain: string;
-    try {
-      plain = decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES), undefined, 'utf8') + decipher.final('utf8');
-    } catch {
-      throw new EncryptionError(`a stored value sealed with key ${id} does not open: altered, or another key under the same id`);
-    }
+    const plain = this.decrypt(Buffer.from(body, 'base64url'), form, id, 'value').toString('utf8');
     return form === 't' ? plain : (JSON.parse(plain) as unknown);
   }
 }

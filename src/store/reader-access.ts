@@ -7,7 +7,8 @@
  */
 import type pg from 'pg';
 import type { RunId } from '../domain/types.ts';
-import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
+import type { SchemaOption, SchemaSql } from '../db/schema.ts';
+import { SchemaStore } from './schema-store.ts';
 
 export interface LostAccess {
   keys: string[];
@@ -22,14 +23,9 @@ const readerAccessSql = (schema: SchemaSql) => ({
        WHERE NOT EXISTS (SELECT 1 FROM ${schema}.run WHERE run.id = r.id)`,
 });
 
-export class ReaderAccess {
-  private readonly sql: ReturnType<typeof readerAccessSql>;
-
-  constructor(
-    private readonly db: Pick<pg.Pool, 'query'>,
-    opts: SchemaOption = {},
-  ) {
-    this.sql = readerAccessSql(schemaSql(opts.schema));
+export class ReaderAccess extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<typeof readerAccessSql>> {
+  constructor(db: Pick<pg.Pool, 'query'>, opts: SchemaOption = {}) {
+    super(db, readerAccessSql, opts);
   }
 
   async lost(keyIds: readonly string[], runIds: readonly RunId[]): Promise<LostAccess> {

@@ -23,7 +23,8 @@
 import type pg from 'pg';
 import { TERMINAL_STATUSES, type RunId, type RunStatus } from '../domain/types.ts';
 import { ConflictError, NotFoundError } from '../domain/errors.ts';
-import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
+import type { SchemaOption, SchemaSql } from '../db/schema.ts';
+import { SchemaStore } from './schema-store.ts';
 import { CONTENT_GRACE_MS } from './workspace-files.ts';
 
 const TERMINAL = TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ');
@@ -101,14 +102,9 @@ const retentionSql = (schema: SchemaSql) => ({
               (SELECT count(*) FROM file_blobs)::int AS file_contents`,
 });
 
-export class RunDeletion {
-  private readonly sql: ReturnType<typeof retentionSql>;
-
-  constructor(
-    private readonly db: Pick<pg.Pool, 'query'>,
-    opts: SchemaOption = {},
-  ) {
-    this.sql = retentionSql(schemaSql(opts.schema));
+export class RunDeletion extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<typeof retentionSql>> {
+  constructor(db: Pick<pg.Pool, 'query'>, opts: SchemaOption = {}) {
+    super(db, retentionSql, opts);
   }
 
   /**

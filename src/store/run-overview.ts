@@ -14,7 +14,8 @@
  */
 import type pg from 'pg';
 import { RUN_STATUSES, STEP_KINDS, type StepKind } from '../domain/types.ts';
-import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
+import type { SchemaOption, SchemaSql } from '../db/schema.ts';
+import { SchemaStore } from './schema-store.ts';
 import { countRunsByStatus, runStatsSql } from './run-stats.ts';
 
 type Queryable = Pick<pg.Pool, 'query'>;
@@ -152,14 +153,9 @@ function runOverviewSql(schema: SchemaSql) {
   };
 }
 
-export class RunOverview {
-  private readonly sql: ReturnType<typeof runOverviewSql>;
-
-  constructor(
-    private readonly db: Pick<pg.Pool, 'connect'>,
-    opts: SchemaOption = {},
-  ) {
-    this.sql = runOverviewSql(schemaSql(opts.schema));
+export class RunOverview extends SchemaStore<Pick<pg.Pool, 'connect'>, ReturnType<typeof runOverviewSql>> {
+  constructor(db: Pick<pg.Pool, 'connect'>, opts: SchemaOption = {}) {
+    super(db, runOverviewSql, opts);
   }
 
   /**

@@ -207,7 +207,12 @@ export class RunRecords {
 
   /** Records a person's decision about a waiting tool call (see decisions.ts). */
   async decide(runId: RunId, toolUseId: string, decision: Decision): Promise<Decided> {
-    return recordDecision(this.db, this.sql.decisions, runId, toolUseId, decision, (text) => this.sealer.text(this.redact(text)));
+    return recordDecision(this.db, this.sql.decisions, {
+      runId,
+      toolUseId,
+      decision,
+      stored: (text) => this.sealer.text(this.redact(text)),
+    });
   }
 
   async get(id: RunId): Promise<Run | null> {

@@ -3,7 +3,8 @@
  * so every process reports the database's truth rather than its own share of it.
  */
 import type pg from 'pg';
-import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
+import type { SchemaOption, SchemaSql } from '../db/schema.ts';
+import { SchemaStore } from './schema-store.ts';
 import { CLAIMABLE } from './claim-sql.ts';
 
 type Queryable = Pick<pg.Pool, 'query'>;
@@ -27,14 +28,9 @@ export async function countRunsByStatus(db: Queryable, sql: RunStatsSql, tenant:
 }
 
 /** The gauges' reads on a pool. */
-export class RunStats {
-  private readonly sql: RunStatsSql;
-
-  constructor(
-    private readonly db: Queryable,
-    opts: SchemaOption = {},
-  ) {
-    this.sql = runStatsSql(schemaSql(opts.schema));
+export class RunStats extends SchemaStore<Queryable, RunStatsSql> {
+  constructor(db: Queryable, opts: SchemaOption = {}) {
+    super(db, runStatsSql, opts);
   }
 
   countRunsByStatus(tenant: string | null = null): Promise<Record<string, number>> {

@@ -9,7 +9,8 @@ import type { RunId } from '../domain/types.ts';
 import type { FileBlob, FileChange, FileEntry, FileKind, WorkspaceStore } from '../ports/workspace.ts';
 import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
 import { lineageSql } from './lineage-sql.ts';
-import { schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
+import type { SchemaOption, SchemaSql } from '../db/schema.ts';
+import { SchemaStore } from './schema-store.ts';
 
 interface FileRow {
   path: string;
@@ -90,15 +91,11 @@ export interface WorkspaceFilesOptions extends SchemaOption {
   sealer?: Sealer;
 }
 
-export class WorkspaceFiles implements WorkspaceStore {
-  private readonly sql: ReturnType<typeof workspaceFilesSql>;
+export class WorkspaceFiles extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<typeof workspaceFilesSql>> implements WorkspaceStore {
   private readonly sealer: Sealer;
 
-  constructor(
-    private readonly db: Pick<pg.Pool, 'query'>,
-    opts: WorkspaceFilesOptions = {},
-  ) {
-    this.sql = workspaceFilesSql(schemaSql(opts.schema));
+  constructor(db: Pick<pg.Pool, 'query'>, opts: WorkspaceFilesOptions = {}) {
+    super(db, workspaceFilesSql, opts);
     this.sealer = opts.sealer ?? NO_ENCRYPTION;
   }
 
