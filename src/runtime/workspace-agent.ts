@@ -29,6 +29,12 @@ export async function workspaceAgent(
     await checkSandbox().catch((e: unknown) => {
       throw e instanceof ConfigError ? new ConfigError(`agent "${name}": ${e.message}`) : e;
     });
+    if (process.getuid?.() === 0) {
+      logger.warn(
+        { agent: name },
+        `this worker runs as root, so agent "${name}"'s sandboxed commands do too (without capabilities): they can read the system's files only root may read; run workers as another user`,
+      );
+    }
   } else {
     logger.warn(
       { agent: name },

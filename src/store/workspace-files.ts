@@ -23,9 +23,12 @@ interface FileRow {
 
 /**
  * @unit milliseconds — a saved content no step refers to is kept this long after a save last touched
- * it: its step's checkpoint, which refers to it, commits after the content is saved.
+ * it when its run is deleted: its step's checkpoint, which refers to it, commits after the content is
+ * saved (moments later; this leaves room for a save of a whole workspace on a slow link).
  */
-export const CONTENT_GRACE_MS = 600_000;
+export const CONTENT_GRACE_MS = 3_600_000;
+/** @unit milliseconds — the sweep takes a content no step refers to once no save touched it for this long. */
+export const SWEEP_GRACE_MS = 86_400_000;
 
 const FILE_COLUMNS = 'f.path, f.kind, f.mode, f.size, f.sha256, f.target';
 
@@ -138,10 +141,10 @@ export class WorkspaceFiles extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnTy
   }
 
   /**
-   * Deletes up to `limit` contents no step refers to that no save touched in the last `graceMs` (see
-   * CONTENT_GRACE_MS). Returns how many went.
+   * Deletes up to `limit` contents no step refers to that no save touched in the last `graceMs`: what
+   * a crashed step saved before its checkpoint, what a deletion left to it. Returns how many went.
    */
-  async sweep(limit = 1000, graceMs = CONTENT_GRACE_MS): Promise<number> {
+  async sweep(limit = 1000, graceMs = SWEEP_GRACE_MS): Promise<number> {
     const { rowCount } = await this.db.query(this.sql.SWEEP, [limit, graceMs]);
     return rowCount ?? 0;
   }

@@ -216,7 +216,12 @@ export class ToolExecutor {
       get log() {
         return (log ??= logger.child({ run_id: ctx.runId, worker: ctx.worker, step_seq: ctx.seq, tool_use_id: use.id }));
       },
-      ...(workspace && { workspace: workspace.dir, exec: (command, options = {}) => workspace.exec(command, options, signal) }),
+      // A command is stopped whenever its call is, and also when the run is cancelled or given up: even a
+      // call that is not cut off then (non-idempotent) has its command's tree killed, and records the error.
+      ...(workspace && {
+        workspace: workspace.dir,
+        exec: (command, options = {}) => workspace.exec(command, options, AbortSignal.any([signal, ctx.signal])),
+      }),
     };
   }
 }

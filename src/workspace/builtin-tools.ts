@@ -43,16 +43,21 @@ async function located(ctx: ToolContext, input: string): Promise<{ rel: string; 
 
 const shown = (rel: string) => (rel === '' ? '.' : rel);
 
-/** Reading a file that is not there, or a directory, says so in words the model can act on. */
+/** @unit bytes — the largest file read_file and edit_file read (bash's tools read any). */
+const READ_BYTES = 10 * 1024 * 1024;
+
+/**
+ * A regular file's content; anything else (not there, a directory, a pipe that would block, a file too
+ * large to hold) is said in words the model can act on.
+ */
 async function readText(abs: string, rel: string): Promise<Buffer> {
-  try {
-    return await fs.readFile(abs);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new ToolError(`${shown(rel)} does not exist`);
-    if (code === 'EISDIR') throw new ToolError(`${shown(rel)} is a directory: list_files shows what it holds`);
-    throw e;
-  }
+  const stat = await fs.stat(abs).catch(() => null);
+  if (!stat) throw new ToolError(`${shown(rel)} does not exist`);
+  if (stat.isDirectory()) throw new ToolError(`${shown(rel)} is a directory: list_files shows what it holds`);
+  if (!stat.isFile()) throw new ToolError(`${shown(rel)} is not a regular file`);
+  if (stat.size > READ_BYTES)
+    throw new ToolError(`${shown(rel)} holds ${stat.size} bytes, more than read_file and edit_file read (${READ_BYTES}): use bash (head, sed -n, grep)`);
+  return fs.readFile(abs);
 }
 
 const isBinary = (b: Buffer) => b.subarray(0, 8000).includes(0);

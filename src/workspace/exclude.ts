@@ -1,5 +1,5 @@
 /**
- * `exclude` patterns, as gitignore reads them: `*` and `?` within one path component, `**` across
+ * `exclude` patterns, as gitignore reads them: `*`, `?` and `[…]` within one path component, `**` across
  * components, a trailing `/` for directories only, a `/` at the start or in the middle anchors the
  * pattern at the workspace's root (otherwise it matches a name at any depth), `!` re-includes what an
  * earlier pattern excluded. The last pattern that matches decides. A directory excluded is not
@@ -40,6 +40,15 @@ function globSource(glob: string): string {
       }
       out += '[^/]*';
     } else if (c === '?') out += '[^/]';
+    else if (c === '[' && glob.indexOf(']', i + 2) > i) {
+      // A class, as fnmatch reads it: [abc], [a-z], [!abc] (or [^abc]); never a /.
+      const end = glob.indexOf(']', i + 2);
+      let body = glob.slice(i + 1, end);
+      const negated = body.startsWith('!') || body.startsWith('^');
+      if (negated) body = body.slice(1);
+      out += `[${negated ? '^/' : ''}${body.replace(/[\\\]^]/g, (x) => `\\${x}`)}]`;
+      i = end;
+    }
     else if (c === '\\' && i + 1 < glob.length) out += escapeChar(glob[++i]!);
     else out += escapeChar(c);
   }
@@ -47,7 +56,8 @@ function globSource(glob: string): string {
 }
 
 function rule(pattern: string): Rule | null {
-  let p = pattern.trim();
+  // Trailing spaces are dropped unless escaped ("\\ "); leading ones are part of the name, as in git.
+  let p = pattern.replace(/(?<!\\) +$/, '');
   if (p === '' || p.startsWith('#')) return null;
   const negated = p.startsWith('!');
   if (negated) p = p.slice(1);

@@ -45,6 +45,19 @@ export const WorkspaceOptionsSchema = z.union([
      * environment, or names and values.
      */
     env: z.union([z.array(envName).max(200), z.record(envName, z.string().max(32_768))]).optional(),
+    /**
+     * Host paths (absolute) commands see read-only besides the system's own directories (/usr, /etc,
+     * /opt, …), e.g. a toolchain under /home. Paths that do not exist are left out.
+     */
+    readOnlyPaths: z
+      .array(
+        z
+          .string()
+          .regex(/^\/[^\0]*$/, 'must be an absolute path')
+          .max(4096),
+      )
+      .max(100)
+      .optional(),
     /** `'bubblewrap'` (default): commands run in a sandbox. `'none'`: on the worker itself, unsandboxed. */
     sandbox: z.enum(['bubblewrap', 'none']).optional(),
     /** @unit seconds — a command's time when its call names none. */
@@ -69,6 +82,7 @@ export interface WorkspaceSettings {
   network: boolean;
   /** Names read from the worker's environment, or fixed values (resolved when a command runs). */
   env: readonly string[] | Readonly<Record<string, string>>;
+  readOnlyPaths: readonly string[];
   sandbox: 'bubblewrap' | 'none';
   commandTimeoutSeconds: number;
   maxCommandTimeoutSeconds: number;
@@ -87,6 +101,7 @@ export function workspaceSettings(options: z.output<typeof WorkspaceOptionsSchem
     maxFiles: o.maxFiles ?? WORKSPACE_DEFAULTS.maxFiles,
     network: o.network ?? false,
     env: Object.freeze(Array.isArray(o.env) ? [...o.env] : { ...o.env }),
+    readOnlyPaths: Object.freeze([...(o.readOnlyPaths ?? [])]),
     sandbox: o.sandbox ?? 'bubblewrap',
     commandTimeoutSeconds,
     maxCommandTimeoutSeconds: Math.max(commandTimeoutSeconds, o.maxCommandTimeoutSeconds ?? WORKSPACE_DEFAULTS.maxCommandTimeoutSeconds),

@@ -18,7 +18,8 @@ export class PathRefused extends Error {}
  */
 export function workspacePath(input: string): string {
   if (input.includes('\0')) throw new PathRefused('a path cannot hold a NUL character');
-  let p = input.trim();
+  // Not trimmed: "notes.txt " and "Icon\r" are names a command can make, and must be kept as they are.
+  let p = input;
   if (p.startsWith('/')) {
     if (p !== SANDBOX_WORKSPACE && !p.startsWith(`${SANDBOX_WORKSPACE}/`))
       throw new PathRefused(`${input} is outside the workspace: give a path relative to it, or under ${SANDBOX_WORKSPACE}/`);

@@ -75,7 +75,7 @@ export async function rebuild(
   const entries = [...manifest].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   checkManifest(entries);
   await removeTree(dir);
-  await fs.mkdir(dir, { recursive: true, mode: 0o755 });
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   const at = (p: string) => path.join(dir, p);
   const dirs = entries.filter((e) => e.kind === 'dir');
   for (const d of dirs) await fs.mkdir(at(d.path), { mode: 0o700 });
@@ -106,9 +106,22 @@ export async function rebuild(
   return check(dir, entries);
 }
 
+/** Throws unless every directory on the way from `dir` to `rel` is a directory, not a symlink to one. */
+async function assertRealParents(dir: string, rel: string): Promise<void> {
+  const parts = rel.split('/').slice(0, -1);
+  for (let i = 1; i <= parts.length; i++) {
+    const s = await fs.lstat(path.join(dir, ...parts.slice(0, i))).catch(() => null);
+    if (s && !s.isDirectory())
+      throw new WorkspaceMismatchError(`cannot undo ${rel}: ${parts.slice(0, i).join('/')} is no longer a directory`);
+  }
+}
+
 /**
  * Puts back what `changes` changed in `dir`, from `known` (what is saved): a path added is removed, one
- * changed or deleted is written again. Nothing else is touched (excluded paths stay as they are).
+ * changed or deleted is written again, a directory whose mode changed is given its mode back (what is
+ * in it stays). Nothing else is touched (excluded paths stay as they are). Paths are taken shallow
+ * first, so a directory a command replaced by a symlink is removed (the link, not what it points to)
+ * before anything under it is touched, and nothing is ever reached through a symlink.
  */
 export async function undo(
   dir: string,
@@ -117,16 +130,23 @@ export async function undo(
   fetch: FetchBlobs,
 ): Promise<void> {
   const at = (p: string) => path.join(dir, p);
-  // Deepest first, so a directory's own entries go before it.
-  for (const c of [...changes].sort((a, b) => (a.path < b.path ? 1 : -1))) await removeTree(at(c.path));
-  const back = changes
-    .map((c) => known.get(c.path))
-    .filter((e): e is KnownEntry => e !== undefined)
-    .sort((a, b) => (a.path < b.path ? -1 : 1));
+  const ordered = [...changes].sort((a, b) => (a.path < b.path ? -1 : 1));
+  const back: KnownEntry[] = [];
+  for (const c of ordered) {
+    const before = known.get(c.path);
+    await assertRealParents(dir, c.path);
+    const now = await fs.lstat(at(c.path)).catch(() => null);
+    if (before?.kind === 'dir' && now?.isDirectory()) {
+      await fs.chmod(at(c.path), before.mode);
+      continue;
+    }
+    if (now) await removeTree(at(c.path)); // a symlink is removed itself, never followed
+    if (before) back.push(before);
+  }
   const files = back.filter((e) => e.kind === 'file');
   const contents = files.length ? await fetch([...new Set(files.map((f) => f.sha256!))]) : new Map<string, Buffer>();
   for (const e of back) {
-    await fs.mkdir(path.dirname(at(e.path)), { recursive: true });
+    await assertRealParents(dir, e.path);
     if (e.kind === 'dir') await fs.mkdir(at(e.path), { mode: e.mode });
     else if (e.kind === 'symlink') await fs.symlink(e.target!, at(e.path));
     else {

@@ -3,6 +3,8 @@
  * WORKSPACE_ROOT, rebuilt from what was saved when the run is claimed, saved after each tool call that
  * changed it, removed when the attempt ends (what it held is saved, or belongs to no checkpointed step).
  */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { RunId } from '../domain/types.ts';
 import type {
@@ -20,7 +22,7 @@ import { excludeMatcher, type Excluded } from './exclude.ts';
 import type { WorkspaceSettings } from './options.ts';
 import { rebuild, removeTree, undo } from './rebuild.ts';
 import { runCommand } from './sandbox.ts';
-import { applied, type KnownEntry, scan, type ScanResult } from './scan.ts';
+import { applied, type KnownEntry, MAX_FILE_BYTES, scan, type ScanResult } from './scan.ts';
 
 export interface WorkspacesOptions {
   store: WorkspaceStore;
@@ -53,18 +55,57 @@ function saveChunks(blobs: readonly FileBlob[]): FileBlob[][] {
 
 const plural = (n: number, one: string) => `${n.toLocaleString('en-US')} ${one}${n === 1 ? '' : 's'}`;
 
+/** This process's folder under WORKSPACE_ROOT: `<pid>-<random>`, so that processes sharing the root never meet. */
+const PROCESS_DIR = /^(\d+)-[0-9a-f]{8}$/;
+
+/** Whether process `pid` of this machine is alive. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export class AgentWorkspaces implements Workspaces {
   private readonly excluded: Excluded;
+  private base: Promise<string> | null = null;
+  private opened = 0;
 
   constructor(private readonly opts: WorkspacesOptions) {
     this.excluded = excludeMatcher(opts.settings.exclude);
   }
 
+  /**
+   * Each attempt works in a directory of its own (`<root>/<pid>-<random>/<run id>-<n>`): an attempt
+   * ending late (its lease lost, or handed back) removes its own copy, never the next attempt's. The
+   * folders of processes that are gone (killed with SIGKILL) are removed when this one first opens one.
+   */
+  private processDir(): Promise<string> {
+    return (this.base ??= (async () => {
+      const { root } = this.opts;
+      await fs.mkdir(root, { recursive: true, mode: 0o700 });
+      for (const name of await fs.readdir(root)) {
+        const pid = PROCESS_DIR.exec(name)?.[1];
+        if (pid && Number(pid) !== process.pid && !alive(Number(pid))) await removeTree(path.join(root, name)).catch(() => {});
+      }
+      const dir = path.join(root, `${process.pid}-${randomBytes(4).toString('hex')}`);
+      await fs.mkdir(dir, { mode: 0o700 });
+      return dir;
+    })());
+  }
+
   async open(runId: RunId, signal: AbortSignal): Promise<RunWorkspace> {
-    const dir = path.join(this.opts.root, runId);
+    const dir = path.join(await this.processDir(), `${runId}-${++this.opened}`);
     const { store } = this.opts;
-    const known = await rebuild(dir, await store.manifest(runId), (ids) => store.blobs(ids), signal);
-    return new OpenWorkspace(dir, known, this.opts, this.excluded);
+    try {
+      const known = await rebuild(dir, await store.manifest(runId), (ids) => store.blobs(ids), signal);
+      return new OpenWorkspace(dir, known, this.opts, this.excluded);
+    } catch (e) {
+      await removeTree(dir).catch(() => {});
+      throw e;
+    }
   }
 }
 
@@ -102,8 +143,9 @@ class OpenWorkspace implements RunWorkspace {
     const only = call ? await pathsChangedBy(call, this.dir) : null;
     if (only?.length === 0) return [];
     const found = await scan(this.dir, this.known, this.excluded, Date.now(), only ?? undefined);
-    const over =
-      found.files > settings.maxFiles
+    const over = found.tooLarge
+      ? `${found.tooLarge.path} holds ${plural(found.tooLarge.size, 'byte')}, over the largest file a workspace keeps (${plural(MAX_FILE_BYTES, 'byte')})`
+      : found.files > settings.maxFiles
         ? `the workspace would hold ${plural(found.files, 'file')} (directories and symlinks counted), over its limit of ${plural(settings.maxFiles, 'file')} (workspace.maxFiles)`
         : this.bytes + found.bytesAdded > settings.maxBytes
           ? `the workspace would hold ${plural(this.bytes + found.bytesAdded, 'byte')}, over its limit of ${plural(settings.maxBytes, 'byte')} (workspace.maxBytes)`
@@ -111,8 +153,9 @@ class OpenWorkspace implements RunWorkspace {
     if (over) {
       // The call's changes are undone: the files and the journal must say the same. What is put back
       // was written just now, so its stat is new: the next scan reads those paths again.
-      await undo(this.dir, this.known, found.changes, (ids) => store.blobs(ids));
-      for (const c of found.changes) {
+      const undone = found.tooLarge ? [...found.changes, { path: found.tooLarge.path, kind: 'deleted' as const }] : found.changes;
+      await undo(this.dir, this.known, undone, (ids) => store.blobs(ids));
+      for (const c of undone) {
         const before = this.known.get(c.path);
         if (before) this.known.set(c.path, { ...before, racy: true });
       }

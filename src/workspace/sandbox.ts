@@ -1,6 +1,7 @@
 /**
  * Commands the model writes run in a bubblewrap sandbox: new mount, pid, ipc, uts, cgroup, user and
- * (unless the agent allows the network) network namespaces; the host's directories read-only, this
+ * (unless the agent allows the network) network namespaces; the host's system directories read-only
+ * (nothing else of the host: no home, no /var, no project folders, none of their sockets), this
  * worker's other workspaces and its data directory hidden, /run, /tmp and /dev private; the run's
  * workspace writable at /workspace; no capabilities; none of the worker's environment. Limits: wall
  * time (the whole tree is killed: the sandbox's pid namespace ends with its first process), address
@@ -16,6 +17,7 @@ import { ConfigError } from '../domain/errors.ts';
 import type { CommandResult } from '../ports/workspace.ts';
 import { SANDBOX_WORKSPACE } from './paths.ts';
 import type { WorkspaceSettings } from './options.ts';
+import { MAX_FILE_BYTES } from './scan.ts';
 
 export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -80,30 +82,41 @@ export interface RootEntry {
   link: string | null;
 }
 
-/** What never comes from the host: made new (proc, dev, tmp, run) or mounted (the workspace). */
-const NOT_BOUND = new Set(['proc', 'dev', 'tmp', 'run', 'workspace']);
+/**
+ * What of the host's root a command sees, read-only: the system's programs, libraries and settings.
+ * Not the rest (/home, /root, /var, /srv, /mnt, a project's own folders): what is there, sockets
+ * included, stays out of reach. An agent adds what its commands need with `readOnlyPaths`.
+ */
+const SYSTEM_DIRS = new Set(['usr', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32', 'etc', 'opt']);
+/** Secrets of the system's settings a command never reads, even where it runs as the owner (root). */
+const MASKED_FILES = ['/etc/shadow', '/etc/gshadow', '/etc/shadow-', '/etc/gshadow-'];
+const MASKED_DIRS = ['/etc/ssh', '/etc/ssl/private'];
+
+/** @unit bytes — the sandbox's own /run (nothing needs much there). */
+const RUN_BYTES = 1024 * 1024;
+/** @unit bytes — its /tmp at most (it is memory). */
+const TMP_BYTES = 1024 * 1024 * 1024;
 
 /** bwrap's arguments for a command in `dir`, given the host's root entries and the worker's uid. */
-export function bwrapArgs(
-  spec: Omit<CommandSpec, 'signal' | 'timeoutMs'>,
-  root: readonly RootEntry[],
-  env: Record<string, string>,
-  uid: number,
-): string[] {
+export function bwrapArgs(spec: Omit<CommandSpec, 'signal' | 'timeoutMs'>, root: readonly RootEntry[], uid: number): string[] {
+  const { settings } = spec;
   const a = ['--die-with-parent', '--new-session', '--unshare-all'];
-  if (spec.settings.network) a.push('--share-net');
+  if (settings.network) a.push('--share-net');
   // As root, bwrap keeps every capability in the sandbox unless told otherwise; as anyone else it drops them.
   if (uid === 0) a.push('--cap-drop', 'ALL');
   a.push('--hostname', 'sandbox');
   for (const e of root) {
-    if (NOT_BOUND.has(e.name)) continue;
+    if (!SYSTEM_DIRS.has(e.name)) continue;
     if (e.link !== null) a.push('--symlink', e.link, `/${e.name}`);
     else a.push('--ro-bind', `/${e.name}`, `/${e.name}`);
   }
-  a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/run');
-  for (const h of spec.hidden) if (fs.existsSync(h)) a.push('--tmpfs', h);
-  a.push('--bind', spec.dir, SANDBOX_WORKSPACE, '--chdir', SANDBOX_WORKSPACE, '--clearenv');
-  for (const [k, v] of Object.entries(env)) a.push('--setenv', k, v);
+  for (const p of settings.readOnlyPaths) a.push('--ro-bind-try', p, p);
+  for (const f of MASKED_FILES) if (fs.existsSync(f)) a.push('--ro-bind', '/dev/null', f);
+  // What must stay out of sight though it lies under what is bound: an empty, read-only, tiny tmpfs over it.
+  for (const h of [...MASKED_DIRS, ...spec.hidden]) if (fs.existsSync(h)) a.push('--size', '4096', '--tmpfs', h, '--remount-ro', h);
+  a.push('--proc', '/proc', '--dev', '/dev');
+  a.push('--size', String(Math.min(settings.maxBytes, TMP_BYTES)), '--tmpfs', '/tmp', '--size', String(RUN_BYTES), '--tmpfs', '/run');
+  a.push('--bind', spec.dir, SANDBOX_WORKSPACE, '--chdir', SANDBOX_WORKSPACE);
   return a;
 }
 
@@ -119,7 +132,7 @@ function hostRoot(): RootEntry[] {
 /** The limits, then the command, in bash; `exec` so the command is the shell's own process. */
 function limited(settings: WorkspaceSettings, processes: boolean): string[] {
   const kib = (bytes: number) => String(Math.max(1, Math.floor(bytes / 1024)));
-  const limits = [`ulimit -v ${kib(settings.memoryBytes)}`, `ulimit -f ${kib(settings.maxBytes)}`];
+  const limits = [`ulimit -v ${kib(settings.memoryBytes)}`, `ulimit -f ${kib(Math.min(settings.maxBytes, MAX_FILE_BYTES))}`];
   if (processes) limits.push(`ulimit -u ${settings.processes}`);
   return ['/bin/bash', '-c', `${limits.join(' && ')} || exit 125; exec /bin/bash -c "$1"`, 'sandbox'];
 }
@@ -132,14 +145,14 @@ export function runCommand(spec: CommandSpec): Promise<CommandResult> {
   // Process limits need the sandbox's own user namespace: on the host, RLIMIT_NPROC counts every process of the user.
   const shell = [...limited(settings, sandboxed), spec.command];
   const [file, args] = sandboxed
-    ? ['bwrap', [...bwrapArgs(spec, hostRoot(), env, process.getuid?.() ?? -1), '--', ...shell]]
+    ? ['bwrap', [...bwrapArgs(spec, hostRoot(), process.getuid?.() ?? -1), '--', ...shell]]
     : [shell[0]!, shell.slice(1)];
   return new Promise((resolve, reject) => {
     spec.signal.throwIfAborted();
     const child = spawn(file, args, {
       cwd: sandboxed ? '/' : spec.dir,
-      // bwrap is found on the worker's PATH; the command inside gets only `env` (--clearenv).
-      env: sandboxed ? { PATH: process.env.PATH ?? SANDBOX_PATH } : env,
+      // bwrap hands its environment to the command: only `env`, never on a command line `ps` shows.
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group, killed whole
     });
@@ -189,9 +202,9 @@ export function checkSandbox(): Promise<void> {
       command: 'true',
       dir: '/',
       hidden: [],
-      settings: { network: false } as WorkspaceSettings,
+      settings: { network: false, readOnlyPaths: [], maxBytes: TMP_BYTES } as unknown as WorkspaceSettings,
     };
-    const args = [...bwrapArgs(probe, hostRoot(), {}, process.getuid?.() ?? -1), '--', '/bin/true'];
+    const args = [...bwrapArgs(probe, hostRoot(), process.getuid?.() ?? -1), '--', '/bin/true'];
     const child = spawn('bwrap', args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? SANDBOX_PATH } });
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));

@@ -17,6 +17,12 @@ import path from 'node:path';
 import type { FileBlob, FileChange, FileEntry, FileKind } from '../ports/workspace.ts';
 import type { Excluded } from './exclude.ts';
 
+/**
+ * @unit bytes — the largest file a workspace keeps (a content is one value of one statement's
+ * parameter; larger ones are refused, not read).
+ */
+export const MAX_FILE_BYTES = 128 * 1024 * 1024;
+
 /** @unit milliseconds — how recent a change must be for its file to be read again at the next scan. */
 export const RACY_MS = 1000;
 
@@ -30,6 +36,8 @@ export interface Observed {
   key: string;
   /** @unit milliseconds since the epoch — its modification time. */
   mtimeMs: number;
+  /** A file with other hard links: a write through one of them changes the others. */
+  linked: boolean;
 }
 
 /** A path as the saved workspace holds it, with what the scan that saved it saw. */
@@ -42,12 +50,33 @@ export interface KnownEntry extends FileEntry {
 const kindOf = (s: import('node:fs').BigIntStats): FileKind | null =>
   s.isFile() ? 'file' : s.isDirectory() ? 'dir' : s.isSymbolicLink() ? 'symlink' : null;
 
+/** Gone meanwhile: not there. Any other failure (EACCES, EMFILE, EIO) fails the save, never reads as "deleted". */
+const unlessGone = (e: unknown): null => {
+  if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+  throw e;
+};
+
+/** The most lstat, readlink, readdir and reads one scan has going at once (file descriptors are finite). */
+const AT_ONCE = 32;
+let running = 0;
+const waiting: (() => void)[] = [];
+async function bounded<T>(io: () => Promise<T>): Promise<T> {
+  if (running >= AT_ONCE) await new Promise<void>((r) => waiting.push(r));
+  running++;
+  try {
+    return await io();
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
+}
+
 /** `p` as lstat sees it (a symlink's target read), or null when it is not there or not saved (a socket, a pipe). */
 async function look(abs: string): Promise<Observed | null> {
-  const s = await fs.lstat(abs, { bigint: true }).catch(() => null); // gone meanwhile: not there
+  const s = await bounded(() => fs.lstat(abs, { bigint: true })).catch(unlessGone);
   const kind = s && kindOf(s);
   if (!s || !kind) return null;
-  const target = kind === 'symlink' ? await fs.readlink(abs).catch(() => null) : null;
+  const target = kind === 'symlink' ? await bounded(() => fs.readlink(abs)).catch(unlessGone) : null;
   if (kind === 'symlink' && target === null) return null;
   return {
     kind,
@@ -56,12 +85,14 @@ async function look(abs: string): Promise<Observed | null> {
     target,
     key: `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}:${s.mode}`,
     mtimeMs: Number(s.mtimeNs / 1_000_000n),
+    linked: kind === 'file' && s.nlink > 1n,
   };
 }
 
 /** Every saved path under directory `rel` of the workspace at `root` (all of it for ''), into `found`. */
 async function walk(root: string, rel: string, excluded: Excluded, found: Map<string, Observed>): Promise<void> {
-  const entries = await fs.readdir(rel === '' ? root : path.join(root, rel), { withFileTypes: true }).catch(() => []);
+  const entries =
+    (await bounded(() => fs.readdir(rel === '' ? root : path.join(root, rel), { withFileTypes: true })).catch(unlessGone)) ?? [];
   await Promise.all(
     entries.map(async (d) => {
       const p = rel === '' ? d.name : `${rel}/${d.name}`;
@@ -113,6 +144,8 @@ export interface ScanResult {
   files: number;
   /** How many more bytes of file content the workspace holds now than `known` does (less: negative). */
   bytesAdded: number;
+  /** A changed file larger than MAX_FILE_BYTES (not read), when there is one. */
+  tooLarge: { path: string; size: number } | null;
 }
 
 /** `known` with a scan's updates applied, in place. */
@@ -145,17 +178,24 @@ export async function scan(
   only?: readonly string[],
 ): Promise<ScanResult> {
   const observed = only ? await observeOnly(root, only, excluded) : await observe(root, excluded);
+  // A write through a hard link changed its other names too, wherever they are: look at everything.
+  if (only && [...observed.values()].some((o) => o.linked)) return scan(root, known, excluded, now);
   const changes: FileChange[] = [];
   const blobs = new Map<string, Buffer>();
   const updates = new Map<string, KnownEntry | null>();
+  let tooLarge: ScanResult['tooLarge'] = null;
   await Promise.all(
     [...observed].map(async ([p, o]) => {
       const before = known.get(p);
       const racy = now - o.mtimeMs < RACY_MS;
       if (before && before.kind === o.kind && before.key === o.key && !before.racy) return;
       let sha256: string | null = null;
+      if (o.kind === 'file' && o.size > MAX_FILE_BYTES) {
+        tooLarge = { path: p, size: o.size };
+        return;
+      }
       if (o.kind === 'file') {
-        const content = await fs.readFile(path.join(root, p)).catch(() => null);
+        const content = await bounded(() => fs.readFile(path.join(root, p))).catch(unlessGone);
         if (content === null) return; // removed while the scan ran: it is not there
         sha256 = sha256Hex(content);
         if (before?.sha256 !== sha256) blobs.set(sha256, content);
@@ -180,7 +220,7 @@ export async function scan(
     bytesAdded += fileBytes(e) - fileBytes(known.get(p));
     files += (e ? 1 : 0) - (known.has(p) ? 1 : 0);
   }
-  return { changes, blobs: [...blobs].map(([sha256, content]) => ({ sha256, content })), updates, files, bytesAdded };
+  return { changes, blobs: [...blobs].map(([sha256, content]) => ({ sha256, content })), updates, files, bytesAdded, tooLarge };
 }
 
 /** Whether two entries of one path say the same: kind, mode, content or target. */

@@ -13,6 +13,8 @@ import { defineAgent } from '../../src/agents/define-agent.ts';
 import { type AgentRuntime, createRuntime, type CreateRuntimeOptions } from '../../src/runtime/create-runtime.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
 import { WorkspaceFiles } from '../../src/store/workspace-files.ts';
+import { workspaceSettings } from '../../src/workspace/options.ts';
+import { AgentWorkspaces } from '../../src/workspace/run-workspace.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { plan, planLlm, type PlannedCall } from '../support/plan-llm.ts';
 import { silentLogger } from '../support/engine.ts';
@@ -247,7 +249,7 @@ describe('a run with a workspace', () => {
       );
     expect(await contents()).toEqual([9, 12]);
     // Saved long enough ago that no save in flight could be about to refer to them.
-    await db.pool.query(`UPDATE durable_agent.workspace_blob SET touched_at = now() - interval '1 hour'`);
+    await db.pool.query(`UPDATE durable_agent.workspace_blob SET touched_at = now() - interval '2 hours'`);
     expect((await fetch(`${rt.url}/api/runs/${a.id}`, { method: 'DELETE' })).status).toBe(204);
     expect(await contents()).toEqual([12]);
     // A content a crashed step saved before its checkpoint: referred to by no step.
@@ -255,5 +257,22 @@ describe('a run with a workspace', () => {
     expect(await new WorkspaceFiles(db.pool).sweep()).toBe(0); // too young
     expect(await new WorkspaceFiles(db.pool).sweep(1000, 0)).toBe(1);
     expect(await contents()).toEqual([12]);
+  });
+
+  it("gives each attempt its own copy: one ending late never removes the next one's; copies of dead processes go", async () => {
+    const root = newRoot();
+    fs.mkdirSync(path.join(root, '999999999-0123abcd', 'left-by-a-kill'), { recursive: true });
+    const workspaces = new AgentWorkspaces({ store: new WorkspaceFiles(db.pool), root, settings: workspaceSettings(true) });
+    const run = await db.records.create({ input: 'x', model: 'm', tokenBudget: 1000, timeoutSeconds: 60, maxSteps: 5 });
+    const never = new AbortController().signal;
+    const late = await workspaces.open(run.id, never);
+    const next = await workspaces.open(run.id, never);
+    expect(late.dir).not.toBe(next.dir);
+    expect(fs.existsSync(path.join(root, '999999999-0123abcd'))).toBe(false);
+    fs.writeFileSync(path.join(next.dir, 'mine'), 'next attempt');
+    await late.close();
+    expect(fs.readFileSync(path.join(next.dir, 'mine'), 'utf8')).toBe('next attempt');
+    await next.close();
+    expect(fs.existsSync(next.dir)).toBe(false);
   });
 });

@@ -62,9 +62,20 @@ it('a worker SIGKILLed during a bash command: another, elsewhere, rebuilds the w
     timeoutSeconds: 300,
     maxSteps: 50,
   });
-  const inA = path.join(rootA, run.id);
-  // The command is under way on A: its first write is there.
-  await waitFor('the command to start on worker-A', () => fs.existsSync(path.join(inA, 'partial.txt')), 30_000);
+  // The command is under way on A: its first write is there (in A's copy: <root>/<pid>-<random>/<run id>-<n>).
+  const copyOf = (root: string) =>
+    fs
+      .readdirSync(root)
+      .flatMap((p) => fs.readdirSync(path.join(root, p)).map((d) => path.join(root, p, d)))
+      .find((d) => path.basename(d).startsWith(`${run.id}-`));
+  const inA = await waitFor(
+    'the command to start on worker-A',
+    () => {
+      const d = copyOf(rootA);
+      return d && fs.existsSync(path.join(d, 'partial.txt')) && d;
+    },
+    30_000,
+  );
   a.kill('SIGKILL');
   await new Promise((r) => a.once('exit', r));
 
@@ -95,5 +106,5 @@ it('a worker SIGKILLed during a bash command: another, elsewhere, rebuilds the w
   // The killed command's sandbox went with worker-A: it never wrote its result on A's disk.
   await new Promise((r) => setTimeout(r, 5000)); // past the command's own sleep: the scenario
   expect(fs.existsSync(path.join(inA, 'result.txt'))).toBe(false);
-  expect(fs.existsSync(path.join(rootB, run.id))).toBe(false); // B removed its copy when the run ended
+  expect(copyOf(rootB)).toBeUndefined(); // B removed its copy when the run ended
 }, 120_000);

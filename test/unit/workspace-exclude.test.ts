@@ -35,6 +35,22 @@ describe('exclude patterns, as gitignore reads them', () => {
     expect(m('axb', false)).toBe(false);
   });
 
+  it('takes classes as fnmatch does, keeps leading spaces, and drops trailing ones unless escaped', () => {
+    const m = excludeMatcher(['*.py[co]', '[Bb]uild/', 'x[!0-9]', ' lead', 'trail  ', 'kept\\ ']);
+    expect(m('a.pyc', false)).toBe(true);
+    expect(m('a.pyo', false)).toBe(true);
+    expect(m('a.py', false)).toBe(false);
+    expect(m('Build', true)).toBe(true);
+    expect(m('build', true)).toBe(true);
+    expect(m('xa', false)).toBe(true);
+    expect(m('x1', false)).toBe(false);
+    expect(m(' lead', false)).toBe(true);
+    expect(m('lead', false)).toBe(false);
+    expect(m('trail', false)).toBe(true);
+    expect(m('kept ', false)).toBe(true);
+    expect(m('kept', false)).toBe(false);
+  });
+
   it('excludes nothing without patterns', () => {
     expect(excludeMatcher([])('anything', true)).toBe(false);
   });

@@ -13,15 +13,19 @@ import { excludeMatcher } from '../../src/workspace/exclude.ts';
 import { rebuild, undo } from '../../src/workspace/rebuild.ts';
 import { applied, type KnownEntry, RACY_MS, scan, sha256Hex } from '../../src/workspace/scan.ts';
 
-/** The files a scan reads, in order. */
-const reads = vi.hoisted(() => [] as string[]);
+/** The files a scan reads, in order; and stats lstat answers instead of the file's own (a coarse clock). */
+const { reads, frozen } = vi.hoisted(() => ({ reads: [] as string[], frozen: new Map<string, unknown>() }));
 vi.mock('node:fs/promises', async (original) => {
   const real = await original<typeof import('node:fs/promises')>();
   const readFile = ((p: string, ...rest: never[]) => {
     reads.push(String(p));
     return (real.readFile as (...a: unknown[]) => unknown)(p, ...rest);
   }) as typeof real.readFile;
-  return { ...real, readFile, default: { ...(real as unknown as { default: typeof real }).default, readFile } };
+  const lstat = ((p: string, ...rest: never[]) =>
+    frozen.has(String(p))
+      ? Promise.resolve(frozen.get(String(p)))
+      : (real.lstat as (...a: unknown[]) => unknown)(p, ...rest)) as typeof real.lstat;
+  return { ...real, readFile, lstat, default: { ...(real as unknown as { default: typeof real }).default, readFile, lstat } };
 });
 
 const dirs: string[] = [];
@@ -88,14 +92,21 @@ describe('a save', () => {
 
   it('reads again a file written too close to the scan that saw it, so a same-size rewrite in the same tick is not missed', async () => {
     const dir = tmp();
-    fs.writeFileSync(path.join(dir, 'f'), 'one');
-    const first = await scanned(dir, new Map(), none, Date.now());
-    expect(first.next.get('f')!.racy).toBe(true);
-    fs.writeFileSync(path.join(dir, 'f'), 'two');
-    const mtime = fs.statSync(path.join(dir, 'f')).mtime;
-    fs.utimesSync(path.join(dir, 'f'), mtime, mtime);
-    const second = await scanned(dir, first.next, none, later());
-    expect(second.changes).toMatchObject([{ path: 'f', sha256: sha256Hex(Buffer.from('two')) }]);
+    const f = path.join(dir, 'f');
+    fs.writeFileSync(f, 'one');
+    const soon = await scanned(dir, new Map(), none, Date.now());
+    const later_ = await scanned(dir, new Map(), none, later());
+    expect([soon.next.get('f')!.racy, later_.next.get('f')!.racy]).toEqual([true, false]);
+    // A rewrite the clock's granularity hides: the same size, and lstat answers what it did before.
+    frozen.set(f, await (await vi.importActual<typeof import('node:fs/promises')>('node:fs/promises')).lstat(f, { bigint: true }));
+    fs.writeFileSync(f, 'two');
+    try {
+      expect((await scan(dir, soon.next, none, later())).changes).toMatchObject([{ path: 'f', sha256: sha256Hex(Buffer.from('two')) }]);
+      // Seen long enough after its write, a file is trusted by its stat: this is what the rule guards.
+      expect((await scan(dir, later_.next, none, later())).changes).toEqual([]);
+    } finally {
+      frozen.clear();
+    }
   });
 
   it('looks only at the paths a call names, and their directories, when it names them', async () => {
@@ -195,5 +206,41 @@ describe('an undo', () => {
     expect(fs.readdirSync(dir).sort()).toEqual(['cache.log', 'gone', 'kept']);
     expect(fs.readFileSync(path.join(dir, 'kept'), 'utf8')).toBe('v1');
     expect(fs.readFileSync(path.join(dir, 'gone'), 'utf8')).toBe('g');
+  });
+
+  it('never reaches through a symlink a command put where a directory was, and gives a directory only its mode back', async () => {
+    const dir = tmp();
+    const victim = tmp();
+    fs.writeFileSync(path.join(victim, 'precious'), 'host file');
+    fs.mkdirSync(path.join(dir, 'd'));
+    fs.writeFileSync(path.join(dir, 'd', 'f'), 'saved');
+    fs.mkdirSync(path.join(dir, 'src'), { mode: 0o755 });
+    fs.writeFileSync(path.join(dir, 'src', 'main.c'), 'int main;');
+    const before = await saveAll(dir, new Map());
+    // The command: d moved away and replaced by a symlink to a host directory; src's mode changed.
+    fs.renameSync(path.join(dir, 'd'), path.join(dir, 'd2'));
+    fs.symlinkSync(victim, path.join(dir, 'd'));
+    fs.writeFileSync(path.join(victim, 'f'), 'host file named like a saved one');
+    fs.chmodSync(path.join(dir, 'src'), 0o700);
+    const after = await scan(dir, before.next, none, later());
+    await undo(dir, before.next, after.changes, fetch);
+    expect(fs.readdirSync(victim).sort()).toEqual(['f', 'precious']);
+    expect(fs.lstatSync(path.join(dir, 'd')).isDirectory()).toBe(true);
+    expect(fs.readFileSync(path.join(dir, 'd', 'f'), 'utf8')).toBe('saved');
+    expect(fs.readFileSync(path.join(dir, 'src', 'main.c'), 'utf8')).toBe('int main;');
+    expect(fs.statSync(path.join(dir, 'src')).mode & 0o777).toBe(0o755);
+    expect(fs.existsSync(path.join(dir, 'd2'))).toBe(false);
+  });
+});
+
+describe('a save after a call that names its path', () => {
+  it('looks at everything when the file has another hard link, whose content changed with it', async () => {
+    const dir = tmp();
+    fs.writeFileSync(path.join(dir, 'a'), 'v1');
+    fs.linkSync(path.join(dir, 'a'), path.join(dir, 'b'));
+    const first = await saveAll(dir, new Map());
+    fs.writeFileSync(path.join(dir, 'b'), 'v2');
+    const found = await scan(dir, first.next, none, later(), ['b']);
+    expect(found.changes.map((c) => c.path)).toEqual(['a', 'b']);
   });
 });

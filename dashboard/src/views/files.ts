@@ -42,6 +42,7 @@ export function filesCard(runId: string): FilesCard {
   let shownSteps = '';
   let open: string | null = null;
   let seen = false;
+  let downloadUrl: string | null = null;
 
   const openFile = async (f: RunFile, atSeq: number | null) => {
     open = f.path;
@@ -50,7 +51,10 @@ export function filesCard(runId: string): FilesCard {
     fill(content, h('p', { class: 'muted small' }, 'Loading…'));
     try {
       const { contentType, bytes } = await apiBytes(fileUrl(runId, f.path, atSeq));
-      const link = h('a', { href: fileUrl(runId, f.path, atSeq), download: f.path.split('/').pop() ?? 'file' }, 'download');
+      // The bytes already fetched (with the API key), not a second request the browser would send without it.
+      if (downloadUrl) URL.revokeObjectURL(downloadUrl);
+      downloadUrl = URL.createObjectURL(new Blob([bytes as BlobPart], { type: 'application/octet-stream' }));
+      const link = h('a', { href: downloadUrl, download: f.path.split('/').pop() ?? 'file' }, 'download');
       const head = h('div', { class: 'file-head' }, h('span', { class: 'mono' }, f.path), ' · ', sizeOf(f), ' · ', link);
       if (!contentType.startsWith('text/'))
         return fill(content, head, h('p', { class: 'muted' }, `A binary file of ${formatCount(bytes.length)} bytes.`));
