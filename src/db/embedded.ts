@@ -18,6 +18,7 @@ import { ConfigError } from '../domain/errors.ts';
 import { withDirectoryLock } from './dir-lock.ts';
 import { applyServerLogSettings, protectServerLog, serverLogConf } from './embedded-log.ts';
 import { PG_TYPES } from './pg-types.ts';
+import { processAlive } from '../util/process-alive.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -113,15 +114,6 @@ async function canConnect(url: string): Promise<boolean> {
     return false;
   } finally {
     await client.end().catch(() => {});
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -56,7 +56,9 @@ async function readText(abs: string, rel: string): Promise<Buffer> {
   if (stat.isDirectory()) throw new ToolError(`${shown(rel)} is a directory: list_files shows what it holds`);
   if (!stat.isFile()) throw new ToolError(`${shown(rel)} is not a regular file`);
   if (stat.size > READ_BYTES)
-    throw new ToolError(`${shown(rel)} holds ${stat.size} bytes, more than read_file and edit_file read (${READ_BYTES}): use bash (head, sed -n, grep)`);
+    throw new ToolError(
+      `${shown(rel)} holds ${stat.size} bytes, more than read_file and edit_file read (${READ_BYTES}): use bash (head, sed -n, grep)`,
+    );
   return fs.readFile(abs);
 }
 

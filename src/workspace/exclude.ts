@@ -48,8 +48,7 @@ function globSource(glob: string): string {
       if (negated) body = body.slice(1);
       out += `[${negated ? '^/' : ''}${body.replace(/[\\\]^]/g, (x) => `\\${x}`)}]`;
       i = end;
-    }
-    else if (c === '\\' && i + 1 < glob.length) out += escapeChar(glob[++i]!);
+    } else if (c === '\\' && i + 1 < glob.length) out += escapeChar(glob[++i]!);
     else out += escapeChar(c);
   }
   return out;

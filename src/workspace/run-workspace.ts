@@ -19,6 +19,7 @@ import type {
 } from '../ports/workspace.ts';
 import { pathsChangedBy } from './builtin-tools.ts';
 import { excludeMatcher, type Excluded } from './exclude.ts';
+import { processAlive } from '../util/process-alive.ts';
 import type { WorkspaceSettings } from './options.ts';
 import { rebuild, removeTree, undo } from './rebuild.ts';
 import { runCommand } from './sandbox.ts';
@@ -58,16 +59,6 @@ const plural = (n: number, one: string) => `${n.toLocaleString('en-US')} ${one}$
 /** This process's folder under WORKSPACE_ROOT: `<pid>-<random>`, so that processes sharing the root never meet. */
 const PROCESS_DIR = /^(\d+)-[0-9a-f]{8}$/;
 
-/** Whether process `pid` of this machine is alive. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export class AgentWorkspaces implements Workspaces {
   private readonly excluded: Excluded;
   private base: Promise<string> | null = null;
@@ -88,7 +79,7 @@ export class AgentWorkspaces implements Workspaces {
       await fs.mkdir(root, { recursive: true, mode: 0o700 });
       for (const name of await fs.readdir(root)) {
         const pid = PROCESS_DIR.exec(name)?.[1];
-        if (pid && Number(pid) !== process.pid && !alive(Number(pid))) await removeTree(path.join(root, name)).catch(() => {});
+        if (pid && Number(pid) !== process.pid && !processAlive(Number(pid))) await removeTree(path.join(root, name)).catch(() => {});
       }
       const dir = path.join(root, `${process.pid}-${randomBytes(4).toString('hex')}`);
       await fs.mkdir(dir, { mode: 0o700 });
