@@ -146,3 +146,15 @@ export async function benchWorkspace(
   ];
   return { results, rows };
 }
+
+// `npm run bench:workspace`: these figures alone, in a scratch database.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { withScratchDatabase } = await import('./scratch-database.ts');
+  const { RunRecords } = await import('../src/store/run-records.ts');
+  await withScratchDatabase(async (_url, pool, description) => {
+    const { rows } = await benchWorkspace(pool, new RunRecords(pool));
+    console.log(`workspace bench on ${description}\n`);
+    for (const [k, v, note] of rows) console.log(`${k.padEnd(38)} ${v.padStart(24)}   ${note}`);
+  });
+  process.exit(0);
+}
