@@ -53,6 +53,7 @@ const EVERY_FOLDER = [
   'ports',
   'runs',
   'runtime',
+  'schedules',
   'store',
   'tools',
   'util',
@@ -141,6 +142,12 @@ export default tseslint.config(
     ['agents', 'api', 'cli', 'client', 'db', 'engine', 'leases', 'runs', 'runtime', 'store'],
     'model clients and tools know nothing of runs storage or the engine',
     ['pg'],
+  ),
+  layer(
+    ['src/schedules/**'],
+    except('domain', 'core', 'schedules'),
+    'schedules/ is the pure part of scheduling: slots and what a firing makes of them',
+    SERVER_PACKAGES,
   ),
   layer(
     ['src/workspace/**'],

@@ -70,6 +70,7 @@ export async function servedOpenApi(): Promise<Json> {
     checkDatabase: stub,
     runEvents: { events: stub, hub: stub },
     files: stub,
+    schedules: stub,
     logger: false,
   } as unknown as ApiDeps;
   const app = createServer(deps);

@@ -18,6 +18,8 @@
  */
 export { createRuntime, type AgentRuntime, type CreateRuntimeOptions, type RuntimeEvent } from './runtime/create-runtime.ts';
 export { defineAgent, type Agent, type DefineAgentOptions } from './agents/define-agent.ts';
+export { defineSchedule, type ScheduleDefinition } from './runtime/declared-schedules.ts';
+export type { Backfilled, CreateScheduleInput, SchedulesApi, UpdateScheduleInput } from './runs/schedules.ts';
 export { tool, type JsonSchemaToolOptions, type ToolOptions, type ZodTool } from './tools/zod-tool.ts';
 export { defineTool, type NeedsApproval, type Tool, type ToolContext } from './tools/types.ts';
 export { sleepTool, SLEEP_TOOL_NAME } from './tools/sleep-tool.ts';
@@ -42,7 +44,7 @@ export type {
   ForkPoint,
   BudgetKind,
 } from './domain/types.ts';
-export type { Decision, PendingToolCall, Waiting, WaitingKind } from './domain/types.ts';
+export type { Decision, PendingToolCall, Schedule, ScheduledRun, Waiting, WaitingKind } from './domain/types.ts';
 export {
   ConfigError,
   ConflictError,

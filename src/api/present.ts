@@ -37,6 +37,8 @@ export function runJson(r: Run): RunJson {
     forkedFrom: r.forkedFrom && { runId: r.forkedFrom.runId, afterSeq: r.forkedFrom.afterSeq },
     // The last wait is kept on the row after the run wakes; it is shown only while the run waits.
     waiting: r.status === 'WAITING' && r.waiting ? waitingJson(r.waiting) : null,
+    scheduleId: r.scheduleId,
+    scheduledFor: isoOrNull(r.scheduledFor),
   };
 }
 

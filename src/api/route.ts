@@ -44,7 +44,7 @@ export interface ResponseDoc {
 }
 
 export interface ApiRoute<P = unknown, Q = unknown, B = unknown> {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** OpenAPI style, `/api/runs/{id}`; the server turns it into fastify's `/api/runs/:id`. */
   path: string;
   /** The last path parameter, which may hold `/` (a file's path): `{path}` matches the rest of the URL. */

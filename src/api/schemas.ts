@@ -124,6 +124,8 @@ export const RunJson = z.object({
     .describe('When the run is tried again while it waits in the queue for a later time (after a model outage); null otherwise.'),
   forkedFrom: ForkPointJson.nullable().describe('Set for a fork: the run whose steps 1..afterSeq begin its conversation.'),
   waiting: WaitingJson.nullable().describe('While the run is WAITING: what for; null otherwise.'),
+  scheduleId: z.guid().nullable().describe('The schedule that made it (for a slot, or a trigger); null otherwise.'),
+  scheduledFor: timestamp.nullable().describe('The time of the slot it was made for; null for any other run (a trigger too).'),
 });
 responseSchemas.add(RunJson, { id: 'Run' });
 export type RunJson = z.infer<typeof RunJson>;

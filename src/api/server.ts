@@ -22,6 +22,7 @@ import { type AccessConfig, accessHook, accessOf, routeParams, runFor } from './
 import { runRoutes, type RunsDeps } from './routes-runs.ts';
 import { eventRoutes, type EventsDeps } from './routes-events.ts';
 import { type FilesDeps, filesRoutes } from './routes-files.ts';
+import { schedulesRoutes, type SchedulesRoutesDeps } from './routes-schedules.ts';
 
 export type { RunDefaults } from './routes-runs.ts';
 
@@ -55,6 +56,8 @@ export interface ApiDeps extends RunsDeps, OpsDeps, OverviewDeps {
   runEvents?: EventsDeps | undefined;
   /** A run's workspace files; absent: those routes are not served. */
   files?: FilesDeps['files'] | undefined;
+  /** Schedules; absent: those routes are not served. */
+  schedules?: SchedulesRoutesDeps['schedules'] | undefined;
 }
 
 /** Larger bodies are refused with 413 before they are read to the end. */
@@ -169,6 +172,7 @@ export function createServer(deps: ApiDeps): FastifyInstance {
     ...runRoutes(deps),
     ...(deps.runEvents ? eventRoutes(deps.runEvents) : []),
     ...(deps.files ? filesRoutes({ files: deps.files }) : []),
+    ...(deps.schedules ? schedulesRoutes({ schedules: deps.schedules }) : []),
     ...overviewRoutes(deps),
     ...opsRoutes(deps, () => (document ??= openApiDocument(routes))),
   ];

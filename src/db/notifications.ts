@@ -15,6 +15,8 @@ export const RUN_FOLLOWED_CHANNEL = 'durable_agent_run_followed';
 export const KEY_REVOKED_CHANNEL = 'durable_agent_key_revoked';
 /** A run some event hub follows was deleted; the payload is its id (see migration 0017). */
 export const RUN_DELETED_CHANNEL = 'durable_agent_run_deleted';
+/** A schedule was made, changed or deleted (see migration 0021); the payload is empty. */
+export const SCHEDULE_CHANGED_CHANNEL = 'durable_agent_schedule_changed';
 /** A shared text of content_blob was deleted; the payload is its digest (see migration 0008). */
 export const BLOB_DELETED_CHANNEL = 'durable_agent_blob_deleted';
 

@@ -167,6 +167,10 @@ export interface Run {
   forkedFrom: ForkPoint | null;
   /** What the run waits for while WAITING; the last wait (or null) in any other status. */
   waiting: Waiting | null;
+  /** The schedule that made it (a slot, or a trigger); null for a run made otherwise. */
+  scheduleId: string | null;
+  /** The time of the slot it was made for; null for a run made otherwise (a trigger included). */
+  scheduledFor: Date | null;
 }
 
 /** Where a fork starts: the source run's steps 1..afterSeq are the fork's first steps, read from the source. */
@@ -266,4 +270,52 @@ export type StepSummary = Omit<Step, 'request' | 'response'>;
 export interface RunProgress {
   tokensUsed: number;
   cancelRequested: boolean;
+}
+
+/**
+ * A schedule: runs of an agent made from a cron expression in a time zone, one per slot (a time the
+ * expression names), whichever process makes it. What each run is created with is `run`.
+ */
+export interface Schedule {
+  id: string;
+  tenant: string;
+  /** Unique per tenant; a slot's run is known by the schedule's name and the slot's time. */
+  name: string;
+  cron: string;
+  timezone: string;
+  agent: string;
+  run: ScheduledRun;
+  /** 'skip': no run for a slot while the schedule's previous run is still active. */
+  overlap: 'skip' | 'allow';
+  /** What is made of slots missed while no process was there: the latest, all (at most 100), none. */
+  catchUp: 'none' | 'latest' | 'all';
+  /** @unit seconds — missed slots older than this are never made; null: no limit. */
+  catchUpWindowSeconds: number | null;
+  /** @unit seconds — each run starts up to this long after its slot, at random (0: at the slot). */
+  jitterSeconds: number;
+  startAt: Date | null;
+  endAt: Date | null;
+  paused: boolean;
+  /** 'code': declared with defineSchedule, kept in step with the code at start; 'api': made by a request. */
+  source: 'api' | 'code';
+  /** The next slot; null when there is none (paused, or past endAt). */
+  nextRunAt: Date | null;
+  lastRunId: RunId | null;
+  lastRunAt: Date | null;
+  /** The status of the last run it made, when that run still exists. */
+  lastRunStatus: RunStatus | null;
+  skipped: { missed: number; overlap: number; lastReason: string | null; lastAt: Date | null };
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What a schedule's runs are created with (as a run's request would say it). */
+export interface ScheduledRun {
+  input: string;
+  model?: string;
+  tokenBudget?: number;
+  costBudgetUsd?: number;
+  timeoutSeconds?: number;
+  maxSteps?: number;
+  metadata?: Record<string, unknown>;
 }

@@ -133,6 +133,7 @@ export const ListRunsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(LIMITS.pageSize).default(20).describe('Runs per page.'),
   cursor: z.string().min(1).max(512).optional().describe('The nextCursor of the previous page.'),
   agent: z.string().min(1).max(LIMITS.modelChars).optional().describe('Only runs of this agent.'),
+  scheduleId: z.guid().optional().describe('Only runs this schedule made.'),
 });
 
 export const ToolCallParams = RunParams.extend({

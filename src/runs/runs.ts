@@ -69,6 +69,8 @@ export interface ListRunsInput {
   tenant?: string;
   /** Only this agent's runs. */
   agent?: string;
+  /** Only the runs this schedule made. */
+  scheduleId?: string;
 }
 
 export interface WaitOptions {

@@ -11,6 +11,8 @@ import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Runs } from '../runs/runs.ts';
 import { startRuntime } from './start-runtime.ts';
+import type { ScheduleDefinition } from './declared-schedules.ts';
+import type { SchedulesApi } from '../runs/schedules.ts';
 
 /** One of the engine's events, tagged with its name: `{ type: 'modelStep', run, seq, response, … }`. */
 export type RuntimeEvent = {
@@ -46,11 +48,18 @@ export interface CreateRuntimeOptions {
    * tenant (it sees and creates that tenant's runs only), or null to answer 401. May be async.
    */
   authenticate?: AuthenticateHook;
+  /**
+   * Schedules declared in code (`defineSchedule`): at start each is made, or changed to what the code
+   * says, and those declared before and no longer are deleted. Absent: schedules are left as they are.
+   */
+  schedules?: readonly ScheduleDefinition[];
 }
 
 export interface AgentRuntime {
   /** Create, read, list, cancel and wait for runs, with the rules of the HTTP API. */
   readonly runs: Runs;
+  /** Make, read, change, delete, trigger and backfill schedules, with the rules of the HTTP API. */
+  readonly schedules: SchedulesApi;
   /** `http://host:port` of the API, null without one. */
   readonly url: string | null;
   /** Stops claiming, hands runs in flight back to the queue, closes the API and the database pool. */
@@ -94,6 +103,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Agen
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.onEvent ? { events: [forwardEvents(options.onEvent)] } : {}),
     ...(options.authenticate ? { authenticate: options.authenticate } : {}),
+    ...(options.schedules ? { schedules: options.schedules } : {}),
   });
-  return { runs: runtime.runs, url: runtime.url, close: runtime.close };
+  return { runs: runtime.runs, schedules: runtime.schedules, url: runtime.url, close: runtime.close };
 }

@@ -47,6 +47,10 @@ import { ToolExecutor } from '../tools/executor.ts';
 import { WorkspaceFiles } from '../store/workspace-files.ts';
 import type { WorkspaceSettings } from '../workspace/options.ts';
 import { startBlobSweep, workspaceAgent } from './workspace-agent.ts';
+import { Schedules } from '../store/schedules.ts';
+import { createSchedules, type SchedulesApi } from '../runs/schedules.ts';
+import { type Scheduler, startScheduler } from './scheduler.ts';
+import { type ScheduleDefinition, syncDeclaredSchedules } from './declared-schedules.ts';
 import type { McpServer } from '../tools/mcp-config.ts';
 import { mcpToolSources } from '../tools/mcp-source.ts';
 import type { Tool } from '../tools/types.ts';
@@ -93,6 +97,8 @@ export interface RuntimeOptions {
   events?: EngineEvents[];
   /** Authenticates API requests instead of the API keys of the database: the caller's tenant, or null (401). */
   authenticate?: AuthenticateHook;
+  /** Schedules declared in code (defineSchedule): made or changed to match at start; see declared-schedules.ts. */
+  schedules?: readonly ScheduleDefinition[];
 }
 
 export interface Runtime {
@@ -109,6 +115,8 @@ export interface Runtime {
   server: FastifyInstance | null;
   /** Create, read, list, cancel and wait for runs, with the rules of the HTTP API. */
   runs: Runs;
+  /** Make, read, change, delete, trigger and backfill schedules, with the rules of the HTTP API. */
+  schedules: SchedulesApi;
   /** `http://host:port` of the API (or of the metrics endpoint of a worker-only process). */
   url: string | null;
   /** How API requests are authenticated. */
@@ -155,12 +163,14 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
   let waits: RunWaits | null = null;
   let retention: RetentionSweeper | null = null;
   let sweeper: { close(): void } | null = null;
+  let scheduler: Scheduler | null = null;
   let eventHub: EventHub | null = null;
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
       await retention?.close();
       sweeper?.close();
+      await scheduler?.close();
       await waits?.close();
       // Live event streams end first: the server's close waits for open responses.
       await eventHub?.close();
@@ -211,6 +221,14 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     };
     waits = new RunWaits(database.url, (id) => records.get(id), logger);
     const runs = createRuns({ store: records, listing, defaults, waits });
+    const scheduleStore = new Schedules(pool, { schema, sealer });
+    const schedules = createSchedules({
+      store: scheduleStore,
+      records,
+      defaults,
+      now: async () => (await pool.query<{ now: Date }>('SELECT now() AS now')).rows[0]!.now,
+    });
+    if (opts.schedules) await syncDeclaredSchedules(schedules, scheduleStore, opts.schedules);
     const metrics = createMetrics(new RunStats(pool, { schema }), { models: [...prices.models, config.defaultModel], agents: names });
     // The client of agents without their own (the first agent's own when every agent has one).
     const llm: LlmClient = !needsConfigured
@@ -269,6 +287,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         auth,
         runEvents: { events: new RunEvents(pool, { schema, sealer }), hub: eventHub },
         files: new WorkspaceFiles(pool, { schema, sealer }),
+        schedules,
       });
       url = await server.listen({ host: config.host, port: config.port }).catch((e: NodeJS.ErrnoException) => {
         if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') throw e;
@@ -347,7 +366,11 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       // Workers keep the database within RETENTION_DAYS: once now, then periodically.
       if (config.retentionMs !== null) retention = startRetention(deletion, { retentionMs: config.retentionMs }, logger);
     }
-    return { config, database, store, records, llm, logger, metrics, worker, server, runs, url, auth, close };
+    // Every process that serves agents makes their schedules' slots; whichever comes first makes each.
+    if (opts.api || opts.worker) {
+      scheduler = startScheduler({ store: scheduleStore, records, defaults, agents: names, databaseUrl: database.url, logger });
+    }
+    return { config, database, store, records, llm, logger, metrics, worker, server, runs, schedules, url, auth, close };
   } catch (e) {
     await close().catch(() => {});
     throw e;

@@ -16,6 +16,8 @@ import { openBlocks, openToolCalls } from './sealed-columns.ts';
 
 export interface RunRow {
   id: string;
+  schedule_id: string | null;
+  scheduled_for: Date | null;
   agent: string;
   agent_version: string | null;
   previous_run_id: string | null;
@@ -93,6 +95,7 @@ export interface StepRow {
 export const RUN_COLUMNS = `id, agent, agent_version, previous_run_id, tenant, status, input, model, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
   locked_by, locked_until, cancel_requested, attempts, metadata, created_at, updated_at, finished_at, output, stop_reason, error,
   last_error, last_error_at, last_error_attempt, provider_requeues, cost_budget_usd, forked_from_run_id, forked_after_seq, waiting,
+  schedule_id, scheduled_for,
   CASE WHEN status = 'QUEUED' AND run_at > now() THEN run_at END AS next_attempt_at`;
 
 /** Every step column but the bodies (`request`, `response`), which can be large. */
@@ -137,6 +140,8 @@ export function toRun(r: RunRow, sealer: Sealer): Run {
     providerRequeues: r.provider_requeues,
     forkedFrom: r.forked_from_run_id === null ? null : { runId: r.forked_from_run_id as RunId, afterSeq: r.forked_after_seq! },
     waiting: toWaiting(r.waiting, sealer),
+    scheduleId: r.schedule_id ?? null,
+    scheduledFor: r.scheduled_for ?? null,
   };
 }
 

@@ -24,6 +24,8 @@ export interface RunPageQuery {
   tenant?: string | null | undefined;
   /** Only this agent's runs (run_agent_created_idx serves the same keyset). */
   agent?: string | undefined;
+  /** Only the runs this schedule made (run_schedule_idx serves the same keyset). */
+  scheduleId?: string | undefined;
   /** 1..100; the caller validates it. */
   limit: number;
   cursor?: string | undefined;
@@ -117,6 +119,10 @@ export class RunListing {
     if (q.agent) {
       params.push(q.agent);
       where.push(`agent = $${params.length}`);
+    }
+    if (q.scheduleId) {
+      params.push(q.scheduleId);
+      where.push(`schedule_id = $${params.length}::uuid`);
     }
     if (q.cursor) {
       const after = decodeCursor(q.cursor);

@@ -55,6 +55,8 @@ export interface NewRun {
   idempotencyKey?: string;
   /** SHA-256 of the canonical request: the same key with another request is a conflict. */
   requestHash?: string;
+  /** The schedule that makes it, and the slot it is made for (null: a trigger, outside the slots). */
+  schedule?: { id: string; name: string; scheduledFor: Date | null };
 }
 
 const FOREIGN_KEY_VIOLATION = '23503';
@@ -84,18 +86,27 @@ export function writePolicy(opts: RunStoreOptions): { redact: Redact; redactStri
 /** The statements of RunRecords, their tables in `schema`. */
 function runRecordsSql(schema: SchemaSql) {
   const { CONVERSATION_RUNS, conversationSteps, lineageSteps, TURN_AT } = lineageSql(schema);
+  const INSERT_RUN = `INSERT INTO ${schema}.run (id, input, model, token_budget, max_steps, run_at, deadline_at, metadata, tenant,
+                                         idempotency_key, request_hash, agent, agent_version, previous_run_id,
+                                         cost_budget_usd, forked_from_run_id, forked_after_seq, schedule_id, schedule_name, scheduled_for)
+         VALUES ($1, $2, $3, $4, $5, greatest(coalesce($9::timestamptz, now()), now()),
+                 greatest(coalesce($9::timestamptz, now()), now()) + $6 * interval '1 second', $7, $8, $10, $11, $12, $13, $14,
+                 $15, $16, $17, $18, $19, $20)`;
   return {
     decisions: decisionsSql(schema),
     CREATE: named(
       schema,
       'durable_agent_create',
-      `INSERT INTO ${schema}.run (id, input, model, token_budget, max_steps, run_at, deadline_at, metadata, tenant, idempotency_key, request_hash,
-                                         agent, agent_version, previous_run_id,
-                                         cost_budget_usd, forked_from_run_id, forked_after_seq)
-         VALUES ($1, $2, $3, $4, $5, greatest(coalesce($9::timestamptz, now()), now()),
-                 greatest(coalesce($9::timestamptz, now()), now()) + $6 * interval '1 second', $7, $8, $10, $11, $12, $13, $14,
-                 $15, $16, $17)
+      `${INSERT_RUN}
          ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         RETURNING ${RUN_COLUMNS}`,
+    ),
+    /** A run for a schedule's slot: the slot's unique key (tenant, schedule name, time) decides, not this process. */
+    CREATE_FOR_SLOT: named(
+      schema,
+      'durable_agent_create_for_slot',
+      `${INSERT_RUN}
+         ON CONFLICT (tenant, schedule_name, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
          RETURNING ${RUN_COLUMNS}`,
     ),
     BY_KEY: `SELECT ${RUN_COLUMNS}, request_hash, created_at < now() - interval '24 hours' AS expired
@@ -144,6 +155,41 @@ export class RunRecords {
     return this.db.query<R>(withFields(statement, { values }));
   }
 
+  /** The parameters of INSERT_RUN for `r`: its texts redacted and sealed as every run's are. */
+  private insertParams(r: NewRun, tenant: string): unknown[] {
+    return [
+      randomUUID(),
+      this.sealer.text(this.redact(r.input)),
+      r.model,
+      r.tokenBudget,
+      r.maxSteps,
+      r.timeoutSeconds,
+      JSON.stringify(this.sealer.json(redactValue(r.metadata ?? {}, this.redactString))),
+      tenant,
+      r.startAt ?? null,
+      r.idempotencyKey ?? null,
+      r.idempotencyKey ? (r.requestHash ?? null) : null,
+      r.agent ?? DEMO_AGENT,
+      r.agentVersion ?? null,
+      r.previousRunId ?? null,
+      r.costBudgetUsd ?? null,
+      r.forkedFrom?.runId ?? null,
+      r.forkedFrom?.afterSeq ?? null,
+      r.schedule?.id ?? null,
+      r.schedule?.name ?? null,
+      r.schedule?.scheduledFor ?? null,
+    ];
+  }
+
+  /**
+   * Queues the run of a schedule's slot (`r.schedule.scheduledFor` set), unless that slot has a run
+   * already, whoever made it: then null.
+   */
+  async createForSlot(r: NewRun & { schedule: { scheduledFor: Date } }): Promise<Run | null> {
+    const { rows } = await this.prepared<RunRow>(this.sql.CREATE_FOR_SLOT, this.insertParams(r, r.tenant ?? DEFAULT_TENANT));
+    return rows[0] ? toRun(rows[0], this.sealer) : null;
+  }
+
   async create(r: NewRun): Promise<Run> {
     return (await this.createOnce(r)).run;
   }
@@ -156,25 +202,7 @@ export class RunRecords {
   async createOnce(r: NewRun): Promise<{ run: Run; created: boolean }> {
     const tenant = r.tenant ?? DEFAULT_TENANT;
     for (let tries = 1; ; tries++) {
-      const { rows } = await this.prepared<RunRow>(this.sql.CREATE, [
-        randomUUID(),
-        this.sealer.text(this.redact(r.input)),
-        r.model,
-        r.tokenBudget,
-        r.maxSteps,
-        r.timeoutSeconds,
-        JSON.stringify(this.sealer.json(redactValue(r.metadata ?? {}, this.redactString))),
-        tenant,
-        r.startAt ?? null,
-        r.idempotencyKey ?? null,
-        r.idempotencyKey ? (r.requestHash ?? null) : null,
-        r.agent ?? DEMO_AGENT,
-        r.agentVersion ?? null,
-        r.previousRunId ?? null,
-        r.costBudgetUsd ?? null,
-        r.forkedFrom?.runId ?? null,
-        r.forkedFrom?.afterSeq ?? null,
-      ]).catch((e: unknown) => {
+      const { rows } = await this.prepared<RunRow>(this.sql.CREATE, this.insertParams(r, tenant)).catch((e: unknown) => {
         // The run it continues was deleted between the caller's check and this insert.
         if (r.previousRunId && (e as { code?: string }).code === FOREIGN_KEY_VIOLATION) {
           throw new InputError(`invalid previousRunId: no run ${r.previousRunId}`, [

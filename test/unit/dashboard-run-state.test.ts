@@ -37,6 +37,8 @@ function run(fields: Partial<Run>): Run {
     lastError: null,
     nextAttemptAt: null,
     forkedFrom: null,
+    scheduleId: null,
+    scheduledFor: null,
     ...fields,
   };
 }

@@ -1,0 +1,270 @@
+/**
+ * Schedules as rows (migration 0021). A process makes a schedule's due slots under a short lock
+ * (`locked_until`, a claim token), so two processes never make the same firing at once; the run of a
+ * slot is still decided by the slot's unique key on `run` (run-records.ts `createForSlot`), which
+ * holds whatever happens to a lock. The next slot is found by an index range (schedule_due_idx): an
+ * idle runtime with 10,000 schedules reads one row to know when to wake.
+ */
+import type pg from 'pg';
+import { ConflictError } from '../domain/errors.ts';
+import type { RunId, RunStatus, Schedule, ScheduledRun } from '../domain/types.ts';
+import type { SchemaOption, SchemaSql } from '../db/schema.ts';
+import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
+import { SchemaStore } from './schema-store.ts';
+
+const UNIQUE_VIOLATION = '23505';
+
+interface ScheduleRow {
+  id: string;
+  tenant: string;
+  name: string;
+  cron: string;
+  timezone: string;
+  agent: string;
+  run_options: Record<string, unknown>;
+  overlap: Schedule['overlap'];
+  catch_up: Schedule['catchUp'];
+  catch_up_window_seconds: number | null;
+  jitter_seconds: number;
+  start_at: Date | null;
+  end_at: Date | null;
+  paused: boolean;
+  source: Schedule['source'];
+  next_run_at: Date | null;
+  last_run_id: string | null;
+  last_run_at: Date | null;
+  last_run_status: string | null;
+  skipped_missed: string | number;
+  skipped_overlap: string | number;
+  last_skip_reason: string | null;
+  last_skip_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** What a schedule is made or changed to (everything but what its firings keep). */
+export interface ScheduleFields {
+  tenant: string;
+  name: string;
+  cron: string;
+  timezone: string;
+  agent: string;
+  run: ScheduledRun;
+  overlap: Schedule['overlap'];
+  catchUp: Schedule['catchUp'];
+  catchUpWindowSeconds: number | null;
+  jitterSeconds: number;
+  startAt: Date | null;
+  endAt: Date | null;
+  paused: boolean;
+  source: Schedule['source'];
+  nextRunAt: Date | null;
+}
+
+/** What one firing of a schedule did, written when it lets the schedule go. */
+export interface Fired {
+  nextRunAt: Date | null;
+  lastRun: { id: RunId; at: Date } | null;
+  skippedMissed: number;
+  skippedOverlap: number;
+  lastSkip: { reason: string; at: Date } | null;
+}
+
+/** A schedule a process holds to make its due slots, and the database's clock as it took it. */
+export interface ClaimedSchedule {
+  schedule: Schedule;
+  token: string;
+  now: Date;
+}
+
+const COLUMNS = `s.id, s.tenant, s.name, s.cron, s.timezone, s.agent, s.run_options, s.overlap, s.catch_up, s.catch_up_window_seconds,
+  s.jitter_seconds, s.start_at, s.end_at, s.paused, s.source, s.next_run_at, s.last_run_id, s.last_run_at, s.skipped_missed,
+  s.skipped_overlap, s.last_skip_reason, s.last_skip_at, s.created_at, s.updated_at`;
+
+/** Columns with the last run's status (null once it is deleted). */
+const WITH_STATUS = (schema: SchemaSql) =>
+  `${COLUMNS}, (SELECT r.status FROM ${schema}.run r WHERE r.id = s.last_run_id) AS last_run_status`;
+
+const ACTIVE = `('QUEUED', 'RUNNING', 'WAITING')`;
+
+const schedulesSql = (schema: SchemaSql) => ({
+  INSERT: `INSERT INTO ${schema}.schedule AS s (tenant, name, cron, timezone, agent, run_options, overlap, catch_up,
+             catch_up_window_seconds, jitter_seconds, start_at, end_at, paused, source, next_run_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+           RETURNING ${COLUMNS}, NULL::text AS last_run_status`,
+  UPDATE: `UPDATE ${schema}.schedule AS s SET name = $3, cron = $4, timezone = $5, agent = $6, run_options = $7, overlap = $8,
+             catch_up = $9, catch_up_window_seconds = $10, jitter_seconds = $11, start_at = $12, end_at = $13, paused = $14,
+             source = $15, next_run_at = $16, updated_at = now()
+           WHERE s.id = $1 AND s.tenant = $2
+           RETURNING ${WITH_STATUS(schema)}`,
+  GET: `SELECT ${WITH_STATUS(schema)} FROM ${schema}.schedule s WHERE s.id = $1`,
+  BY_NAME: `SELECT ${WITH_STATUS(schema)} FROM ${schema}.schedule s WHERE s.tenant = $1 AND s.name = $2`,
+  LIST: `SELECT ${WITH_STATUS(schema)} FROM ${schema}.schedule s
+         WHERE ($1::text IS NULL OR s.tenant = $1) AND ($2::text IS NULL OR s.name > $2) AND ($4::text IS NULL OR s.source = $4)
+         ORDER BY s.name, s.tenant LIMIT $3`,
+  DELETE: `DELETE FROM ${schema}.schedule WHERE id = $1`,
+  /**
+   * Up to $2 due schedules of agents in $1, each held for $3 ms under a new token; with the database's
+   * clock, which decides what is due (the processes' own clocks never do).
+   */
+  CLAIM: `WITH due AS (
+            SELECT id FROM ${schema}.schedule
+            WHERE next_run_at <= now() AND NOT paused AND agent = ANY ($1::text[]) AND (locked_until IS NULL OR locked_until < now())
+            ORDER BY next_run_at LIMIT $2
+            FOR UPDATE SKIP LOCKED)
+          UPDATE ${schema}.schedule AS s SET locked_until = now() + $3 * interval '1 millisecond', lock_token = gen_random_uuid()
+          FROM due WHERE s.id = due.id
+          RETURNING ${WITH_STATUS(schema)}, s.lock_token, now() AS db_now`,
+  /** Lets a schedule go after a firing, recording what it did; only under the claim's token. */
+  FIRED: `UPDATE ${schema}.schedule SET locked_until = NULL, lock_token = NULL,
+            next_run_at = CASE WHEN paused THEN next_run_at ELSE $3 END,
+            last_run_id = coalesce($4, last_run_id), last_run_at = coalesce($5, last_run_at),
+            skipped_missed = skipped_missed + $6, skipped_overlap = skipped_overlap + $7,
+            last_skip_reason = coalesce($8, last_skip_reason), last_skip_at = coalesce($9, last_skip_at)
+          WHERE id = $1 AND lock_token = $2`,
+  /** @unit milliseconds — until the earliest due slot of agents in $1 (0 when one is due now); null: none. */
+  NEXT_DUE: `SELECT greatest(0, extract(epoch FROM (min(next_run_at) - now())) * 1000)::float8 AS ms
+             FROM ${schema}.schedule WHERE NOT paused AND next_run_at IS NOT NULL AND agent = ANY ($1::text[])`,
+  RUN_ACTIVE: `SELECT EXISTS (SELECT 1 FROM ${schema}.run WHERE id = $1 AND status IN ${ACTIVE}) AS active`,
+});
+
+export class Schedules extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<typeof schedulesSql>> {
+  private readonly sealer: Sealer;
+
+  constructor(db: Pick<pg.Pool, 'query'>, opts: SchemaOption & { sealer?: Sealer } = {}) {
+    super(db, schedulesSql, opts);
+    this.sealer = opts.sealer ?? NO_ENCRYPTION;
+  }
+
+  private toSchedule(r: ScheduleRow): Schedule {
+    const o = r.run_options;
+    const run: ScheduledRun = { ...(o as unknown as ScheduledRun), input: this.sealer.openText(o.input as string) };
+    if (o.metadata !== undefined) run.metadata = this.sealer.open(o.metadata) as Record<string, unknown>;
+    return {
+      id: r.id,
+      tenant: r.tenant,
+      name: r.name,
+      cron: r.cron,
+      timezone: r.timezone,
+      agent: r.agent,
+      run,
+      overlap: r.overlap,
+      catchUp: r.catch_up,
+      catchUpWindowSeconds: r.catch_up_window_seconds,
+      jitterSeconds: r.jitter_seconds,
+      startAt: r.start_at,
+      endAt: r.end_at,
+      paused: r.paused,
+      source: r.source,
+      nextRunAt: r.next_run_at,
+      lastRunId: r.last_run_id as RunId | null,
+      lastRunAt: r.last_run_at,
+      lastRunStatus: r.last_run_status as RunStatus | null,
+      skipped: {
+        missed: Number(r.skipped_missed),
+        overlap: Number(r.skipped_overlap),
+        lastReason: r.last_skip_reason,
+        lastAt: r.last_skip_at,
+      },
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+    };
+  }
+
+  /** The run options as stored: the input and metadata sealed when encryption is on. */
+  private runOptions(run: ScheduledRun): string {
+    const stored: Record<string, unknown> = { ...run, input: this.sealer.text(run.input) };
+    if (run.metadata !== undefined) stored.metadata = this.sealer.json(run.metadata);
+    return JSON.stringify(stored);
+  }
+
+  private params(f: ScheduleFields): unknown[] {
+    return [
+      f.cron,
+      f.timezone,
+      f.agent,
+      this.runOptions(f.run),
+      f.overlap,
+      f.catchUp,
+      f.catchUpWindowSeconds,
+      f.jitterSeconds,
+      f.startAt,
+      f.endAt,
+      f.paused,
+      f.source,
+      f.nextRunAt,
+    ];
+  }
+
+  private taken(name: string) {
+    return (e: unknown): never => {
+      if ((e as { code?: string }).code === UNIQUE_VIOLATION) throw new ConflictError(`a schedule named "${name}" exists already`);
+      throw e;
+    };
+  }
+
+  /** A new schedule; ConflictError when the tenant has one of that name. */
+  async create(f: ScheduleFields): Promise<Schedule> {
+    const { rows } = await this.db.query<ScheduleRow>(this.sql.INSERT, [f.tenant, f.name, ...this.params(f)]).catch(this.taken(f.name));
+    return this.toSchedule(rows[0]!);
+  }
+
+  /** The schedule changed to `f` (the tenant stays); null when there is no such schedule of that tenant. */
+  async update(id: string, f: ScheduleFields): Promise<Schedule | null> {
+    const { rows } = await this.db.query<ScheduleRow>(this.sql.UPDATE, [id, f.tenant, f.name, ...this.params(f)]).catch(this.taken(f.name));
+    return rows[0] ? this.toSchedule(rows[0]) : null;
+  }
+
+  async get(id: string): Promise<Schedule | null> {
+    const { rows } = await this.db.query<ScheduleRow>(this.sql.GET, [id]);
+    return rows[0] ? this.toSchedule(rows[0]) : null;
+  }
+
+  async byName(tenant: string, name: string): Promise<Schedule | null> {
+    const { rows } = await this.db.query<ScheduleRow>(this.sql.BY_NAME, [tenant, name]);
+    return rows[0] ? this.toSchedule(rows[0]) : null;
+  }
+
+  /** By name, after the name `after`; one tenant's (null: every tenant's), of one source when given. */
+  async list(q: { tenant: string | null; after?: string | null; limit: number; source?: Schedule['source'] }): Promise<Schedule[]> {
+    const { rows } = await this.db.query<ScheduleRow>(this.sql.LIST, [q.tenant, q.after ?? null, q.limit, q.source ?? null]);
+    return rows.map((r) => this.toSchedule(r));
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return ((await this.db.query(this.sql.DELETE, [id])).rowCount ?? 0) > 0;
+  }
+
+  /** Takes up to `limit` due schedules of `agents` for `leaseMs` (see CLAIM). */
+  async claimDue(agents: readonly string[], limit: number, leaseMs: number): Promise<ClaimedSchedule[]> {
+    const { rows } = await this.db.query<ScheduleRow & { lock_token: string; db_now: Date }>(this.sql.CLAIM, [agents, limit, leaseMs]);
+    return rows.map((r) => ({ schedule: this.toSchedule(r), token: r.lock_token, now: r.db_now }));
+  }
+
+  /** Lets a claimed schedule go with what its firing did; false when the claim had lapsed and another took it. */
+  async fired(c: ClaimedSchedule, f: Fired): Promise<boolean> {
+    const { rowCount } = await this.db.query(this.sql.FIRED, [
+      c.schedule.id,
+      c.token,
+      f.nextRunAt,
+      f.lastRun?.id ?? null,
+      f.lastRun?.at ?? null,
+      f.skippedMissed,
+      f.skippedOverlap,
+      f.lastSkip?.reason ?? null,
+      f.lastSkip?.at ?? null,
+    ]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  /** @unit milliseconds — until the earliest due slot of `agents`; null when none is planned. */
+  async nextDueInMs(agents: readonly string[]): Promise<number | null> {
+    const { rows } = await this.db.query<{ ms: number | null }>(this.sql.NEXT_DUE, [agents]);
+    return rows[0]?.ms ?? null;
+  }
+
+  /** Whether run `id` is still QUEUED, RUNNING or WAITING. */
+  async runActive(id: string): Promise<boolean> {
+    return (await this.db.query<{ active: boolean }>(this.sql.RUN_ACTIVE, [id])).rows[0]?.active === true;
+  }
+}
