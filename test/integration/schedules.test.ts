@@ -235,4 +235,39 @@ describe('a schedule', () => {
     const none = await start({ schedules: [] });
     expect(await none.schedules.list()).toEqual([]);
   });
+
+  it("after every process was down for several slots: 'latest' makes one run for the latest, 'all' one per slot, 'none' none", async () => {
+    const first = await start();
+    const every10s = { cron: '*/10 * * * * *', input: 'x', overlap: 'allow' };
+    const ids: Record<string, string> = {};
+    for (const catchUp of ['latest', 'all', 'none']) {
+      ids[catchUp] = (await api<ScheduleJson>(first, 'POST', '/api/schedules', { name: `catch-${catchUp}`, catchUp, ...every10s })).body.id;
+    }
+    await first.close();
+    // Every process is down. What an outage leaves: each schedule's next slot 40 s and more in the past, by
+    // the database's clock, at a moment the latest due slot is 6 to 9 s late (past ON_TIME_MS).
+    await waitFor('a moment 6 to 9 s past a slot', async () => {
+      const { rows } = await db.pool.query<{ s: number }>('SELECT mod(extract(second FROM now())::numeric, 10)::float8 AS s');
+      return rows[0]!.s >= 6 && rows[0]!.s < 8.5;
+    });
+    const { rows } = await db.pool.query<{ latest: Date }>(
+      `SELECT date_trunc('second', now()) - (extract(second FROM now())::int % 10) * interval '1 second' AS latest`,
+    );
+    const latest = rows[0]!.latest;
+    await db.pool.query(`UPDATE durable_agent.schedule SET next_run_at = $1::timestamptz - interval '40 seconds'`, [latest]);
+    const missed = [40, 30, 20, 10, 0].map((s) => latest.getTime() - s * 1000);
+
+    await start();
+    await waitFor('every schedule caught up', async () => {
+      const { rows: due } = await db.pool.query('SELECT 1 FROM durable_agent.schedule WHERE next_run_at <= $1', [latest]);
+      return due.length === 0;
+    });
+    const made = async (catchUp: string) =>
+      (await slotRuns(ids[catchUp]!)).map((r) => r.scheduled_for!.getTime()).filter((t) => t <= latest.getTime());
+    expect(await made('latest')).toEqual([latest.getTime()]);
+    expect(await made('all')).toEqual(missed);
+    expect(await made('none')).toEqual([]);
+    const none = (await api<ScheduleJson>(runtimes.at(-1)!, 'GET', `/api/schedules/${ids.none}`)).body;
+    expect(none.skipped).toMatchObject({ missed: 5, lastReason: 'missed' });
+  });
 });
