@@ -22,6 +22,7 @@ export interface ApiClient {
   readonly key: string | null;
   get<T>(path: string): Promise<T>;
   post<T>(path: string, body?: unknown): Promise<T>;
+  patch<T>(path: string, body: unknown): Promise<T>;
   delete(path: string): Promise<void>;
 }
 
@@ -29,7 +30,7 @@ export interface ApiClient {
 const TIMEOUT_MS = 30_000;
 
 export function apiClient(config: Readonly<ClientConfig>, fetchFn: typeof fetch = fetch): ApiClient {
-  async function call(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
+  async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
     const outcome = await sendJson({ baseUrl: config.url, apiKey: config.key, method, path, body, timeoutMs: TIMEOUT_MS, fetch: fetchFn });
     if (!outcome.reached) {
       throw new ApiCallError(`cannot reach ${config.url} (${outcome.cause}): is the server running? (--url or DURABLE_AGENT_URL)`, null);
@@ -48,6 +49,7 @@ export function apiClient(config: Readonly<ClientConfig>, fetchFn: typeof fetch 
     key: config.key ?? null,
     get: async <T>(path: string) => (await call('GET', path)) as T,
     post: async <T>(path: string, body?: unknown) => (await call('POST', path, body)) as T,
+    patch: async <T>(path: string, body: unknown) => (await call('PATCH', path, body)) as T,
     delete: async (path: string) => {
       await call('DELETE', path);
     },

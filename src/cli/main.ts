@@ -21,13 +21,16 @@ Commands:
   migrate          apply database migrations, then exit
   runs             list, show, steps, tail, approve, deny, complete, fork, cancel and delete
                    the runs of a running server; purge old runs from the database (runs --help)
+  schedules        list, create, pause, resume, trigger and delete the schedules of a running
+                   server (schedules --help)
   keys             create, list and revoke API keys (keys --help)
   encryption       status and rotate: the keys stored values are encrypted with (encryption --help)
   help             this text
 
 Options:
   --config <file>  serve or worker: your agent, from a module whose default export is
-                   { agents: [defineAgent(…)] }; without it, the built-in demo agent
+                   { agents: [defineAgent(…)], schedules?: [defineSchedule(…)] }; without it,
+                   the built-in demo agent
   --port <n>       API port (PORT, default 8080)
   --host <addr>    API address (HOST, default 127.0.0.1)
   --help           this text
@@ -44,6 +47,7 @@ type Command = (typeof COMMANDS)[number];
 /** Command groups with subcommands and options of their own, each in its module under cli/. */
 const GROUPS: Record<string, () => Promise<(argv: string[]) => Promise<number>>> = {
   runs: async () => (await import('./runs.ts')).runsCommand,
+  schedules: async () => (await import('./schedules.ts')).schedulesCommand,
   keys: async () => (await import('./keys.ts')).keysCommand,
   encryption: async () => (await import('./encryption.ts')).encryptionCommand,
 };
@@ -147,16 +151,22 @@ async function serveCommand(
   configFile: string | undefined,
 ): Promise<number> {
   let agents;
+  let schedules;
   if (configFile !== undefined) {
     const { loadAgentsConfig } = await import('../agents/config-module.ts');
-    agents = await loadAgentsConfig(configFile);
+    ({ agents, schedules } = await loadAgentsConfig(configFile));
   }
   const { startRuntime } = await import('../runtime/start-runtime.ts');
   const { announceExit, announceShutdown, EXIT_NOW, untilSignal } = await import('./shutdown.ts');
   // Registered before the runtime starts, so the first run claimed is traced too.
   const otel = await otelExport(config);
   try {
-    const runtime = await startRuntime(config, { api: command === 'serve', worker: withWorker, ...(agents ? { agents } : {}) });
+    const runtime = await startRuntime(config, {
+      api: command === 'serve',
+      worker: withWorker,
+      ...(agents ? { agents } : {}),
+      ...(schedules ? { schedules } : {}),
+    });
     otel?.reportTo(runtime.logger);
     if (command === 'serve') {
       const required = await runtime.auth.required();

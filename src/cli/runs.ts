@@ -7,14 +7,13 @@
  * The subcommands are a table: a new one is a module exporting a RunsSubcommand, added to SUBCOMMANDS
  * with one line.
  */
-import { type ApiClient, ApiCallError, apiClient } from './api-client.ts';
-import type { OptionSpec, RunsContext, RunsSubcommand } from './runs-context.ts';
+import { commandGroup, groupUsage } from './command-group.ts';
+import type { RunsSubcommand } from './runs-context.ts';
 import { forkCommand } from './runs-fork.ts';
 import { approveCommand, completeCommand, denyCommand } from './runs-decide.ts';
 import { purgeCommand } from './runs-purge.ts';
 import { tailCommand } from './runs-tail.ts';
 import { cancelCommand, deleteCommand, listCommand, showCommand, stepsCommand } from './runs-read.ts';
-import { parseOptions, UsageError } from './usage.ts';
 
 export const SUBCOMMANDS: readonly RunsSubcommand[] = [
   listCommand,
@@ -30,63 +29,8 @@ export const SUBCOMMANDS: readonly RunsSubcommand[] = [
   completeCommand,
 ];
 
-const COMMON = {
-  url: { type: 'string', help: 'the API (DURABLE_AGENT_URL; default http://127.0.0.1:8080)' },
-  json: { type: 'boolean', help: "print the API's JSON instead of text" },
-  help: { type: 'boolean', short: 'h', help: 'this text' },
-} as const satisfies Record<string, OptionSpec>;
+/** `durable-agent runs …`: the run subcommands of the table above. */
+export const runsCommand = (argv: string[], env: Record<string, string | undefined> = process.env) =>
+  commandGroup('runs', SUBCOMMANDS, argv, env);
 
-export function runsUsage(): string {
-  const lines = ['Usage: durable-agent runs <subcommand> [options]', '', 'Subcommands:'];
-  for (const c of SUBCOMMANDS) {
-    lines.push(`  ${`${c.name} ${c.args}`.trimEnd().padEnd(34)} ${c.summary}`);
-    for (const [name, o] of Object.entries(c.options ?? {})) {
-      lines.push(`    ${`--${name}${o.type === 'string' ? ' <value>' : ''}`.padEnd(32)} ${o.help}`);
-    }
-  }
-  lines.push('', 'Options of every subcommand:');
-  for (const [name, o] of Object.entries(COMMON)) lines.push(`  ${`--${name}${o.type === 'string' ? ' <url>' : ''}`.padEnd(34)} ${o.help}`);
-  lines.push('', 'The API key comes from DURABLE_AGENT_KEY. Exit codes: 0 done, 1 the API refused or cannot be reached, 2 bad usage.', '');
-  return lines.join('\n');
-}
-
-export async function runsCommand(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
-  const usage = runsUsage();
-  const [name, ...rest] = argv;
-  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    if (name === undefined) throw new UsageError('runs: no subcommand given', usage);
-    process.stdout.write(usage);
-    return 0;
-  }
-  const command = SUBCOMMANDS.find((c) => c.name === name);
-  if (!command) throw new UsageError(`runs: unknown subcommand "${name}"`, usage);
-  const options = Object.fromEntries(Object.entries({ ...COMMON, ...command.options }).map(([k, { help: _h, ...o }]) => [k, o]));
-  const { values, positionals } = parseOptions({ args: rest, allowPositionals: true, options }, usage);
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
-  if (positionals.length < command.positionals) throw new UsageError(`runs ${name}: missing ${command.args}`, usage);
-  if (positionals.length > command.positionals)
-    throw new UsageError(`runs ${name}: unexpected argument "${positionals[command.positionals]}"`, usage);
-  let client: ApiClient | null = null;
-  const { loadClientConfig } = await import('../config/environment.ts');
-  const ctx: RunsContext = {
-    api: () => (client ??= apiClient(loadClientConfig(env, { url: values.url as string | undefined }))),
-    args: positionals,
-    options: values as Record<string, string | boolean | undefined>,
-    json: values.json === true,
-    now: new Date(),
-    out: (text) => process.stdout.write(text),
-    usage: (message) => new UsageError(`runs ${name}: ${message}`, usage),
-  };
-  try {
-    return await command.run(ctx);
-  } catch (e) {
-    if (e instanceof ApiCallError) {
-      process.stderr.write(`durable-agent: ${e.message}\n`);
-      return 1;
-    }
-    throw e;
-  }
-}
+export const runsUsage = () => groupUsage('runs', SUBCOMMANDS);

@@ -9,7 +9,7 @@ export interface JsonRequest {
   /** The API's base URL, without a trailing slash. */
   baseUrl: string;
   apiKey?: string | null | undefined;
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** From `/api/…`, query string included. */
   path: string;
   body?: unknown;
