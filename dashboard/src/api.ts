@@ -40,7 +40,7 @@ export function setKeyPrompt(p: KeyPrompt): void {
 }
 
 export interface ApiInit {
-  method?: 'GET' | 'POST' | 'DELETE';
+  method?: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   body?: unknown;
   signal?: AbortSignal;
 }

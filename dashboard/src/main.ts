@@ -10,6 +10,7 @@ import { type Route, startRouter, type View } from './router.ts';
 import { overviewView } from './views/overview.ts';
 import { runView } from './views/run.ts';
 import { runsView } from './views/runs.ts';
+import { schedulesView } from './views/schedules.ts';
 
 const notFoundView: View = (main) => {
   fill(
@@ -23,13 +24,26 @@ const notFoundView: View = (main) => {
   return () => {};
 };
 
-const VIEWS: Record<Route['name'], View> = { runs: runsView, run: runView, overview: overviewView, 'not-found': notFoundView };
-const TITLES: Record<Route['name'], string> = { runs: 'Runs', run: 'Run', overview: 'Overview', 'not-found': 'Not found' };
+const VIEWS: Record<Route['name'], View> = {
+  runs: runsView,
+  run: runView,
+  overview: overviewView,
+  schedules: schedulesView,
+  'not-found': notFoundView,
+};
+const TITLES: Record<Route['name'], string> = {
+  runs: 'Runs',
+  run: 'Run',
+  overview: 'Overview',
+  schedules: 'Schedules',
+  'not-found': 'Not found',
+};
 
 function header(): { el: HTMLElement; setActive(name: Route['name']): void } {
   const links = {
     runs: h('a', { href: '/', class: 'nav-link' }, 'Runs'),
     overview: h('a', { href: '/overview', class: 'nav-link' }, 'Overview'),
+    schedules: h('a', { href: '/schedules', class: 'nav-link' }, 'Schedules'),
   };
   const conn = h(
     'span',
@@ -78,7 +92,7 @@ function header(): { el: HTMLElement; setActive(name: Route['name']): void } {
         h('img', { src: '/assets/favicon.svg', alt: '', width: 22, height: 22 }),
         h('span', null, 'durable-agent'),
       ),
-      h('nav', { class: 'nav' }, links.runs, links.overview),
+      h('nav', { class: 'nav' }, links.runs, links.overview, links.schedules),
       h('div', { class: 'top-right' }, conn, key),
     ),
   );
@@ -87,6 +101,7 @@ function header(): { el: HTMLElement; setActive(name: Route['name']): void } {
     setActive(name) {
       links.runs.classList.toggle('on', name === 'runs' || name === 'run');
       links.overview.classList.toggle('on', name === 'overview');
+      links.schedules.classList.toggle('on', name === 'schedules');
     },
   };
 }

@@ -1,10 +1,10 @@
 /**
  * The page's addresses, in the browser's history: / (runs), /runs/{id} (one run; ?step=N opens a
- * step), /overview. The server answers each with the same shell (src/api/dashboard.ts lists them).
+ * step), /overview, /schedules. The server answers each with the same shell (src/api/dashboard.ts lists them).
  * A view draws into the main element and returns what to do when the page leaves it.
  */
 export interface Route {
-  name: 'runs' | 'run' | 'overview' | 'not-found';
+  name: 'runs' | 'run' | 'overview' | 'schedules' | 'not-found';
   params: Record<string, string>;
   query: URLSearchParams;
 }
@@ -16,6 +16,7 @@ export function match(url: URL): Route {
   const path = url.pathname.replace(/\/+$/, '') || '/';
   if (path === '/') return { name: 'runs', params: {}, query };
   if (path === '/overview') return { name: 'overview', params: {}, query };
+  if (path === '/schedules') return { name: 'schedules', params: {}, query };
   const run = /^\/runs\/([^/]+)$/.exec(path);
   if (run) return { name: 'run', params: { id: decodeURIComponent(run[1]!) }, query };
   return { name: 'not-found', params: {}, query };

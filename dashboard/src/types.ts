@@ -15,6 +15,7 @@ import type {
 } from '../../src/api/schemas.ts';
 import type { OverviewJson } from '../../src/api/schemas-overview.ts';
 import type { FilesJson } from '../../src/api/schemas-files.ts';
+import type { ScheduleJson, SchedulePageJson } from '../../src/api/schemas-schedules.ts';
 
 export type Run = z.infer<typeof RunJson>;
 export type RunStatus = Run['status'];
@@ -39,6 +40,9 @@ export type ContentBlock = Exclude<StepDetail['response'], string | null>[number
 export type Overview = z.infer<typeof OverviewJson>;
 export type OverviewWindow = Overview['hour'];
 export type UsageTotals = OverviewWindow['totals'];
+
+export type Schedule = z.infer<typeof ScheduleJson>;
+export type SchedulePage = z.infer<typeof SchedulePageJson>;
 
 /** A run's workspace as of a step (GET /api/runs/{id}/files). */
 export type RunFiles = z.infer<typeof FilesJson>;

@@ -14,7 +14,7 @@ import { PROJECT_ROOT } from '../config/environment.ts';
 export const DASHBOARD_DIR = path.join(PROJECT_ROOT, 'dist', 'dashboard');
 
 /** The addresses the page shell answers; keep in step with the page's router (dashboard/src/router.ts). */
-export const DASHBOARD_PAGES = ['/', '/overview', '/runs/:id'] as const;
+export const DASHBOARD_PAGES = ['/', '/overview', '/schedules', '/runs/:id'] as const;
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

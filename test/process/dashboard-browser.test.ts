@@ -499,6 +499,30 @@ describe('the dashboard in Chromium', () => {
     expect(await card.locator('.card-head .muted').textContent()).toBe('as of step 2');
   });
 
+  it('lists the schedules with their next slot and last runs; Pause and Run now act on one', async () => {
+    const res = await fetch(`${base}/api/schedules`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'nightly-report', cron: '0 3 * * *', timezone: 'Europe/Berlin', input: 'the night report' }),
+    });
+    const schedule = (await res.json()) as { id: string };
+    await page.goto(`${base}/schedules`);
+    const row = page.locator('tr[data-schedule="nightly-report"]');
+    await row.waitFor();
+    expect(await row.locator('.c-cron').textContent()).toBe('0 3 * * *Europe/Berlin');
+    expect(await row.locator('.c-next').textContent()).toMatch(/^in \d+/);
+    expect(await row.locator('.c-last').textContent()).toBe('none yet');
+    await row.locator('button[data-action="trigger"]').click();
+    await row.locator('.c-last .pill').first().waitFor();
+    const runs = (await (await fetch(`${base}/api/runs?scheduleId=${schedule.id}`)).json()) as { runs: { id: string }[] };
+    expect(runs.runs).toHaveLength(1);
+    expect(await row.locator('.c-last a').first().getAttribute('href')).toBe(`/runs/${runs.runs[0]!.id}`);
+    await row.locator('button[data-action="pause"]').click();
+    await row.locator('.c-next .tag').waitFor();
+    expect(((await (await fetch(`${base}/api/schedules/${schedule.id}`)).json()) as { paused: boolean }).paused).toBe(true);
+    await fetch(`${base}/api/schedules/${schedule.id}`, { method: 'DELETE' });
+  });
+
   it('logged no error or warning in the browser console on the way', () => {
     expect(consoleErrors).toEqual([]);
   });
