@@ -25,6 +25,7 @@ import { resumeLatencies } from './resume-latency.ts';
 import { agentLoopBench } from './agent-loop.ts';
 import { mergeIntoLatest, withScratchDatabase } from './scratch-database.ts';
 import { benchWorkspace } from './workspace.ts';
+import { benchSchedules } from './schedules.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, d = 3) => Number(x.toFixed(d));
@@ -306,6 +307,9 @@ async function main() {
     // Workspaces: a save after a one-file change, a rebuild of 10,000 files, a command's start in the sandbox.
     const workspace = await benchWorkspace(pool, records);
     Object.assign(results, workspace.results);
+    // Schedules: a minute of 10,000 of them, and ordinary claims meanwhile.
+    const schedules = await benchSchedules(pool);
+    Object.assign(results, schedules.results);
     // A worker killed mid-step under the default 30 s lease: how soon another live worker resumes its run.
     {
       const ms = (await resumeLatencies(url.toString(), pool, 5)).sort((a, b) => a - b);
@@ -386,6 +390,7 @@ async function main() {
       ],
       ...events.rows,
       ...workspace.rows,
+      ...schedules.rows,
     ];
     console.log(`durable-agent bench on ${description}\n`);
     for (const [k, v, note] of rows) console.log(`${k.padEnd(32)} ${v.padStart(16)}   ${note}`);

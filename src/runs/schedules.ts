@@ -44,7 +44,7 @@ export interface SchedulesApi {
 
 export interface SchedulesDeps {
   store: ScheduleStore;
-  records: Pick<RunRecords, 'create' | 'createForSlot'>;
+  records: Pick<RunRecords, 'create' | 'createForSlots'>;
   defaults: RunDefaults;
   /** The database's clock (what decides what is due); the process's when absent. */
   now?: () => Promise<Date>;
@@ -56,7 +56,7 @@ export function runRequest(s: Pick<Schedule, 'agent' | 'run'>): CreateRunOptions
 }
 
 /** The run of a slot (or of a trigger: `scheduledFor` null), checked and defaulted as a run's request is. */
-export function scheduledRun(s: Schedule, defaults: RunDefaults, scheduledFor: Date | null, startAt?: Date) {
+export function scheduledRun<T extends Date | null>(s: Schedule, defaults: RunDefaults, scheduledFor: T, startAt?: Date) {
   return {
     ...toNewRun(runRequest(s), defaults, 'options'),
     tenant: s.tenant,
@@ -193,11 +193,7 @@ export function createSchedules({ store, records, defaults, now = async () => ne
         }
         slots.push(t);
       }
-      const runs: Run[] = [];
-      for (const slot of slots) {
-        const run = await records.createForSlot(scheduledRun(s, defaults, slot) as Parameters<typeof records.createForSlot>[0]);
-        if (run) runs.push(run);
-      }
+      const runs = await records.createForSlots(slots.map((slot) => scheduledRun(s, defaults, slot)));
       return { runs, existing: slots.length - runs.length };
     },
   };

@@ -10,13 +10,13 @@ import { InputError } from '../domain/errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { RunDefaults } from '../runs/new-run.ts';
 import { scheduledRun } from '../runs/schedules.ts';
-import { slotClock } from '../schedules/cron.ts';
+import { type SlotClock, slotClock } from '../schedules/cron.ts';
 import { planSlots } from '../schedules/plan.ts';
-import type { RunRecords } from '../store/run-records.ts';
+import type { RunRecords, SlotRun } from '../store/run-records.ts';
 import type { ClaimedSchedule, Fired, Schedules } from '../store/schedules.ts';
 
 /** Schedules taken per claim. */
-const BATCH = 100;
+const BATCH = 500;
 /** @unit milliseconds — how long a process holds a schedule while it makes its slots (a crash lets it go then). */
 const HOLD_MS = 30_000;
 /** @unit milliseconds — the longest sleep: a safety net for a NOTIFY lost while reconnecting. */
@@ -26,7 +26,7 @@ const RETRY_MS = 1_000;
 
 export interface SchedulerDeps {
   store: Schedules;
-  records: Pick<RunRecords, 'createForSlot'>;
+  records: Pick<RunRecords, 'createForSlots'>;
   defaults: RunDefaults;
   /** The agents whose schedules this process makes slots for (the runtime's). */
   agents: readonly string[];
@@ -41,6 +41,18 @@ export interface Scheduler {
   close(): Promise<void>;
 }
 
+/** Slot clocks by expression and zone: thousands of schedules share a few expressions. */
+const clocks = new Map<string, SlotClock>();
+function clockOf(cron: string, timezone: string): SlotClock {
+  const key = `${timezone} ${cron}`;
+  let c = clocks.get(key);
+  if (!c) {
+    if (clocks.size >= 10_000) clocks.clear();
+    clocks.set(key, (c = slotClock(cron, timezone)));
+  }
+  return c;
+}
+
 const randomDelayMs = (jitterSeconds: number) => (jitterSeconds > 0 ? Math.floor(Math.random() * jitterSeconds * 1000) : 0);
 
 export function startScheduler(d: SchedulerDeps): Scheduler {
@@ -50,45 +62,55 @@ export function startScheduler(d: SchedulerDeps): Scheduler {
   let again = false;
   let subscription: Subscription | null = null;
 
-  /** One firing of one claimed schedule: its due slots' runs, then the schedule let go with its next slot. */
-  const fire = async (c: ClaimedSchedule): Promise<number> => {
-    const s = c.schedule;
-    const plan = planSlots(slotClock(s.cron, s.timezone), { ...s, nextRunAt: s.nextRunAt! }, c.now);
-    const fired: Fired = { nextRunAt: plan.next, lastRun: null, skippedMissed: plan.missed, skippedOverlap: 0, lastSkip: null };
-    if (plan.missed > 0) fired.lastSkip = { reason: 'missed', at: c.now };
-    let make = plan.make;
-    if (make.length > 0 && s.overlap === 'skip' && s.lastRunId && (await d.store.runActive(s.lastRunId))) {
-      fired.skippedOverlap = make.length;
-      fired.lastSkip = { reason: 'overlap', at: c.now };
-      make = [];
-    }
-    let made = 0;
-    for (const slot of make) {
-      try {
-        const startAt = new Date(slot.getTime() + randomDelayMs(s.jitterSeconds));
-        const run = await d.records.createForSlot(
-          scheduledRun(s, d.defaults, slot, startAt) as Parameters<typeof d.records.createForSlot>[0],
-        );
-        if (run) {
-          fired.lastRun = { id: run.id, at: run.createdAt };
-          made++;
-        }
-      } catch (e) {
-        // What the run would be created with no longer holds (a model without a price for its budget, …).
-        if (!(e instanceof InputError)) throw e;
-        fired.skippedMissed++;
-        fired.lastSkip = { reason: `the run could not be created: ${e.message}`, at: c.now };
+  /**
+   * The firings of a batch of claimed schedules: which slots each makes (planSlots; overlap against
+   * its previous run), their runs in one statement, the schedules let go with their next slots in one
+   * more. A slot a crash left half made is made again by the next firing: its unique key keeps it one run.
+   */
+  const fire = async (claimed: readonly ClaimedSchedule[]): Promise<number> => {
+    const overlapping = await d.store.activeRuns(
+      claimed.filter((c) => c.schedule.overlap === 'skip' && c.schedule.lastRunId).map((c) => c.schedule.lastRunId!),
+    );
+    const firings = claimed.map((claim) => {
+      const s = claim.schedule;
+      const plan = planSlots(clockOf(s.cron, s.timezone), { ...s, nextRunAt: s.nextRunAt! }, claim.now);
+      const fired: Fired = { nextRunAt: plan.next, lastRun: null, skippedMissed: plan.missed, skippedOverlap: 0, lastSkip: null };
+      if (plan.missed > 0) fired.lastSkip = { reason: 'missed', at: claim.now };
+      let make = plan.make;
+      if (make.length > 0 && s.lastRunId && overlapping.has(s.lastRunId)) {
+        fired.skippedOverlap = make.length;
+        fired.lastSkip = { reason: 'overlap', at: claim.now };
+        make = [];
       }
+      const runs: SlotRun[] = [];
+      for (const slot of make) {
+        try {
+          runs.push(scheduledRun(s, d.defaults, slot, new Date(slot.getTime() + randomDelayMs(s.jitterSeconds))));
+        } catch (e) {
+          // What the run would be created with no longer holds (a model without a price for its budget, …).
+          if (!(e instanceof InputError)) throw e;
+          fired.skippedMissed++;
+          fired.lastSkip = { reason: `the run could not be created: ${e.message}`, at: claim.now };
+        }
+      }
+      return { claim, fired, runs };
+    });
+    const made = await d.records.createForSlots(firings.flatMap((f) => f.runs));
+    const bySchedule = new Map(made.map((r) => [r.scheduleId, r]));
+    for (const f of firings) {
+      const run = bySchedule.get(f.claim.schedule.id);
+      if (run) f.fired.lastRun = { id: run.id, at: run.createdAt };
     }
-    if (!(await d.store.fired(c, fired))) d.logger.warn({ schedule_id: s.id }, 'a schedule was taken over while its slots were made');
-    return made;
+    for (const id of await d.store.fired(firings))
+      d.logger.warn({ schedule_id: id }, 'a schedule was taken over while its slots were made');
+    return made.length;
   };
 
   const fireDue = async (): Promise<number> => {
     let made = 0;
     for (;;) {
       const claimed = await d.store.claimDue(d.agents, BATCH, HOLD_MS);
-      for (const c of claimed) made += await fire(c);
+      made += await fire(claimed);
       if (claimed.length < BATCH) return made;
     }
   };

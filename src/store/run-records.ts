@@ -59,6 +59,9 @@ export interface NewRun {
   schedule?: { id: string; name: string; scheduledFor: Date | null };
 }
 
+/** The run of a schedule's slot. */
+export type SlotRun = NewRun & { schedule: { id: string; name: string; scheduledFor: Date } };
+
 const FOREIGN_KEY_VIOLATION = '23503';
 
 type TurnRowSql = { seq: number; kind: TurnRow['kind']; status: TurnRow['status']; tool_uses: number | null };
@@ -101,14 +104,24 @@ function runRecordsSql(schema: SchemaSql) {
          ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING ${RUN_COLUMNS}`,
     ),
-    /** A run for a schedule's slot: the slot's unique key (tenant, schedule name, time) decides, not this process. */
-    CREATE_FOR_SLOT: named(
-      schema,
-      'durable_agent_create_for_slot',
-      `${INSERT_RUN}
+    /**
+     * The runs of schedules' slots, one statement for a batch ($1, a JSON array): the slot's unique key
+     * (tenant, schedule name, time) decides which are made, not this process; a slot that has a run
+     * already makes none. In the batch's order, so ids are taken slot by slot.
+     */
+    CREATE_FOR_SLOTS: `INSERT INTO ${schema}.run (id, input, model, token_budget, max_steps, run_at, deadline_at, metadata, tenant,
+                                         agent, agent_version, cost_budget_usd, schedule_id, schedule_name, scheduled_for)
+         SELECT i.id, i.input, i.model, i.token_budget, i.max_steps, greatest(coalesce(i.start_at, now()), now()),
+                greatest(coalesce(i.start_at, now()), now()) + i.timeout_seconds * interval '1 second', i.metadata, i.tenant,
+                i.agent, i.agent_version, i.cost_budget_usd, i.schedule_id, i.schedule_name, i.scheduled_for
+         FROM ROWS FROM (json_to_recordset($1::json) AS (id uuid, input text, model text, token_budget int, max_steps int,
+              timeout_seconds float8, metadata jsonb, tenant text, start_at timestamptz, agent text, agent_version text,
+              cost_budget_usd numeric, schedule_id uuid, schedule_name text, scheduled_for timestamptz)) WITH ORDINALITY
+              AS i (id, input, model, token_budget, max_steps, timeout_seconds, metadata, tenant, start_at, agent, agent_version,
+                    cost_budget_usd, schedule_id, schedule_name, scheduled_for, n)
+         ORDER BY i.n
          ON CONFLICT (tenant, schedule_name, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
          RETURNING ${RUN_COLUMNS}`,
-    ),
     BY_KEY: `SELECT ${RUN_COLUMNS}, request_hash, created_at < now() - interval '24 hours' AS expired
          FROM ${schema}.run WHERE tenant = $1 AND idempotency_key = $2`,
     FREE_KEY: `UPDATE ${schema}.run SET idempotency_key = NULL WHERE id = $1 AND created_at < now() - interval '24 hours'`,
@@ -182,12 +195,30 @@ export class RunRecords {
   }
 
   /**
-   * Queues the run of a schedule's slot (`r.schedule.scheduledFor` set), unless that slot has a run
-   * already, whoever made it: then null.
+   * Queues the runs of schedules' slots (each with `schedule.scheduledFor`), in one statement, except
+   * for the slots that have a run already, whoever made it. Returns the runs made.
    */
-  async createForSlot(r: NewRun & { schedule: { scheduledFor: Date } }): Promise<Run | null> {
-    const { rows } = await this.prepared<RunRow>(this.sql.CREATE_FOR_SLOT, this.insertParams(r, r.tenant ?? DEFAULT_TENANT));
-    return rows[0] ? toRun(rows[0], this.sealer) : null;
+  async createForSlots(runs: readonly SlotRun[]): Promise<Run[]> {
+    if (runs.length === 0) return [];
+    const items = runs.map((r) => ({
+      id: randomUUID(),
+      input: this.sealer.text(this.redact(r.input)),
+      model: r.model,
+      token_budget: r.tokenBudget,
+      max_steps: r.maxSteps,
+      timeout_seconds: r.timeoutSeconds,
+      metadata: this.sealer.json(redactValue(r.metadata ?? {}, this.redactString)),
+      tenant: r.tenant ?? DEFAULT_TENANT,
+      start_at: r.startAt ?? null,
+      agent: r.agent ?? DEMO_AGENT,
+      agent_version: r.agentVersion ?? null,
+      cost_budget_usd: r.costBudgetUsd ?? null,
+      schedule_id: r.schedule.id,
+      schedule_name: r.schedule.name,
+      scheduled_for: r.schedule.scheduledFor,
+    }));
+    const { rows } = await this.db.query<RunRow>(this.sql.CREATE_FOR_SLOTS, [JSON.stringify(items)]);
+    return rows.map((row) => toRun(row, this.sealer));
   }
 
   async create(r: NewRun): Promise<Run> {

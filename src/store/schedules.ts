@@ -115,17 +115,20 @@ const schedulesSql = (schema: SchemaSql) => ({
           UPDATE ${schema}.schedule AS s SET locked_until = now() + $3 * interval '1 millisecond', lock_token = gen_random_uuid()
           FROM due WHERE s.id = due.id
           RETURNING ${WITH_STATUS(schema)}, s.lock_token, now() AS db_now`,
-  /** Lets a schedule go after a firing, recording what it did; only under the claim's token. */
-  FIRED: `UPDATE ${schema}.schedule SET locked_until = NULL, lock_token = NULL,
-            next_run_at = CASE WHEN paused THEN next_run_at ELSE $3 END,
-            last_run_id = coalesce($4, last_run_id), last_run_at = coalesce($5, last_run_at),
-            skipped_missed = skipped_missed + $6, skipped_overlap = skipped_overlap + $7,
-            last_skip_reason = coalesce($8, last_skip_reason), last_skip_at = coalesce($9, last_skip_at)
-          WHERE id = $1 AND lock_token = $2`,
+  /** Lets schedules go after their firings ($1, a JSON array), recording what each did; each only under its claim's token. */
+  FIRED: `UPDATE ${schema}.schedule s SET locked_until = NULL, lock_token = NULL,
+            next_run_at = CASE WHEN s.paused THEN s.next_run_at ELSE f.next_run_at END,
+            last_run_id = coalesce(f.last_run_id, s.last_run_id), last_run_at = coalesce(f.last_run_at, s.last_run_at),
+            skipped_missed = s.skipped_missed + f.skipped_missed, skipped_overlap = s.skipped_overlap + f.skipped_overlap,
+            last_skip_reason = coalesce(f.last_skip_reason, s.last_skip_reason), last_skip_at = coalesce(f.last_skip_at, s.last_skip_at)
+          FROM json_to_recordset($1::json) AS f (id uuid, token uuid, next_run_at timestamptz, last_run_id uuid, last_run_at timestamptz,
+               skipped_missed int, skipped_overlap int, last_skip_reason text, last_skip_at timestamptz)
+          WHERE s.id = f.id AND s.lock_token = f.token
+          RETURNING s.id`,
   /** @unit milliseconds — until the earliest due slot of agents in $1 (0 when one is due now); null: none. */
   NEXT_DUE: `SELECT greatest(0, extract(epoch FROM (min(next_run_at) - now())) * 1000)::float8 AS ms
              FROM ${schema}.schedule WHERE NOT paused AND next_run_at IS NOT NULL AND agent = ANY ($1::text[])`,
-  RUN_ACTIVE: `SELECT EXISTS (SELECT 1 FROM ${schema}.run WHERE id = $1 AND status IN ${ACTIVE}) AS active`,
+  ACTIVE_RUNS: `SELECT id FROM ${schema}.run WHERE id = ANY ($1::uuid[]) AND status IN ${ACTIVE}`,
 });
 
 export class Schedules extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<typeof schedulesSql>> {
@@ -241,20 +244,23 @@ export class Schedules extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<ty
     return rows.map((r) => ({ schedule: this.toSchedule(r), token: r.lock_token, now: r.db_now }));
   }
 
-  /** Lets a claimed schedule go with what its firing did; false when the claim had lapsed and another took it. */
-  async fired(c: ClaimedSchedule, f: Fired): Promise<boolean> {
-    const { rowCount } = await this.db.query(this.sql.FIRED, [
-      c.schedule.id,
-      c.token,
-      f.nextRunAt,
-      f.lastRun?.id ?? null,
-      f.lastRun?.at ?? null,
-      f.skippedMissed,
-      f.skippedOverlap,
-      f.lastSkip?.reason ?? null,
-      f.lastSkip?.at ?? null,
-    ]);
-    return (rowCount ?? 0) > 0;
+  /** Lets claimed schedules go with what their firings did; returns the ids of those whose claim had lapsed (another took them). */
+  async fired(firings: readonly { claim: ClaimedSchedule; fired: Fired }[]): Promise<string[]> {
+    if (firings.length === 0) return [];
+    const items = firings.map(({ claim, fired: f }) => ({
+      id: claim.schedule.id,
+      token: claim.token,
+      next_run_at: f.nextRunAt,
+      last_run_id: f.lastRun?.id ?? null,
+      last_run_at: f.lastRun?.at ?? null,
+      skipped_missed: f.skippedMissed,
+      skipped_overlap: f.skippedOverlap,
+      last_skip_reason: f.lastSkip?.reason ?? null,
+      last_skip_at: f.lastSkip?.at ?? null,
+    }));
+    const { rows } = await this.db.query<{ id: string }>(this.sql.FIRED, [JSON.stringify(items)]);
+    const let_go = new Set(rows.map((r) => r.id));
+    return items.filter((i) => !let_go.has(i.id)).map((i) => i.id);
   }
 
   /** @unit milliseconds — until the earliest due slot of `agents`; null when none is planned. */
@@ -263,8 +269,10 @@ export class Schedules extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<ty
     return rows[0]?.ms ?? null;
   }
 
-  /** Whether run `id` is still QUEUED, RUNNING or WAITING. */
-  async runActive(id: string): Promise<boolean> {
-    return (await this.db.query<{ active: boolean }>(this.sql.RUN_ACTIVE, [id])).rows[0]?.active === true;
+  /** Which of these runs are still QUEUED, RUNNING or WAITING. */
+  async activeRuns(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const { rows } = await this.db.query<{ id: string }>(this.sql.ACTIVE_RUNS, [ids]);
+    return new Set(rows.map((r) => r.id));
   }
 }
