@@ -84,13 +84,28 @@ export const CreateScheduleBody = z
 requestSchemas.add(CreateScheduleBody, { id: 'CreateScheduleRequest' });
 export type CreateScheduleBody = z.infer<typeof CreateScheduleBody>;
 
-/** A PATCH: any field, `null` to clear an optional one. */
+/** A PATCH: any field (the name must stay what it is), `null` to clear an optional one. */
 export const UpdateScheduleBody = z
-  .strictObject(
-    Object.fromEntries(Object.entries(ScheduleShape).map(([k, v]) => [k, (v as z.ZodType).optional()])) as {
-      [K in keyof typeof ScheduleShape]: z.ZodOptional<(typeof ScheduleShape)[K]>;
-    },
-  )
+  .strictObject({
+    name: ScheduleShape.name.optional(),
+    cron: ScheduleShape.cron.optional(),
+    timezone: ScheduleShape.timezone.optional(),
+    agent: ScheduleShape.agent.optional(),
+    input: ScheduleShape.input.optional(),
+    model: ScheduleShape.model.nullable().optional(),
+    tokenBudget: ScheduleShape.tokenBudget.nullable().optional(),
+    costBudgetUsd: ScheduleShape.costBudgetUsd.nullable().optional(),
+    timeoutSeconds: ScheduleShape.timeoutSeconds.nullable().optional(),
+    maxSteps: ScheduleShape.maxSteps.nullable().optional(),
+    metadata: ScheduleShape.metadata.nullable().optional(),
+    overlap: ScheduleShape.overlap.optional(),
+    catchUp: ScheduleShape.catchUp.optional(),
+    catchUpWindowSeconds: ScheduleShape.catchUpWindowSeconds.optional(),
+    jitterSeconds: ScheduleShape.jitterSeconds.optional(),
+    startAt: ScheduleShape.startAt.optional(),
+    endAt: ScheduleShape.endAt.optional(),
+    paused: ScheduleShape.paused.optional(),
+  })
   .superRefine(checkSpec);
 requestSchemas.add(UpdateScheduleBody, { id: 'UpdateScheduleRequest' });
 export type UpdateScheduleBody = z.infer<typeof UpdateScheduleBody>;

@@ -68,9 +68,14 @@ export function scheduledRun<T extends Date | null>(s: Schedule, defaults: RunDe
 const runOf = (b: z.output<typeof UpdateScheduleBody>, before: ScheduledRun | null): ScheduledRun => {
   const run: Record<string, unknown> = { ...before };
   for (const k of ['input', 'model', 'tokenBudget', 'costBudgetUsd', 'timeoutSeconds', 'maxSteps', 'metadata'] as const) {
-    if (b[k] !== undefined) run[k] = b[k];
+    if (b[k] === null) delete run[k];
+    else if (b[k] !== undefined) run[k] = b[k];
   }
   return run as unknown as ScheduledRun;
+};
+
+const refuse = (path: string, message: string): never => {
+  throw new InputError(`invalid options: ${path}: ${message}`, [{ path, message }]);
 };
 
 const dateOf = (v: string | null | undefined, before: Date | null): Date | null =>
@@ -109,12 +114,11 @@ export function createSchedules({ store, records, defaults, now = async () => ne
       paused: b.paused ?? false,
       source: base.source,
     };
-    if (f.startAt && f.endAt && f.endAt < f.startAt) {
-      throw new InputError(`invalid ${part === 'body' ? 'request body' : 'options'}: endAt: must not be before startAt`, [
-        { path: 'endAt', message: 'must not be before startAt' },
-      ]);
-    }
-    return { ...f, nextRunAt: f.paused ? null : firstSlot(slotClock(f.cron, f.timezone), await now(), f) };
+    if (f.startAt && f.endAt && f.endAt < f.startAt) refuse('endAt', 'must not be before startAt');
+    const clock = slotClock(f.cron, f.timezone);
+    const from = await now();
+    if (!clock.next(from)) refuse('cron', `"${f.cron}" names no time that comes`);
+    return { ...f, nextRunAt: f.paused ? null : firstSlot(clock, from, f) };
   };
 
   return {
@@ -137,6 +141,9 @@ export function createSchedules({ store, records, defaults, now = async () => ne
     async update(id, patch, tenant) {
       const before = await find(id, tenant);
       const b = parseInput(UpdateScheduleBody, patch, 'options');
+      if (b.name !== undefined && b.name !== before.name) {
+        refuse('name', 'cannot change: the runs of its slots are known by it (make a schedule under the new name, and delete this one)');
+      }
       const merged = {
         name: before.name,
         cron: before.cron,
@@ -180,17 +187,12 @@ export function createSchedules({ store, records, defaults, now = async () => ne
       const s = await find(id, tenant);
       const r = parseInput(BackfillBody, range, 'options');
       const [from, to] = [new Date(r.from), new Date(r.to)];
-      if (to < from) {
-        throw new InputError('invalid options: to: must not be before from', [{ path: 'to', message: 'must not be before from' }]);
-      }
+      if (to < from) refuse('to', 'must not be before from');
+      if (to > (await now())) refuse('to', 'must not be later than now: a slot to come gets its run when it comes');
       const clock = slotClock(s.cron, s.timezone);
       const slots: Date[] = [];
       for (let t = clock.next(new Date(from.getTime() - 1)); t && t <= to; t = clock.next(t)) {
-        if (slots.length === MAX_BACKFILL) {
-          throw new InputError(`invalid options: to: the range holds more than ${MAX_BACKFILL} slots; backfill it in parts`, [
-            { path: 'to', message: `the range holds more than ${MAX_BACKFILL} slots` },
-          ]);
-        }
+        if (slots.length === MAX_BACKFILL) refuse('to', `the range holds more than ${MAX_BACKFILL} slots: backfill it in parts`);
         slots.push(t);
       }
       const runs = await records.createForSlots(slots.map((slot) => scheduledRun(s, defaults, slot)));

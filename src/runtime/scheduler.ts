@@ -11,14 +11,17 @@ import type { Logger } from '../observability/logger.ts';
 import type { RunDefaults } from '../runs/new-run.ts';
 import { scheduledRun } from '../runs/schedules.ts';
 import { type SlotClock, slotClock } from '../schedules/cron.ts';
-import { planSlots } from '../schedules/plan.ts';
+import { planSlots, type SlotPlan } from '../schedules/plan.ts';
 import type { RunRecords, SlotRun } from '../store/run-records.ts';
 import type { ClaimedSchedule, Fired, Schedules } from '../store/schedules.ts';
 
 /** Schedules taken per claim. */
 const BATCH = 500;
-/** @unit milliseconds — how long a process holds a schedule while it makes its slots (a crash lets it go then). */
-const HOLD_MS = 30_000;
+/**
+ * @unit milliseconds — how long a process holds a schedule while it makes its slots (a firing takes
+ * milliseconds); a crash lets it go then, while its slots are still on time.
+ */
+const HOLD_MS = 4_000;
 /** @unit milliseconds — the longest sleep: a safety net for a NOTIFY lost while reconnecting. */
 const MAX_SLEEP_MS = 60_000;
 /** @unit milliseconds — after a failed firing (the database away), the next try. */
@@ -68,16 +71,24 @@ export function startScheduler(d: SchedulerDeps): Scheduler {
    * more. A slot a crash left half made is made again by the next firing: its unique key keeps it one run.
    */
   const fire = async (claimed: readonly ClaimedSchedule[]): Promise<number> => {
-    const overlapping = await d.store.activeRuns(
-      claimed.filter((c) => c.schedule.overlap === 'skip' && c.schedule.lastRunId).map((c) => c.schedule.lastRunId!),
-    );
+    const overlapping = await d.store.withActiveRuns(claimed.filter((c) => c.schedule.overlap === 'skip').map((c) => c.schedule.id));
     const firings = claimed.map((claim) => {
       const s = claim.schedule;
-      const plan = planSlots(clockOf(s.cron, s.timezone), { ...s, nextRunAt: s.nextRunAt! }, claim.now);
-      const fired: Fired = { nextRunAt: plan.next, lastRun: null, skippedMissed: plan.missed, skippedOverlap: 0, lastSkip: null };
+      const fired: Fired = { nextRunAt: null, lastRun: null, skippedMissed: 0, skippedOverlap: 0, lastSkip: null };
+      let plan: SlotPlan;
+      try {
+        plan = planSlots(clockOf(s.cron, s.timezone), { ...s, nextRunAt: s.nextRunAt! }, claim.now);
+      } catch (e) {
+        // One schedule that cannot be planned (an expression this croner refuses) holds up no other.
+        fired.nextRunAt = s.nextRunAt;
+        fired.lastSkip = { reason: `its slots could not be found: ${(e as Error).message}`, at: claim.now };
+        return { claim, fired, runs: [] };
+      }
+      fired.nextRunAt = plan.next;
+      fired.skippedMissed = plan.missed;
       if (plan.missed > 0) fired.lastSkip = { reason: 'missed', at: claim.now };
       let make = plan.make;
-      if (make.length > 0 && s.lastRunId && overlapping.has(s.lastRunId)) {
+      if (make.length > 0 && overlapping.has(s.id)) {
         fired.skippedOverlap = make.length;
         fired.lastSkip = { reason: 'overlap', at: claim.now };
         make = [];
@@ -109,9 +120,11 @@ export function startScheduler(d: SchedulerDeps): Scheduler {
   const fireDue = async (): Promise<number> => {
     let made = 0;
     for (;;) {
-      const claimed = await d.store.claimDue(d.agents, BATCH, HOLD_MS);
+      const { claimed, taken } = await d.store.claimDue(d.agents, BATCH, HOLD_MS, (id, e) =>
+        d.logger.warn({ schedule_id: id, err_message: e.message }, 'a schedule cannot be read; it is left as it is'),
+      );
       made += await fire(claimed);
-      if (claimed.length < BATCH) return made;
+      if (taken < BATCH) return made;
     }
   };
 

@@ -228,7 +228,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       defaults,
       now: async () => (await pool.query<{ now: Date }>('SELECT now() AS now')).rows[0]!.now,
     });
-    if (opts.schedules) await syncDeclaredSchedules(schedules, scheduleStore, opts.schedules);
+    if (opts.schedules) await syncDeclaredSchedules(schedules, scheduleStore, opts.schedules, names);
     const metrics = createMetrics(new RunStats(pool, { schema }), { models: [...prices.models, config.defaultModel], agents: names });
     // The client of agents without their own (the first agent's own when every agent has one).
     const llm: LlmClient = !needsConfigured

@@ -1,11 +1,13 @@
 /**
- * A schedule's slots: the times its cron expression names in its time zone (croner does the calendar,
- * leap years and daylight saving included). Five fields, or six with seconds first.
+ * A schedule's slots: the times its cron expression names in its time zone. Five fields, or six with
+ * seconds first; croner reads the expression (ranges, steps, names, `L`, `W`, `#`).
  *
- * Daylight saving, one documented rule: a local time that does not exist (the hour skipped in spring)
- * runs at the next valid time; a local time that happens twice (the hour repeated in autumn) runs once,
- * the first time. Whatever croner answers, a slot is never earlier in local wall-clock time than the
- * slot before it, so a repeated hour cannot make a second run of a wall-clock time already run.
+ * The expression is matched against local wall-clock time, then each wall-clock time is put on the
+ * time line. That gives the daylight-saving rule, one for every expression: a local time that does not
+ * exist (the hour skipped in spring) runs at the next valid time, once, however many of the
+ * expression's times fell in the gap; a local time that happens twice (the hour repeated in autumn)
+ * runs once, the first time. A schedule every second runs each wall-clock second once: it pauses for
+ * the repeated hour rather than running it twice.
  */
 import { Cron } from 'croner';
 
@@ -19,25 +21,37 @@ export class ScheduleSpecError extends Error {
   }
 }
 
-/** Whether `tz` is an IANA time zone this runtime knows. */
 function checkTimezone(tz: string): void {
+  // Intl also takes fixed offsets ("+05:00"), which have no daylight saving and no name: not IANA.
+  const offset = /^[+-]\d/.test(tz);
   try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    if (!offset) new Intl.DateTimeFormat('en-US', { timeZone: tz });
   } catch {
+    /* refused below */
+  }
+  if (offset || !isZone(tz)) {
     throw new ScheduleSpecError('timezone', `unknown time zone "${tz}": use an IANA name such as UTC, Europe/Berlin or America/New_York`);
   }
 }
 
-/** Local wall-clock time of `d` in `tz`, as sortable text (YYYY-MM-DD HH:MM:SS). */
-function wallClock(format: Intl.DateTimeFormat, d: Date): string {
-  const parts = Object.fromEntries(format.formatToParts(d).map((p) => [p.type, p.value]));
-  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour === '24' ? '00' : parts.hour}:${parts.minute}:${parts.second}`;
+function isZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export interface SlotClock {
-  /** The first slot strictly after `after`, following the daylight-saving rule; null when there is none. */
+  /** The first slot strictly after `after` (by the daylight-saving rule); null when the expression names no later time. */
   next(after: Date): Date | null;
+  /** The latest `n` slots at or before `atOrBefore`, oldest first (fewer where times of a gap share an instant). */
+  previous(atOrBefore: Date, n: number): Date[];
 }
+
+/** @unit milliseconds */
+const HALF_DAY = 43_200_000;
 
 /** The slots of `cron` in `timezone`; throws ScheduleSpecError for an expression or zone that cannot be used. */
 export function slotClock(cron: string, timezone: string): SlotClock {
@@ -48,9 +62,10 @@ export function slotClock(cron: string, timezone: string): SlotClock {
       'cron',
       `"${cron}" has ${fields.length} fields: give 5 (minute hour day month weekday) or 6 (seconds first)`,
     );
-  let c: Cron;
+  let pattern: Cron;
   try {
-    c = new Cron(fields.join(' '), { timezone, paused: true });
+    // Matched against wall-clock time, written as if it were UTC (a time line with no daylight saving).
+    pattern = new Cron(fields.join(' '), { timezone: 'UTC', paused: true });
   } catch (e) {
     throw new ScheduleSpecError('cron', `"${cron}" is not a cron expression: ${(e as Error).message.replace(/^CronPattern: /, '')}`);
   }
@@ -64,18 +79,46 @@ export function slotClock(cron: string, timezone: string): SlotClock {
     minute: '2-digit',
     second: '2-digit',
   });
+  /** The wall-clock time of instant `t` (ms), as ms of a UTC time line; to the second. */
+  const wall = (t: number): number => {
+    const p = Object.fromEntries(format.formatToParts(new Date(t)).map((x) => [x.type, Number(x.value)]));
+    return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour! % 24, p.minute!, p.second!);
+  };
+  /** The instant a wall-clock time first happens; for one in a gap, the first instant after the gap. */
+  const instant = (w: number): number => {
+    const offsets = [...new Set([wall(w - HALF_DAY) - (w - HALF_DAY), wall(w + HALF_DAY) - (w + HALF_DAY)])];
+    const exact = offsets.map((o) => w - o).filter((t) => wall(t) === w);
+    if (exact.length) return Math.min(...exact);
+    // In a gap: the first second whose wall clock is past w (the end of the jump).
+    let lo = Math.min(...offsets.map((o) => w - o));
+    let hi = Math.max(...offsets.map((o) => w - o));
+    while (hi - lo > 1000) {
+      const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
+      if (wall(mid) > w) hi = mid;
+      else lo = mid;
+    }
+    return hi;
+  };
   return {
     next(after) {
-      const floor = wallClock(format, after);
-      let from = after;
-      // A repeated hour: croner may answer a time whose wall clock was run already; step past it.
-      for (let i = 0; i < 1000; i++) {
-        const s = c.nextRun(from);
-        if (!s) return null;
-        if (wallClock(format, s) > floor) return s;
-        from = s;
+      let floor = wall(Math.floor(after.getTime() / 1000) * 1000);
+      // Wall-clock times whose instant is not after `after` ran already: several times of a gap land on
+      // its end, and the second pass of a repeated hour repeats times of the first.
+      for (;;) {
+        const w = pattern.nextRun(new Date(floor));
+        if (!w) return null;
+        const t = instant(w.getTime());
+        if (t > after.getTime()) return new Date(t);
+        floor = w.getTime();
       }
-      return null;
+    },
+    previous(atOrBefore, n) {
+      const ceiling = wall(Math.floor(atOrBefore.getTime() / 1000) * 1000) + 1000;
+      const times = pattern
+        .previousRuns(n, new Date(ceiling))
+        .map((w) => instant(w.getTime()))
+        .filter((t) => t <= atOrBefore.getTime());
+      return [...new Set(times)].sort((a, b) => a - b).map((t) => new Date(t));
     },
   };
 }

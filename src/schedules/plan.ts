@@ -1,12 +1,13 @@
 /**
  * Which of a schedule's due slots get a run, decided from the slots and the database's clock alone.
  *
- * Normally one slot is due when a process looks, and it gets its run. When several are due at once
- * (every process was down, or the database away), the schedule's `catchUp` decides, as Kubernetes'
- * CronJob does for the latest: 'latest' makes one run, for the latest due slot; 'all' one per due slot
- * (at most MAX_CATCH_UP, else the latest only); 'none' only a slot that is on time (made within
- * ON_TIME_MS of its time), so nothing of an outage. Missed slots older than `catchUpWindowSeconds` are
- * never made. Slots outside `startAt`..`endAt` are not slots at all.
+ * A slot made within ON_TIME_MS of its time is on time, and gets its run whatever else: a firing a
+ * moment late (a busy database, a process taking over a crashed one's lock) misses nothing. Older due
+ * slots were missed (every process down, the database away), and the schedule's `catchUp` decides, as
+ * Kubernetes' CronJob does for the latest: 'latest' one run for the latest missed slot (none when a
+ * slot on time is made anyway); 'all' one per missed slot (at most MAX_CATCH_UP, else as 'latest');
+ * 'none' none. Missed slots older than `catchUpWindowSeconds` are never made. Slots outside
+ * `startAt`..`endAt` are not slots at all.
  */
 import type { SlotClock } from './cron.ts';
 
@@ -14,8 +15,8 @@ import type { SlotClock } from './cron.ts';
 export const ON_TIME_MS = 5_000;
 /** The most missed slots `catchUp: 'all'` makes at once; more, and it makes the latest only. */
 export const MAX_CATCH_UP = 100;
-/** The most due slots looked at in one firing (a per-second schedule down for a day has 86,400). */
-const MAX_DUE = 1_000_000;
+/** Due slots looked for forwards from the next slot before looking backwards from now. */
+const FORWARD = 8;
 
 export type CatchUp = 'none' | 'latest' | 'all';
 
@@ -46,37 +47,44 @@ export function firstSlot(clock: SlotClock, from: Date, rule: Pick<SlotRule, 'st
 
 export function planSlots(clock: SlotClock, rule: SlotRule, now: Date): SlotPlan {
   const inWindow = (t: Date) => rule.catchUpWindowSeconds === null || now.getTime() - t.getTime() <= rule.catchUpWindowSeconds * 1000;
-  const due: Date[] = []; // the latest MAX_CATCH_UP + 1 of them
-  let count = 0;
-  let windowed = 0;
+  const inRange = (t: Date) => t >= rule.nextRunAt && (!rule.startAt || t >= rule.startAt) && (!rule.endAt || t <= rule.endAt);
+  const until = rule.endAt && rule.endAt < now ? rule.endAt : now;
+  // Normally a slot or two is due: found forwards from the next slot. Further behind, the latest
+  // MAX_CATCH_UP + 1 are found backwards from now: however far behind the schedule is, the work is that
+  // of a hundred slots, not of every slot since.
+  let due: Date[] = [];
   let t: Date | null = rule.nextRunAt;
-  while (t && t <= now && count < MAX_DUE) {
-    if (rule.endAt && t > rule.endAt) {
-      t = null;
-      break;
-    }
-    if (!rule.startAt || t >= rule.startAt) {
-      count++;
-      if (inWindow(t)) windowed++;
-      due.push(t);
-      if (due.length > MAX_CATCH_UP + 1) due.shift();
-    }
-    t = clock.next(t);
+  for (let i = 0; t && t <= until && i < FORWARD; i++, t = clock.next(t)) if (inRange(t)) due.push(t);
+  let count = due.length;
+  if (t && t <= until) {
+    due = clock.previous(until, MAX_CATCH_UP + 1).filter(inRange);
+    count = due.length < MAX_CATCH_UP + 1 ? due.length : estimateFrom(rule.nextRunAt, due);
   }
-  // Past MAX_DUE (a very long outage of a very frequent schedule): go on from now.
-  if (t && t <= now) t = clock.next(now);
-  const next = t && (!rule.endAt || t <= rule.endAt) ? t : null;
+  const after = t && t > now ? t : clock.next(now);
+  const next = after && (!rule.endAt || after <= rule.endAt) ? after : null;
   if (count === 0) return { make: [], missed: 0, next };
-  const latest = due.at(-1)!;
-  const onTime = now.getTime() - latest.getTime() <= ON_TIME_MS;
-  const latestOnly = onTime || inWindow(latest) ? [latest] : [];
-  const make =
-    rule.catchUp === 'none'
-      ? onTime
-        ? [latest]
-        : []
-      : rule.catchUp === 'latest' || windowed > MAX_CATCH_UP
-        ? latestOnly
-        : due.filter((t) => inWindow(t) || (t === latest && onTime));
+  const onTime = due.filter((t) => now.getTime() - t.getTime() <= ON_TIME_MS);
+  const late = due.filter((t) => now.getTime() - t.getTime() > ON_TIME_MS && inWindow(t));
+  // Missed slots in the window: those found, and more when slots before them are due and in the window too.
+  const windowedLate = late.length + (count > due.length && inWindow(due[0]!) ? count - due.length : 0);
+  // Slots on time are made whatever catchUp says: a firing a moment late (a busy database) misses nothing.
+  const caught =
+    rule.catchUp === 'none' || late.length === 0
+      ? []
+      : rule.catchUp === 'all' && windowedLate <= MAX_CATCH_UP
+        ? late
+        : onTime.length
+          ? []
+          : [late.at(-1)!];
+  const make = [...caught, ...onTime];
   return { make, missed: count - make.length, next };
+}
+
+/**
+ * How many slots lie from `from` to the last of `latest` (the latest due ones, oldest first), by their
+ * spacing: the count only feeds `skipped`, and walking a day of a schedule every second would block.
+ */
+function estimateFrom(from: Date, latest: readonly Date[]): number {
+  const spacing = (latest.at(-1)!.getTime() - latest[0]!.getTime()) / (latest.length - 1);
+  return latest.length + Math.max(0, Math.round((latest[0]!.getTime() - from.getTime()) / spacing));
 }

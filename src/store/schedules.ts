@@ -94,7 +94,9 @@ const schedulesSql = (schema: SchemaSql) => ({
            RETURNING ${COLUMNS}, NULL::text AS last_run_status`,
   UPDATE: `UPDATE ${schema}.schedule AS s SET name = $3, cron = $4, timezone = $5, agent = $6, run_options = $7, overlap = $8,
              catch_up = $9, catch_up_window_seconds = $10, jitter_seconds = $11, start_at = $12, end_at = $13, paused = $14,
-             source = $15, next_run_at = $16, updated_at = now()
+             source = $15, next_run_at = $16, updated_at = now(),
+             -- A firing under way lets nothing go over this: its token no longer matches.
+             locked_until = NULL, lock_token = NULL
            WHERE s.id = $1 AND s.tenant = $2
            RETURNING ${WITH_STATUS(schema)}`,
   GET: `SELECT ${WITH_STATUS(schema)} FROM ${schema}.schedule s WHERE s.id = $1`,
@@ -125,10 +127,15 @@ const schedulesSql = (schema: SchemaSql) => ({
                skipped_missed int, skipped_overlap int, last_skip_reason text, last_skip_at timestamptz)
           WHERE s.id = f.id AND s.lock_token = f.token
           RETURNING s.id`,
-  /** @unit milliseconds — until the earliest due slot of agents in $1 (0 when one is due now); null: none. */
-  NEXT_DUE: `SELECT greatest(0, extract(epoch FROM (min(next_run_at) - now())) * 1000)::float8 AS ms
+  /**
+   * @unit milliseconds — until the earliest due slot of agents in $1 (0 when one is due now); null: none.
+   * A schedule another process holds is due for this one when its hold ends.
+   */
+  NEXT_DUE: `SELECT greatest(0, extract(epoch FROM (min(
+               CASE WHEN locked_until > now() THEN greatest(next_run_at, locked_until) ELSE next_run_at END) - now())) * 1000)::float8 AS ms
              FROM ${schema}.schedule WHERE NOT paused AND next_run_at IS NOT NULL AND agent = ANY ($1::text[])`,
-  ACTIVE_RUNS: `SELECT id FROM ${schema}.run WHERE id = ANY ($1::uuid[]) AND status IN ${ACTIVE}`,
+  /** The schedules of $1 that have a run still active (a slot's, a trigger's or a backfill's). */
+  ACTIVE_RUNS: `SELECT DISTINCT schedule_id FROM ${schema}.run WHERE schedule_id = ANY ($1::uuid[]) AND status IN ${ACTIVE}`,
 });
 
 export class Schedules extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<typeof schedulesSql>> {
@@ -238,10 +245,26 @@ export class Schedules extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<ty
     return ((await this.db.query(this.sql.DELETE, [id])).rowCount ?? 0) > 0;
   }
 
-  /** Takes up to `limit` due schedules of `agents` for `leaseMs` (see CLAIM). */
-  async claimDue(agents: readonly string[], limit: number, leaseMs: number): Promise<ClaimedSchedule[]> {
+  /**
+   * Takes up to `limit` due schedules of `agents` for `leaseMs` (see CLAIM). One that cannot be read (its
+   * values sealed with a key this process lacks) is left to its hold's end and told to `unreadable`.
+   */
+  async claimDue(
+    agents: readonly string[],
+    limit: number,
+    leaseMs: number,
+    unreadable: (id: string, e: Error) => void,
+  ): Promise<{ claimed: ClaimedSchedule[]; taken: number }> {
     const { rows } = await this.db.query<ScheduleRow & { lock_token: string; db_now: Date }>(this.sql.CLAIM, [agents, limit, leaseMs]);
-    return rows.map((r) => ({ schedule: this.toSchedule(r), token: r.lock_token, now: r.db_now }));
+    const claimed: ClaimedSchedule[] = [];
+    for (const r of rows) {
+      try {
+        claimed.push({ schedule: this.toSchedule(r), token: r.lock_token, now: r.db_now });
+      } catch (e) {
+        unreadable(r.id, e as Error);
+      }
+    }
+    return { claimed, taken: rows.length };
   }
 
   /** Lets claimed schedules go with what their firings did; returns the ids of those whose claim had lapsed (another took them). */
@@ -269,10 +292,10 @@ export class Schedules extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<ty
     return rows[0]?.ms ?? null;
   }
 
-  /** Which of these runs are still QUEUED, RUNNING or WAITING. */
-  async activeRuns(ids: readonly string[]): Promise<Set<string>> {
-    if (ids.length === 0) return new Set();
-    const { rows } = await this.db.query<{ id: string }>(this.sql.ACTIVE_RUNS, [ids]);
-    return new Set(rows.map((r) => r.id));
+  /** Which of these schedules have a run still QUEUED, RUNNING or WAITING. */
+  async withActiveRuns(scheduleIds: readonly string[]): Promise<Set<string>> {
+    if (scheduleIds.length === 0) return new Set();
+    const { rows } = await this.db.query<{ schedule_id: string }>(this.sql.ACTIVE_RUNS, [scheduleIds]);
+    return new Set(rows.map((r) => r.schedule_id));
   }
 }

@@ -238,24 +238,29 @@ describe('a schedule', () => {
 
   it("after every process was down for several slots: 'latest' makes one run for the latest, 'all' one per slot, 'none' none", async () => {
     const first = await start();
-    const every10s = { cron: '*/10 * * * * *', input: 'x', overlap: 'allow' };
+    const every20s = { cron: '*/20 * * * * *', input: 'x', overlap: 'allow' };
     const ids: Record<string, string> = {};
     for (const catchUp of ['latest', 'all', 'none']) {
-      ids[catchUp] = (await api<ScheduleJson>(first, 'POST', '/api/schedules', { name: `catch-${catchUp}`, catchUp, ...every10s })).body.id;
+      ids[catchUp] = (await api<ScheduleJson>(first, 'POST', '/api/schedules', { name: `catch-${catchUp}`, catchUp, ...every20s })).body.id;
     }
     await first.close();
-    // Every process is down. What an outage leaves: each schedule's next slot 40 s and more in the past, by
-    // the database's clock, at a moment the latest due slot is 6 to 9 s late (past ON_TIME_MS).
-    await waitFor('a moment 6 to 9 s past a slot', async () => {
-      const { rows } = await db.pool.query<{ s: number }>('SELECT mod(extract(second FROM now())::numeric, 10)::float8 AS s');
-      return rows[0]!.s >= 6 && rows[0]!.s < 8.5;
-    });
+    // Every process is down. What an outage leaves: each schedule's next slot 80 s and more in the past, by
+    // the database's clock, at a moment the latest due slot is 6 s late or more (past ON_TIME_MS), with
+    // 12 s left for the next process to start before another slot comes.
+    await waitFor(
+      'a moment 6 to 8 s past a slot',
+      async () => {
+        const { rows } = await db.pool.query<{ s: number }>('SELECT mod(extract(second FROM now())::numeric, 20)::float8 AS s');
+        return rows[0]!.s >= 6 && rows[0]!.s < 8;
+      },
+      30_000,
+    );
     const { rows } = await db.pool.query<{ latest: Date }>(
-      `SELECT date_trunc('second', now()) - (extract(second FROM now())::int % 10) * interval '1 second' AS latest`,
+      `SELECT date_trunc('second', now()) - (extract(second FROM now())::int % 20) * interval '1 second' AS latest`,
     );
     const latest = rows[0]!.latest;
-    await db.pool.query(`UPDATE durable_agent.schedule SET next_run_at = $1::timestamptz - interval '40 seconds'`, [latest]);
-    const missed = [40, 30, 20, 10, 0].map((s) => latest.getTime() - s * 1000);
+    await db.pool.query(`UPDATE durable_agent.schedule SET next_run_at = $1::timestamptz - interval '80 seconds'`, [latest]);
+    const missed = [80, 60, 40, 20, 0].map((s) => latest.getTime() - s * 1000);
 
     await start();
     await waitFor('every schedule caught up', async () => {
@@ -269,5 +274,33 @@ describe('a schedule', () => {
     expect(await made('none')).toEqual([]);
     const none = (await api<ScheduleJson>(runtimes.at(-1)!, 'GET', `/api/schedules/${ids.none}`)).body;
     expect(none.skipped).toMatchObject({ missed: 5, lastReason: 'missed' });
+  });
+
+  it('a PATCH recomputes the next slot when the expression changes, clears with null, and refuses a new name; a tenant sees its own only', async () => {
+    const rt = await start();
+    const made = await rt.schedules.create({ name: 'daily', cron: '0 9 * * *', input: 'x', model: 'claude-x', maxSteps: 5 });
+    const changed = await rt.schedules.update(made.id, { cron: '0 21 * * *', model: null, maxSteps: null });
+    expect(changed.nextRunAt!.getUTCHours()).toBe(21);
+    expect(changed.run).toEqual({ input: 'x' });
+    await expect(rt.schedules.update(made.id, { name: 'renamed' })).rejects.toThrow(/name: cannot change/);
+    await expect(rt.schedules.create({ name: 'never', cron: '0 0 31 2 *', input: 'x' })).rejects.toThrow(
+      /cron: "0 0 31 2 \*" names no time that comes/,
+    );
+    await expect(
+      rt.schedules.backfill(made.id, { from: new Date().toISOString(), to: new Date(Date.now() + 86_400_000).toISOString() }),
+    ).rejects.toThrow(/to: must not be later than now/);
+    // Another tenant's schedule is not there for this one.
+    const theirs = await rt.schedules.create({ name: 'theirs', cron: '0 9 * * *', input: 'x', tenant: 'acme' });
+    expect(await rt.schedules.get(theirs.id, 'default')).toBeNull();
+    await expect(rt.schedules.update(theirs.id, { paused: true }, 'default')).rejects.toThrow(/not found/);
+    await expect(rt.schedules.trigger(theirs.id, 'default')).rejects.toThrow(/not found/);
+    expect((await rt.schedules.list({ tenant: 'default' })).map((s) => s.name)).toEqual(['daily']);
+  });
+
+  it('processes starting at once with the same declared schedules all start, and the schedule is made once', async () => {
+    const nightly = defineSchedule({ name: 'nightly', cron: '0 3 * * *', agent: 'reporter', input: 'x' });
+    const started = await Promise.allSettled([1, 2, 3].map(() => start({ schedules: [nightly] })));
+    expect(started.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+    expect((await runtimes[0]!.schedules.list()).map((s) => s.name)).toEqual(['nightly']);
   });
 });

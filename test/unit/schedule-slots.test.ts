@@ -115,6 +115,21 @@ describe('a firing', () => {
     expect(planSlots(everyMinute, rule({ catchUp: 'latest', catchUpWindowSeconds: 10 }), at('10:10:30')).make).toEqual([]);
   });
 
+  it('makes every slot still on time, whatever catchUp says: a firing a moment late misses nothing', () => {
+    const everySecond = slotClock('* * * * * *', 'UTC');
+    const lagging = rule({ catchUp: 'none', nextRunAt: at('10:00:00') });
+    expect(planSlots(everySecond, lagging, at('10:00:02.500')).make).toEqual([at('10:00:00'), at('10:00:01'), at('10:00:02')]);
+  });
+
+  it('a day behind, a schedule every second costs the work of a hundred slots, its missed slots counted near enough', () => {
+    const everySecond = slotClock('* * * * * *', 'UTC');
+    const day = planSlots(everySecond, rule({ nextRunAt: new Date('2025-12-31T10:00:00Z') }), at('10:00:00.500'));
+    // The last five seconds are on time; the day before them was missed, and 'latest' makes nothing more of it.
+    expect(day.make).toEqual([at('09:59:56'), at('09:59:57'), at('09:59:58'), at('09:59:59'), at('10:00:00')]);
+    expect(Math.abs(day.missed - 86_396)).toBeLessThan(100);
+    expect(day.next).toEqual(at('10:00:01'));
+  });
+
   it('keeps to startAt and endAt', () => {
     expect(planSlots(everyMinute, rule({ startAt: at('10:05:00') }), at('10:05:10')).make).toEqual([at('10:05:00')]);
     expect(planSlots(everyMinute, rule({ endAt: at('10:00:30') }), at('10:00:10'))).toEqual({
@@ -124,5 +139,45 @@ describe('a firing', () => {
     });
     expect(iso(firstSlot(everyMinute, at('10:00:00'), { startAt: at('11:00:00'), endAt: null }))).toBe('2026-01-01T11:00:00.000Z');
     expect(firstSlot(everyMinute, at('10:00:00'), { startAt: null, endAt: at('09:00:00') })).toBeNull();
+  });
+});
+
+describe('daylight saving, whatever the expression', () => {
+  it('a gap: every time of the expression in it runs once, at its end', () => {
+    // Berlin, 2026-03-29: 02:00 CET jumps to 03:00 CEST (01:00Z). 02:00, 02:15, 02:30 and 02:45 do not exist.
+    expect(slots('*/15 2 * * *', 'Europe/Berlin', '2026-03-28T23:00:00Z', 2)).toEqual([
+      '2026-03-29T01:00:00.000Z',
+      '2026-03-30T00:00:00.000Z',
+    ]);
+    expect(slots('* 2 * * *', 'Europe/Berlin', '2026-03-29T00:59:00Z', 2)).toEqual([
+      '2026-03-29T01:00:00.000Z',
+      '2026-03-30T00:00:00.000Z',
+    ]);
+    // New York, 2026-03-08: every two hours, 02:00 does not exist: 03:00 EDT, then 04:00.
+    expect(slots('0 */2 * * *', 'America/New_York', '2026-03-08T05:30:00Z', 2)).toEqual([
+      '2026-03-08T07:00:00.000Z',
+      '2026-03-08T08:00:00.000Z',
+    ]);
+  });
+
+  it('a repeated hour: a schedule every second runs each wall-clock second once, and never stops', () => {
+    // Berlin, 2026-10-25: 03:00 CEST goes back to 02:00 CET at 01:00Z.
+    expect(slots('* * * * * *', 'Europe/Berlin', '2026-10-25T00:59:58Z', 3)).toEqual([
+      '2026-10-25T00:59:59.000Z', // 02:59:59 CEST
+      '2026-10-25T02:00:00.000Z', // 03:00:00 CET: 02:00:00 … 02:59:59 ran in CEST already
+      '2026-10-25T02:00:01.000Z',
+    ]);
+    expect(slots('*/2 * * * * *', 'America/New_York', '2026-11-01T05:59:56Z', 3)).toEqual([
+      '2026-11-01T05:59:58.000Z', // 01:59:58 EDT
+      '2026-11-01T07:00:00.000Z', // 02:00:00 EST
+      '2026-11-01T07:00:02.000Z',
+    ]);
+    // Made in the second pass of the repeated hour: nothing until the hour has passed.
+    expect(slots('*/10 * * * *', 'Europe/Berlin', '2026-10-25T01:30:00Z', 1)).toEqual(['2026-10-25T02:00:00.000Z']);
+  });
+
+  it('an expression that names no time that comes has no slot; a fixed offset is not a time zone', () => {
+    expect(slotClock('0 0 31 2 *', 'UTC').next(new Date('2026-01-01T00:00:00Z'))).toBeNull();
+    expect(() => slotClock('* * * * *', '+05:00')).toThrow(ScheduleSpecError);
   });
 });

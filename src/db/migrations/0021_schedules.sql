@@ -46,6 +46,9 @@ ALTER TABLE run
     ADD COLUMN scheduled_for timestamptz;
 CREATE UNIQUE INDEX run_schedule_slot_idx ON run (tenant, schedule_name, scheduled_for) WHERE scheduled_for IS NOT NULL;
 CREATE INDEX run_schedule_idx ON run (schedule_id, created_at DESC, id DESC) WHERE schedule_id IS NOT NULL;
+-- A schedule's runs still active: what overlap 'skip' asks at every firing.
+CREATE INDEX run_schedule_active_idx ON run (schedule_id)
+    WHERE schedule_id IS NOT NULL AND status IN ('QUEUED', 'RUNNING', 'WAITING');
 
 -- Announce a schedule made, changed or deleted, so every process's scheduler looks at its next slot again
 -- (a slot made only moves a next slot later: no process needs to hear of it).
