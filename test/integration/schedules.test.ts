@@ -153,6 +153,31 @@ describe('a schedule', () => {
     expect((await api(rt, 'GET', `/api/schedules/${body.id}`)).status).toBe(404);
   });
 
+  it('of an agent no process serves any more makes nothing, while the schedules of served agents go on', async () => {
+    const helper = defineAgent({ name: 'helper', system: 'You help.' });
+    const both = await start({ agents: [reporter, helper] });
+    const gone = await api<ScheduleJson>(both, 'POST', '/api/schedules', {
+      name: 'gone',
+      agent: 'helper',
+      cron: '* * * * * *',
+      input: 'x',
+      overlap: 'allow',
+    });
+    expect(gone.status).toBe(201);
+    await waitFor('a slot of the helper', async () => (await slotRuns(gone.body.id)).length >= 1, 10_000);
+    await both.close();
+    const atClose = (await slotRuns(gone.body.id)).length;
+    const reporterOnly = await start();
+    const served = await api<ScheduleJson>(reporterOnly, 'POST', '/api/schedules', {
+      name: 'served',
+      cron: '* * * * * *',
+      input: 'x',
+      overlap: 'allow',
+    });
+    await waitFor('three slots of the served schedule', async () => (await slotRuns(served.body.id)).length >= 3, 15_000);
+    expect(await slotRuns(gone.body.id)).toHaveLength(atClose);
+  });
+
   it("with overlap 'skip' makes no run while its previous one is still active, and says so", async () => {
     const rt = await start();
     const { body } = await api<ScheduleJson>(rt, 'POST', '/api/schedules', { name: 'slow', cron: '* * * * * *', input: 'slow report' });
