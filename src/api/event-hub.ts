@@ -39,6 +39,13 @@ export interface EventPages {
 /** @unit milliseconds — how long a registration lasts unless renewed; renewed every quarter of it. */
 const WATCH_TTL_MS = 120_000;
 
+/**
+ * @unit milliseconds — when a newly followed run is read once more. A write whose statement began
+ * before the registration committed did not see it, so was not announced, yet may commit after the
+ * first read: this read finds it without waiting for the poll.
+ */
+const LATE_WRITE_READ_MS = 1000;
+
 export interface EventReader {
   /** Events in order, each once; after run.finished nothing more comes. */
   deliver(events: readonly StoredEvent[]): void;
@@ -130,6 +137,12 @@ export class EventHub {
     if (!feed) {
       this.feeds.set(runId, (feed = new Feed(runId)));
       feed.watched = this.changeWatch(runId, (pages) => pages.watch([runId], this.watcher, WATCH_TTL_MS));
+      const created = feed;
+      void feed.watched.then(() => {
+        setTimeout(() => {
+          if (this.feeds.get(runId) === created) void this.read(created);
+        }, LATE_WRITE_READ_MS).unref();
+      });
     }
     const reader: Reader = { cursor: after, live: false, closed: false, sink, keyId: auth.keyId };
     feed.readers.add(reader);

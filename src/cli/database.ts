@@ -17,7 +17,7 @@ export async function withDatabase<T>(work: (db: CommandDatabase) => Promise<T>)
   const { migrate } = await import('../db/migrate.ts');
   const config = loadConfig();
   const database = await resolveDatabase(config);
-  const pool = createPool(database.url, 2);
+  const pool = createPool(database.url, 2, { prepared: !database.transactionPooler });
   try {
     await checkConnection(pool, database);
     await migrate(pool, { schema: config.databaseSchema });

@@ -91,6 +91,7 @@ function banner(
   url: string,
   cliUrl: string,
   database: string,
+  connections: string,
   provider: string,
   agent: string | null,
   withWorker: boolean,
@@ -103,6 +104,7 @@ function banner(
   const lines = [
     `durable-agent listening on ${url}`,
     `  database: ${database}`,
+    `            ${connections}`,
     `  agent:    ${agent ?? 'demo (the built-in support assistant; --config for yours)'}`,
     `  model:    ${provider === 'demo' ? 'demo (offline stand-in; set ANTHROPIC_API_KEY for Claude)' : `${provider}, default ${config.defaultModel}`}`,
     `  worker:   ${withWorker ? `${config.workerName}, up to ${config.workerConcurrency} runs at once` : 'none in this process (--no-worker)'}`,
@@ -123,7 +125,7 @@ async function migrateCommand(config: Readonly<Config>): Promise<number> {
   const { checkConnection, createPool, resolveDatabase } = await import('../db/pool.ts');
   const { migrate } = await import('../db/migrate.ts');
   const database = await resolveDatabase(config);
-  const pool = createPool(database.url, 1);
+  const pool = createPool(database.url, 1, { prepared: !database.transactionPooler });
   try {
     await checkConnection(pool, database);
     const applied = await migrate(pool, { schema: config.databaseSchema });
@@ -157,6 +159,7 @@ async function serveCommand(
     ({ agents, schedules } = await loadAgentsConfig(configFile));
   }
   const { startRuntime } = await import('../runtime/start-runtime.ts');
+  const { describeBudget } = await import('../runtime/connection-budget.ts');
   const { announceExit, announceShutdown, EXIT_NOW, untilSignal } = await import('./shutdown.ts');
   // Registered before the runtime starts, so the first run claimed is traced too.
   const otel = await otelExport(config);
@@ -178,6 +181,7 @@ async function serveCommand(
           runtime.url!,
           loadClientConfig({}).url,
           runtime.database.description,
+          describeBudget(runtime.connections, runtime.database),
           runtime.llm.provider,
           agents ? agents.map((a) => a.name).join(', ') : null,
           withWorker,
@@ -190,6 +194,7 @@ async function serveCommand(
       runtime.logger.info(
         {
           database: runtime.database.description,
+          connections: describeBudget(runtime.connections, runtime.database),
           provider: runtime.llm.provider,
           agents: agents?.map((a) => a.name) ?? ['demo'],
           metrics: runtime.url ? `${runtime.url}/metrics` : undefined,

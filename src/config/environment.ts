@@ -27,6 +27,24 @@ export const EnvSchema = z.object({
     .describe(
       'PostgreSQL to use (15 or newer). Unset: an embedded PostgreSQL under `DATA_DIR`, shared by every process of the project on the machine',
     ),
+  DATABASE_DIRECT_URL: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'A direct (session) connection to the same database, for what a transaction pooler cannot carry: LISTEN/NOTIFY wake-ups and live events, and the liveness lock. Unset behind a transaction pooler: those are polled every second and a dead worker is noticed when its leases lapse',
+    ),
+  DATABASE_POOLER: z
+    .enum(['auto', 'transaction', 'none'], { error: 'must be auto, transaction or none' })
+    .default('auto')
+    .describe(
+      '`transaction`: `DATABASE_URL` goes through a pooler in transaction mode (PgBouncer, Supavisor, RDS Proxy …), so no statement is prepared by name and sessions use `DATABASE_DIRECT_URL`; `none`: a direct connection or a session pooler; `auto`: found out at start',
+    ),
+  DATABASE_POOL_SIZE: int(1, 1000)
+    .optional()
+    .describe(
+      "Connections of a process's pool through `DATABASE_URL`. Unset: 4 plus the smaller of `WORKER_CONCURRENCY` and 20 for a worker, plus 6 for the API",
+    ),
   /** Where the embedded PostgreSQL keeps its data when DATABASE_URL is unset. */
   DATA_DIR: z.string().min(1).default('.data').describe('Where the embedded PostgreSQL keeps its data (when `DATABASE_URL` is unset)'),
   /** The PostgreSQL schema of the project's tables. */
@@ -49,12 +67,12 @@ export const EnvSchema = z.object({
     .describe(
       "Lease length, the safety net: a stalled worker's runs are taken over this long after its last renewal (renewed every third of it)",
     ),
-  /** `session`: a session lock tells at once that a worker died; `lease`: the lease alone (behind a pooler in transaction mode). */
+  /** `session`: a session lock tells at once that a worker died; `lease`: the lease alone (also what a transaction pooler without a direct URL gets). */
   WORKER_LIVENESS: z
     .enum(['session', 'lease'], { error: 'must be session or lease' })
     .default('session')
     .describe(
-      "`session`: a dead worker's runs are taken over within about a second (its session lock vanished); `lease`: when its leases lapse (behind a pooler in transaction mode)",
+      "`session`: a dead worker's runs are taken over within about a second (its session lock vanished); `lease`: when its leases lapse (used behind a transaction pooler when `DATABASE_DIRECT_URL` is unset)",
     ),
   /** Claims a run may take without finishing before it is failed as abandoned (a poison run). */
   MAX_RUN_ATTEMPTS: int(1, 1000)
@@ -261,6 +279,12 @@ export function loadClientConfig(
 
 export interface Config {
   databaseUrl: string | null;
+  /** A direct session connection to the database of `databaseUrl`, for LISTEN and the liveness lock. */
+  databaseDirectUrl: string | null;
+  /** Whether `databaseUrl` goes through a transaction pooler; `auto`: found out at start. */
+  databasePooler: 'auto' | 'transaction' | 'none';
+  /** The pool's size; null: from the process's roles (poolSizeFor). */
+  databasePoolSize: number | null;
   dataDir: string;
   databaseSchema: string;
   port: number;
@@ -368,6 +392,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   return Object.freeze({
     databaseUrl: e.DATABASE_URL ?? null,
+    databaseDirectUrl: e.DATABASE_DIRECT_URL ?? null,
+    databasePooler: e.DATABASE_POOLER,
+    databasePoolSize: e.DATABASE_POOL_SIZE ?? null,
     dataDir: path.resolve(e.DATA_DIR),
     databaseSchema: e.DATABASE_SCHEMA,
     port: e.PORT,

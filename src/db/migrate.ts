@@ -58,8 +58,10 @@ function migrationsOf(dirs: readonly string[]): Migration[] {
 
 /**
  * Applies the migrations not yet recorded, in order, each in its own transaction: one that fails
- * leaves nothing behind and is not recorded, and the ones after it are not tried. A session-level
- * advisory lock makes a second migrator wait and then find nothing left to do.
+ * leaves nothing behind and is not recorded, and the ones after it are not tried. Each transaction
+ * takes a transaction-level advisory lock and looks again at what is recorded, so a second migrator
+ * waits and then finds nothing left to do. (A session-level lock would stay behind, held by whichever
+ * server connection a pooler in transaction mode gave the statement, and stop every later migrator.)
  * Returns the names of the migrations this call applied.
  */
 export async function migrate(pool: pg.Pool, opts: MigrateOptions = {}): Promise<string[]> {
@@ -67,33 +69,47 @@ export async function migrate(pool: pg.Pool, opts: MigrateOptions = {}): Promise
   const s = pg.escapeIdentifier(schema);
   const migrations = migrationsOf(opts.dirs ?? [MIGRATIONS_DIR]);
   const client = await pool.connect();
+  const locked = async <T>(work: () => Promise<T>): Promise<T> => {
+    await client.query('BEGIN');
+    try {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      const result = await work();
+      await client.query('COMMIT');
+      return result;
+    } catch (e) {
+      // A connection that broke would fail the rollback too; the work's own error is the one to tell.
+      await client.query('ROLLBACK').catch(() => {});
+      throw e;
+    }
+  };
+  const recorded = async (version: number | null) =>
+    (
+      await client.query<{ version: number }>(`SELECT version FROM ${s}.schema_migration WHERE $1::int IS NULL OR version = $1`, [version])
+    ).rows.map((r) => r.version);
   const applied: string[] = [];
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-    await adoptPublicTables(client, schema);
-    await client.query(`CREATE TABLE IF NOT EXISTS ${s}.schema_migration (
-      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${s}.schema_migration`);
-    const done = new Set(rows.map((r) => r.version));
+    const done = await locked(async () => {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+      await adoptPublicTables(client, schema);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${s}.schema_migration (
+        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      return new Set(await recorded(null));
+    });
     for (const m of migrations) {
       if (done.has(m.version)) continue;
-      await client.query('BEGIN');
-      try {
+      const ran = await locked(async () => {
+        if ((await recorded(m.version)).length) return false; // applied by another migrator meanwhile
         await client.query(`SET LOCAL search_path TO ${s}`);
         if (opts.legacyAgent) await client.query(`SELECT set_config('durable_agent_migration.legacy_agent', $1, true)`, [opts.legacyAgent]);
         await client.query(m.sql);
         await client.query(`INSERT INTO ${s}.schema_migration (version, name) VALUES ($1, $2)`, [m.version, m.name]);
-        await client.query('COMMIT');
-      } catch (e) {
-        // A connection that broke would fail the rollback too; the migration's own error is the one to tell.
-        await client.query('ROLLBACK').catch(() => {});
-        throw new Error(`migration ${m.name} failed: ${(e as Error).message}`, { cause: e });
-      }
-      applied.push(m.name);
+        return true;
+      }).catch((e: Error) => {
+        throw new Error(`migration ${m.name} failed: ${e.message}`, { cause: e });
+      });
+      if (ran) applied.push(m.name);
     }
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
     client.release();
   }
   return applied;
@@ -101,8 +117,8 @@ export async function migrate(pool: pg.Pool, opts: MigrateOptions = {}): Promise
 
 /**
  * Moves the tables of a database set up before the project had its own schema from `public` into
- * `schema`, once: only when `public.schema_migration` is ours (it records 0001_runs) and the schema
- * has no record yet. Indexes, constraints, triggers and identity sequences move with their tables.
+ * `schema`, once, in the caller's transaction: only when `public.schema_migration` is ours (it
+ * records 0001_runs) and the schema has no record yet. Indexes, constraints, triggers and identity sequences move with their tables.
  */
 async function adoptPublicTables(client: pg.PoolClient, schema: string): Promise<void> {
   const { rows } = await client.query<{ ours: string | null; legacy: string | null }>(
@@ -110,10 +126,13 @@ async function adoptPublicTables(client: pg.PoolClient, schema: string): Promise
     [`${pg.escapeIdentifier(schema)}.schema_migration`],
   );
   if (rows[0]!.ours || !rows[0]!.legacy) return;
-  const first = await client.query<{ name: string }>('SELECT name FROM public.schema_migration WHERE version = 1').catch(() => null);
+  // Somebody else's table of that name may have no such column: its error must not end the transaction.
+  await client.query('SAVEPOINT legacy_check');
+  const first = await client
+    .query<{ name: string }>('SELECT name FROM public.schema_migration WHERE version = 1')
+    .catch(async () => void (await client.query('ROLLBACK TO SAVEPOINT legacy_check')));
   if (first?.rows[0]?.name !== '0001_runs') return; // somebody else's table of that name
   const s = pg.escapeIdentifier(schema);
-  await client.query('BEGIN');
   try {
     for (const table of PUBLIC_TABLES) {
       const { rows: found } = await client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [`public.${table}`]);
@@ -123,9 +142,7 @@ async function adoptPublicTables(client: pg.PoolClient, schema: string): Promise
       const { rows: found } = await client.query<{ f: string | null }>('SELECT to_regprocedure($1) AS f', [`public.${fn}`]);
       if (found[0]!.f) await client.query(`ALTER FUNCTION public.${fn} SET SCHEMA ${s}`);
     }
-    await client.query('COMMIT');
   } catch (e) {
-    await client.query('ROLLBACK').catch(() => {});
     throw new Error(`moving the tables of an earlier release from public into ${schema} failed: ${(e as Error).message}`, { cause: e });
   }
 }

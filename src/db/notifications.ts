@@ -20,6 +20,12 @@ export const SCHEDULE_CHANGED_CHANNEL = 'durable_agent_schedule_changed';
 /** A shared text of content_blob was deleted; the payload is its digest (see migration 0008). */
 export const BLOB_DELETED_CHANNEL = 'durable_agent_blob_deleted';
 
+/**
+ * @unit milliseconds — how often what a LISTEN would have announced is looked for where no session can
+ * LISTEN (a transaction pooler and no DATABASE_DIRECT_URL).
+ */
+export const POLL_WITHOUT_LISTEN_MS = 1000;
+
 export interface Subscription {
   close(): Promise<void>;
 }
@@ -42,8 +48,16 @@ export interface ListenOptions {
  * LISTENs on channels with a dedicated connection (LISTEN does not survive a pooled client being
  * handed to someone else), reconnecting after a failure with a backoff that starts again from the
  * beginning after each successful connect. Each handler receives its notification's payload.
+ *
+ * With no `url` to hold a session on, nothing is announced: `onConnect`, which looks for whatever may
+ * have been missed, is called every POLL_WITHOUT_LISTEN_MS instead.
  */
-export function listen(url: string, handlers: Readonly<Record<string, (payload: string) => void>>, opts: ListenOptions): Subscription {
+export function listen(
+  url: string | null,
+  handlers: Readonly<Record<string, (payload: string) => void>>,
+  opts: ListenOptions,
+): Subscription {
+  if (url === null) return pollInstead(opts);
   const initialDelayMs = opts.initialDelayMs ?? 500;
   const maxDelayMs = opts.maxDelayMs ?? 30_000;
   let client: pg.Client | null = null;
@@ -97,6 +111,19 @@ export function listen(url: string, handlers: Readonly<Record<string, (payload: 
   };
 }
 
+function pollInstead(opts: ListenOptions): Subscription {
+  const poll = setInterval(() => opts.onConnect?.(), POLL_WITHOUT_LISTEN_MS);
+  poll.unref();
+  const first = setImmediate(() => opts.onConnect?.());
+  return {
+    close() {
+      clearInterval(poll);
+      clearImmediate(first);
+      return Promise.resolve();
+    },
+  };
+}
+
 /**
  * What a worker hears, on one connection: runs queued, cancels of RUNNING runs, runs an event hub
  * began to follow, and shared texts deleted. After every (re)connect, anything may have happened:
@@ -104,7 +131,7 @@ export function listen(url: string, handlers: Readonly<Record<string, (payload: 
  * lease renewal.
  */
 export function listenForWorker(
-  url: string,
+  url: string | null,
   on: {
     runQueued(): void;
     cancelRequested(runId: string): void;

@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { Config } from '../config/environment.ts';
 import { ConfigError } from '../domain/errors.ts';
 import { PG_TYPES } from './pg-types.ts';
+import { behindTransactionPooler, UnpreparedClient } from './transaction-pooler.ts';
 
 export const APPLICATION_NAME = 'durable-agent';
 const EMBEDDED_DATABASE = 'durable_agent';
@@ -11,9 +12,18 @@ export interface Database {
   /** Where the data lives, safe to print: the URL without its password, or the embedded data directory. */
   description: string;
   embedded: boolean;
+  /** `url` goes through a pooler in transaction mode: nothing is prepared by name on it, and no session is kept there. */
+  transactionPooler: boolean;
+  /**
+   * Where a session connects (LISTEN, the liveness lock): DATABASE_DIRECT_URL when set, else `url`
+   * unless it is a transaction pooler; null: nowhere, so wake-ups are polled and liveness is the lease.
+   */
+  sessionUrl: string | null;
   /** Done with the database: the last process to leave the embedded server stops it. */
   release(): Promise<void>;
 }
+
+type DatabaseSettings = Pick<Config, 'databaseUrl' | 'databaseDirectUrl' | 'databasePooler' | 'dataDir'>;
 
 export function redactUrl(url: string): string {
   try {
@@ -25,10 +35,24 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** DATABASE_URL when set; otherwise the embedded PostgreSQL under DATA_DIR, started or found. */
-export async function resolveDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Database> {
+/**
+ * DATABASE_URL when set (and whether it is a transaction pooler, found out unless DATABASE_POOLER
+ * says); otherwise the embedded PostgreSQL under DATA_DIR, started or found.
+ */
+export async function resolveDatabase(config: DatabaseSettings): Promise<Database> {
   if (config.databaseUrl) {
-    return { url: config.databaseUrl, description: redactUrl(config.databaseUrl), embedded: false, release: async () => {} };
+    const url = config.databaseUrl;
+    const description = redactUrl(url);
+    let transactionPooler = config.databasePooler === 'transaction';
+    if (config.databasePooler === 'auto') {
+      try {
+        transactionPooler = await behindTransactionPooler(url);
+      } catch (e) {
+        throw new ConfigError(`cannot use the database ${description}: ${(e as Error).message}`);
+      }
+    }
+    const sessionUrl = config.databaseDirectUrl ?? (transactionPooler ? null : url);
+    return { url, description, embedded: false, transactionPooler, sessionUrl, release: async () => {} };
   }
   // Loaded only when used: a process given DATABASE_URL never carries the embedded server's package.
   const [{ attachEmbeddedPostgres }, { ensureDatabase }] = await Promise.all([import('./embedded-sharing.ts'), import('./embedded.ts')]);
@@ -36,7 +60,14 @@ export async function resolveDatabase(config: Pick<Config, 'databaseUrl' | 'data
   try {
     const url = await ensureDatabase(cluster.adminUrl, EMBEDDED_DATABASE);
     const description = `embedded PostgreSQL in ${cluster.dataDir} (port ${cluster.port})`;
-    return { url, description, embedded: true, release: async () => void (await cluster.detach()) };
+    return {
+      url,
+      description,
+      embedded: true,
+      transactionPooler: false,
+      sessionUrl: config.databaseDirectUrl ?? url,
+      release: async () => void (await cluster.detach()),
+    };
   } catch (e) {
     await cluster.detach();
     throw e;
@@ -52,16 +83,22 @@ export function poolSizeFor(concurrency: number): number {
   return Math.min(concurrency, 20) + 4;
 }
 
+export interface PoolOptions {
+  /** Whether statements are prepared by name (kept per connection); false behind a transaction pooler. Default true. */
+  prepared?: boolean;
+}
+
 /**
  * A pool of up to `max` connections. It knows nothing of the schema: the statements name it
  * (schema.ts), so one pool could serve stores of several schemas.
  */
-export function createPool(url: string, max = 10): pg.Pool {
+export function createPool(url: string, max = 10, opts: PoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
     application_name: APPLICATION_NAME,
     types: PG_TYPES,
+    ...(opts.prepared === false ? { Client: UnpreparedClient } : {}),
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});

@@ -37,6 +37,11 @@ export interface WorkerOptions {
   /** Claims a run may take without finishing before it is failed as abandoned (a poison run). */
   maxRunAttempts: number;
   pollIntervalMs: number;
+  /**
+   * @unit milliseconds — how often the leases are renewed, which also brings the cancels and followers
+   * of held runs that no notification told of. Default: a third of the lease.
+   */
+  renewIntervalMs?: number;
   /** How long shutdown waits for in-flight steps before telling them to stop. */
   shutdownGraceMs: number;
   /**
@@ -393,15 +398,19 @@ export class Worker {
   private leases(): LeaseKeeper {
     const factory =
       this.deps.leaseKeeper ?? inProcessLeaseKeeper((owner, held, withinMs) => this.deps.store.renewLeases(owner, held, withinMs));
-    return (this.keeper ??= factory(this.owner, Math.max(10, Math.floor(this.opts.leaseMs / 3)), {
-      lost: ({ runId, token }) => {
-        const h = this.held.get(runId);
-        if (h?.run.lease.token === token) h.stop(new LeaseLostError(runId, this.owner.worker));
+    return (this.keeper ??= factory(
+      this.owner,
+      Math.max(10, Math.min(this.opts.renewIntervalMs ?? Infinity, Math.floor(this.opts.leaseMs / 3))),
+      {
+        lost: ({ runId, token }) => {
+          const h = this.held.get(runId);
+          if (h?.run.lease.token === token) h.stop(new LeaseLostError(runId, this.owner.worker));
+        },
+        cancelRequested: (runId) => this.deliverCancel(runId, 'lease renewal'),
+        followed: (runId) => this.held.get(runId)?.followers.follow(),
+        failed: (e) => this.deps.logger.warn({ err_message: e.message }, 'lease renewal failed; retrying at the next interval'),
       },
-      cancelRequested: (runId) => this.deliverCancel(runId, 'lease renewal'),
-      followed: (runId) => this.held.get(runId)?.followers.follow(),
-      failed: (e) => this.deps.logger.warn({ err_message: e.message }, 'lease renewal failed; retrying at the next interval'),
-    }));
+    ));
   }
 
   /** This worker's liveness lock is gone for good: others take its runs over, so it stops driving them. */

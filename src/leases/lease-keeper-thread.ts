@@ -17,6 +17,8 @@ import { renewWithinMs } from '../core/lease-policy.ts';
 import { leaseRenewalSql } from '../store/lease-renewal.ts';
 import type { LeaseKeeper, LeaseKeeperFactory, LeaseKeeperListener, LeaseOwner } from '../ports/engine-store.ts';
 
+type Statement = Pick<NamedStatement, 'text'> & Partial<Pick<NamedStatement, 'name'>>;
+
 /** `changes`: runs now held (id, token) and runs let go since the last message. */
 type ToThread = { type: 'changes'; hold: [string, string][]; drop: string[] } | { type: 'alive' } | { type: 'close' };
 type FromThread =
@@ -29,7 +31,7 @@ type FromThread =
 interface ThreadData {
   pgPath: string;
   url: string;
-  statement: NamedStatement;
+  statement: Statement;
   owner: LeaseOwner;
   intervalMs: number;
   /** @unit milliseconds — leases that run out sooner are renewed, the others only checked (renewWithinMs). */
@@ -169,8 +171,8 @@ class ThreadLeaseKeeper implements LeaseKeeper {
 
   constructor(
     private readonly url: string,
-    /** RENEW_LEASES of the keeper's schema: the text the thread runs. */
-    private readonly statement: NamedStatement,
+    /** RENEW_LEASES of the keeper's schema: the text the thread runs (unnamed: never prepared by name). */
+    private readonly statement: Statement,
     private readonly owner: LeaseOwner,
     private readonly intervalMs: number,
     private readonly listener: LeaseKeeperListener,
@@ -289,11 +291,14 @@ export interface LeaseKeeperThreadOptions extends SchemaOption {
    * the loop can be that slow and still finish.
    */
   stallLimitMs?: number;
+  /** Whether its statement is prepared by name on its connection; false behind a transaction pooler. Default true. */
+  prepared?: boolean;
 }
 
 /** A lease keeper on its own thread and connection to the database at `url`. */
 export function leaseKeeperThread(url: string, opts: LeaseKeeperThreadOptions = {}): LeaseKeeperFactory {
   const { RENEW_LEASES } = leaseRenewalSql(schemaSql(opts.schema));
+  const statement = opts.prepared === false ? { text: RENEW_LEASES.text } : RENEW_LEASES;
   return (owner, intervalMs, listener) =>
-    new ThreadLeaseKeeper(url, RENEW_LEASES, owner, intervalMs, listener, opts.stallLimitMs ?? 3 * owner.leaseMs);
+    new ThreadLeaseKeeper(url, statement, owner, intervalMs, listener, opts.stallLimitMs ?? 3 * owner.leaseMs);
 }

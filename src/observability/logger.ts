@@ -14,6 +14,7 @@ const SECRET_KEYS = [
   '["X-Api-Key"]',
   'password',
   'databaseUrl',
+  'databaseDirectUrl',
   'cookie',
 ];
 /** Conversation text and tool inputs: censored at the top two levels; logs say what happened, not what was said. */

@@ -23,7 +23,8 @@ export class RunWaits {
   private closed = false;
 
   constructor(
-    private readonly databaseUrl: string,
+    /** Where to LISTEN; null: the waited runs are read every second instead (no session to hold). */
+    private readonly databaseUrl: string | null,
     private readonly read: (id: RunId) => Promise<Run | null>,
     private readonly logger: Logger,
   ) {}

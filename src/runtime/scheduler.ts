@@ -33,8 +33,11 @@ export interface SchedulerDeps {
   defaults: RunDefaults;
   /** The agents whose schedules this process makes slots for (the runtime's). */
   agents: readonly string[];
-  /** For LISTEN: woken when a schedule is made or changed. Without it, only its timer wakes it. */
-  databaseUrl?: string;
+  /**
+   * For LISTEN: woken when a schedule is made or changed anywhere; null: it looks every second
+   * instead (no session to hold). Absent: only its timer wakes it.
+   */
+  databaseUrl?: string | null;
   logger: Logger;
 }
 
@@ -159,7 +162,7 @@ export function startScheduler(d: SchedulerDeps): Scheduler {
     arm(wait);
   };
 
-  if (d.databaseUrl) {
+  if (d.databaseUrl !== undefined) {
     subscription = listen(
       d.databaseUrl,
       { [SCHEDULE_CHANGED_CHANNEL]: () => void tick() },

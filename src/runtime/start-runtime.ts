@@ -12,8 +12,9 @@ import type { Config } from '../config/environment.ts';
 import { ConfigError, UnauthorizedError } from '../domain/errors.ts';
 import { migrate, MIGRATIONS_DIR } from '../db/migrate.ts';
 import { DEMO_MIGRATIONS_DIR } from '../demo/migrations-dir.ts';
-import { listenForWorker } from '../db/notifications.ts';
-import { checkConnection, createPool, type Database, poolSizeFor, resolveDatabase } from '../db/pool.ts';
+import { listenForWorker, POLL_WITHOUT_LISTEN_MS } from '../db/notifications.ts';
+import { type ConnectionBudget, connectionBudget } from './connection-budget.ts';
+import { checkConnection, createPool, type Database, resolveDatabase } from '../db/pool.ts';
 import { armCrashPoint } from '../engine/crash-points.ts';
 import type { EngineEvents } from '../ports/engine-events.ts';
 import { Worker } from '../engine/worker.ts';
@@ -104,6 +105,8 @@ export interface RuntimeOptions {
 export interface Runtime {
   config: Readonly<Config>;
   database: Database;
+  /** The connections this process may open, by kind. */
+  connections: ConnectionBudget;
   /** The engine's store (claims, checkpoints, leases). */
   store: RunStore;
   /** What people and the API ask of runs (create, read, cancel, decide). */
@@ -150,11 +153,27 @@ function metricsServer(metrics: Metrics, auth: Authenticator, host: string, port
   });
 }
 
+/** Said once at start: what a transaction pooler changes, and what is slower without a session to hold. */
+function warnOfPooler(database: Database, logger: Logger): void {
+  if (database.sessionUrl !== null) {
+    logger.info(
+      'DATABASE_URL goes through a pooler in transaction mode: no statement is prepared by name; LISTEN and the liveness lock use DATABASE_DIRECT_URL',
+    );
+    return;
+  }
+  logger.warn(
+    `DATABASE_URL goes through a pooler in transaction mode and DATABASE_DIRECT_URL is unset, so nothing can LISTEN or hold a session lock: wake-ups, cancels and live events are looked for every ${POLL_WITHOUT_LISTEN_MS / 1000} s instead of announced, and a dead worker's runs are taken over when their lease lapses (LEASE_SECONDS) instead of within about a second. Set DATABASE_DIRECT_URL to a direct connection to the same database for both`,
+  );
+}
+
 export async function startRuntime(config: Readonly<Config>, opts: RuntimeOptions): Promise<Runtime> {
   const redact = config.redact ? redactor(config.redact) : noRedaction;
   const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat, redact });
   const database = await resolveDatabase(config);
-  const pool = createPool(database.url, poolSizeFor(opts.worker ? config.workerConcurrency : 0) + (opts.api ? 6 : 0));
+  const connections = connectionBudget(config, database, opts);
+  const pool = createPool(database.url, connections.pool, { prepared: !database.transactionPooler });
+  // No session to LISTEN on or to hold a lock with: what notifications would bring is looked for every second.
+  const session = database.sessionUrl;
   // Every part that issues SQL names its tables in this schema (db/schema.ts).
   const schema = config.databaseSchema;
   let worker: Worker | null = null;
@@ -184,6 +203,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
 
   try {
     await checkConnection(pool, database);
+    if (database.transactionPooler) warnOfPooler(database, logger);
     const agents = opts.agents ?? [opts.agent ?? {}];
     const names = agents.map((a) => a.name ?? DEMO_AGENT);
     if (agents.length === 0 || new Set(names).size !== names.length)
@@ -219,7 +239,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       costBudgetUsd: config.defaultCostBudgetUsd,
       isPriced: (model) => prices.priceOf(model) !== null,
     };
-    waits = new RunWaits(database.url, (id) => records.get(id), logger);
+    waits = new RunWaits(session, (id) => records.get(id), logger);
     const runs = createRuns({ store: records, listing, defaults, waits });
     const scheduleStore = new Schedules(pool, { schema, sealer });
     const schedules = createSchedules({
@@ -268,7 +288,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       const dashboard = loadDashboard();
       if (!dashboard) logger.warn('the dashboard is not built (run npm run build): its pages answer 503');
       eventHub = new EventHub(new RunEvents(pool, { schema, sealer }), {
-        databaseUrl: database.url,
+        databaseUrl: session,
+        ...(session === null ? { pollMs: POLL_WITHOUT_LISTEN_MS } : {}),
         logger,
         access: new ReaderAccess(pool, { schema }),
       });
@@ -336,27 +357,30 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           logger,
           events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider, redact }), ...(opts.events ?? [])],
           subscribe: (on) =>
-            listenForWorker(database.url, on, (e, retryInMs) =>
+            listenForWorker(session, on, (e, retryInMs) =>
               logger.warn({ err_message: e.message, retry_in_ms: retryInMs }, 'LISTEN connection failed; reconnecting'),
             ),
           leaseKeeper: leaseKeeperThread(database.url, {
             schema,
+            prepared: !database.transactionPooler,
             stallLimitMs: Math.max(3 * config.leaseMs, config.toolTimeoutMs + config.leaseMs),
           }),
           liveness:
-            config.workerLiveness === 'session'
-              ? livenessSession(database.url, {
+            config.workerLiveness === 'session' && session !== null
+              ? livenessSession(session, {
                   schema,
                   log: (level, msg, fields) => logger[level](fields ?? {}, msg),
                 })
-              : leaseOnlyLiveness((level, msg) => logger[level](msg)),
+              : // Behind a transaction pooler with no session URL, the start's warning has said so.
+                leaseOnlyLiveness(config.workerLiveness === 'lease' ? (level, msg) => logger[level](msg) : undefined),
         },
         {
           name: config.workerName,
           concurrency: config.workerConcurrency,
           leaseMs: config.leaseMs,
           maxRunAttempts: config.maxRunAttempts,
-          pollIntervalMs: config.pollIntervalMs,
+          pollIntervalMs: session === null ? Math.min(config.pollIntervalMs, POLL_WITHOUT_LISTEN_MS) : config.pollIntervalMs,
+          ...(session === null ? { renewIntervalMs: POLL_WITHOUT_LISTEN_MS } : {}),
           shutdownGraceMs: config.shutdownGraceMs,
           shutdownForceMs: config.shutdownForceMs,
           requeueDelayMs: config.retryCapMs,
@@ -368,9 +392,9 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     }
     // Every process that serves agents makes their schedules' slots; whichever comes first makes each.
     if (opts.api || opts.worker) {
-      scheduler = startScheduler({ store: scheduleStore, records, defaults, agents: names, databaseUrl: database.url, logger });
+      scheduler = startScheduler({ store: scheduleStore, records, defaults, agents: names, databaseUrl: session, logger });
     }
-    return { config, database, store, records, llm, logger, metrics, worker, server, runs, schedules, url, auth, close };
+    return { config, database, connections, store, records, llm, logger, metrics, worker, server, runs, schedules, url, auth, close };
   } catch (e) {
     await close().catch(() => {});
     throw e;

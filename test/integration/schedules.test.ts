@@ -263,29 +263,28 @@ describe('a schedule', () => {
 
   it("after every process was down for several slots: 'latest' makes one run for the latest, 'all' one per slot, 'none' none", async () => {
     const first = await start();
-    const every20s = { cron: '*/20 * * * * *', input: 'x', overlap: 'allow' };
+    // Hourly: the next process has most of an hour to start before another slot comes, however slow the machine.
+    const hourly = { cron: '0 * * * *', input: 'x', overlap: 'allow' };
     const ids: Record<string, string> = {};
     for (const catchUp of ['latest', 'all', 'none']) {
-      ids[catchUp] = (await api<ScheduleJson>(first, 'POST', '/api/schedules', { name: `catch-${catchUp}`, catchUp, ...every20s })).body.id;
+      ids[catchUp] = (await api<ScheduleJson>(first, 'POST', '/api/schedules', { name: `catch-${catchUp}`, catchUp, ...hourly })).body.id;
     }
     await first.close();
-    // Every process is down. What an outage leaves: each schedule's next slot 80 s and more in the past, by
-    // the database's clock, at a moment the latest due slot is 6 s late or more (past ON_TIME_MS), with
-    // 12 s left for the next process to start before another slot comes.
+    // Every process is down. What an outage leaves: each schedule's next slot four hours in the past, by the
+    // database's clock, at a moment the latest due slot is 10 s late or more (past ON_TIME_MS) and the next is
+    // a minute away or more.
     await waitFor(
-      'a moment 6 to 8 s past a slot',
+      'a moment 10 s to 59 min past the hour',
       async () => {
-        const { rows } = await db.pool.query<{ s: number }>('SELECT mod(extract(second FROM now())::numeric, 20)::float8 AS s');
-        return rows[0]!.s >= 6 && rows[0]!.s < 8;
+        const { rows } = await db.pool.query<{ s: number }>("SELECT extract(epoch FROM now() - date_trunc('hour', now()))::float8 AS s");
+        return rows[0]!.s >= 10 && rows[0]!.s < 3540;
       },
-      30_000,
+      80_000,
     );
-    const { rows } = await db.pool.query<{ latest: Date }>(
-      `SELECT date_trunc('second', now()) - (extract(second FROM now())::int % 20) * interval '1 second' AS latest`,
-    );
+    const { rows } = await db.pool.query<{ latest: Date }>(`SELECT date_trunc('hour', now()) AS latest`);
     const latest = rows[0]!.latest;
-    await db.pool.query(`UPDATE durable_agent.schedule SET next_run_at = $1::timestamptz - interval '80 seconds'`, [latest]);
-    const missed = [80, 60, 40, 20, 0].map((s) => latest.getTime() - s * 1000);
+    await db.pool.query(`UPDATE durable_agent.schedule SET next_run_at = $1::timestamptz - interval '4 hours'`, [latest]);
+    const missed = [4, 3, 2, 1, 0].map((h) => latest.getTime() - h * 3_600_000);
 
     await start();
     await waitFor('every schedule caught up', async () => {
@@ -299,7 +298,7 @@ describe('a schedule', () => {
     expect(await made('none')).toEqual([]);
     const none = (await api<ScheduleJson>(runtimes.at(-1)!, 'GET', `/api/schedules/${ids.none}`)).body;
     expect(none.skipped).toMatchObject({ missed: 5, lastReason: 'missed' });
-  });
+  }, 150_000);
 
   it('a PATCH recomputes the next slot when the expression changes, clears with null, and refuses a new name; a tenant sees its own only', async () => {
     const rt = await start();

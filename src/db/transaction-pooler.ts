@@ -1,0 +1,59 @@
+/**
+ * A pooler in transaction mode (PgBouncer's `pool_mode=transaction`, Supavisor, RDS Proxy, Neon's
+ * pooler) hands a client's server connection to other clients between its transactions, so nothing a
+ * session keeps can be relied on: a statement prepared by name is on whichever server prepared it (a
+ * second PREPARE of the name on that server fails with 42P05, an EXECUTE elsewhere finds none), and a
+ * LISTEN or a session lock stays on a server the client no longer has. Behind one, the pool prepares
+ * nothing by name and sessions go to a direct connection, or nowhere (pool.ts).
+ */
+import pg from 'pg';
+
+/**
+ * A client that never prepares a statement by name: each is sent as the unnamed statement, which
+ * lives for one exchange only. The statements keep their names for a direct connection, where a plan
+ * kept per connection saves the parse of every checkpoint.
+ */
+export class UnpreparedClient extends pg.Client {}
+const query = pg.Client.prototype.query as (this: pg.Client, config: unknown, ...rest: unknown[]) => unknown;
+UnpreparedClient.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
+  const named = typeof config === 'object' && config !== null && 'name' in config && !('submit' in config);
+  return query.call(this, named ? { ...config, name: undefined } : config, ...rest);
+} as typeof pg.Client.prototype.query;
+
+/** Rounds of the probe: one can miss a pooler whose other clients took the server in between, never find one that is not there. */
+const PROBE_ROUNDS = 5;
+
+/**
+ * Whether `url` reaches PostgreSQL through a pooler in transaction mode. Two clients, A and B: A asks
+ * its server's pid, then B, in a transaction, asks its own, and A asks again. On a connection of its
+ * own (direct, or a pooler in session mode) A keeps its server, which B can never have: B's pid differs
+ * and A's stays, every time. A transaction pooler gives B the server A has just released (PgBouncer
+ * hands out the last one used), or A another while B holds its own; unless another client of the pooler
+ * (another process starting at the same moment) took it in between: so the round is repeated, and one
+ * round that shows a shared server is proof. A direct connection is never taken for a pooler.
+ */
+export async function behindTransactionPooler(url: string): Promise<boolean> {
+  const open = async () => {
+    const c = new pg.Client({ connectionString: url, application_name: 'durable-agent-probe' });
+    c.on('error', () => {});
+    await c.connect();
+    return c;
+  };
+  const clients: pg.Client[] = [];
+  try {
+    clients.push(await open(), await open());
+    const [a, b] = clients as [pg.Client, pg.Client];
+    const pid = async (c: pg.Client) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    for (let round = 0; round < PROBE_ROUNDS; round++) {
+      const first = await pid(a);
+      await b.query('BEGIN');
+      const other = await pid(b);
+      const again = await pid(a);
+      await b.query('COMMIT');
+      if (other === first || again !== first) return true;
+    }
+    return false;
+  } finally {
+    await Promise.all(clients.map((c) => c.end().catch(() => {})));
+  }
+}

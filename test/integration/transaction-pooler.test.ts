@@ -1,0 +1,150 @@
+/**
+ * Behind a real PgBouncer in transaction mode: the pooler is told from a direct connection and from a
+ * session pooler; migrations leave no lock behind on a pooled server; and a whole runtime (API, worker,
+ * scheduler, live events) drives runs with tools, an approval, a sleep, a cancel and a fork to the end
+ * with no statement prepared by name, warning once at start of what is slower without a direct URL.
+ */
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/environment.ts';
+import { listMigrations, migrate } from '../../src/db/migrate.ts';
+import { createPool, resolveDatabase } from '../../src/db/pool.ts';
+import { behindTransactionPooler } from '../../src/db/transaction-pooler.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { type Runtime, startRuntime } from '../../src/runtime/start-runtime.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { readSse } from '../support/events-api.ts';
+import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+let db: TestDatabase;
+let bouncer: PgBouncer;
+beforeAll(async () => {
+  db = await testDatabase();
+  bouncer = await startPgBouncer(db.url);
+});
+afterAll(async () => {
+  await bouncer?.stop();
+  await db?.close();
+});
+
+describe('a transaction pooler', () => {
+  it('is told from a direct connection and from a pooler in session mode, every time', async () => {
+    const session = await startPgBouncer(db.url, { mode: 'session' });
+    try {
+      for (let i = 0; i < 5; i++) {
+        expect(await behindTransactionPooler(db.url)).toBe(false);
+        expect(await behindTransactionPooler(session.url)).toBe(false);
+        expect(await behindTransactionPooler(bouncer.url)).toBe(true);
+      }
+    } finally {
+      await session.stop();
+    }
+    const found = await resolveDatabase(loadConfig({ DATABASE_URL: bouncer.url }));
+    expect(found).toMatchObject({ transactionPooler: true, sessionUrl: null });
+    const direct = await resolveDatabase(loadConfig({ DATABASE_URL: bouncer.url, DATABASE_DIRECT_URL: db.url }));
+    expect(direct).toMatchObject({ transactionPooler: true, sessionUrl: db.url });
+    const told = await resolveDatabase(loadConfig({ DATABASE_URL: db.url, DATABASE_POOLER: 'transaction' }));
+    expect(told).toMatchObject({ transactionPooler: true, sessionUrl: null });
+  });
+
+  it('migrates from several processes at once and leaves no lock held on a pooled server', async () => {
+    const fresh = await testDatabase();
+    const pooled = await startPgBouncer(fresh.url, { poolSize: 3 });
+    const pools = [1, 2, 3].map(() => createPool(pooled.url, 2, { prepared: false }));
+    try {
+      await fresh.pool.query('DROP SCHEMA durable_agent CASCADE');
+      const applied = await Promise.all(pools.map((p) => migrate(p, { schema: 'durable_agent' })));
+      expect(applied.flat().length).toBe(new Set(applied.flat()).size); // each migration applied once
+      expect(applied.flat().length).toBe(listMigrations().length);
+      const { rows } = await fresh.pool.query(
+        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      );
+      expect(rows[0].n).toBe(0);
+      // A later migrator is not stopped by a lock a server connection kept.
+      expect(await migrate(pools[0]!, { schema: 'durable_agent' })).toEqual([]);
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+      await pooled.stop();
+      await fresh.close();
+    }
+  });
+});
+
+describe('a runtime behind PgBouncer in transaction mode, without a direct URL', () => {
+  const lines: Record<string, unknown>[] = [];
+  let rt: Runtime;
+  let base: string;
+  beforeAll(async () => {
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+    rt = await startRuntime(
+      loadConfig({ DATABASE_URL: bouncer.url, PORT: '0', LLM_PROVIDER: 'demo', DEMO_LATENCY_MS: '0', WORKER_CONCURRENCY: '16' }),
+      { api: true, worker: true, logger: createLogger({ level: 'info', destination }) },
+    );
+    base = rt.url!;
+  });
+  afterAll(async () => {
+    await rt?.close();
+  });
+
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  };
+  const get = async (path: string) => (await (await fetch(`${base}${path}`)).json()) as Record<string, any>;
+  const until = (id: string, status: string, timeoutMs = 20_000) =>
+    waitFor(
+      `run ${id} to be ${status}`,
+      async () => ((await get(`/api/runs/${id}`)).status === status ? get(`/api/runs/${id}`) : null),
+      timeoutMs,
+    );
+
+  it('says once that it polls and relies on leases, and how many connections it may open', () => {
+    expect(rt.database).toMatchObject({ transactionPooler: true, sessionUrl: null });
+    const warned = lines.filter((l) => /transaction mode and DATABASE_DIRECT_URL is unset/.test(String(l.msg)));
+    expect(warned).toHaveLength(1);
+    expect(rt.connections).toEqual({ pool: 26, leaseKeeper: 1, sessions: 0 });
+  });
+
+  it('drives runs with tools, an approval, a sleep, a cancel and a fork to the end, with live events, and no prepared statement', async () => {
+    const many = await Promise.all(Array.from({ length: 30 }, () => post('/api/runs', { input: 'Which acme tickets are overdue?' })));
+    expect(many.every((r) => r.status === 201)).toBe(true);
+    const watched = await post('/api/runs', { input: 'Which acme tickets are overdue?' });
+    const events = await readSse(`${base}/api/runs/${watched.body.id}/events`);
+    expect(events.events.map((e) => e.type)).toEqual(expect.arrayContaining(['tool.started', 'tool.finished', 'run.finished']));
+
+    const approval = await post('/api/runs', { input: 'Close ticket ACME-104 because the fix shipped' });
+    const waiting = await until(approval.body.id, 'WAITING');
+    const toolUseId = waiting.waiting.toolCalls[0].toolUseId as string;
+    expect((await post(`/api/runs/${approval.body.id}/tool-calls/${toolUseId}/decision`, { decision: 'approve' })).status).toBe(202);
+
+    const sleeper = await post('/api/runs', { input: 'Check back in 2 seconds' });
+    const cancelled = await post('/api/runs', { input: 'Wait 1 hour, then check again' });
+    await until(cancelled.body.id, 'WAITING');
+    expect((await post(`/api/runs/${cancelled.body.id}/cancel`, {})).status).toBe(202);
+
+    for (const r of [...many, watched, approval, sleeper]) await until(r.body.id, 'SUCCEEDED', 30_000);
+    await until(cancelled.body.id, 'CANCELLED');
+    const fork = await post(`/api/runs/${watched.body.id}/fork`, { afterSeq: 2 });
+    expect(fork.status).toBe(201);
+    await until(fork.body.id, 'SUCCEEDED');
+
+    const { rows } = await db.pool.query(`SELECT status, count(*)::int AS n FROM durable_agent.run GROUP BY status ORDER BY status`);
+    expect(rows).toEqual([
+      { status: 'CANCELLED', n: 1 },
+      { status: 'SUCCEEDED', n: 34 },
+    ]);
+    const problems = lines.filter((l) => Number(l.level) >= 40 && !/DATABASE_DIRECT_URL is unset/.test(String(l.msg)));
+    expect(problems).toEqual([]);
+    expect(JSON.stringify(lines)).not.toMatch(/prepared statement/);
+  }, 90_000);
+});
