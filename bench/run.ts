@@ -26,6 +26,7 @@ import { agentLoopBench } from './agent-loop.ts';
 import { mergeIntoLatest, withScratchDatabase } from './scratch-database.ts';
 import { benchWorkspace } from './workspace.ts';
 import { benchSchedules } from './schedules.ts';
+import { benchPooler } from './pooler.ts';
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round = (x: number, d = 3) => Number(x.toFixed(d));
@@ -310,6 +311,9 @@ async function main() {
     // Schedules: a minute of 10,000 of them, and ordinary claims meanwhile.
     const schedules = await benchSchedules(pool);
     Object.assign(results, schedules.results);
+    // The throughput scenario again, through PgBouncer in transaction mode and directly, in turn.
+    const pooler = await benchPooler(url.toString(), pool);
+    Object.assign(results, pooler.results);
     // A worker killed mid-step under the default 30 s lease: how soon another live worker resumes its run.
     {
       const ms = (await resumeLatencies(url.toString(), pool, 5)).sort((a, b) => a - b);
@@ -391,6 +395,7 @@ async function main() {
       ...events.rows,
       ...workspace.rows,
       ...schedules.rows,
+      ...pooler.rows,
     ];
     console.log(`durable-agent bench on ${description}\n`);
     for (const [k, v, note] of rows) console.log(`${k.padEnd(32)} ${v.padStart(16)}   ${note}`);

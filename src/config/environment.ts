@@ -25,7 +25,7 @@ export const EnvSchema = z.object({
     .min(1)
     .optional()
     .describe(
-      'PostgreSQL to use (15 or newer). Unset: an embedded PostgreSQL under `DATA_DIR`, shared by every process of the project on the machine',
+      'PostgreSQL to use (14 or newer; 14 to 18 are tested). Unset: an embedded PostgreSQL under `DATA_DIR`, shared by every process of the project on the machine',
     ),
   DATABASE_DIRECT_URL: z
     .string()

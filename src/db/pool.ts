@@ -109,11 +109,30 @@ export function createPool(url: string, max = 10, opts: PoolOptions = {}): pg.Po
   return pool;
 }
 
-/** Fails with one readable line naming the database (never its password) when it cannot be reached. */
+/** The oldest PostgreSQL major the runtime is tested on (14 to 18 are). */
+export const OLDEST_POSTGRES = 14;
+
+/**
+ * Fails with one readable line naming the database (never its password) when it cannot be reached, or
+ * is older than OLDEST_POSTGRES.
+ */
 export async function checkConnection(pool: pg.Pool, db: Pick<Database, 'description'>): Promise<void> {
+  let version: number;
   try {
-    await pool.query('SELECT 1');
+    const { rows } = await pool.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`);
+    version = Number(rows[0]!.v);
   } catch (e) {
     throw new ConfigError(`cannot use the database ${db.description}: ${(e as Error).message}`);
+  }
+  refuseOldServer(version, db.description);
+}
+
+/** Throws a ConfigError for a `server_version_num` older than OLDEST_POSTGRES. */
+export function refuseOldServer(versionNum: number, description: string): void {
+  const major = Math.floor(versionNum / 10_000);
+  if (major < OLDEST_POSTGRES) {
+    throw new ConfigError(
+      `the database ${description} is PostgreSQL ${major}: durable-agent needs PostgreSQL ${OLDEST_POSTGRES} or newer (14 to 18 are tested)`,
+    );
   }
 }

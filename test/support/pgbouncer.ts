@@ -1,7 +1,7 @@
 /**
  * A real PgBouncer (the Debian package `pgbouncer`) in front of a test database, on a free port, in
  * transaction mode unless told otherwise: every database name is passed through to the server of
- * `url`, with trust authentication for its user.
+ * `url`, with trust authentication for its user (towards the server, the password of `url` if it has one).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -42,7 +42,8 @@ export async function startPgBouncer(url: string, opts: PgBouncerOptions = {}): 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgbouncer-'));
   fs.chmodSync(dir, 0o755); // it drops to nobody when started as root, and must still read its files
   const users = path.join(dir, 'users.txt');
-  fs.writeFileSync(users, `"${user}" ""\n`);
+  // PgBouncer logs in to the server with the password it finds here (clients reach it without one).
+  fs.writeFileSync(users, `"${user}" "${decodeURIComponent(server.password)}"\n`);
   const ini = path.join(dir, 'pgbouncer.ini');
   fs.writeFileSync(
     ini,
