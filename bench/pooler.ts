@@ -36,58 +36,60 @@ const model: LlmClient = {
   },
 };
 
-async function round(url: string, directUrl: string, prepared: boolean, check: pg.Pool): Promise<number> {
-  const pool = createPool(url, poolSizeFor(RUNS), { prepared });
-  try {
-    const records = new RunRecords(pool);
-    const ids: RunId[] = [];
-    for (let i = 0; i < RUNS; i++)
-      ids.push((await records.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 100 })).id);
-    let finished = 0;
-    let allDone!: () => void;
-    const done = new Promise<void>((r) => (allDone = r));
-    const worker = new Worker(
-      {
-        store: new RunStore(pool),
-        llm: model,
-        agent: {
-          system: 'bench',
-          tools: new ToolExecutor(
-            [{ name: 'noop', description: 'returns at once', inputSchema: { type: 'object' }, execute: async () => 'ok' }],
-            10_000,
-          ),
-          maxTokens: 1024,
-        },
-        costOf: () => 0,
-        logger: createLogger({ level: 'silent' }),
-        events: [{ runFinished: () => ++finished === RUNS && allDone() }],
-        subscribe: (on) => listenForWorker(directUrl, on, () => {}),
-        leaseKeeper: leaseKeeperThread(url, { prepared }),
+/** One side: its pool kept over the rounds, so both sides' server connections are warm (PgBouncer keeps its own). */
+interface Side {
+  url: string;
+  prepared: boolean;
+  pool: pg.Pool;
+}
+
+async function round({ url, prepared, pool }: Side, directUrl: string, check: pg.Pool): Promise<number> {
+  const records = new RunRecords(pool);
+  const ids: RunId[] = [];
+  for (let i = 0; i < RUNS; i++)
+    ids.push((await records.create({ input: 'bench', model: 'bench', tokenBudget: 10_000_000, timeoutSeconds: 3600, maxSteps: 100 })).id);
+  let finished = 0;
+  let allDone!: () => void;
+  const done = new Promise<void>((r) => (allDone = r));
+  const worker = new Worker(
+    {
+      store: new RunStore(pool),
+      llm: model,
+      agent: {
+        system: 'bench',
+        tools: new ToolExecutor(
+          [{ name: 'noop', description: 'returns at once', inputSchema: { type: 'object' }, execute: async () => 'ok' }],
+          10_000,
+        ),
+        maxTokens: 1024,
       },
-      {
-        name: 'bench-worker',
-        concurrency: RUNS,
-        leaseMs: 60_000,
-        maxRunAttempts: 5,
-        pollIntervalMs: 1000,
-        shutdownGraceMs: 5000,
-        requeueDelayMs: 1000,
-      },
-    );
-    await worker.start();
-    const t = performance.now();
-    await done;
-    const seconds = (performance.now() - t) / 1000;
-    await worker.stop();
-    const { rows } = await check.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM durable_agent.run_step s JOIN durable_agent.run r ON r.id = s.run_id WHERE r.id = ANY($1) AND r.status = 'SUCCEEDED'`,
-      [ids],
-    );
-    if (rows[0]!.n !== RUNS * 10) throw new Error(`the pooler bench's runs did not all succeed with 10 steps (${rows[0]!.n} steps)`);
-    return Math.round(rows[0]!.n / seconds);
-  } finally {
-    await pool.end();
-  }
+      costOf: () => 0,
+      logger: createLogger({ level: 'silent' }),
+      events: [{ runFinished: () => ++finished === RUNS && allDone() }],
+      subscribe: (on) => listenForWorker(directUrl, on, () => {}),
+      leaseKeeper: leaseKeeperThread(url, { prepared }),
+    },
+    {
+      name: 'bench-worker',
+      concurrency: RUNS,
+      leaseMs: 60_000,
+      maxRunAttempts: 5,
+      pollIntervalMs: 1000,
+      shutdownGraceMs: 5000,
+      requeueDelayMs: 1000,
+    },
+  );
+  await worker.start();
+  const t = performance.now();
+  await done;
+  const seconds = (performance.now() - t) / 1000;
+  await worker.stop();
+  const { rows } = await check.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM durable_agent.run_step s JOIN durable_agent.run r ON r.id = s.run_id WHERE r.id = ANY($1) AND r.status = 'SUCCEEDED'`,
+    [ids],
+  );
+  if (rows[0]!.n !== RUNS * 10) throw new Error(`the pooler bench's runs did not all succeed with 10 steps (${rows[0]!.n} steps)`);
+  return Math.round(rows[0]!.n / seconds);
 }
 
 export async function benchPooler(
@@ -101,12 +103,22 @@ export async function benchPooler(
     const why = (e as Error).message.split('.')[0]!;
     return { results: { poolerStepsPerSecond: 'skipped' }, rows: [['steps per second, via PgBouncer', 'skipped', why]] };
   }
+  const directSide: Side = { url, prepared: true, pool: createPool(url, poolSizeFor(RUNS)) };
+  const pooledSide: Side = { url: bouncer.url, prepared: false, pool: createPool(bouncer.url, poolSizeFor(RUNS), { prepared: false }) };
   try {
     const direct: number[] = [];
     const pooled: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
-      const d = await round(url, url, true, check);
-      const p = await round(bouncer.url, url, false, check);
+      // In turn, each side first every other time, so neither always follows the other.
+      let d: number;
+      let p: number;
+      if (i % 2 === 0) {
+        d = await round(directSide, url, check);
+        p = await round(pooledSide, url, check);
+      } else {
+        p = await round(pooledSide, url, check);
+        d = await round(directSide, url, check);
+      }
       if (i > 0) {
         direct.push(d);
         pooled.push(p);
@@ -128,6 +140,19 @@ export async function benchPooler(
       ],
     };
   } finally {
+    await Promise.all([directSide.pool.end(), pooledSide.pool.end()]);
     await bouncer.stop();
   }
+}
+
+// `npm run bench:pooler`: these figures alone, in a scratch database.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { withScratchDatabase } = await import('./scratch-database.ts');
+  await withScratchDatabase(async (url, pool, description) => {
+    const { rows, results } = await benchPooler(url, pool);
+    console.log(`pooler bench on ${description}\n`);
+    for (const [k, v, note] of rows) console.log(`${k.padEnd(34)} ${v.padStart(18)}   ${note}`);
+    console.log(`rounds: ${results.poolerStepsPerSecondRounds}`);
+  });
+  process.exit(0);
 }
