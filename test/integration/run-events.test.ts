@@ -6,7 +6,9 @@
  */
 import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
+import * as ai6 from 'ai';
+import * as ai7 from 'ai-7';
+import type { UIMessage, UIMessageChunk } from 'ai';
 import { foldEvents } from '../../src/events/fold.ts';
 import { followRun } from '../../src/events/follow.ts';
 import { createLlmClient } from '../../src/llm/index.ts';
@@ -213,28 +215,34 @@ describe('the event stream of a run', () => {
     expect(foldEvents(got).text).toBe(ANSWER);
   });
 
-  it('the UI message stream, read by the AI SDK, shows the answer once and none of the abandoned text', async () => {
-    const id = await runWith(fake.streamError({ ...fake.text(VOID, usage), stream: { deltaDelayMs: 10 } }, 3), {
-      ...fake.text(ANSWER, usage),
-      stream: { deltaDelayMs: 10 },
-    });
-    const res = await fetch(`${api.url}/api/runs/${id}/ui-stream`);
-    expect(res.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
-    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    const chunks = sseChunks(res.body!);
-    let last: UIMessage | undefined;
-    for await (const message of readUIMessageStream({ stream: chunks, terminateOnError: true })) last = message;
-    const text = last!.parts
-      .filter((p) => p.type === 'text')
-      .map((p) => (p as { text: string }).text)
-      .join('');
-    expect(text).toBe((await finished(id)).output);
-    expect(text).not.toContain('ACME-999');
-    // Replayed after the end, the abandoned attempt's text is not sent at all.
-    const replay = await (await fetch(`${api.url}/api/runs/${id}/ui-stream`)).text();
-    expect(replay).not.toContain('ACME-999');
-    expect(replay.trimEnd().endsWith('data: [DONE]')).toBe(true);
-  });
+  it.each([
+    ['6', ai6.readUIMessageStream],
+    ['7', ai7.readUIMessageStream as unknown as typeof ai6.readUIMessageStream],
+  ])(
+    'the UI message stream, read by the AI SDK %s, shows the answer once and none of the abandoned text',
+    async (_, readUIMessageStream) => {
+      const id = await runWith(fake.streamError({ ...fake.text(VOID, usage), stream: { deltaDelayMs: 10 } }, 3), {
+        ...fake.text(ANSWER, usage),
+        stream: { deltaDelayMs: 10 },
+      });
+      const res = await fetch(`${api.url}/api/runs/${id}/ui-stream`);
+      expect(res.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
+      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      const chunks = sseChunks(res.body!);
+      let last: UIMessage | undefined;
+      for await (const message of readUIMessageStream({ stream: chunks, terminateOnError: true })) last = message;
+      const text = last!.parts
+        .filter((p) => p.type === 'text')
+        .map((p) => (p as { text: string }).text)
+        .join('');
+      expect(text).toBe((await finished(id)).output);
+      expect(text).not.toContain('ACME-999');
+      // Replayed after the end, the abandoned attempt's text is not sent at all.
+      const replay = await (await fetch(`${api.url}/api/runs/${id}/ui-stream`)).text();
+      expect(replay).not.toContain('ACME-999');
+      expect(replay.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    },
+  );
 });
 
 /** SSE `data:` lines as the AI SDK's chunk stream (what its transports do). */

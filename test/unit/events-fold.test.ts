@@ -1,4 +1,6 @@
-import { readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
+import * as ai6 from 'ai';
+import * as ai7 from 'ai-7';
+import type { UIMessage, UIMessageChunk } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { EventFold, foldEvents } from '../../src/events/fold.ts';
 import { UiStreamMapper } from '../../src/events/ui-stream.ts';
@@ -84,7 +86,11 @@ describe('the UI message stream mapping', () => {
     expect(chunks.at(-2)).toEqual({ type: 'error', errorText: 'budget exhausted' });
   });
 
-  it('shows calls waiting for a person as tool approval requests that the AI SDK reads as such', async () => {
+  // The AI SDK's current major (7) and the one before (6): their readers of the UI message stream.
+  it.each([
+    ['6', ai6.readUIMessageStream],
+    ['7', ai7.readUIMessageStream as unknown as typeof ai6.readUIMessageStream],
+  ])('shows calls waiting for a person as tool approval requests that the AI SDK %s reads as such', async (_, readUIMessageStream) => {
     const call = { toolUseId: 'toolu_9', toolName: 'close_ticket', input: { ticketId: 'ACME-101', resolution: 'fixed' } };
     const chunks = new UiStreamMapper('r').map([
       e('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }),
