@@ -32,18 +32,18 @@ export const EnvSchema = z.object({
     .min(1)
     .optional()
     .describe(
-      'A direct (session) connection to the same database, for what a transaction pooler cannot carry: LISTEN/NOTIFY wake-ups and live events, and the liveness lock. Unset behind a transaction pooler: those are polled every second and a dead worker is noticed when its leases lapse',
+      'A direct (session) connection to the database of `DATABASE_URL`, for what a transaction pooler cannot carry: LISTEN/NOTIFY wake-ups and live events, and the liveness lock; when set, those always use it, and start fails unless it reaches the same database. Unset behind a transaction pooler: those are polled every second and a dead worker is noticed when its leases lapse. Not used with the embedded PostgreSQL',
     ),
   DATABASE_POOLER: z
     .enum(['auto', 'transaction', 'none'], { error: 'must be auto, transaction or none' })
     .default('auto')
     .describe(
-      '`transaction`: `DATABASE_URL` goes through a pooler in transaction mode (PgBouncer, Supavisor, RDS Proxy …), so no statement is prepared by name and sessions use `DATABASE_DIRECT_URL`; `none`: a direct connection or a session pooler; `auto`: found out at start',
+      '`transaction`: `DATABASE_URL` goes through a pooler in transaction mode (PgBouncer, Supavisor, RDS Proxy …), so no statement is prepared by name and sessions use `DATABASE_DIRECT_URL`; `none`: a direct connection or a session pooler; `auto`: found out at start (a pooler that hands out its servers in turn can pass for a direct connection: say `transaction` in production)',
     ),
   DATABASE_POOL_SIZE: int(1, 1000)
     .optional()
     .describe(
-      "Connections of a process's pool through `DATABASE_URL`. Unset: 4 plus the smaller of `WORKER_CONCURRENCY` and 20 for a worker, plus 6 for the API",
+      "Connections of a process's pool through `DATABASE_URL`. Unset: 4, plus the smaller of `WORKER_CONCURRENCY` and 20 with a worker, plus 6 with the API",
     ),
   /** Where the embedded PostgreSQL keeps its data when DATABASE_URL is unset. */
   DATA_DIR: z.string().min(1).default('.data').describe('Where the embedded PostgreSQL keeps its data (when `DATABASE_URL` is unset)'),

@@ -15,8 +15,9 @@ export interface Database {
   /** `url` goes through a pooler in transaction mode: nothing is prepared by name on it, and no session is kept there. */
   transactionPooler: boolean;
   /**
-   * Where a session connects (LISTEN, the liveness lock): DATABASE_DIRECT_URL when set, else `url`
-   * unless it is a transaction pooler; null: nowhere, so wake-ups are polled and liveness is the lease.
+   * Where a session connects (LISTEN, the liveness lock): DATABASE_DIRECT_URL when set (checked to reach
+   * the same database), else `url` unless it is a transaction pooler; null: nowhere, so wake-ups are
+   * polled and liveness is the lease. The embedded server is always its own session URL.
    */
   sessionUrl: string | null;
   /** Done with the database: the last process to leave the embedded server stops it. */
@@ -51,6 +52,7 @@ export async function resolveDatabase(config: DatabaseSettings): Promise<Databas
         throw new ConfigError(`cannot use the database ${description}: ${(e as Error).message}`);
       }
     }
+    if (config.databaseDirectUrl) await sameDatabase(url, config.databaseDirectUrl);
     const sessionUrl = config.databaseDirectUrl ?? (transactionPooler ? null : url);
     return { url, description, embedded: false, transactionPooler, sessionUrl, release: async () => {} };
   }
@@ -65,12 +67,39 @@ export async function resolveDatabase(config: DatabaseSettings): Promise<Databas
       description,
       embedded: true,
       transactionPooler: false,
-      sessionUrl: config.databaseDirectUrl ?? url,
+      sessionUrl: url,
       release: async () => void (await cluster.detach()),
     };
   } catch (e) {
     await cluster.detach();
     throw e;
+  }
+}
+
+/**
+ * Refuses a DATABASE_DIRECT_URL that cannot be reached or reaches another database than DATABASE_URL
+ * (its LISTENs would hear nothing and its liveness lock would guard nothing): the same database name on
+ * a server started at the same moment.
+ */
+async function sameDatabase(url: string, directUrl: string): Promise<void> {
+  const identity = async (u: string, name: string) => {
+    const c = new pg.Client({ connectionString: u, application_name: APPLICATION_NAME });
+    c.on('error', () => {});
+    try {
+      await c.connect();
+      const { rows } = await c.query<{ id: string }>(`SELECT current_database() || ' ' || pg_postmaster_start_time()::text AS id`);
+      return rows[0]!.id;
+    } catch (e) {
+      throw new ConfigError(`cannot use the ${name} ${redactUrl(u)}: ${(e as Error).message}`);
+    } finally {
+      await c.end().catch(() => {});
+    }
+  };
+  const [pooled, direct] = await Promise.all([identity(url, 'database'), identity(directUrl, 'DATABASE_DIRECT_URL')]);
+  if (pooled !== direct) {
+    throw new ConfigError(
+      `DATABASE_DIRECT_URL ${redactUrl(directUrl)} reaches another database than DATABASE_URL ${redactUrl(url)}: it must be a direct connection to the same one`,
+    );
   }
 }
 

@@ -20,6 +20,9 @@ UnpreparedClient.prototype.query = function (this: pg.Client, config: unknown, .
   return query.call(this, named ? { ...config, name: undefined } : config, ...rest);
 } as typeof pg.Client.prototype.query;
 
+/** @unit milliseconds — an answer to A this late means it was queued for a server: a pooler. */
+const QUEUED_MS = 5000;
+
 /** Rounds of the probe: one can miss a pooler whose other clients took the server in between, never find one that is not there. */
 const PROBE_ROUNDS = 5;
 
@@ -30,7 +33,10 @@ const PROBE_ROUNDS = 5;
  * and A's stays, every time. A transaction pooler gives B the server A has just released (PgBouncer
  * hands out the last one used), or A another while B holds its own; unless another client of the pooler
  * (another process starting at the same moment) took it in between: so the round is repeated, and one
- * round that shows a shared server is proof. A direct connection is never taken for a pooler.
+ * round that shows a shared server is proof. A that has to wait for a server while B holds one is
+ * proof too (a pooler with one server, or all of them taken). A direct connection is never taken for a
+ * pooler; a pooler that hands servers out in turn (PgBouncer's server_round_robin) can be taken for a
+ * direct connection, which is why DATABASE_POOLER=transaction is the setting to use in production.
  */
 export async function behindTransactionPooler(url: string): Promise<boolean> {
   const open = async () => {
@@ -48,9 +54,12 @@ export async function behindTransactionPooler(url: string): Promise<boolean> {
       const first = await pid(a);
       await b.query('BEGIN');
       const other = await pid(b);
-      const again = await pid(a);
+      if (other === first) return true;
+      // While B holds its server, a pooler with no other free one makes A wait; a connection of A's own answers at once.
+      const again = await Promise.race([pid(a), new Promise<null>((resolve) => setTimeout(() => resolve(null), QUEUED_MS).unref())]);
+      if (again === null) return true;
       await b.query('COMMIT');
-      if (other === first || again !== first) return true;
+      if (again !== first) return true;
     }
     return false;
   } finally {

@@ -56,7 +56,10 @@ export class RunWaits {
               if (!run) settle(() => reject(new NotFoundError(`run ${id} not found`)));
               else if (isTerminal(run.status)) settle(() => resolve(run));
             },
-            (e: unknown) => settle(() => reject(e)),
+            // A read that failed is tried again at the next wake-up (a notification, a reconnect or the
+            // poll): a blip of the database does not fail a wait that may last hours.
+            (e: Error) =>
+              this.logger.warn({ err_message: e.message, run_id: id }, 'could not read a waited run; trying again at the next wake-up'),
           );
         },
         abandon: (error) => settle(() => reject(error)),

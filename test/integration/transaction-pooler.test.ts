@@ -7,12 +7,14 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/environment.ts';
+import { ConfigError } from '../../src/domain/errors.ts';
 import { listMigrations, migrate } from '../../src/db/migrate.ts';
 import { createPool, resolveDatabase } from '../../src/db/pool.ts';
 import { behindTransactionPooler } from '../../src/db/transaction-pooler.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { type Runtime, startRuntime } from '../../src/runtime/start-runtime.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { freePort } from '../support/cli-process.ts';
 import { readSse } from '../support/events-api.ts';
 import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -46,6 +48,30 @@ describe('a transaction pooler', () => {
     expect(direct).toMatchObject({ transactionPooler: true, sessionUrl: db.url });
     const told = await resolveDatabase(loadConfig({ DATABASE_URL: db.url, DATABASE_POOLER: 'transaction' }));
     expect(told).toMatchObject({ transactionPooler: true, sessionUrl: null });
+  });
+
+  it('with a pooler of one server, is found at once (the probe does not wait on itself)', async () => {
+    const single = await startPgBouncer(db.url, { poolSize: 1 });
+    try {
+      expect(await behindTransactionPooler(single.url)).toBe(true);
+    } finally {
+      await single.stop();
+    }
+  });
+
+  it('refuses at start a DATABASE_DIRECT_URL that cannot be reached or reaches another database, in one line without its password', async () => {
+    const unreachable = new URL(db.url);
+    unreachable.port = String(await freePort());
+    unreachable.password = 'secret-of-the-direct-url';
+    await expect(resolveDatabase(loadConfig({ DATABASE_URL: bouncer.url, DATABASE_DIRECT_URL: unreachable.toString() }))).rejects.toThrow(
+      /^cannot use the DATABASE_DIRECT_URL postgres:\/\/[^ ]*\*\*\*@127\.0\.0\.1:\d+\/[^ ]+: connect ECONNREFUSED/,
+    );
+    const other = new URL(db.url);
+    other.pathname = '/postgres';
+    const refused = resolveDatabase(loadConfig({ DATABASE_URL: bouncer.url, DATABASE_DIRECT_URL: other.toString() }));
+    await expect(refused).rejects.toBeInstanceOf(ConfigError);
+    await expect(refused).rejects.toThrow(/reaches another database than DATABASE_URL/);
+    await expect(refused).rejects.not.toThrow(/secret-of-the-direct-url/);
   });
 
   it('migrates from several processes at once and leaves no lock held on a pooled server', async () => {

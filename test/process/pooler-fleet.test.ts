@@ -111,16 +111,32 @@ describe('behind PgBouncer in transaction mode, without a direct URL', () => {
     const sleepers = await Promise.all([1, 2].map((s) => post('/api/runs', { input: `Check back in ${s} seconds` })));
     const cancelled = await post('/api/runs', { input: 'Wait 1 hour, then check again' });
 
-    // A live reader of one run sees it through, announced or not.
-    const events = await readSse(`${fleet.base}/api/runs/${watched}/events`);
-    expect(events.closedByServer).toBe(true);
-    expect(events.events.map((e) => e.type)).toEqual(expect.arrayContaining(['tool.started', 'tool.finished', 'run.finished']));
+    // A stream of a finished run is replayed to its end.
+    const replayed = await readSse(`${fleet.base}/api/runs/${watched}/events`);
+    expect(replayed.closedByServer).toBe(true);
+    expect(replayed.events.map((e) => e.type)).toEqual(expect.arrayContaining(['tool.started', 'tool.finished', 'run.finished']));
 
+    // A stream open while its run waits for approval gets what comes after, with nothing to announce it but the poll.
+    const first = approvals[0]!.body.id as string;
+    await status(first, 'WAITING');
+    const live = readSse(`${fleet.base}/api/runs/${first}/events`);
+    await until(
+      'the API to follow the waiting run',
+      async () => (await db.pool.query('SELECT 1 FROM durable_agent.run_event_watch WHERE run_id = $1', [first])).rowCount,
+      30_000,
+    );
     for (const a of approvals) {
       const waiting = await status(a.body.id, 'WAITING');
       const toolUseId = waiting.waiting.toolCalls[0].toolUseId as string;
       expect((await post(`/api/runs/${a.body.id}/tool-calls/${toolUseId}/decision`, { decision: 'approve' })).status).toBe(202);
     }
+    const followed = await live;
+    expect(followed.closedByServer).toBe(true);
+    const types = followed.events.map((e) => e.type);
+    expect(types.indexOf('run.resumed')).toBeGreaterThan(types.indexOf('run.waiting'));
+    expect(types.slice(types.indexOf('run.resumed'))).toEqual(expect.arrayContaining(['tool.started', 'tool.finished', 'run.finished']));
+    expect(types.at(-1)).toBe('run.finished');
+
     await status(cancelled.body.id, 'WAITING');
     expect((await post(`/api/runs/${cancelled.body.id}/cancel`, {})).status).toBe(202);
     await status(cancelled.body.id, 'CANCELLED');

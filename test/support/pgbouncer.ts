@@ -31,11 +31,16 @@ export interface PgBouncerOptions {
 }
 
 export async function startPgBouncer(url: string, opts: PgBouncerOptions = {}): Promise<PgBouncer> {
+  let version: string;
   try {
-    execFileSync(PGBOUNCER, ['--version'], { stdio: 'ignore' });
+    version = execFileSync(PGBOUNCER, ['--version'], { encoding: 'utf8' });
   } catch {
     throw new Error(`${PGBOUNCER} is missing: the pooler tests need Debian's pgbouncer. Install it with: apt-get install -y pgbouncer`);
   }
+  const [major = 0, minor = 0] = (/PgBouncer (\d+)\.(\d+)/.exec(version) ?? []).slice(1).map(Number);
+  // From 1.21 PgBouncer can carry statements prepared by name (on by default from 1.24): off, so the
+  // tests see what a pooler that cannot does to them.
+  const carriesPrepared = major > 1 || (major === 1 && minor >= 21);
   const server = new URL(url);
   const user = decodeURIComponent(server.username || 'postgres');
   const port = await freePort();
@@ -60,6 +65,7 @@ export async function startPgBouncer(url: string, opts: PgBouncerOptions = {}): 
       `default_pool_size = ${opts.poolSize ?? 20}`,
       `max_client_conn = ${opts.maxClients ?? 2000}`,
       'ignore_startup_parameters = extra_float_digits,options',
+      ...(carriesPrepared ? ['max_prepared_statements = 0'] : []),
       '',
     ].join('\n'),
   );
