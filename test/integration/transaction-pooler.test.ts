@@ -174,3 +174,25 @@ describe('a runtime behind PgBouncer in transaction mode, without a direct URL',
     expect(JSON.stringify(lines)).not.toMatch(/prepared statement/);
   }, 90_000);
 });
+
+describe('a worker behind PgBouncer in transaction mode, without a direct URL', () => {
+  it('stops a RUNNING run soon after it is cancelled, with no NOTIFY to tell it (its lease renewal every second does)', async () => {
+    // Each model call takes 15 s, so the run is RUNNING, mid-call, when it is cancelled.
+    const rt = await startRuntime(
+      loadConfig({ DATABASE_URL: bouncer.url, LLM_PROVIDER: 'demo', DEMO_LATENCY_MS: '15000', WORKER_NAME: 'slow-worker' }),
+      { api: false, worker: true, logger: createLogger({ level: 'silent' }) },
+    );
+    try {
+      const run = await rt.runs.create({ input: 'Which acme tickets are overdue?' });
+      await waitFor('the run to be RUNNING', async () => (await rt.runs.get(run.id))?.status === 'RUNNING', 20_000);
+      const cancelledAt = Date.now();
+      await rt.runs.cancel(run.id);
+      const ended = await rt.runs.wait(run.id, { timeoutMs: 20_000 });
+      expect(ended.status).toBe('CANCELLED');
+      // Well within the model call it interrupted, and sooner than the default renewal (a third of the 30 s lease).
+      expect(Date.now() - cancelledAt).toBeLessThan(6_000);
+    } finally {
+      await rt.close();
+    }
+  }, 60_000);
+});
