@@ -178,7 +178,7 @@ describe('behind PgBouncer in transaction mode, with DATABASE_DIRECT_URL', () =>
     await fleet?.procs.killAll();
   });
 
-  it("a worker killed with SIGKILL mid-run is noticed through its session lock: another takes the run over long before the lease's minute", async ({
+  it("a worker killed with SIGKILL mid-run is noticed through its session lock: another takes the run over within 3 s, long before the lease's minute", async ({
     onTestFailed,
   }) => {
     onTestFailed(() => console.error(fleet.procs.transcript()));
@@ -204,7 +204,8 @@ describe('behind PgBouncer in transaction mode, with DATABASE_DIRECT_URL', () =>
     );
     const takeoverMs = Date.now() - killedAt;
     console.log(`taken over ${takeoverMs} ms after the SIGKILL (lease 60 s)`);
-    expect(takeoverMs).toBeLessThan(15_000);
+    // Resumed within 3 s, as through a direct connection: the lease alone would take a minute.
+    expect(takeoverMs).toBeLessThanOrEqual(3_000);
     await status(run.body.id, 'SUCCEEDED', 60_000);
     expect(fleet.procs.transcript()).not.toMatch(/prepared statement|42P05|26000/);
   }, 180_000);
