@@ -16,6 +16,7 @@ import { type Runtime, startRuntime } from '../../src/runtime/start-runtime.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { freePort } from '../support/cli-process.ts';
 import { readSse } from '../support/events-api.ts';
+import { runApi } from '../support/run-api.ts';
 import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -118,21 +119,9 @@ describe('a runtime behind PgBouncer in transaction mode, without a direct URL',
     await rt?.close();
   });
 
-  const post = async (path: string, body: unknown) => {
-    const res = await fetch(`${base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, any> };
-  };
-  const get = async (path: string) => (await (await fetch(`${base}${path}`)).json()) as Record<string, any>;
-  const until = (id: string, status: string, timeoutMs = 20_000) =>
-    waitFor(
-      `run ${id} to be ${status}`,
-      async () => ((await get(`/api/runs/${id}`)).status === status ? get(`/api/runs/${id}`) : null),
-      timeoutMs,
-    );
+  const api = () => runApi(base);
+  const post = (path: string, body: unknown) => api().post(path, body);
+  const until = (id: string, wanted: string, timeoutMs = 20_000) => api().status(id, wanted, timeoutMs);
 
   it('says once that it polls and relies on leases, and how many connections it may open', () => {
     expect(rt.database).toMatchObject({ transactionPooler: true, sessionUrl: null });

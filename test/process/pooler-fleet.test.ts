@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { alive, CliProcesses, cleanEnv, freePort, type Proc, until, waitForOutput } from '../support/cli-process.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { readSse } from '../support/events-api.ts';
+import { runApi } from '../support/run-api.ts';
 import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.ts';
 
 let db: TestDatabase;
@@ -47,28 +48,6 @@ async function startFleet(extra: Record<string, string>, workerCount: number): P
   return { procs, base: `http://127.0.0.1:${port}`, api, workers };
 }
 
-const client = (base: string) => {
-  const post = async (path: string, body: unknown) => {
-    const res = await fetch(`${base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, any> };
-  };
-  const get = async (path: string) => (await (await fetch(`${base}${path}`)).json()) as Record<string, any>;
-  const status = (id: string, wanted: string, timeoutMs = 60_000) =>
-    until(
-      `run ${id} to be ${wanted}`,
-      async () => {
-        const run = await get(`/api/runs/${id}`);
-        return run.status === wanted && run;
-      },
-      timeoutMs,
-    );
-  return { post, get, status };
-};
-
 /** What the processes logged at warn (40) or above, but the expected word on the pooler; and any mention of a prepared statement. */
 function problems(fleet: Fleet): string[] {
   const lines = fleet.procs.all.flatMap((p) => `${p.out}\n${p.err}`.split('\n'));
@@ -93,7 +72,7 @@ describe('behind PgBouncer in transaction mode, without a direct URL', () => {
     onTestFailed,
   }) => {
     onTestFailed(() => console.error(fleet.procs.transcript()));
-    const { post, status } = client(fleet.base);
+    const { post, status } = runApi(fleet.base);
     // Each process says once what the pooler costs it, and how many connections it may open.
     for (const p of [fleet.api, ...fleet.workers]) {
       expect(p.out.match(/DATABASE_DIRECT_URL is unset/g)).toHaveLength(1);
@@ -182,7 +161,7 @@ describe('behind PgBouncer in transaction mode, with DATABASE_DIRECT_URL', () =>
     onTestFailed,
   }) => {
     onTestFailed(() => console.error(fleet.procs.transcript()));
-    const { post, status } = client(fleet.base);
+    const { post, status } = runApi(fleet.base);
     expect(fleet.api.out).not.toMatch(/DATABASE_DIRECT_URL is unset/);
     const run = await post('/api/runs', { input: 'Which acme tickets are overdue?' });
     await status(run.body.id, 'RUNNING', 30_000);
