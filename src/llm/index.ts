@@ -7,7 +7,7 @@ import { OpenAiClient } from './openai.ts';
 import type { RetryingOptions } from './retrying.ts';
 import type { LlmClient } from './types.ts';
 
-export type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ToolDefinition } from './types.ts';
+export type { CallOptions, LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ModelOptions, ThinkingOption, ToolChoice, ToolDefinition } from './types.ts';
 export { AnthropicClient } from './anthropic.ts';
 export { StreamAssembler } from './anthropic-stream.ts';
 export { DemoLlmClient, DEMO_LABEL } from '../demo/demo-llm.ts';

@@ -145,12 +145,17 @@ export class RetryingLlmClient implements LlmClient {
     for (let attempt = 1; ; attempt++) {
       // Text that arrives after its attempt has ended (a late chunk of an abandoned stream) is dropped.
       let current = true;
-      const { onText } = options;
+      const { onText, onThinking } = options;
       const attemptOptions: LlmCallOptions = withFields(options, {
         onText:
           onText &&
           ((text: string) => {
             if (current) onText(text, attempt);
+          }),
+        onThinking:
+          onThinking &&
+          ((text: string) => {
+            if (current) onThinking(text, attempt);
           }),
       });
       try {

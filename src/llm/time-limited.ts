@@ -51,13 +51,18 @@ export class TimeLimitedLlmClient implements LlmClient {
       if (caller?.aborted) forwardAbort();
       else caller?.addEventListener('abort', forwardAbort, { once: true });
 
-      const { onText, onUsage } = options;
+      const { onText, onThinking, onUsage } = options;
       const delegateOptions: LlmCallOptions = withFields(options, {
         signal: controller.signal,
         onText:
           onText &&
           ((text: string, attempt: number) => {
             if (!settled) onText(text, attempt);
+          }),
+        onThinking:
+          onThinking &&
+          ((text: string, attempt: number) => {
+            if (!settled) onThinking(text, attempt);
           }),
         onUsage: (reported: Usage) => {
           if (settled) return;

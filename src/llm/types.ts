@@ -8,12 +8,41 @@ export interface ToolDefinition {
   input_schema: Record<string, unknown>;
 }
 
+/**
+ * Extended thinking: `enabled` with a budget of output tokens for it (at least 1,024, below the call's
+ * max tokens), or `adaptive` where the model decides how much to think.
+ */
+export type ThinkingOption = { type: 'enabled'; budgetTokens: number } | { type: 'adaptive' };
+
+/** Which tool the model must call: any it likes or none (`auto`), one at least (`any`), none (`none`), or this one. */
+export type ToolChoice = 'auto' | 'any' | 'none' | { name: string };
+
+/**
+ * How the model is asked to answer, per agent (`defineAgent({ modelOptions })`) and per run (over the
+ * agent's). Absent fields are the provider's defaults.
+ */
+export interface ModelOptions {
+  thinking?: ThinkingOption;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  stopSequences?: readonly string[];
+  toolChoice?: ToolChoice;
+  /** `max_tokens` of each call (the agent's `maxTokens`, the runtime's MAX_TOKENS when absent). */
+  maxTokens?: number;
+}
+
+/** The options a provider sends with one call; the call's max tokens is `LlmRequest.maxTokens`. */
+export type CallOptions = Readonly<Omit<ModelOptions, 'maxTokens'>>;
+
 export interface LlmRequest {
   model: string;
   maxTokens: number;
   system: string | null;
   messages: readonly Message[];
   tools: readonly ToolDefinition[];
+  /** Sampling, thinking and tool choice for this call; absent or empty: the provider's defaults. */
+  options?: CallOptions;
 }
 
 export interface LlmResponse {
@@ -43,6 +72,8 @@ export interface LlmCallOptions {
   deadlineAt?: Date | null;
   /** Model text as it streams; `attempt` numbers the tries of this call (1, 2, …) across its retries. */
   onText?: (text: string, attempt: number) => void;
+  /** Thinking text as it streams (extended thinking), numbered by attempt as `onText`. */
+  onThinking?: (text: string, attempt: number) => void;
   /** Attempt `attempt` failed and will be retried: the text it streamed is void. */
   onAttemptFailed?: (attempt: number, error: LlmError) => void;
   /**
