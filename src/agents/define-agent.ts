@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../domain/errors.ts';
-import type { LlmClient } from '../llm/types.ts';
+import { ModelOptionsSchema, optionsProblem } from '../llm/model-options.ts';
+import type { LlmClient, ModelOptions } from '../llm/types.ts';
 import { freezeMcpServers, type McpServer, type McpServerOptions, McpServersSchema } from '../tools/mcp-config.ts';
 import type { Tool } from '../tools/types.ts';
 import { TOOL_NAME } from '../tools/zod-tool.ts';
@@ -27,6 +28,11 @@ export interface DefineAgentOptions {
   model?: string;
   /** `max_tokens` of each model call; default the runtime's MAX_TOKENS. */
   maxTokens?: number;
+  /**
+   * How the model is asked to answer: `thinking`, `temperature`, `topP`, `topK`, `stopSequences`,
+   * `toolChoice`, `maxTokens` (over the agent's `maxTokens`). A run's own `modelOptions` go over these.
+   */
+  modelOptions?: ModelOptions;
   /** A label for this definition of the agent, e.g. a release or a date. */
   version?: string;
   /**
@@ -54,6 +60,7 @@ export interface Agent {
   readonly tools: readonly Tool[];
   readonly model: string | null;
   readonly maxTokens: number | null;
+  readonly modelOptions: ModelOptions | null;
   readonly version: string | null;
   readonly llm: LlmClient | null;
   readonly mcpServers: readonly McpServer[];
@@ -95,6 +102,7 @@ const AgentSchema = z
       .optional(),
     model: z.string().min(1).max(200).optional(),
     maxTokens: z.number().int().min(1).max(200_000).optional(),
+    modelOptions: ModelOptionsSchema.optional(),
     version: z.string().min(1).max(200).optional(),
     llm: z
       .custom<LlmClient>(
@@ -110,6 +118,10 @@ const AgentSchema = z
     workspace: WorkspaceOptionsSchema.optional(),
   })
   .superRefine((a, ctx) => {
+    const options = a.modelOptions;
+    // Without a maxTokens here the runtime's MAX_TOKENS applies: the budget is checked against it at start.
+    const problem = options && optionsProblem(options, options.maxTokens ?? a.maxTokens ?? Number.POSITIVE_INFINITY);
+    if (problem) ctx.addIssue({ code: 'custom', path: problem.path.split('.'), message: problem.message });
     if (!a.workspace) return;
     const taken = (a.tools ?? []).find((t) => (BUILTIN_TOOL_NAMES as readonly string[]).includes(t.name));
     if (taken) ctx.addIssue({ code: 'custom', path: ['tools'], message: `"${taken.name}" is the name of a built-in workspace tool` });
@@ -132,6 +144,7 @@ export function defineAgent(options: DefineAgentOptions): Agent {
     tools: Object.freeze([...(a.tools ?? [])]),
     model: a.model ?? null,
     maxTokens: a.maxTokens ?? null,
+    modelOptions: a.modelOptions ? Object.freeze({ ...a.modelOptions }) : null,
     version: a.version ?? null,
     llm: a.llm ?? null,
     mcpServers: freezeMcpServers(a.mcpServers ?? []),
@@ -148,10 +161,10 @@ export function checkAgents(value: unknown, where: string): Agent[] {
     throw new ConfigError(`${where}: agents must be a non-empty array of defineAgent(…) values`);
   const agents = value.map((a: unknown, i) => {
     if (typeof a !== 'object' || a === null) throw new ConfigError(`${where}: agents.${i} is not an agent definition`);
-    const { name, system, tools, model, maxTokens, version, llm, mcpServers, workspace } = a as Record<string, unknown>;
+    const { name, system, tools, model, maxTokens, modelOptions, version, llm, mcpServers, workspace } = a as Record<string, unknown>;
     // defineAgent's result has nulls where its options had nothing; read it back as options.
     const options = Object.fromEntries(
-      Object.entries({ name, system, tools, model, maxTokens, version, llm, mcpServers, workspace }).filter(([, v]) => v != null),
+      Object.entries({ name, system, tools, model, maxTokens, modelOptions, version, llm, mcpServers, workspace }).filter(([, v]) => v != null),
     );
     try {
       return defineAgent(options as unknown as DefineAgentOptions);

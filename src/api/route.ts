@@ -43,6 +43,9 @@ export interface ResponseDoc {
   contentType?: string;
 }
 
+/** @unit bytes — a body that may carry a run's input as content blocks (images up to 5 MiB, PDFs up to 32 MiB, as base64). */
+export const CONTENT_BODY_LIMIT = 48 * 1_048_576;
+
 export interface ApiRoute<P = unknown, Q = unknown, B = unknown> {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** OpenAPI style, `/api/runs/{id}`; the server turns it into fastify's `/api/runs/:id`. */
@@ -56,6 +59,8 @@ export interface ApiRoute<P = unknown, Q = unknown, B = unknown> {
   /** Without a query schema, query parameters are ignored. */
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
+  /** @unit bytes — the largest body taken (a run's input may hold images and documents); default BODY_LIMIT, 1 MiB. */
+  bodyLimit?: number;
   /** Request headers the route reads (lower-case names), for the document; the handler parses them. */
   headers?: z.ZodType;
   /** Answered without authentication (liveness, the API's description); every other route needs a caller. */

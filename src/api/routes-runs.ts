@@ -13,7 +13,7 @@ import { parseInput } from './errors.ts';
 import { decisionRoute } from './routes-decisions.ts';
 import { createRun, type RunDefaults } from '../runs/new-run.ts';
 import { runJson, runListItem, timelineItem } from './present.ts';
-import { defineRoute, defineRunRoute, type ApiRoute } from './route.ts';
+import { CONTENT_BODY_LIMIT, defineRoute, defineRunRoute, type ApiRoute } from './route.ts';
 import {
   CancelledRun,
   CreatedRun,
@@ -86,6 +86,7 @@ export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): Api
       operationId: 'createRun',
       summary: 'Queue a run',
       body: CreateRunBody,
+      bodyLimit: CONTENT_BODY_LIMIT,
       headers: IdempotencyHeaders,
       responses: {
         201: { description: 'The run is queued.', schema: CreatedRun },
@@ -137,6 +138,7 @@ export function runRoutes({ store, listing, defaults, deletion }: RunsDeps): Api
       summary: "Start a new run from this run's conversation after one of its steps, with another model or first input",
       params: RunParams,
       body: ForkRunBody,
+      bodyLimit: CONTENT_BODY_LIMIT,
       responses: {
         201: {
           description: "The fork is queued; its log begins with the source's steps 1..afterSeq, referred to, not copied.",

@@ -95,8 +95,13 @@ export const RunJson = z.object({
   previousRunId: z.guid().nullable().describe('The run whose conversation this one continues; null for a new conversation.'),
   tenant: z.string().describe('Whose run it is: the tenant of the API key that created it ("default" without one).'),
   status: z.enum(RUN_STATUSES),
-  input: z.string(),
+  input: z.string().describe('The task as text (for an input sent as content blocks, the text of its text blocks).'),
+  inputContent: z
+    .array(z.record(z.string(), z.unknown()))
+    .nullable()
+    .describe('The input as the content blocks it was sent as (text, images, documents); null for a text input.'),
   model: z.string(),
+  modelOptions: z.record(z.string(), z.unknown()).nullable().describe("The run's own model options, over its agent's; null: the agent's."),
   tokenBudget: count,
   tokensUsed: count,
   costUsd: z.number(),

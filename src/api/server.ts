@@ -180,6 +180,7 @@ export function createServer(deps: ApiDeps): FastifyInstance {
     app.route({
       method: r.method,
       url: fastifyPath(r),
+      ...(r.bodyLimit !== undefined && { bodyLimit: r.bodyLimit }),
       config: { open: r.open === true, params: r.params, wildcard: r.wildcard } satisfies AccessConfig,
       async handler(req, reply) {
         const params = r.params ? parseInput(r.params, routeParams(r.wildcard, req.params), 'path') : undefined;

@@ -13,12 +13,12 @@
  * first run costs; only the claim reads more.
  */
 import type { Message, RunId, RunStatus, ToolResultBlock } from '../domain/types.ts';
-import { type Conversation, type FoldableStep, replay } from './replay.ts';
+import { type Conversation, type FoldableStep, replay, type RunInput } from './replay.ts';
 
 /** One finished run of a chain, as replay needs it. */
 export interface EarlierRun {
   id: RunId;
-  input: string;
+  input: RunInput;
   status: RunStatus;
   /** Its steps in seq order. */
   steps: readonly FoldableStep[];
@@ -40,13 +40,21 @@ export function closedMessages(c: Conversation): Message[] {
 }
 
 /** The messages of the chain `earlier` (oldest first): what a run continuing the last of them starts from. */
-export function chainHistory(earlier: readonly EarlierRun[]): Message[] {
+export function chainHistory(earlier: readonly EarlierRun[], model: string | null = null): Message[] {
   let history: Message[] = [];
-  for (const run of earlier) history = closedMessages(replay(run.input, run.steps, history));
+  for (const run of earlier) history = closedMessages(replay(run.input, run.steps, history, model));
   return history;
 }
 
-/** Replays a run's conversation: the chain it continues (oldest first, empty for a new one), then its own steps. */
-export function replayRun(input: string, steps: readonly FoldableStep[], earlier: readonly EarlierRun[] = []): Conversation {
-  return replay(input, steps, chainHistory(earlier));
+/**
+ * Replays a run's conversation: the chain it continues (oldest first, empty for a new one), then its
+ * own steps, as sent to `model` (see Conversation.model).
+ */
+export function replayRun(
+  input: RunInput,
+  steps: readonly FoldableStep[],
+  earlier: readonly EarlierRun[] = [],
+  model: string | null = null,
+): Conversation {
+  return replay(input, steps, chainHistory(earlier, model), model);
 }

@@ -53,20 +53,31 @@ export interface Conversation {
   readonly toolUseIds: Map<string, number>;
   /** Set when the latest model step reused a tool_use id; the run cannot go on from such a turn. */
   reusedToolUseId: ReusedToolUseId | null;
+  /**
+   * The model the next calls go to; null: any. Thinking blocks another model wrote are left out of
+   * `messages` (their signatures are valid for that model only); the log keeps them.
+   */
+  readonly model: string | null;
 }
+
+/** A run's input: text, or content blocks (text, images, documents). */
+export type RunInput = string | readonly ContentBlock[];
 
 /** The fields of a step the fold reads; a worker can fold a step it just wrote without reading it back. */
 export type FoldableStep = Pick<Step, 'seq' | 'kind' | 'status' | 'toolUseId' | 'response' | 'stopReason'> & {
   kind: StepKind;
   status: StepStatus;
+  /** MODEL: the model that answered (its request's); absent or null: unknown, taken as the conversation's. */
+  request?: { model: string } | null;
 };
 
 /**
  * A conversation before its first step: `history` (the messages of the runs it continues, see
  * chain-replay.ts), then `input` as the next user turn.
  */
-export function emptyConversation(input: string, history: readonly Message[] = []): Conversation {
+export function emptyConversation(input: RunInput, history: readonly Message[] = [], model: string | null = null): Conversation {
   return {
+    model,
     messages: withUserInput(history, input),
     pending: new Map(),
     results: new Map(),
@@ -86,8 +97,18 @@ function flushResults(c: Conversation): void {
   c.results.clear();
 }
 
+const THINKING = new Set(['thinking', 'redacted_thinking']);
+
+/** The content as the conversation sends it: without the thinking of a model other than the conversation's. */
+function sendable(c: Conversation, step: FoldableStep, content: ContentBlock[]): ContentBlock[] {
+  const model = step.request?.model;
+  if (!c.model || !model || model === c.model || !content.some((b) => THINKING.has(b.type))) return content;
+  const kept = content.filter((b) => !THINKING.has(b.type));
+  return kept.length > 0 ? kept : content;
+}
+
 function foldModel(c: Conversation, step: FoldableStep): void {
-  const content = step.response as ContentBlock[];
+  const content = sendable(c, step, step.response as ContentBlock[]);
   flushResults(c);
   const last = c.messages[c.messages.length - 1]!;
   let turnContent = content;
@@ -136,17 +157,19 @@ export function foldStep(c: Conversation, step: FoldableStep): Conversation {
   return c;
 }
 
-export function replay(input: string, steps: readonly FoldableStep[], history: readonly Message[] = []): Conversation {
-  return steps.reduce(foldStep, emptyConversation(input, history));
+export function replay(input: RunInput, steps: readonly FoldableStep[], history: readonly Message[] = [], model: string | null = null): Conversation {
+  return steps.reduce(foldStep, emptyConversation(input, history, model));
 }
 
 /**
  * `history` followed by the user's `input`. A history that ends on a user turn (tool results the
  * model never answered) takes the input into that turn: the Messages API wants the roles to alternate.
  */
-export function withUserInput(history: readonly Message[], input: string): Message[] {
+export function withUserInput(history: readonly Message[], input: RunInput): Message[] {
+  const content: string | ContentBlock[] = typeof input === 'string' ? input : [...input];
   const last = history.at(-1);
-  if (last?.role !== 'user') return [...history, { role: 'user', content: input }];
+  if (last?.role !== 'user') return [...history, { role: 'user', content }];
   const blocks: ContentBlock[] = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content;
-  return [...history.slice(0, -1), { role: 'user', content: [...blocks, { type: 'text', text: input }] }];
+  const added: ContentBlock[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content;
+  return [...history.slice(0, -1), { role: 'user', content: [...blocks, ...added] }];
 }

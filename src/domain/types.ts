@@ -29,6 +29,8 @@
  *   creates that tenant's runs only.
  */
 
+import type { ModelOptions } from '../llm/types.ts';
+
 export type RunId = string & { readonly __brand: 'RunId' };
 
 /** The agent of the built-in demo (the support assistant and its ticket tools); also the agent of runs that name none. */
@@ -135,8 +137,13 @@ export interface Run {
   /** Whose run it is: the tenant of the API key that created it ("default" when created without one). */
   tenant: string;
   status: RunStatus;
+  /** The task, as text: for an input sent as content blocks, the text of its text blocks. */
   input: string;
+  /** The input as the content blocks it was sent as (text, images, documents); null for a text input. */
+  inputContent: ContentBlock[] | null;
   model: string;
+  /** How the model is asked to answer, over the agent's (thinking, sampling, tool choice, max tokens); null: the agent's. */
+  modelOptions: ModelOptions | null;
   tokenBudget: number;
   tokensUsed: number;
   costUsd: number;

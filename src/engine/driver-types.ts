@@ -3,7 +3,7 @@
  * without ending the run: the types the driver, the worker and the tool batch share.
  */
 import type { Usage } from '../domain/types.ts';
-import type { LlmClient, ToolDefinition } from '../llm/types.ts';
+import type { LlmClient, ModelOptions, ToolDefinition } from '../llm/types.ts';
 import type { EngineEvents } from '../ports/engine-events.ts';
 import type { EngineStore, Lease } from '../ports/engine-store.ts';
 import type { RunWorkspace, Workspaces } from '../ports/workspace.ts';
@@ -19,6 +19,8 @@ export interface PreparedAgent {
   toolDefinitions: readonly ToolDefinition[];
   toolsDigest: string | null;
   maxTokens: number;
+  /** How the model is asked to answer in its runs (each run's own over these); null or absent: the provider's defaults. */
+  modelOptions?: ModelOptions | null;
   /** The agent's runs each have a workspace (defineAgent's `workspace`), rebuilt here when claimed. */
   workspaces?: Workspaces;
 }

@@ -19,6 +19,7 @@ import {
 } from '../domain/types.ts';
 import { InconsistentLogError, LlmError, PermanentDatabaseError, WorkspaceMismatchError } from '../domain/errors.ts';
 import type { LlmResponse } from '../llm/types.ts';
+import { callOptions, mergeModelOptions } from '../llm/model-options.ts';
 import { type FencedWrite, NO_ATTEMPTS, type RunEnd, type ToolStart, type WaitStart } from '../ports/engine-store.ts';
 import { retryingWrites } from './retrying-store.ts';
 import { AttemptHandedBack, AttemptRequeued, AttemptWaiting, type DriverDeps, type Unrecorded } from './driver-types.ts';
@@ -256,23 +257,27 @@ class RunDriver {
     const { agent } = deps;
     // The reply can use no more than the budget has left, so the last step overshoots the budget by
     // its input at most, not by a whole MAX_TOKENS of output.
-    const tokenClamp = Math.max(1, Math.min(agent.maxTokens, run.tokenBudget - this.progress.tokensUsed));
+    const modelOptions = mergeModelOptions(agent.modelOptions ?? null, run.modelOptions);
+    const callMax = modelOptions?.maxTokens ?? agent.maxTokens;
+    const tokenClamp = Math.max(1, Math.min(callMax, run.tokenBudget - this.progress.tokensUsed));
     const clamp = this.costClamp(tokenClamp);
     if ('stop' in clamp) return { end: { status: 'FAILED', error: clamp.stop, budget: 'cost' }, written: false };
     const { maxTokens } = clamp;
+    const options = callOptions(modelOptions, maxTokens);
     const started = performance.now();
     const stream = this.stepStream(seq);
     stream?.start();
     let reply: LlmResponse;
     try {
       reply = await deps.llm.send(
-        { model: run.model, maxTokens, system: agent.system, messages: conversation.messages, tools: agent.toolDefinitions },
+        { model: run.model, maxTokens, system: agent.system, messages: conversation.messages, tools: agent.toolDefinitions, options },
         {
           signal: deps.signal,
           deadlineAt: run.deadlineAt,
           logFields: { run_id: run.id, worker: deps.owner.worker, step_seq: seq },
           ...(stream && {
             onText: (text: string, attempt: number) => stream.text(text, attempt),
+            onThinking: (text: string, attempt: number) => stream.thinking(text, attempt),
             onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)),
           }),
         },
@@ -310,6 +315,7 @@ class RunDriver {
       toolUseId: null,
       response: response.content,
       stopReason: response.stopReason,
+      request: { model: run.model },
     });
     this.costUsd += costUsd;
     const u = response.usage;
@@ -341,6 +347,7 @@ class RunDriver {
         systemDigest: agent.systemDigest,
         toolsDigest: agent.toolsDigest,
         provider: deps.llm.provider,
+        ...(options && Object.keys(options).length > 0 && { options }),
       },
       content: response.content,
       stopReason: response.stopReason,
@@ -543,7 +550,7 @@ export async function drive(run: Run & { hasSteps?: boolean }, given: DriverDeps
       run.previousRunId || run.forkedFrom ? deps.store.conversationBefore(run.id) : [],
     ]);
     deps.agent = await agentAsStarted(deps.agent, steps, (digest) => deps.store.blob(digest));
-    conversation = replayRun(run.input, steps, earlier);
+    conversation = replayRun(run.inputContent ?? run.input, steps, earlier, run.model);
   } catch (e) {
     // No attempt can do better with the same log: end the run now rather than crash on it again and again.
     if (!(e instanceof InconsistentLogError)) throw e;

@@ -60,7 +60,7 @@ export class Followers {
 }
 
 export class StepStream {
-  private pending: { attempt: number; text: string } | null = null;
+  private pending: { attempt: number; kind: 'text' | 'thinking'; text: string } | null = null;
   private queued: NewEvent[] = [];
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
@@ -97,11 +97,20 @@ export class StepStream {
   }
 
   text(text: string, attempt: number): void {
+    this.add('text', text, attempt);
+  }
+
+  /** Thinking text: thinking.delta events, batched and abandoned with their attempt as text is. */
+  thinking(text: string, attempt: number): void {
+    this.add('thinking', text, attempt);
+  }
+
+  private add(kind: 'text' | 'thinking', text: string, attempt: number): void {
     if (text === '') return;
     this.open = attempt;
-    if (this.pending && this.pending.attempt !== attempt) this.takePending();
+    if (this.pending && (this.pending.attempt !== attempt || this.pending.kind !== kind)) this.takePending();
     if (this.pending) this.pending.text += text;
-    else this.pending = { attempt, text };
+    else this.pending = { attempt, kind, text };
     if (this.pending.text.length >= this.batch.maxChars) this.flush();
     else if (this.followers.followed) this.timer ??= setTimeout(() => this.flush(), this.batch.maxMs);
     else crashPoint('mid-stream', this.runId);
@@ -148,7 +157,8 @@ export class StepStream {
     const p = this.pending;
     if (!p) return;
     this.pending = null;
-    this.queue(newEvent('text.delta', { seq: this.seq, attempt: this.attemptNumber(p.attempt), text: p.text }));
+    const data = { seq: this.seq, attempt: this.attemptNumber(p.attempt), text: p.text };
+    this.queue(p.kind === 'text' ? newEvent('text.delta', data) : newEvent('thinking.delta', data));
   }
 
   private queue(e: NewEvent): void {
@@ -173,7 +183,7 @@ export class StepStream {
         return;
       }
       // A crash here leaves text committed for an attempt nobody will finish: the takeover's case.
-      if (events.some((e) => e.type === 'text.delta')) crashPoint('mid-stream', this.runId);
+      if (events.some((e) => e.type === 'text.delta' || e.type === 'thinking.delta')) crashPoint('mid-stream', this.runId);
     });
   }
 }

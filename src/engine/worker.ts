@@ -8,7 +8,7 @@
  */
 import { DEMO_AGENT, type RunId, type TerminalStatus, type Usage } from '../domain/types.ts';
 import { LeaseLostError } from '../domain/errors.ts';
-import type { LlmClient } from '../llm/types.ts';
+import type { LlmClient, ModelOptions } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
 import type {
   ClaimedRun,
@@ -61,6 +61,8 @@ export interface AgentDefinition {
   system: string | null;
   tools: ToolExecutor;
   maxTokens: number;
+  /** How the model is asked to answer in its runs (each run's own over these). */
+  modelOptions?: ModelOptions | null;
   /** The model client its runs call; the worker's `llm` when absent. */
   llm?: LlmClient;
   /** Where more of its tools come from (MCP servers): started with the worker, closed when it stops. */
@@ -216,6 +218,7 @@ export class Worker {
         toolDefinitions,
         toolsDigest: toolDefinitions.length ? await store.putBlob(JSON.stringify(toolDefinitions)) : null,
         maxTokens: agent.maxTokens,
+        modelOptions: agent.modelOptions ?? null,
         ...(agent.workspaces && { workspaces: agent.workspaces }),
       });
     }

@@ -25,6 +25,7 @@ export const RUN_EVENT_TYPES = [
   'run.started',
   'step.started',
   'text.delta',
+  'thinking.delta',
   'attempt.abandoned',
   'tool.started',
   'tool.finished',
@@ -55,7 +56,9 @@ export interface RunEventData {
   'step.started': { seq: number; kind: 'MODEL' | 'TOOL'; attempt?: number };
   /** Model text as it streams. */
   'text.delta': { seq: number; attempt: number; text: string };
-  /** Every text.delta of (seq, attempt) is void. */
+  /** Thinking text as it streams (extended thinking); void with its attempt as text is. */
+  'thinking.delta': { seq: number; attempt: number; text: string };
+  /** Every text.delta and thinking.delta of (seq, attempt) is void. */
   'attempt.abandoned': { seq: number; attempt: number; reason: AbandonReason; error?: string };
   /**
    * A tool call starts; `input` is exactly as the model sent it, as the model step stores it. Model

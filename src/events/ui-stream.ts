@@ -6,6 +6,7 @@
  *   run                 → start {messageId: run id} … finish, then [DONE]
  *   model step          → start-step … finish-step
  *   text.delta          → text-start / text-delta / text-end, one text part per (step, attempt)
+ *   thinking.delta      → reasoning-start / reasoning-delta / reasoning-end, likewise
  *   tool.started        → tool-input-available (a dynamic tool: the page needs no tool definitions)
  *   tool.finished       → tool-output-available, or tool-output-error when the tool failed
  *   run.waiting         → for each call waiting for a person (an approval, or a decision after a
@@ -76,7 +77,8 @@ export class UiStreamMapper {
 
   private closeText(out: UiChunk[]): void {
     if (this.openText === null) return;
-    this.emit(out, { type: 'text-end', id: this.openText }, this.openText.slice(1));
+    const end = this.openText.startsWith('r') ? 'reasoning-end' : 'text-end';
+    this.emit(out, { type: end, id: this.openText }, this.openText.slice(1));
     this.openText = null;
   }
 
@@ -97,17 +99,19 @@ export class UiStreamMapper {
         this.emit(out, { type: 'start-step' });
         break;
       }
-      case 'text.delta': {
+      case 'text.delta':
+      case 'thinking.delta': {
         const d = data as RunEventData['text.delta'];
         const k = key(d.seq, d.attempt);
         if (this.abandoned.has(k)) break;
-        const id = `t${k}`;
+        const part = type === 'text.delta' ? 'text' : 'reasoning';
+        const id = `${part[0]}${k}`;
         if (this.openText !== id) {
           this.closeText(out);
           this.openText = id;
-          this.emit(out, { type: 'text-start', id }, k);
+          this.emit(out, { type: `${part}-start`, id }, k);
         }
-        this.emit(out, { type: 'text-delta', id, delta: d.text }, k);
+        this.emit(out, { type: `${part}-delta`, id, delta: d.text }, k);
         break;
       }
       case 'attempt.abandoned': {
@@ -116,7 +120,7 @@ export class UiStreamMapper {
         this.abandoned.add(k);
         if (!this.sent.some((s) => s.attempt === k)) break;
         // Text of this attempt is already out: start the message over without it.
-        if (this.openText === `t${k}`) this.openText = null;
+        if (this.openText === `t${k}` || this.openText === `r${k}`) this.openText = null;
         this.sent = this.sent.filter((s) => s.attempt !== k);
         this.restarts += 1;
         out.push({ type: 'start', messageId: `${this.runId}-${this.restarts}` }, ...this.sent.map((s) => s.chunk));

@@ -3,7 +3,8 @@ import type { ContentBlock, Message } from '../domain/types.ts';
 import { LlmError } from '../domain/errors.ts';
 import { statusOfErrorType } from './anthropic-failures.ts';
 import { normaliseContent, normaliseUsage } from './normalise.ts';
-import type { LlmRequest, LlmResponse } from './types.ts';
+import type { OptionsProblem } from './model-options.ts';
+import type { CallOptions, LlmRequest, LlmResponse, ModelOptions } from './types.ts';
 
 /** The API accepts at most this many blocks marked with cache_control in one request. */
 export const MAX_CACHE_BREAKPOINTS = 4;
@@ -39,7 +40,7 @@ export function toMessageParams(request: LlmRequest): Anthropic.MessageCreatePar
       budget--;
     }
   }
-  const params: Anthropic.MessageCreateParamsNonStreaming = {
+  const params: MessageParams = {
     model: request.model,
     max_tokens: request.maxTokens,
     messages: messages as Anthropic.MessageParam[],
@@ -52,7 +53,33 @@ export function toMessageParams(request: LlmRequest): Anthropic.MessageCreatePar
       input_schema: t.input_schema as Anthropic.Tool.InputSchema,
     }));
   }
+  if (request.options) withOptions(params, request.options, request.tools.length > 0);
   return params;
+}
+
+/** The request's parameters with the sampling fields the SDK's types no longer list (the API still takes them). */
+type MessageParams = Anthropic.MessageCreateParamsNonStreaming & { temperature?: number; top_p?: number; top_k?: number };
+
+/** Sets the call's options on `params`, in the API's names; a tool choice only where there are tools. */
+function withOptions(params: MessageParams, o: CallOptions, hasTools: boolean): void {
+  if (o.thinking) {
+    params.thinking = o.thinking.type === 'enabled' ? { type: 'enabled', budget_tokens: o.thinking.budgetTokens } : { type: 'adaptive' };
+  }
+  if (o.temperature !== undefined) params.temperature = o.temperature;
+  if (o.topP !== undefined) params.top_p = o.topP;
+  if (o.topK !== undefined) params.top_k = o.topK;
+  if (o.stopSequences !== undefined) params.stop_sequences = [...o.stopSequences];
+  if (o.toolChoice !== undefined && hasTools) {
+    params.tool_choice = typeof o.toolChoice === 'string' ? { type: o.toolChoice } : { type: 'tool', name: o.toolChoice.name };
+  }
+}
+
+/** What the Messages API refuses in `options` that the shared checks allow (they allow what any provider takes); null: nothing. */
+export function anthropicRefusal(options: ModelOptions): OptionsProblem | null {
+  if (options.temperature !== undefined && options.temperature > 1) {
+    return { path: 'modelOptions.temperature', message: 'must be at most 1 for Anthropic models' };
+  }
+  return null;
 }
 
 /**

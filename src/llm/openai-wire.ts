@@ -16,7 +16,8 @@ import type { ContentBlock, Message } from '../domain/types.ts';
 import { LlmError } from '../domain/errors.ts';
 import { normaliseChatUsage } from './normalise.ts';
 import { type ChatErrorObject, errorOfBody } from './openai-error-object.ts';
-import type { LlmRequest, LlmResponse } from './types.ts';
+import type { OptionsProblem } from './model-options.ts';
+import type { CallOptions, LlmRequest, LlmResponse, ModelOptions } from './types.ts';
 
 type ChatParams = OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
 type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam;
@@ -44,7 +45,40 @@ export function toChatParams(request: LlmRequest): ChatParams {
       function: { name: t.name, description: t.description, parameters: t.input_schema },
     }));
   }
+  if (request.options) withOptions(params, request.options, request.tools.length > 0);
   return params;
+}
+
+/** Sets the call's options on `params`; those the API has no equivalent for are refused by `chatRefusal` first. */
+function withOptions(params: ChatParams, o: CallOptions, hasTools: boolean): void {
+  const refused = chatRefusal(o);
+  if (refused) throw new LlmError(400, `${refused.path}: ${refused.message}`, { type: 'unsupported_option' });
+  if (o.thinking) params.reasoning_effort = reasoningEffort(o.thinking);
+  if (o.temperature !== undefined) params.temperature = o.temperature;
+  if (o.topP !== undefined) params.top_p = o.topP;
+  if (o.stopSequences !== undefined) params.stop = [...o.stopSequences];
+  if (o.toolChoice !== undefined && hasTools) {
+    const c = o.toolChoice;
+    params.tool_choice = c === 'any' ? 'required' : typeof c === 'string' ? c : { type: 'function', function: { name: c.name } };
+  }
+}
+
+/**
+ * Thinking as the API's reasoning effort: a budget of up to 4,096 tokens is "low", up to 16,384
+ * "medium", more "high"; adaptive thinking is the model's own default, "medium".
+ */
+export function reasoningEffort(thinking: NonNullable<CallOptions['thinking']>): 'low' | 'medium' | 'high' {
+  if (thinking.type === 'adaptive') return 'medium';
+  return thinking.budgetTokens <= 4_096 ? 'low' : thinking.budgetTokens <= 16_384 ? 'medium' : 'high';
+}
+
+/** Options the Chat Completions API has no equivalent for, by name; null: it takes them all. */
+export function chatRefusal(options: ModelOptions | CallOptions): OptionsProblem | null {
+  if (options.topK !== undefined) return { path: 'modelOptions.topK', message: 'the Chat Completions API has no top_k' };
+  if (options.stopSequences !== undefined && options.stopSequences.length > 4) {
+    return { path: 'modelOptions.stopSequences', message: 'the Chat Completions API takes at most 4' };
+  }
+  return null;
 }
 
 function blocksOf(m: Message): ContentBlock[] {

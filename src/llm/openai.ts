@@ -1,9 +1,9 @@
 import type OpenAI from 'openai';
 import { LlmError } from '../domain/errors.ts';
 import { ChatStreamAssembler } from './openai-stream.ts';
-import { toChatParams, toLlmResponse } from './openai-wire.ts';
+import { chatRefusal, toChatParams, toLlmResponse } from './openai-wire.ts';
 import { MAX_TIMER_MS } from '../util/sleep.ts';
-import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
+import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ModelOptions } from './types.ts';
 import { type Call, report } from './failure.ts';
 
 export interface OpenAiClientOptions {
@@ -63,6 +63,10 @@ export class OpenAiClient implements LlmClient {
           timeout: Math.min(options.timeoutMs ?? 10 * 60 * 1000, MAX_TIMER_MS),
         }),
     ));
+  }
+
+  checkOptions(options: ModelOptions): { path: string; message: string } | null {
+    return chatRefusal(options);
   }
 
   async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {

@@ -2,7 +2,7 @@ import type { Usage } from '../domain/types.ts';
 import { LlmError } from '../domain/errors.ts';
 import { addUsage } from '../domain/types.ts';
 import { MAX_TIMER_MS, timerSleeper, type Sleeper } from '../util/sleep.ts';
-import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
+import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ModelOptions } from './types.ts';
 import { withFields } from '../util/with-fields.ts';
 
 export type { Sleeper } from '../util/sleep.ts';
@@ -138,6 +138,10 @@ export class RetryingLlmClient implements LlmClient {
 
   get provider(): string {
     return this.delegate.provider;
+  }
+
+  checkOptions(options: ModelOptions): { path: string; message: string } | null {
+    return this.delegate.checkOptions?.(options) ?? null;
   }
 
   async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {

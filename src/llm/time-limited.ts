@@ -1,7 +1,7 @@
 import type { Usage } from '../domain/types.ts';
 import { LlmError } from '../domain/errors.ts';
 import { MAX_TIMER_MS } from '../util/sleep.ts';
-import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
+import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ModelOptions } from './types.ts';
 import { withFields } from '../util/with-fields.ts';
 
 /**
@@ -26,6 +26,10 @@ export class TimeLimitedLlmClient implements LlmClient {
 
   get provider(): string {
     return this.delegate.provider;
+  }
+
+  checkOptions(options: ModelOptions): { path: string; message: string } | null {
+    return this.delegate.checkOptions?.(options) ?? null;
   }
 
   send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {

@@ -98,4 +98,10 @@ export interface LlmClient {
    */
   readonly defaultModel?: string | null;
   send(request: LlmRequest, options?: LlmCallOptions): Promise<LlmResponse>;
+  /**
+   * The first of `options` this provider refuses or has no equivalent for (e.g. topK on the Chat
+   * Completions API), named by field; null: it takes them. Asked when an agent starts and when a run
+   * is created, so a run that could never make a call is refused then. Absent: it takes them all.
+   */
+  checkOptions?(options: ModelOptions): { path: string; message: string } | null;
 }

@@ -32,7 +32,14 @@ export async function forkRun(
   const { afterSeq, ...rest } = request;
   // The fork is a run of its source's agent (a worker serving that agent drives it).
   const newRun = toNewRun(
-    { ...rest, input: request.input ?? source.input, model: request.model ?? source.model, agent: source.agent },
+    {
+      ...rest,
+      // The source's were checked when it was made.
+      input: request.input ?? ((source.inputContent ?? source.input) as ForkRunOptions['input'] & {}),
+      model: request.model ?? source.model,
+      modelOptions: request.modelOptions ?? ((source.modelOptions ?? undefined) as ForkRunOptions['modelOptions']),
+      agent: source.agent,
+    },
     defaults,
     part,
   );

@@ -11,6 +11,8 @@ import type { NewRun, RunRecords } from '../store/run-records.ts';
 import { INPUT_NAMES, type InputPart } from './parse-input.ts';
 import { previousRun } from './previous-run.ts';
 import { CreateRunBody } from './requests.ts';
+import { mergeModelOptions, type OptionsProblem, optionsProblem } from '../llm/model-options.ts';
+import type { ModelOptions } from '../llm/types.ts';
 
 /** What a run of one agent gets when its request leaves a field out. */
 export interface AgentDefaults {
@@ -18,6 +20,21 @@ export interface AgentDefaults {
   model: string;
   /** The version label of the agent's definition, recorded with each run. */
   version: string | null;
+  /** The agent's model options, under each run's own; absent or null: none. */
+  modelOptions?: ModelOptions | null;
+  /** The agent's max tokens per call (its own, else MAX_TOKENS); absent: not checked against. */
+  maxTokens?: number;
+  /** What the agent's model client refuses of some options (see LlmClient.checkOptions); absent: nothing. */
+  checkOptions?: (options: ModelOptions) => OptionsProblem | null;
+}
+
+/**
+ * The first thing wrong with `options` as the calls of a run of `agent` would send them: a combination
+ * the provider refuses, or an option its client has no equivalent for; null when there is none.
+ */
+export function modelOptionsProblem(options: ModelOptions, agent: AgentDefaults): OptionsProblem | null {
+  const maxTokens = options.maxTokens ?? agent.maxTokens ?? Number.POSITIVE_INFINITY;
+  return optionsProblem(options, maxTokens) ?? agent.checkOptions?.(options) ?? null;
 }
 
 /** What a run gets when its request leaves a field out; from the server's configuration and agents. */
@@ -87,6 +104,11 @@ export function toNewRun(request: CreateRunOptions, defaults: RunDefaults, part:
   if (startAt && startAt.getTime() > Date.now() + MAX_START_DELAY_MS) refuse('startAt', 'must be at most a year ahead');
   const { idempotencyKey, tenant: _tenant, ...asked } = request;
   const model = request.model ?? known!.model;
+  const modelOptions = request.modelOptions ?? null;
+  if (modelOptions) {
+    const problem = modelOptionsProblem(mergeModelOptions(known!.modelOptions ?? null, modelOptions)!, known!);
+    if (problem) refuse(problem.path, problem.message);
+  }
   const costBudgetUsd = moneyBudget(request.costBudgetUsd, model, defaults, refuse);
   return {
     input: request.input,
@@ -94,6 +116,7 @@ export function toNewRun(request: CreateRunOptions, defaults: RunDefaults, part:
     agentVersion: known!.version,
     previousRunId: previous?.id ?? null,
     model,
+    modelOptions,
     costBudgetUsd,
     tokenBudget: request.tokenBudget ?? defaults.tokenBudget,
     timeoutSeconds: request.timeoutSeconds ?? defaults.timeoutSeconds,

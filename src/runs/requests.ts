@@ -5,6 +5,8 @@
  */
 import { z } from 'zod';
 import { RUN_STATUSES } from '../domain/types.ts';
+import { ModelOptionsSchema } from '../llm/model-options.ts';
+import { InputBlocks } from './input-content.ts';
 
 export const requestSchemas = z.registry<{ id: string }>();
 
@@ -82,8 +84,13 @@ const Metadata = z
   })
   .describe(`Any JSON object, kept with the run; at most ${LIMITS.metadataBytes} bytes as JSON.`);
 
+/** A task as text. */
+export const TaskText = text(LIMITS.inputChars, 'The task as text.');
+
 export const CreateRunBody = z.strictObject({
-  input: text(LIMITS.inputChars, 'The task: the first user message of the conversation.'),
+  input: z
+    .union([TaskText, InputBlocks])
+    .describe('The task: the first user message of the conversation, as text or as content blocks (text, images, documents).'),
   agent: text(
     LIMITS.modelChars,
     "The agent to run, by name; the server's first agent when absent (the previous run's with previousRunId).",
@@ -93,6 +100,9 @@ export const CreateRunBody = z.strictObject({
   timeoutSeconds: int(1, LIMITS.timeoutSeconds, 'Wall-clock limit from now; the run is TIMED_OUT after it.').optional(),
   maxSteps: int(1, LIMITS.maxSteps, "Step cap; at most the server's MAX_STEPS.").optional(),
   metadata: Metadata.optional(),
+  modelOptions: ModelOptionsSchema.optional().describe(
+    "How the model is asked to answer: thinking, temperature, topP, topK, stopSequences, toolChoice, maxTokens; over the agent's modelOptions, field by field.",
+  ),
   costBudgetUsd: z
     .number()
     .positive()
@@ -118,7 +128,10 @@ export type CreateRunBody = z.infer<typeof CreateRunBody>;
 // A fork continues its source's conversation with its source's agent: neither is chosen here.
 export const ForkRunBody = CreateRunBody.omit({ agent: true, previousRunId: true }).extend({
   afterSeq: int(1, LIMITS.maxSeq, "The fork continues the source's conversation after this step; it must end a whole turn."),
-  input: text(LIMITS.inputChars, "The first user message in place of the source's; the source's when absent.").optional(),
+  input: z
+    .union([TaskText, InputBlocks])
+    .optional()
+    .describe("The first user message in place of the source's (text or content blocks); the source's when absent."),
   model: text(LIMITS.modelChars, "The model to continue with; the source's when absent.").optional(),
 });
 requestSchemas.add(ForkRunBody, { id: 'ForkRunRequest' });

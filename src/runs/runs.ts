@@ -9,7 +9,8 @@ import { CreateRunOptions, createRun, type RunDefaults } from './new-run.ts';
 import { forkRun, ForkRunOptions } from './fork-run.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import { DecisionBody, ListRunsQuery, ToolCallParams } from './requests.ts';
-import { DEFAULT_TENANT, type Decision, type Run, type RunId, type RunStatus } from '../domain/types.ts';
+import { type ContentBlock, DEFAULT_TENANT, type Decision, type Run, type RunId, type RunStatus } from '../domain/types.ts';
+import type { ModelOptions } from '../llm/types.ts';
 import type { Decided } from '../store/decisions.ts';
 import type { RunWaits } from './run-waits.ts';
 import type { RunListing, RunPage } from '../store/run-listing.ts';
@@ -18,8 +19,10 @@ import type { RunRecords } from '../store/run-records.ts';
 export type { RunPage } from '../store/run-listing.ts';
 
 export interface CreateRunInput {
-  /** The task: the first user message of the conversation. */
-  input: string;
+  /** The task: the first user message of the conversation, as text or content blocks (text, images, documents). */
+  input: string | ContentBlock[];
+  /** How the model is asked to answer (thinking, temperature, topP, topK, stopSequences, toolChoice, maxTokens), over the agent's. */
+  modelOptions?: ModelOptions;
   /** The agent to run, by name; the runtime's first agent when absent (the previous run's with `previousRunId`). An agent the runtime does not have is an InputError. */
   agent?: string;
   /** The model to call; the agent's model, else DEFAULT_MODEL. */
@@ -55,7 +58,7 @@ export interface ForkRunInput extends Omit<CreateRunInput, 'input' | 'agent' | '
   /** The last of the source's steps the fork's conversation holds; it must end a whole turn. */
   afterSeq: number;
   /** The first user message in place of the source's; the source's when absent. */
-  input?: string;
+  input?: string | ContentBlock[];
 }
 
 export interface ListRunsInput {

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { slotClock, ScheduleSpecError } from '../schedules/cron.ts';
-import { CreateRunBody, requestSchemas } from './requests.ts';
+import { CreateRunBody, requestSchemas, TaskText } from './requests.ts';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 const instant = () => z.iso.datetime({ offset: true });
@@ -24,7 +24,7 @@ const ScheduleShape = {
     .describe('5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; e.g. "0 9 * * 1-5".'),
   timezone: z.string().min(1).max(100).describe('The IANA time zone the expression is read in; UTC when absent.'),
   agent: CreateRunBody.shape.agent.unwrap().describe("The agent of its runs; the server's first agent when absent."),
-  input: CreateRunBody.shape.input.describe('The first user message of each run.'),
+  input: TaskText.describe('The first user message of each run.'),
   model: CreateRunBody.shape.model.unwrap(),
   tokenBudget: CreateRunBody.shape.tokenBudget.unwrap(),
   costBudgetUsd: CreateRunBody.shape.costBudgetUsd.unwrap(),

@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { type AuthenticateHook, authFor, type Authenticator } from '../api/auth.ts';
 import { loadDashboard } from '../api/dashboard.ts';
-import type { RunDefaults } from '../runs/new-run.ts';
+import { type AgentDefaults, modelOptionsProblem, type RunDefaults } from '../runs/new-run.ts';
 import type { Config } from '../config/environment.ts';
 import { ConfigError, UnauthorizedError } from '../domain/errors.ts';
 import { migrate, MIGRATIONS_DIR } from '../db/migrate.ts';
@@ -19,7 +19,7 @@ import { armCrashPoint } from '../engine/crash-points.ts';
 import type { EngineEvents } from '../ports/engine-events.ts';
 import { Worker } from '../engine/worker.ts';
 import { createLlmClient, loadPrices, retryReason } from '../llm/index.ts';
-import type { LlmClient } from '../llm/types.ts';
+import type { LlmClient, ModelOptions } from '../llm/types.ts';
 import { logEvents } from '../observability/log-events.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { createMetrics, type Metrics } from '../observability/metrics.ts';
@@ -70,6 +70,8 @@ export interface AgentOptions {
   model?: string | null;
   /** `max_tokens` of each model call; defaults to MAX_TOKENS. */
   maxTokens?: number | null;
+  /** How the model is asked to answer (checked by defineAgent); each run's own go over these. */
+  modelOptions?: ModelOptions | null;
   /** The model client its runs call; defaults to the configured provider. */
   llm?: LlmClient | null;
   /** The version label recorded with each run created for it. */
@@ -225,8 +227,18 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     // Clients given in code (with an agent, or to the runtime) instead of the configured provider.
     const needsConfigured = !opts.llm && agents.some((a) => !a.llm);
     const llmOf = (a: AgentOptions) => a.llm ?? opts.llm ?? null;
-    const agentDefaults = new Map(
-      agents.map((a, i) => [names[i]!, { model: a.model ?? llmOf(a)?.defaultModel ?? config.defaultModel, version: a.version ?? null }]),
+    const agentDefaults = new Map<string, AgentDefaults>(
+      agents.map((a, i) => [
+        names[i]!,
+        {
+          model: a.model ?? llmOf(a)?.defaultModel ?? config.defaultModel,
+          version: a.version ?? null,
+          modelOptions: a.modelOptions ?? null,
+          maxTokens: a.maxTokens ?? config.maxTokens,
+          // Asked only once the runtime has started, when `llm` is set.
+          checkOptions: (options) => (llmOf(a) ?? llm).checkOptions?.(options) ?? null,
+        },
+      ]),
     );
     const prices = loadPrices(config.pricesFile, (message) => logger.warn(message));
     const defaults: RunDefaults = {
@@ -270,6 +282,10 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           },
         });
 
+    for (const [name, a] of agentDefaults) {
+      const problem = a.modelOptions && modelOptionsProblem(a.modelOptions, a);
+      if (problem) throw new ConfigError(`agent "${name}": ${problem.path}: ${problem.message}`);
+    }
     if (opts.worker && needsConfigured && config.llmProviderDefaulted) {
       logger.warn('ANTHROPIC_API_KEY is not set: using the offline demo model (LLM_PROVIDER=demo)');
     }
@@ -341,6 +357,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
                 logger,
               }),
             maxTokens: a.maxTokens ?? config.maxTokens,
+            modelOptions: a.modelOptions ?? null,
             ...(a.llm ? { llm: a.llm } : {}),
             ...(withWorkspace ? { workspaces: withWorkspace.workspaces } : {}),
             toolSources: mcpToolSources(a.mcpServers ?? [], { logger: logger.child({ agent: name }) }),

@@ -27,11 +27,11 @@ export const TOOL_USES = `CASE WHEN s.kind = 'MODEL' AND s.response IS NOT NULL
 /** The walk and the reads along it, their tables in `schema`. */
 export function lineageSql(schema: SchemaSql) {
   const lineage = (mode: 'log' | 'conversation' = 'log') => `lineage AS (
-  SELECT id AS run_id, input, status, COALESCE(forked_from_run_id, previous_run_id) AS source, forked_from_run_id IS NOT NULL AS forked,
+  SELECT id AS run_id, input, input_blocks, status, COALESCE(forked_from_run_id, previous_run_id) AS source, forked_from_run_id IS NOT NULL AS forked,
          COALESCE(forked_after_seq, 0) AS own_from, 2147483647 AS upto, 0 AS depth, 0 AS part
   FROM ${schema}.run WHERE id = $1
   UNION ALL
-  SELECT r.id, r.input, r.status, COALESCE(r.forked_from_run_id, r.previous_run_id), r.forked_from_run_id IS NOT NULL,
+  SELECT r.id, r.input, r.input_blocks, r.status, COALESCE(r.forked_from_run_id, r.previous_run_id), r.forked_from_run_id IS NOT NULL,
          COALESCE(r.forked_after_seq, 0), CASE WHEN l.forked THEN LEAST(l.upto, l.own_from) ELSE 2147483647 END, l.depth + 1,
          l.part + CASE WHEN l.forked THEN 0 ELSE 1 END
   FROM lineage l JOIN ${schema}.run r ON r.id = l.source
@@ -46,7 +46,7 @@ export function lineageSql(schema: SchemaSql) {
      * whose input opens it), newest part first. With CONVERSATION_STEPS, what a follow-up replays first.
      */
     CONVERSATION_RUNS: `WITH RECURSIVE ${lineage('conversation')}
-  SELECT DISTINCT ON (part) part, run_id AS id, input, status FROM lineage WHERE part > 0 ORDER BY part, depth`,
+  SELECT DISTINCT ON (part) part, run_id AS id, input, input_blocks, status FROM lineage WHERE part > 0 ORDER BY part, depth`,
 
     /** Every step of the conversations before run $1's own log, with their `part`, oldest part first, in seq order. */
     conversationSteps: (columns: string) => `WITH RECURSIVE ${lineage('conversation')}

@@ -11,6 +11,8 @@ import type {
   StepSummary,
   Waiting,
 } from '../domain/types.ts';
+import { textOf } from '../domain/types.ts';
+import type { ModelOptions } from '../llm/types.ts';
 import type { Sealer } from './encryption.ts';
 import { openBlocks, openToolCalls } from './sealed-columns.ts';
 
@@ -24,7 +26,9 @@ export interface RunRow {
   tenant: string;
   status: string;
   input: string;
+  input_blocks: boolean;
   model: string;
+  model_options: ModelOptions | null;
   token_budget: number;
   tokens_used: number;
   cost_usd: number;
@@ -92,7 +96,7 @@ export interface StepRow {
   finished_at: Date | null;
 }
 
-export const RUN_COLUMNS = `id, agent, agent_version, previous_run_id, tenant, status, input, model, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
+export const RUN_COLUMNS = `id, agent, agent_version, previous_run_id, tenant, status, input, input_blocks, model, model_options, token_budget, tokens_used, cost_usd, max_steps, deadline_at, run_at,
   locked_by, locked_until, cancel_requested, attempts, metadata, created_at, updated_at, finished_at, output, stop_reason, error,
   last_error, last_error_at, last_error_attempt, provider_requeues, cost_budget_usd, forked_from_run_id, forked_after_seq, waiting,
   schedule_id, scheduled_for,
@@ -114,8 +118,9 @@ export function toRun(r: RunRow, sealer: Sealer): Run {
     previousRunId: r.previous_run_id as RunId | null,
     tenant: r.tenant,
     status: r.status as RunStatus,
-    input: sealer.openText(r.input),
+    ...inputOf(sealer.openText(r.input), r.input_blocks),
     model: r.model,
+    modelOptions: r.model_options ?? null,
     tokenBudget: r.token_budget,
     tokensUsed: r.tokens_used,
     costUsd: r.cost_usd,
@@ -143,6 +148,13 @@ export function toRun(r: RunRow, sealer: Sealer): Run {
     scheduleId: r.schedule_id ?? null,
     scheduledFor: r.scheduled_for ?? null,
   };
+}
+
+/** A run's input as stored: text, or (input_blocks) the JSON array of its content blocks. */
+function inputOf(stored: string, blocks: boolean): Pick<Run, 'input' | 'inputContent'> {
+  if (!blocks) return { input: stored, inputContent: null };
+  const content = JSON.parse(stored) as ContentBlock[];
+  return { input: textOf(content), inputContent: content };
 }
 
 export function toStepSummary(r: Omit<StepRow, 'request' | 'response'>): StepSummary {

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import {
+  type ContentBlock,
   type Decision,
   DEFAULT_TENANT,
   DEMO_AGENT,
@@ -26,10 +27,14 @@ import type { EarlierRun } from '../core/chain-replay.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
 import { named, type NamedStatement, schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
 import { withFields } from '../util/with-fields.ts';
+import type { ModelOptions } from '../llm/types.ts';
 
 export interface NewRun {
-  input: string;
+  /** The task: text, or content blocks (text, images, documents) as the Messages API takes them. */
+  input: string | readonly ContentBlock[];
   model: string;
+  /** Over the agent's; null or absent: the agent's. */
+  modelOptions?: ModelOptions | null;
   tokenBudget: number;
   timeoutSeconds: number;
   maxSteps: number;
@@ -91,10 +96,11 @@ function runRecordsSql(schema: SchemaSql) {
   const { CONVERSATION_RUNS, conversationSteps, lineageSteps, TURN_AT } = lineageSql(schema);
   const INSERT_RUN = `INSERT INTO ${schema}.run (id, input, model, token_budget, max_steps, run_at, deadline_at, metadata, tenant,
                                          idempotency_key, request_hash, agent, agent_version, previous_run_id,
-                                         cost_budget_usd, forked_from_run_id, forked_after_seq, schedule_id, schedule_name, scheduled_for)
+                                         cost_budget_usd, forked_from_run_id, forked_after_seq, schedule_id, schedule_name, scheduled_for,
+                                         input_blocks, model_options)
          VALUES ($1, $2, $3, $4, $5, greatest(coalesce($9::timestamptz, now()), now()),
                  greatest(coalesce($9::timestamptz, now()), now()) + $6 * interval '1 second', $7, $8, $10, $11, $12, $13, $14,
-                 $15, $16, $17, $18, $19, $20)`;
+                 $15, $16, $17, $18, $19, $20, $21, $22)`;
   return {
     decisions: decisionsSql(schema),
     CREATE: named(
@@ -110,15 +116,18 @@ function runRecordsSql(schema: SchemaSql) {
      * already makes none. In the batch's order, so ids are taken slot by slot.
      */
     CREATE_FOR_SLOTS: `INSERT INTO ${schema}.run (id, input, model, token_budget, max_steps, run_at, deadline_at, metadata, tenant,
-                                         agent, agent_version, cost_budget_usd, schedule_id, schedule_name, scheduled_for)
+                                         agent, agent_version, cost_budget_usd, schedule_id, schedule_name, scheduled_for,
+                                         input_blocks, model_options)
          SELECT i.id, i.input, i.model, i.token_budget, i.max_steps, greatest(coalesce(i.start_at, now()), now()),
                 greatest(coalesce(i.start_at, now()), now()) + i.timeout_seconds * interval '1 second', i.metadata, i.tenant,
-                i.agent, i.agent_version, i.cost_budget_usd, i.schedule_id, i.schedule_name, i.scheduled_for
+                i.agent, i.agent_version, i.cost_budget_usd, i.schedule_id, i.schedule_name, i.scheduled_for,
+                i.input_blocks, i.model_options
          FROM ROWS FROM (json_to_recordset($1::json) AS (id uuid, input text, model text, token_budget int, max_steps int,
               timeout_seconds float8, metadata jsonb, tenant text, start_at timestamptz, agent text, agent_version text,
-              cost_budget_usd numeric, schedule_id uuid, schedule_name text, scheduled_for timestamptz)) WITH ORDINALITY
+              cost_budget_usd numeric, schedule_id uuid, schedule_name text, scheduled_for timestamptz,
+              input_blocks boolean, model_options jsonb)) WITH ORDINALITY
               AS i (id, input, model, token_budget, max_steps, timeout_seconds, metadata, tenant, start_at, agent, agent_version,
-                    cost_budget_usd, schedule_id, schedule_name, scheduled_for, n)
+                    cost_budget_usd, schedule_id, schedule_name, scheduled_for, input_blocks, model_options, n)
          ORDER BY i.n
          ON CONFLICT (tenant, schedule_name, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
          RETURNING ${RUN_COLUMNS}`,
@@ -172,7 +181,7 @@ export class RunRecords {
   private insertParams(r: NewRun, tenant: string): unknown[] {
     return [
       randomUUID(),
-      this.sealer.text(this.redact(r.input)),
+      this.sealer.text(this.storedInput(r.input)),
       r.model,
       r.tokenBudget,
       r.maxSteps,
@@ -191,7 +200,18 @@ export class RunRecords {
       r.schedule?.id ?? null,
       r.schedule?.name ?? null,
       r.schedule?.scheduledFor ?? null,
+      typeof r.input !== 'string',
+      r.modelOptions ? JSON.stringify(r.modelOptions) : null,
     ];
+  }
+
+  /**
+   * An input as its column holds it: text redacted, or content blocks as their JSON array with the
+   * text of their text blocks redacted (and nothing else: an image's base64 is not text to match).
+   */
+  private storedInput(input: string | readonly ContentBlock[]): string {
+    if (typeof input === 'string') return this.redact(input);
+    return JSON.stringify(input.map((b) => (b.type === 'text' && typeof b.text === 'string' ? { ...b, text: this.redactString(b.text) } : b)));
   }
 
   /**
@@ -202,7 +222,9 @@ export class RunRecords {
     if (runs.length === 0) return [];
     const items = runs.map((r) => ({
       id: randomUUID(),
-      input: this.sealer.text(this.redact(r.input)),
+      input: this.sealer.text(this.storedInput(r.input)),
+      input_blocks: typeof r.input !== 'string',
+      model_options: r.modelOptions ?? null,
       model: r.model,
       token_budget: r.tokenBudget,
       max_steps: r.maxSteps,
@@ -337,7 +359,7 @@ export class RunRecords {
 
   async conversationBefore(runId: RunId): Promise<EarlierRun[]> {
     // The parts' head runs, then all their steps in one read: two round trips, however long the chain.
-    const { rows: runs } = await this.prepared<{ part: number; id: string; input: string; status: RunStatus }>(this.sql.CONVERSATION_RUNS, [
+    const { rows: runs } = await this.prepared<{ part: number; id: string; input: string; input_blocks: boolean; status: RunStatus }>(this.sql.CONVERSATION_RUNS, [
       runId,
     ]);
     if (runs.length === 0) return [];
@@ -347,7 +369,10 @@ export class RunRecords {
     // Oldest first: the highest part is the start of the conversation.
     return runs
       .sort((a, b) => b.part - a.part)
-      .map((r) => ({ id: r.id as RunId, input: this.sealer.openText(r.input), status: r.status, steps: byPart.get(r.part)! }));
+      .map((r) => {
+        const input = this.sealer.openText(r.input);
+        return { id: r.id as RunId, input: r.input_blocks ? (JSON.parse(input) as ContentBlock[]) : input, status: r.status, steps: byPart.get(r.part)! };
+      });
   }
 
   async blob(digest: string): Promise<string | null> {

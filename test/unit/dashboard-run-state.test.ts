@@ -12,6 +12,8 @@ function run(fields: Partial<Run>): Run {
     id: '6f1c0a52-0000-4000-8000-000000000000',
     status: 'RUNNING',
     input: 'x',
+    inputContent: null,
+    modelOptions: null,
     model: 'm',
     agent: 'a',
     tokenBudget: 1,
