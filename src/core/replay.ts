@@ -20,6 +20,7 @@ import {
   type ToolUseBlock,
 } from '../domain/types.ts';
 import { InconsistentLogError } from '../domain/errors.ts';
+import { resultContent } from './content-blocks.ts';
 
 export interface PendingTool {
   use: ToolUseBlock;
@@ -143,7 +144,7 @@ function foldTool(c: Conversation, step: FoldableStep): void {
     return;
   }
   c.pending.delete(id);
-  const result: ToolResultBlock = { type: 'tool_result', tool_use_id: id, content: String(step.response ?? '') };
+  const result: ToolResultBlock = { type: 'tool_result', tool_use_id: id, content: resultContent(String(step.response ?? '')) };
   if (step.status === 'ERROR') result.is_error = true;
   c.results.set(id, result);
   if (c.pending.size === 0) flushResults(c);

@@ -74,7 +74,8 @@ export interface ToolUseBlock extends ContentBlock {
 export interface ToolResultBlock extends ContentBlock {
   type: 'tool_result';
   tool_use_id: string;
-  content: string;
+  /** The result's text, or its content blocks (text and images) for a tool that returned `{ content }`. */
+  content: string | ContentBlock[];
   is_error?: boolean;
 }
 

@@ -91,11 +91,36 @@ function unsupported(block: ContentBlock, index: number): LlmError {
   });
 }
 
-/** Tool results first (they must follow the assistant's tool calls at once), then the user's text. */
+type UserPart = OpenAI.Chat.ChatCompletionContentPart;
+
+/** An image or a PDF of a user turn as the API's content part; null for any other block. */
+function filePart(block: ContentBlock): UserPart | null {
+  const source = block.source as { type?: string; media_type?: string; data?: string; url?: string } | undefined;
+  if (!source) return null;
+  const dataUrl = source.type === 'base64' ? `data:${source.media_type};base64,${source.data}` : null;
+  if (block.type === 'image') {
+    const url = dataUrl ?? (source.type === 'url' ? source.url : null);
+    return url ? { type: 'image_url', image_url: { url } } : null;
+  }
+  if (block.type === 'document' && dataUrl && source.media_type === 'application/pdf') {
+    return { type: 'file', file: { file_data: dataUrl, filename: typeof block.title === 'string' ? block.title : 'document.pdf' } };
+  }
+  if (block.type === 'document' && source.type === 'text') return { type: 'text', text: String(source.data ?? '') };
+  return null;
+}
+
+/** Tool results first (they must follow the assistant's tool calls at once), then the user's text, images and files. */
 function userMessages(m: Message, index: number): ChatMessage[] {
   const tools: ChatMessage[] = [];
   const texts: string[] = [];
+  const parts: UserPart[] = [];
   for (const block of blocksOf(m)) {
+    if (block.type === 'image' || block.type === 'document') {
+      const part = filePart(block);
+      if (!part) throw unsupported(block, index);
+      parts.push(part);
+      continue;
+    }
     if (block.type === 'tool_result') {
       const text = resultText(block.content);
       tools.push({
@@ -109,15 +134,23 @@ function userMessages(m: Message, index: number): ChatMessage[] {
       throw unsupported(block, index);
     }
   }
+  if (parts.length > 0) return [...tools, { role: 'user', content: [...texts.map((text) => ({ type: 'text' as const, text })), ...parts] }];
   if (texts.length === 1) return [...tools, { role: 'user', content: texts[0]! }];
   if (texts.length > 1) return [...tools, { role: 'user', content: texts.map((text) => ({ type: 'text' as const, text })) }];
   return tools;
 }
 
-/** A tool result is a string in our log; the Messages API also allows a list of text blocks. */
+/** What a tool message says of an image a tool returned: the API takes text only there. */
+export const IMAGE_NOT_SENT = '[an image the tool returned: not sent, this API takes text only in tool results]';
+
+/** A tool result is a string in our log, or text and image blocks; the API takes text. */
 function resultText(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((b) => (b && typeof b === 'object' && typeof b.text === 'string' ? b.text : '')).join('');
+  if (Array.isArray(content)) {
+    return content
+      .map((b) => (b && typeof b === 'object' && typeof b.text === 'string' ? b.text : b?.type === 'image' ? IMAGE_NOT_SENT : ''))
+      .join('');
+  }
   return content === undefined || content === null ? '' : JSON.stringify(content);
 }
 

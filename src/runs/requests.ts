@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { RUN_STATUSES } from '../domain/types.ts';
 import { ModelOptionsSchema } from '../llm/model-options.ts';
-import { InputBlocks } from './input-content.ts';
+import { InputBlocks } from '../core/content-blocks.ts';
 
 export const requestSchemas = z.registry<{ id: string }>();
 

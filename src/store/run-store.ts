@@ -4,6 +4,7 @@
  * one round trip and one commit, and a worker that lost its lease changes nothing. The step path's
  * frequent writes share that statement with other runs' writes made at the same time (write-batches.ts).
  */
+import { mapResultText } from '../core/content-blocks.ts';
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import {
@@ -379,7 +380,8 @@ export class RunStore implements EngineStore {
   }
 
   async finishTool(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
-    const stored = this.redact(storableText(f.result));
+    // A result of content blocks has its text redacted, not its images (base64 is not text to match).
+    const stored = mapResultText(storableText(f.result), this.redact);
     const seq = f.seq ?? 0;
     const events = eventValues(
       [

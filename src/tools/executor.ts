@@ -6,6 +6,7 @@
  * A result is made storable (storable.ts) and cut to `maxResultBytes` here, before the engine sees it:
  * the model is sent exactly the text the log keeps, and a resumed run replays that same text.
  */
+import { mapResultText, storedContent, toolContent } from '../core/content-blocks.ts';
 import type { RunId, ToolUseBlock } from '../domain/types.ts';
 import { ConfigError, DatabaseUnavailableError, FatalError } from '../domain/errors.ts';
 import type { ToolDefinition } from '../llm/types.ts';
@@ -156,7 +157,8 @@ export class ToolExecutor {
 
   async execute(use: ToolUseBlock, ctx: CallScope): Promise<ToolOutcome> {
     const { status, result } = await this.run(use, ctx);
-    return { status, result: capResult(storableText(result), this.maxResultBytes) };
+    // Each text block of a content result is cut as a text result would be; its images are whole.
+    return { status, result: mapResultText(storableText(result), (text) => capResult(text, this.maxResultBytes)) };
   }
 
   private async run(use: ToolUseBlock, ctx: CallScope): Promise<ToolOutcome> {
@@ -192,7 +194,8 @@ export class ToolExecutor {
     });
     try {
       const value = await Promise.race([tool.execute(use.input, this.toolContext(use, ctx, controller.signal)), timeout]);
-      return { status: 'DONE', result: render(value) };
+      const content = toolContent(value);
+      return { status: 'DONE', result: content ? storedContent(content) : render(value) };
     } catch (e) {
       if (e instanceof FatalError || e instanceof DatabaseUnavailableError) throw e;
       if (cancellable && ctx.signal.aborted) throw ctx.signal.reason;

@@ -101,3 +101,53 @@ export const InputBlocks = z
   .describe(
     'Content blocks of the first user message, as the Messages API takes them: text, image (base64 JPEG, PNG, GIF or WebP up to 5 MiB, or a URL) and document (base64 PDF up to 32 MiB, plain text, or a URL).',
   );
+
+/** What a tool's result may hold as content blocks: text and images. */
+const ToolResultBlock = z.discriminatedUnion('type', [TextBlock.omit({ cache_control: true }), ImageBlock.omit({ cache_control: true })]);
+const ToolContent = z.strictObject({ content: z.array(ToolResultBlock).min(1).max(CONTENT_LIMITS.blocks) });
+
+const CONTENT_PREFIX = '{"content":[';
+
+/**
+ * A tool's value as content blocks, when it is `{ content: [...] }` of text and image blocks (a
+ * screenshot with a caption); null for any other value, which is sent as text. A value of that shape
+ * whose blocks are malformed is an Error saying which, for the tool's ERROR result.
+ */
+export function toolContent(value: unknown): ContentResult | null {
+  if (value === null || typeof value !== 'object' || !Array.isArray((value as { content?: unknown }).content)) return null;
+  if (Object.keys(value).length !== 1) return null;
+  const parsed = ToolContent.safeParse(value);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]!;
+    throw new Error(`the tool returned { content } that is not text and image blocks: ${first.path.join('.')}: ${first.message}`);
+  }
+  return parsed.data.content as ContentResult;
+}
+
+export type ContentResult = ({ type: 'text'; text: string } | { type: 'image'; source: Record<string, unknown> })[];
+
+/** A tool result as stored: the JSON of `{ content: blocks }`, which `resultContent` reads back. */
+export function storedContent(content: ContentResult): string {
+  return JSON.stringify({ content });
+}
+
+/**
+ * A stored tool result as the model gets it: the blocks of a `{ content: [...] }` result, or the text.
+ * A text that merely looks like one (a tool that returned that JSON as a string) reads the same way:
+ * the model is sent the same blocks either way.
+ */
+export function resultContent(stored: string): string | ContentResult {
+  if (!stored.startsWith(CONTENT_PREFIX)) return stored;
+  try {
+    return toolContent(JSON.parse(stored)) ?? stored;
+  } catch {
+    return stored;
+  }
+}
+
+/** `f` applied to the text of each text block of a stored content result, or to the whole text of any other. */
+export function mapResultText(stored: string, f: (text: string) => string): string {
+  const content = resultContent(stored);
+  if (typeof content === 'string') return f(stored);
+  return storedContent(content.map((b) => (b.type === 'text' ? { ...b, text: f(b.text) } : b)));
+}
