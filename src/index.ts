@@ -24,6 +24,7 @@ export { tool, type JsonSchemaToolOptions, type ToolOptions, type ZodTool } from
 export { defineTool, type NeedsApproval, type Tool, type ToolContext } from './tools/types.ts';
 export { sleepTool, SLEEP_TOOL_NAME } from './tools/sleep-tool.ts';
 export { anthropic, openAiCompatible, type AnthropicOptions, type OpenAiCompatibleOptions } from './llm/factories.ts';
+export { aiSdk, type AiSdkLanguageModel, type AiSdkOptions } from './llm/ai-sdk.ts';
 export type { CreateRunInput, ForkRunInput, ListRunsInput, RunPage, Runs, WaitOptions } from './runs/runs.ts';
 export type { Decided } from './store/decisions.ts';
 export type { McpHttpServer, McpServer, McpServerOptions, McpStdioServer, McpToolOverride } from './tools/mcp-config.ts';

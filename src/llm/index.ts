@@ -20,6 +20,8 @@ export {
   type OpenAiCompatibleOptions,
   type ProviderClientOptions,
 } from './factories.ts';
+export { aiSdk, type AiSdkLanguageModel, type AiSdkOptions } from './ai-sdk.ts';
+export { AiSdkStreamAssembler, toCallOptions as toAiSdkCallOptions } from './ai-sdk-wire.ts';
 export { RetryingLlmClient, backoffMs, giveUpReason, parseRetryAfterMs, retryReason } from './retrying.ts';
 export { normaliseChatUsage, normaliseContent, normaliseUsage } from './normalise.ts';
 export type { RandomSource, RetryListener, RetryPolicy, RetryingOptions, Sleeper } from './retrying.ts';
