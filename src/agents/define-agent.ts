@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../domain/errors.ts';
+import type { CompactionOption } from '../core/compaction.ts';
 import { ModelOptionsSchema, optionsProblem } from '../llm/model-options.ts';
 import type { LlmClient, ModelOptions } from '../llm/types.ts';
 import { freezeMcpServers, type McpServer, type McpServerOptions, McpServersSchema } from '../tools/mcp-config.ts';
@@ -33,6 +34,11 @@ export interface DefineAgentOptions {
    * `toolChoice`, `maxTokens` (over the agent's `maxTokens`). A run's own `modelOptions` go over these.
    */
   modelOptions?: ModelOptions;
+  /**
+   * When a long run has its older turns summarised: `{ atInputTokens, keepTurns }` (default: at 80% of
+   * the model's context window, 160,000 tokens for a 200K model, keeping the last 2 turns), or false.
+   */
+  compaction?: CompactionOption;
   /** A label for this definition of the agent, e.g. a release or a date. */
   version?: string;
   /**
@@ -61,6 +67,7 @@ export interface Agent {
   readonly model: string | null;
   readonly maxTokens: number | null;
   readonly modelOptions: ModelOptions | null;
+  readonly compaction: CompactionOption | null;
   readonly version: string | null;
   readonly llm: LlmClient | null;
   readonly mcpServers: readonly McpServer[];
@@ -103,6 +110,15 @@ const AgentSchema = z
     model: z.string().min(1).max(200).optional(),
     maxTokens: z.number().int().min(1).max(200_000).optional(),
     modelOptions: ModelOptionsSchema.optional(),
+    compaction: z
+      .union([
+        z.literal(false),
+        z.strictObject({
+          atInputTokens: z.number().int().min(1_000).max(10_000_000).optional(),
+          keepTurns: z.number().int().min(1).max(100).optional(),
+        }),
+      ])
+      .optional(),
     version: z.string().min(1).max(200).optional(),
     llm: z
       .custom<LlmClient>(
@@ -145,6 +161,7 @@ export function defineAgent(options: DefineAgentOptions): Agent {
     model: a.model ?? null,
     maxTokens: a.maxTokens ?? null,
     modelOptions: a.modelOptions ? Object.freeze({ ...a.modelOptions }) : null,
+    compaction: a.compaction === undefined ? null : a.compaction === false ? false : Object.freeze({ ...a.compaction }),
     version: a.version ?? null,
     llm: a.llm ?? null,
     mcpServers: freezeMcpServers(a.mcpServers ?? []),
@@ -161,10 +178,12 @@ export function checkAgents(value: unknown, where: string): Agent[] {
     throw new ConfigError(`${where}: agents must be a non-empty array of defineAgent(…) values`);
   const agents = value.map((a: unknown, i) => {
     if (typeof a !== 'object' || a === null) throw new ConfigError(`${where}: agents.${i} is not an agent definition`);
-    const { name, system, tools, model, maxTokens, modelOptions, version, llm, mcpServers, workspace } = a as Record<string, unknown>;
+    const { name, system, tools, model, maxTokens, modelOptions, compaction, version, llm, mcpServers, workspace } = a as Record<string, unknown>;
     // defineAgent's result has nulls where its options had nothing; read it back as options.
     const options = Object.fromEntries(
-      Object.entries({ name, system, tools, model, maxTokens, modelOptions, version, llm, mcpServers, workspace }).filter(([, v]) => v != null),
+      Object.entries({ name, system, tools, model, maxTokens, modelOptions, compaction, version, llm, mcpServers, workspace }).filter(
+        ([, v]) => v != null,
+      ),
     );
     try {
       return defineAgent(options as unknown as DefineAgentOptions);

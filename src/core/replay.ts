@@ -16,11 +16,13 @@ import {
   type Step,
   type StepKind,
   type StepStatus,
+  textOf,
   type ToolResultBlock,
   type ToolUseBlock,
 } from '../domain/types.ts';
 import { InconsistentLogError } from '../domain/errors.ts';
 import { resultContent } from './content-blocks.ts';
+import { type CompactionRecord, compacted } from './compaction.ts';
 
 export interface PendingTool {
   use: ToolUseBlock;
@@ -68,8 +70,11 @@ export type RunInput = string | readonly ContentBlock[];
 export type FoldableStep = Pick<Step, 'seq' | 'kind' | 'status' | 'toolUseId' | 'response' | 'stopReason'> & {
   kind: StepKind;
   status: StepStatus;
-  /** MODEL: the model that answered (its request's); absent or null: unknown, taken as the conversation's. */
-  request?: { model: string } | null;
+  /**
+   * MODEL: the model that answered (absent: unknown, taken as the conversation's), and for a compaction
+   * step how many messages it kept (see compaction.ts).
+   */
+  request?: { model?: string; compaction?: CompactionRecord } | null;
 };
 
 /**
@@ -150,9 +155,21 @@ function foldTool(c: Conversation, step: FoldableStep): void {
   if (c.pending.size === 0) flushResults(c);
 }
 
+/**
+ * A compaction step: the older messages give way to its summary. It is no turn of the conversation:
+ * what the latest model turn asked for and how it stopped stand.
+ */
+function foldCompaction(c: Conversation, step: FoldableStep, record: CompactionRecord): void {
+  flushResults(c);
+  const summary = textOf((step.response as ContentBlock[] | null) ?? []);
+  c.messages.splice(0, c.messages.length, ...compacted(c.messages, record.keptMessages, summary));
+}
+
 /** Folds one step onto the conversation, in place. Steps must come in seq order. */
 export function foldStep(c: Conversation, step: FoldableStep): Conversation {
-  if (step.kind === 'MODEL') foldModel(c, step);
+  const compaction = step.kind === 'MODEL' ? step.request?.compaction : undefined;
+  if (compaction) foldCompaction(c, step, compaction);
+  else if (step.kind === 'MODEL') foldModel(c, step);
   else foldTool(c, step);
   c.lastSeq = Math.max(c.lastSeq, step.seq);
   return c;

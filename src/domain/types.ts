@@ -29,7 +29,7 @@
  *   creates that tenant's runs only.
  */
 
-import type { ModelOptions } from '../llm/types.ts';
+import type { CallOptions, ModelOptions } from '../llm/types.ts';
 
 export type RunId = string & { readonly __brand: 'RunId' };
 
@@ -244,6 +244,10 @@ export interface ModelRequestParams {
   toolsDigest: string | null;
   /** The model client's provider, e.g. "anthropic" or "openai"; absent in steps recorded before it was kept. */
   provider?: string;
+  /** The call's model options (thinking, sampling, tool choice) as sent; absent: none. */
+  options?: CallOptions;
+  /** Set on a compaction step: its answer is a summary standing for all but the last `keptMessages` messages. */
+  compaction?: { keptMessages: number };
 }
 
 export interface Step {

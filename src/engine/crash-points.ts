@@ -28,6 +28,7 @@ export const CRASH_POINTS = [
   'before-tool-finish',
   'mid-stream',
   'mid-checkpoint',
+  'after-compaction',
 ] as const;
 export type CrashPointName = (typeof CRASH_POINTS)[number];
 

@@ -3,6 +3,7 @@
  * without ending the run: the types the driver, the worker and the tool batch share.
  */
 import type { Usage } from '../domain/types.ts';
+import type { CompactionOption } from '../core/compaction.ts';
 import type { LlmClient, ModelOptions, ToolDefinition } from '../llm/types.ts';
 import type { EngineEvents } from '../ports/engine-events.ts';
 import type { EngineStore, Lease } from '../ports/engine-store.ts';
@@ -21,6 +22,8 @@ export interface PreparedAgent {
   maxTokens: number;
   /** How the model is asked to answer in its runs (each run's own over these); null or absent: the provider's defaults. */
   modelOptions?: ModelOptions | null;
+  /** When its runs compact (see compaction.ts); absent or null: the defaults, false: never. */
+  compaction?: CompactionOption | null;
   /** The agent's runs each have a workspace (defineAgent's `workspace`), rebuilt here when claimed. */
   workspaces?: Workspaces;
 }

@@ -14,12 +14,14 @@ import {
   type Run,
   type RunProgress,
   type TerminalStatus,
+  textOf,
   type ToolUseBlock,
   type Usage,
 } from '../domain/types.ts';
 import { InconsistentLogError, LlmError, PermanentDatabaseError, WorkspaceMismatchError } from '../domain/errors.ts';
 import type { LlmResponse } from '../llm/types.ts';
 import { callOptions, mergeModelOptions } from '../llm/model-options.ts';
+import { compactionCut, compactionFor, SUMMARY_MAX_TOKENS, SUMMARY_SYSTEM, summaryRequest } from '../core/compaction.ts';
 import { type FencedWrite, NO_ATTEMPTS, type RunEnd, type ToolStart, type WaitStart } from '../ports/engine-store.ts';
 import { retryingWrites } from './retrying-store.ts';
 import { AttemptHandedBack, AttemptRequeued, AttemptWaiting, type DriverDeps, type Unrecorded } from './driver-types.ts';
@@ -180,7 +182,10 @@ class RunDriver {
       const verdict = action.type === 'tool' && !preStarted ? this.verdictOn(action.pending) : null;
       const step =
         action.type === 'model'
-          ? () => this.modelStep(seq)
+          ? () => {
+              const cut = this.compactionCut();
+              return cut === null ? this.modelStep(seq) : this.compactionStep(seq, cut);
+            }
           : verdict && verdict.type !== 'run'
             ? () => this.stepWithoutRunning(action.pending, seq, verdict)
             : async () => {
@@ -283,19 +288,7 @@ class RunDriver {
         },
       );
     } catch (e) {
-      await stream?.fail(e instanceof LlmError ? describeAttemptError(e) : undefined);
-      if (deps.signal.aborted) {
-        const cutOff = e instanceof LlmError ? this.unrecorded(e.usage) : null;
-        if (cutOff) deps.onUnrecorded?.(cutOff);
-        throw deps.signal.reason;
-      }
-      deps.events.modelFailed({ run, worker: deps.owner.worker, seq, error: e as Error, latencyMs: performance.now() - started });
-      if (!(e instanceof LlmError)) throw e;
-      const unrecorded = this.unrecorded(e.usage);
-      // Out of retries on a passing failure (rate limit, overload, outage): not the run's fault, so the
-      // run waits in the queue and tries again; the attempt limit still ends a run that never gets through.
-      if (e.retryable) throw new AttemptRequeued(describeLlmFailure(e), e.retryAfterMs, unrecorded);
-      return { end: { status: 'FAILED', error: describeLlmFailure(e), ...unrecorded }, written: false };
+      return this.callFailed(e, seq, started, stream);
     }
     const latencyMs = performance.now() - started;
     // The stream's last events go in with the checkpoint, ahead of its step.finished. Taken first, so
@@ -373,6 +366,119 @@ class RunDriver {
     deps.events.modelStep({ run, worker: deps.owner.worker, seq, response, latencyMs, costUsd });
     if (wait) return this.waited(wait, write.waited ?? 'WAITING');
     return end && { end, written: true };
+  }
+
+  /** A model call of step `seq` failed: the attempt ends (stopped, requeued) or the run does (the outcome). */
+  private async callFailed(e: unknown, seq: number, started: number, stream: StepStream | null): Promise<StepOutcome> {
+    const { run, deps } = this;
+    await stream?.fail(e instanceof LlmError ? describeAttemptError(e) : undefined);
+    if (deps.signal.aborted) {
+      const cutOff = e instanceof LlmError ? this.unrecorded(e.usage) : null;
+      if (cutOff) deps.onUnrecorded?.(cutOff);
+      throw deps.signal.reason;
+    }
+    deps.events.modelFailed({ run, worker: deps.owner.worker, seq, error: e as Error, latencyMs: performance.now() - started });
+    if (!(e instanceof LlmError)) throw e;
+    const unrecorded = this.unrecorded(e.usage);
+    // Out of retries on a passing failure (rate limit, overload, outage): not the run's fault, so the
+    // run waits in the queue and tries again; the attempt limit still ends a run that never gets through.
+    if (e.retryable) throw new AttemptRequeued(describeLlmFailure(e), e.retryAfterMs, unrecorded);
+    return { end: { status: 'FAILED', error: describeLlmFailure(e), ...unrecorded }, written: false };
+  }
+
+  /**
+   * Where the conversation should be cut for a summary before the next call (see compaction.ts), or
+   * null: compaction is off, the last call of this attempt was below the threshold (a resumed attempt
+   * waits for a call to tell it), or there is nothing to cut.
+   */
+  private compactionCut(): number | null {
+    const settings = compactionFor(this.deps.agent.compaction, this.run.model);
+    if (!settings || !this.knownInput || this.knownInput.tokens < settings.atInputTokens) return null;
+    return compactionCut(this.conversation.messages, settings.keepTurns);
+  }
+
+  /**
+   * A compaction step: the model summarises the messages before `cut`, and the summary is recorded as
+   * a MODEL step marked `compaction` with the number of messages kept. Its text is not streamed (it is
+   * no answer). A summary that comes back empty is not recorded: the run goes on uncompacted.
+   */
+  private async compactionStep(seq: number, cut: number): Promise<StepOutcome> {
+    const { run, conversation, deps } = this;
+    const { agent } = deps;
+    const clamp = this.costClamp(Math.max(1, Math.min(SUMMARY_MAX_TOKENS, run.tokenBudget - this.progress.tokensUsed)));
+    if ('stop' in clamp) return { end: { status: 'FAILED', error: clamp.stop, budget: 'cost' }, written: false };
+    const { maxTokens } = clamp;
+    const keptMessages = conversation.messages.length - cut;
+    const started = performance.now();
+    const stream = this.stepStream(seq);
+    stream?.start();
+    let reply: LlmResponse;
+    try {
+      reply = await deps.llm.send(
+        {
+          model: run.model,
+          maxTokens,
+          system: SUMMARY_SYSTEM,
+          messages: summaryRequest(conversation.messages, cut),
+          tools: agent.toolDefinitions,
+          ...(agent.toolDefinitions.length > 0 && { options: { toolChoice: 'none' as const } }),
+        },
+        {
+          signal: deps.signal,
+          deadlineAt: run.deadlineAt,
+          logFields: { run_id: run.id, worker: deps.owner.worker, step_seq: seq, compaction: true },
+          ...(stream && { onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)) }),
+        },
+      );
+    } catch (e) {
+      return this.callFailed(e, seq, started, stream);
+    }
+    const latencyMs = performance.now() - started;
+    const streamed = (await stream?.rest()) ?? [];
+    const { response, warnings } = acceptReply(reply);
+    for (const w of warnings) deps.events.stepWarning({ run, worker: deps.owner.worker, seq, ...w });
+    const summary = textOf(response.content);
+    this.knownInput = null;
+    if (summary.trim() === '') {
+      deps.events.stepWarning({ run, worker: deps.owner.worker, seq, warning: 'empty-summary', detail: 'the summary came back empty; the run goes on uncompacted' });
+      return undefined;
+    }
+    const content = [{ type: 'text', text: summary }];
+    const costUsd = storableCost(deps.costOf(run.model, response.usage));
+    const tokens = budgetTokens(response.usage);
+    const compaction = { keptMessages };
+    const checkpoint = {
+      seq,
+      request: {
+        model: run.model,
+        maxTokens,
+        systemDigest: agent.systemDigest,
+        toolsDigest: agent.toolsDigest,
+        provider: deps.llm.provider,
+        compaction,
+      },
+      content,
+      stopReason: response.stopReason,
+      usage: response.usage,
+      budgetTokens: tokens,
+      attempts: response.attempts,
+      costUsd,
+      latencyMs,
+      streamed,
+    };
+    let write: FencedWrite;
+    try {
+      write = await deps.store.checkpointModel(run.id, deps.owner, checkpoint, {});
+    } catch (e) {
+      if (!(e instanceof PermanentDatabaseError)) throw e;
+      return { end: { status: 'FAILED', error: e.message, usage: response.usage, costUsd }, written: false };
+    }
+    crashPoint('after-compaction', run.id);
+    foldStep(conversation, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: content, stopReason: response.stopReason, request: { model: run.model, compaction } });
+    this.costUsd += costUsd;
+    this.progress = write;
+    deps.events.modelStep({ run, worker: deps.owner.worker, seq, response: withFields(response, { content }), latencyMs, costUsd });
+    return undefined;
   }
 
   /**

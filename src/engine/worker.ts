@@ -9,6 +9,7 @@
 import { DEMO_AGENT, type RunId, type TerminalStatus, type Usage } from '../domain/types.ts';
 import { LeaseLostError } from '../domain/errors.ts';
 import type { LlmClient, ModelOptions } from '../llm/types.ts';
+import type { CompactionOption } from '../core/compaction.ts';
 import type { Logger } from '../observability/logger.ts';
 import type {
   ClaimedRun,
@@ -63,6 +64,8 @@ export interface AgentDefinition {
   maxTokens: number;
   /** How the model is asked to answer in its runs (each run's own over these). */
   modelOptions?: ModelOptions | null;
+  /** When its runs compact; the defaults when absent or null, never with false. */
+  compaction?: CompactionOption | null;
   /** The model client its runs call; the worker's `llm` when absent. */
   llm?: LlmClient;
   /** Where more of its tools come from (MCP servers): started with the worker, closed when it stops. */
@@ -219,6 +222,7 @@ export class Worker {
         toolsDigest: toolDefinitions.length ? await store.putBlob(JSON.stringify(toolDefinitions)) : null,
         maxTokens: agent.maxTokens,
         modelOptions: agent.modelOptions ?? null,
+        compaction: agent.compaction ?? null,
         ...(agent.workspaces && { workspaces: agent.workspaces }),
       });
     }

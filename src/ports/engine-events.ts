@@ -16,7 +16,12 @@ import type { LlmResponse } from '../llm/types.ts';
  * - usage-out-of-range: a token count was negative, fractional or too large, and was clamped
  * - provider-value-repaired: the provider layer repaired its wire answer (see src/llm/normalise.ts)
  */
-export type StepWarning = 'tool-use-under-stop-reason' | 'unstorable-text-replaced' | 'usage-out-of-range' | 'provider-value-repaired';
+export type StepWarning =
+  | 'tool-use-under-stop-reason'
+  | 'unstorable-text-replaced'
+  | 'usage-out-of-range'
+  | 'provider-value-repaired'
+  | 'empty-summary';
 
 export interface EngineEvents {
   runClaimed?(e: { run: Run; worker: string; resumedAtSeq: number }): void;

@@ -20,6 +20,7 @@ import type { EngineEvents } from '../ports/engine-events.ts';
 import { Worker } from '../engine/worker.ts';
 import { createLlmClient, loadPrices, retryReason } from '../llm/index.ts';
 import type { LlmClient, ModelOptions } from '../llm/types.ts';
+import type { CompactionOption } from '../core/compaction.ts';
 import { logEvents } from '../observability/log-events.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { createMetrics, type Metrics } from '../observability/metrics.ts';
@@ -72,6 +73,8 @@ export interface AgentOptions {
   maxTokens?: number | null;
   /** How the model is asked to answer (checked by defineAgent); each run's own go over these. */
   modelOptions?: ModelOptions | null;
+  /** When long runs compact (checked by defineAgent); the defaults when absent, never with false. */
+  compaction?: CompactionOption | null;
   /** The model client its runs call; defaults to the configured provider. */
   llm?: LlmClient | null;
   /** The version label recorded with each run created for it. */
@@ -358,6 +361,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
               }),
             maxTokens: a.maxTokens ?? config.maxTokens,
             modelOptions: a.modelOptions ?? null,
+            compaction: a.compaction ?? null,
             ...(a.llm ? { llm: a.llm } : {}),
             ...(withWorkspace ? { workspaces: withWorkspace.workspaces } : {}),
             toolSources: mcpToolSources(a.mcpServers ?? [], { logger: logger.child({ agent: name }) }),
