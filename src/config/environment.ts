@@ -90,6 +90,20 @@ export const EnvSchema = z.object({
     ),
   ANTHROPIC_API_KEY: z.string().min(1).optional().describe("The Anthropic provider's API key"),
   ANTHROPIC_BASE_URL: z.string().url().optional().describe("The Anthropic provider's endpoint. Unset: `https://api.anthropic.com`"),
+  /** Beta features for every call of the Anthropic provider, sent as its `anthropic-beta` header. */
+  ANTHROPIC_BETAS: z
+    .string()
+    .optional()
+    .transform((value) =>
+      (value ?? '')
+        .split(',')
+        .map((beta) => beta.trim())
+        .filter((beta) => beta !== ''),
+    )
+    .refine((betas) => betas.every((beta) => /^[\x21-\x2b\x2d-\x7e]+$/.test(beta)), 'must be beta names separated by commas')
+    .describe(
+      'Beta features the Anthropic provider asks for on every call, comma-separated (e.g. `context-1m-2025-08-07`): sent as its `anthropic-beta` header. Unset: none',
+    ),
   OPENAI_API_KEY: z
     .string()
     .min(1)
@@ -301,6 +315,8 @@ export interface Config {
   llmProviderDefaulted: boolean;
   anthropicApiKey: string | null;
   anthropicBaseUrl: string | null;
+  /** ANTHROPIC_BETAS: the Anthropic provider's `anthropic-beta` names; empty: none. */
+  anthropicBetas: readonly string[];
   openaiApiKey: string | null;
   openaiBaseUrl: string | null;
   llmStreaming: boolean;
@@ -409,6 +425,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     llmProviderDefaulted: e.LLM_PROVIDER === undefined && llmProvider === 'demo',
     anthropicApiKey: e.ANTHROPIC_API_KEY ?? null,
     anthropicBaseUrl: e.ANTHROPIC_BASE_URL ?? null,
+    anthropicBetas: e.ANTHROPIC_BETAS,
     openaiApiKey: e.OPENAI_API_KEY ?? null,
     openaiBaseUrl: e.OPENAI_BASE_URL ?? null,
     llmStreaming: e.LLM_STREAMING,

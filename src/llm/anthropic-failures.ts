@@ -93,6 +93,17 @@ export function connectionFailed(cause: unknown, context: FailureContext = {}): 
 }
 
 /**
+ * The proxy (HTTPS_PROXY …) refused to open a tunnel to the API. 407 (credentials missing or refused)
+ * and 403 (its rules forbid the host) fail the same way again: nothing was sent, no retry can fix it.
+ * Any other status (a proxy that cannot reach the API answers 502 or 503) may well pass next time.
+ */
+export function proxyRefused(refusal: { status: number; message: string }, context: FailureContext = {}): LlmError {
+  const fixed = refusal.status === 407 || refusal.status === 403;
+  const hint = refusal.status === 407 ? ': it wants credentials, given as user:password in the proxy URL' : '';
+  return new LlmError(fixed ? 0 : -1, `${refusal.message}${hint}`, { type: 'proxy_error', cause: refusal, usage: context.usage ?? null });
+}
+
+/**
  * Whether a request that got no response's headers failed on a time limit: an abort nobody asked for
  * (the caller's own abort is checked first), or a connect timeout of the HTTP stack (the connection
  * pool's, or the system's ETIMEDOUT).

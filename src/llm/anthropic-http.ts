@@ -11,10 +11,10 @@
 import http, { type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
-import type { LlmError } from '../domain/errors.ts';
-import { aborted, connectionFailed, errorBodyFields, fromErrorResponse, isTimeout, timedOut } from './anthropic-failures.ts';
+import { ConfigError, type LlmError } from '../domain/errors.ts';
+import { aborted, connectionFailed, errorBodyFields, fromErrorResponse, isTimeout, proxyRefused, timedOut } from './anthropic-failures.ts';
 import { discard, forEachChunk, headerSource, readText } from './http-response.ts';
-import { isStaleConnection, keepAliveAgent } from './http-pool.ts';
+import { isStaleConnection, keepAliveAgent, ProxyRefusal } from './http-pool.ts';
 import { SseReader } from './sse.ts';
 
 /**
@@ -25,12 +25,33 @@ export const ANTHROPIC_VERSION = '2026-10-21';
 
 export const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 
+/**
+ * The headers the transport sets itself, which a caller's `headers` may not: the key (and the SDK's
+ * other way of sending it), the API version, the body's framing and the connection's.
+ */
+export const OWN_HEADERS: readonly string[] = [
+  'host',
+  'accept',
+  'content-type',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'authorization',
+  'x-api-key',
+  'anthropic-version',
+];
+
 export interface MessagesEndpointOptions {
   apiKey: string;
   /** Null, absent or empty: DEFAULT_BASE_URL. With or without a trailing slash; a path is kept. */
   baseUrl?: string | null;
   /** @unit milliseconds — how long to wait for a response's headers (not for its whole body). */
   timeoutMs: number;
+  /** More headers for every request; none of OWN_HEADERS, nor `anthropic-beta` with `betas`. */
+  headers?: Readonly<Record<string, string>>;
+  /** Beta features, sent as one `anthropic-beta` header, comma-separated. */
+  betas?: readonly string[];
 }
 
 /**
@@ -51,7 +72,9 @@ export class MessagesEndpoint {
     const base = options.baseUrl || DEFAULT_BASE_URL;
     this.rawUrl = base + (base.endsWith('/') ? 'v1/messages' : '/v1/messages');
     const url = URL.canParse(this.rawUrl) ? new URL(this.rawUrl) : null;
-    const agent = url && keepAliveAgent(url.protocol);
+    // Checked first: a mistake in the caller's own options is theirs to see whatever the URL.
+    const extra = extraHeaders(options.headers, options.betas);
+    const agent = url && keepAliveAgent(url);
     this.send = url?.protocol === 'https:' ? https.request : http.request;
     this.timeoutMs = options.timeoutMs;
     if (!url || !agent) {
@@ -68,6 +91,7 @@ export class MessagesEndpoint {
     // What the API reads; the SDK's others (user agent, x-stainless-* platform and retry telemetry) say
     // nothing the API needs. The key only ever goes here: errors never show headers. No
     // accept-encoding: the responses are small, and inflating them would cost CPU on every call.
+    // The caller's own headers and betas follow ours.
     this.headers = Object.freeze([
       'host',
       url.host,
@@ -79,6 +103,7 @@ export class MessagesEndpoint {
       `Bearer ${options.apiKey}`,
       'anthropic-version',
       ANTHROPIC_VERSION,
+      ...extra,
     ]);
   }
 
@@ -100,6 +125,54 @@ export class MessagesEndpoint {
     flattenHead(request);
     return request;
   }
+}
+
+/**
+ * The caller's headers and betas as name, value pairs (names in lower case), checked before anything is
+ * sent: a ConfigError names the header that cannot be sent and why, never a value (a gateway's token
+ * is one). Names are compared without case, as HTTP does.
+ */
+export function extraHeaders(headers: Readonly<Record<string, string>> | undefined, betas: readonly string[] | undefined): string[] {
+  const list: string[] = [];
+  if (betas !== undefined && !Array.isArray(betas)) throw new ConfigError('betas must be a list of beta names');
+  const betaList = betas ?? [];
+  for (const beta of betaList) {
+    // A name is one item of the comma-separated header: no commas, no blanks, nothing a header cannot carry.
+    if (typeof beta !== 'string' || !/^[\x21-\x2b\x2d-\x7e]+$/.test(beta)) {
+      throw new ConfigError(`betas: each must be a beta's name, such as "context-1m-2025-08-07" (got ${describeBeta(beta)})`);
+    }
+  }
+  if (headers !== undefined) {
+    if (headers === null || typeof headers !== 'object' || Array.isArray(headers)) {
+      throw new ConfigError('headers must be an object of header names and string values');
+    }
+    const seen = new Set<string>();
+    for (const name of Object.keys(headers)) {
+      const shown = JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name);
+      const lower = name.toLowerCase();
+      if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new ConfigError(`headers: ${shown} is not a header name`);
+      if (OWN_HEADERS.includes(lower)) throw new ConfigError(`headers: ${shown} is set by the client itself and cannot be given`);
+      if (lower === 'anthropic-beta' && betaList.length > 0) {
+        throw new ConfigError(`headers: ${shown} cannot be given with betas: name every beta in betas`);
+      }
+      if (seen.has(lower)) throw new ConfigError(`headers: ${shown} is given twice (names do not differ by case)`);
+      seen.add(lower);
+      const value: unknown = headers[name];
+      // Tab and the visible characters (and non-ASCII ones), as Node's own check: no line breaks, no NUL.
+      if (typeof value !== 'string' || !/^[\t\x20-\x7e\x80-\xff]*$/.test(value)) {
+        throw new ConfigError(`headers: the value of ${shown} must be a string of characters a header can carry (no line breaks)`);
+      }
+      list.push(lower, value);
+    }
+  }
+  if (betaList.length > 0) list.push('anthropic-beta', betaList.join(','));
+  return list;
+}
+
+/** A beta that is not a name, for the error: its kind, or the string when it is short (a name is no secret). */
+function describeBeta(beta: unknown): string {
+  if (typeof beta !== 'string') return beta === null ? 'null' : typeof beta;
+  return beta.length <= 64 ? JSON.stringify(beta) : 'a long string';
 }
 
 /**
@@ -193,8 +266,11 @@ export class MessagesExchange {
         return await responding;
       } catch (error) {
         if (this.signal?.aborted) throw aborted();
-        // The endpoint's time limit, or the pool's limit on opening a connection.
-        if (this.expired || isTimeout(error)) throw timedOut();
+        if (this.expired) throw timedOut();
+        // Before the timeout's test, which reads the message: the host in a refusal's might say "timeout".
+        if (error instanceof ProxyRefusal) throw proxyRefused(error);
+        // The pool's limit on opening a connection (directly or through the proxy), or the system's.
+        if (isTimeout(error)) throw timedOut();
         if (!isStaleConnection(this.request!, error)) throw connectionFailed(error);
       }
     }

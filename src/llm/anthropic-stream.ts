@@ -7,12 +7,26 @@ import type { LlmResponse } from './types.ts';
 
 type Block = Record<string, unknown>;
 
+/** What a delta adds that is seen as it streams: answer text, or thinking text (extended thinking). */
+export type StreamedText = Anthropic.TextDelta | Anthropic.ThinkingDelta;
+
+/** The kinds of event that come after message_start, and `ping` (the API's keep-alive), which is skipped knowingly. */
+const IN_MESSAGE = new Set<string>(['content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
+const KNOWN_EVENTS = new Set<string>(['message_start', 'ping', ...IN_MESSAGE]);
+
+/** The most unknown types one stream records for the caller: a server that makes up a type per event cannot grow it. */
+const MAX_UNKNOWN = 16;
+
 /**
  * Folds the Messages API's stream events into the message the non-streaming API would have answered:
  * the same content blocks (text joined from its deltas, a tool's input parsed from its JSON deltas,
  * thinking with its signature, blocks sent whole kept as sent), the stop reason and the usage
  * (message_start brings input and cache counts, message_delta the cumulative totals). Pure: the
- * provider feeds it the events and reports the text each one adds.
+ * provider feeds it the events and reports the answer and thinking text each one adds.
+ *
+ * What the API may add later is kept, not dropped: a block of a type not known here is kept as it
+ * started, and a delta of an unknown type is merged into its block field by field (see `mergeDelta`),
+ * as text, thinking and signature deltas rebuild theirs. An event of an unknown type is skipped. Both are recorded by type (`unknownTypes`), for the client to say so.
  *
  * A stream that breaks the protocol (a delta for a block never started, tool input that is not JSON)
  * fails as no usable answer (-1), as does one that ends without message_stop: the next attempt may
@@ -24,11 +38,13 @@ export class StreamAssembler {
   /** The input JSON of tool blocks, as streamed so far, by block index. */
   private readonly inputJson = new Map<number, string>();
   private stopped = false;
+  /** Event types skipped and delta types merged, as `event foo` / `delta foo_delta`. */
+  private unknown: Set<string> | null = null;
 
   constructor(private readonly requestedModel: string) {}
 
-  /** Folds one event in; returns the answer text it adds, or null. */
-  add(event: Anthropic.RawMessageStreamEvent): string | null {
+  /** Folds one event in; returns the text or thinking delta it adds (never an empty one), or null. */
+  add(event: Anthropic.RawMessageStreamEvent): StreamedText | null {
     if (event.type === 'message_start') {
       if (this.message) throw broken('a second message_start');
       // Spread last (one map for every answer, see with-fields.ts) and as own fields: the provider's JSON
@@ -41,9 +57,8 @@ export class StreamAssembler {
     const message = this.message;
     if (!message) {
       // Unknown kinds of event are skipped, so a new one added to the API does not break old clients.
-      if (['content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop'].includes(event.type)) {
-        throw broken(`${event.type} before message_start`);
-      }
+      if (IN_MESSAGE.has(event.type)) throw broken(`${event.type} before message_start`);
+      this.noteUnknown('event', event.type);
       return null;
     }
     switch (event.type) {
@@ -66,8 +81,23 @@ export class StreamAssembler {
         this.stopped = true;
         return null;
       default:
+        this.noteUnknown('event', (event as { type: unknown }).type);
         return null;
     }
+  }
+
+  private noteUnknown(kind: 'event' | 'delta', type: unknown): void {
+    if (kind === 'event' && KNOWN_EVENTS.has(type as string)) return;
+    this.unknown ??= new Set();
+    if (this.unknown.size < MAX_UNKNOWN) this.unknown.add(`${kind} ${typeof type === 'string' ? type : typeof type}`);
+  }
+
+  /**
+   * The types of event this stream skipped and of delta it merged without knowing them, each once:
+   * `event <type>` or `delta <type>` (a type that is not a string shows as its JavaScript type).
+   */
+  unknownTypes(): string[] {
+    return this.unknown ? [...this.unknown] : [];
   }
 
   private block(index: number): Block {
@@ -76,12 +106,12 @@ export class StreamAssembler {
     return block;
   }
 
-  private addDelta(index: number, delta: Anthropic.RawContentBlockDelta): string | null {
+  private addDelta(index: number, delta: Anthropic.RawContentBlockDelta): StreamedText | null {
     const block = this.block(index);
     switch (delta.type) {
       case 'text_delta':
         block.text = `${typeof block.text === 'string' ? block.text : ''}${delta.text}`;
-        return delta.text;
+        return delta.text ? delta : null;
       case 'input_json_delta':
         this.inputJson.set(index, (this.inputJson.get(index) ?? '') + delta.partial_json);
         return null;
@@ -90,11 +120,14 @@ export class StreamAssembler {
         return null;
       case 'thinking_delta':
         block.thinking = `${typeof block.thinking === 'string' ? block.thinking : ''}${delta.thinking}`;
-        return null;
+        return delta.thinking ? delta : null;
       case 'signature_delta':
+        // Sent whole, once, after the thinking: it replaces the empty one the block started with.
         block.signature = delta.signature;
         return null;
       default:
+        mergeDelta(block, delta as unknown as Block);
+        this.noteUnknown('delta', (delta as { type?: unknown } | null)?.type);
         return null;
     }
   }
@@ -125,6 +158,27 @@ export class StreamAssembler {
     // On the message itself, not a copy (a copy that adds a field gets a map of its own, see with-fields.ts).
     this.message.content = this.content.filter((b) => b !== undefined);
     return toLlmResponse(this.message, requestId, this.requestedModel);
+  }
+}
+
+/**
+ * A delta of a type not known here, folded into its block as the known ones are: each of its fields
+ * but `type` goes to the block's field of the same name, a string appended to a string (as text_delta
+ * and thinking_delta are), an array to an array, any other value replacing what the block had (as
+ * signature_delta does). So nothing the API sent is lost, and a block whose deltas work that way comes
+ * out as the non-streaming API would have answered it. Defined, not assigned: the provider's JSON may
+ * hold a "__proto__" key, which must stay a key.
+ */
+function mergeDelta(block: Block, delta: Block): void {
+  if (delta === null || typeof delta !== 'object') return;
+  for (const key of Object.keys(delta)) {
+    if (key === 'type') continue;
+    const value = delta[key];
+    const had = Object.hasOwn(block, key) ? block[key] : undefined;
+    let merged = value;
+    if (typeof value === 'string' && typeof had === 'string') merged = had + value;
+    else if (Array.isArray(value) && Array.isArray(had)) merged = [...(had as unknown[]), ...(value as unknown[])];
+    Object.defineProperty(block, key, { value: merged, writable: true, enumerable: true, configurable: true });
   }
 }
 

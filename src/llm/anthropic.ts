@@ -19,12 +19,28 @@ export interface AnthropicClientOptions {
   timeoutMs?: number;
   /** Ask for the answer as a stream of events (`stream: true`) and report its text as it comes. Default true. */
   streaming?: boolean;
+  /**
+   * More headers for every request (a gateway's own, say). The ones the client sets itself are
+   * refused (see anthropic-http.ts's OWN_HEADERS), as is `anthropic-beta` together with `betas`.
+   */
+  headers?: Readonly<Record<string, string>>;
+  /** Beta features to ask for, sent as one `anthropic-beta: a,b` header. */
+  betas?: readonly string[];
 }
+
+/**
+ * Unknown stream event and delta types already said in this process (see `sayUnknown`), so a stream of
+ * them does not repeat the same line at every step. Bounded: a server that made up a type per answer
+ * could otherwise grow it for the life of the process.
+ */
+const saidUnknown = new Set<string>();
+const MAX_SAID_UNKNOWN = 256;
 
 /**
  * The Anthropic Messages API, over node:http with kept-alive connections (anthropic-http.ts) rather
  * than the official SDK or fetch, whose per-call CPU was the largest single cost of a step outside
- * the database. One call, no retries: those are the decorator's.
+ * the database. One call, no retries: those are the decorator's. Through the proxy the environment
+ * names (HTTPS_PROXY, NO_PROXY …, see http-pool.ts), read when the client is made.
  */
 export class AnthropicClient implements LlmClient {
   readonly provider = 'anthropic';
@@ -39,6 +55,8 @@ export class AnthropicClient implements LlmClient {
       apiKey: options.apiKey,
       baseUrl: options.baseUrl,
       timeoutMs: Math.min(options.timeoutMs ?? 10 * 60 * 1000, MAX_TIMER_MS),
+      headers: options.headers,
+      betas: options.betas,
     });
   }
 
@@ -71,17 +89,20 @@ export class AnthropicClient implements LlmClient {
     call.responded = true;
     call.requestId = header(response.headers, 'request-id');
     const assembler = new StreamAssembler(request.model);
-    const { onText, onUsage } = options;
+    const { onText, onThinking, onUsage } = options;
     await readEvents(response, (data) => {
       // Fed as the API sent it; the assembler checks what it relies on and skips kinds it does not know.
       const event = data as Anthropic.RawMessageStreamEvent;
-      const text = assembler.add(event);
+      const streamed = assembler.add(event);
       const usage = event.type === 'message_start' || event.type === 'message_delta' ? (call.usage = assembler.usage()) : null;
       // As failure.ts's `report`, inline: no closure per event. What the caller's callbacks throw is
       // remembered as theirs, so it is passed on unclassified.
       try {
         if (usage && onUsage) onUsage(usage);
-        if (text && onText) onText(text, 1);
+        if (streamed !== null) {
+          if (streamed.type === 'text_delta') onText?.(streamed.text, 1);
+          else onThinking?.(streamed.thinking, 1);
+        }
       } catch (error) {
         call.callbackError = error;
         throw error;
@@ -89,7 +110,30 @@ export class AnthropicClient implements LlmClient {
     });
     // An aborted response counts as none, however much of it came.
     if (options.signal?.aborted) throw aborted();
-    return assembler.finish(call.requestId);
+    const answer = assembler.finish(call.requestId);
+    sayUnknown(answer, assembler.unknownTypes());
+    return answer;
+  }
+}
+
+/**
+ * Tells of the stream's unknown event and delta types in the answer's warnings, which the engine logs
+ * at warn level (as a step warning, with the run and step): the first time each is seen in this
+ * process only, and by its type alone, never with what the event held. A type that is not a short name
+ * is not repeated either: it is outside data, and could be anything.
+ */
+function sayUnknown(answer: LlmResponse, types: readonly string[]): void {
+  for (const type of types) {
+    if (saidUnknown.has(type) || saidUnknown.size >= MAX_SAID_UNKNOWN) continue;
+    saidUnknown.add(type);
+    const kind = type.slice(0, type.indexOf(' '));
+    const name = type.slice(kind.length + 1);
+    const shown = /^[A-Za-z0-9_.:-]{1,64}$/.test(name) ? `"${name}"` : 'one whose type is not a short name';
+    (answer.warnings ??= []).push(
+      kind === 'event'
+        ? `the stream sent an event of a type this client does not know (${shown}): skipped (said once per process)`
+        : `the stream sent a delta of a type this client does not know (${shown}): its fields were merged into its block (said once per process)`,
+    );
   }
 }
 

@@ -49,7 +49,16 @@ export interface ProviderClientOptions {
   onRetry?: RetryListener;
 }
 
-export type AnthropicOptions = ProviderClientOptions;
+export interface AnthropicOptions extends ProviderClientOptions {
+  /**
+   * More headers for every request, e.g. a gateway's own. Those the client sets itself (`host`,
+   * `accept`, `content-type`, `content-length`, `transfer-encoding`, `connection`, `keep-alive`,
+   * `authorization`, `x-api-key`, `anthropic-version`) are refused, and `anthropic-beta` with `betas`.
+   */
+  headers?: Readonly<Record<string, string>>;
+  /** Beta features to ask for, e.g. `['context-1m-2025-08-07']`: sent as one `anthropic-beta: a,b` header. */
+  betas?: readonly string[];
+}
 
 export interface OpenAiCompatibleOptions extends ProviderClientOptions {
   /** The API's endpoint up to /v1, e.g. http://127.0.0.1:11434/v1 for Ollama; default OpenAI's. */
@@ -125,11 +134,20 @@ export function openAiCompatible(options: OpenAiCompatibleOptions): LlmClient {
 /** Anthropic's Messages API. */
 export function anthropic(options: AnthropicOptions): LlmClient {
   const o = check(options, 'anthropic');
-  const provider = new AnthropicClient({
-    apiKey: o.apiKey,
-    baseUrl: o.baseUrl ?? null,
-    timeoutMs: o.stepTimeoutMs + SDK_TIMEOUT_MARGIN_MS,
-    streaming: o.llmStreaming,
-  });
+  let provider: AnthropicClient;
+  try {
+    provider = new AnthropicClient({
+      apiKey: o.apiKey,
+      baseUrl: o.baseUrl ?? null,
+      timeoutMs: o.stepTimeoutMs + SDK_TIMEOUT_MARGIN_MS,
+      streaming: o.llmStreaming,
+      ...(o.headers !== undefined ? { headers: o.headers } : {}),
+      ...(o.betas !== undefined ? { betas: o.betas } : {}),
+    });
+  } catch (error) {
+    // The headers, the betas or the proxy of the environment: said as this factory's, as the options above are.
+    if (error instanceof ConfigError) throw new ConfigError(`anthropic: ${error.message}`);
+    throw error;
+  }
   return new ProviderClient(decorate(provider, o, o.onRetry ? { onRetry: o.onRetry } : {}), o.model ?? null);
 }

@@ -3,10 +3,22 @@
  * sockets from call to call (no TCP and TLS handshake per call), closes the ones left idle before a
  * server would, and gives up on a connection that takes too long to open. Also tells when a request
  * failed because the server had just closed the kept-alive connection it was sent on.
+ *
+ * When the environment names a proxy for the endpoint (HTTPS_PROXY, or HTTP_PROXY for an http: one)
+ * and NO_PROXY does not exempt it, each connection is opened as a tunnel through the proxy (HTTP
+ * CONNECT), then used as a direct one: kept alive, TLS with the endpoint itself. Node's own
+ * `proxyEnv` Agent option is not used: it is missing before Node 22.21, which the engines range
+ * allows; its NO_PROXY takes `example.com` for that host only, where curl (and most tools) also
+ * exempt its subdomains; it sends no Proxy-Authorization when a request's headers are given as a
+ * list, as ours are; its connections never say they are open, so the connect limit below would close
+ * them; and a malformed proxy URL fails with the URL, password included, in the message.
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
+import tls from 'node:tls';
+import type { Duplex } from 'node:stream';
+import { ConfigError } from '../domain/errors.ts';
 
 /**
  * @unit milliseconds — how long a socket may stay idle in the pool. Servers close idle connections
@@ -18,6 +30,9 @@ export const IDLE_SOCKET_MS = 4_000;
 
 /** @unit milliseconds — the longest opening a connection (TCP, then TLS) may take; then the call fails as timed out. */
 export const CONNECT_TIMEOUT_MS = 10_000;
+
+/** The most a proxy's answer to CONNECT may hold before its blank line: a real one is a few hundred bytes. */
+const MAX_TUNNEL_HEAD_BYTES = 16 * 1024;
 
 const AGENT_OPTIONS: http.AgentOptions = {
   keepAlive: true,
@@ -36,23 +51,212 @@ const AGENT_OPTIONS: http.AgentOptions = {
   scheduling: 'lifo',
 };
 
+/** A proxy to tunnel through, from the environment. Its URL is not kept: it may hold a password. */
+export interface Proxy {
+  /** The proxy's own protocol: `https:` speaks TLS with the proxy, then again with the endpoint inside. */
+  protocol: 'http:' | 'https:';
+  /** Without the brackets of an IPv6 address. */
+  host: string;
+  port: number;
+  /** `Basic …` from the URL's user and password; null when it has neither. */
+  authorization: string | null;
+}
+
+type Callback = (error: Error | null, socket: Duplex) => void;
+
 class HttpPool extends http.Agent {
-  override createConnection(...args: Parameters<http.Agent['createConnection']>): ReturnType<http.Agent['createConnection']> {
-    return limitConnect(super.createConnection(...args) as Socket, 'connect');
+  constructor(private readonly tunnelVia: Proxy | null) {
+    super(AGENT_OPTIONS);
+  }
+
+  override createConnection(options: http.ClientRequestArgs, callback?: Callback): Duplex | null | undefined {
+    if (!this.tunnelVia) return limitConnect(super.createConnection(options, callback) as Socket, 'connect');
+    // The tunnel, once open, is the connection: the request goes over it as it would to the endpoint.
+    openTunnel(this.tunnelVia, options, (error, socket) => callback!(error, socket!));
+    return undefined;
   }
 }
 
 class HttpsPool extends https.Agent {
-  override createConnection(...args: Parameters<https.Agent['createConnection']>): ReturnType<https.Agent['createConnection']> {
-    return limitConnect(super.createConnection(...args) as Socket, 'secureConnect');
+  constructor(private readonly tunnelVia: Proxy | null) {
+    super(AGENT_OPTIONS);
+  }
+
+  override createConnection(options: https.RequestOptions, callback?: Callback): Duplex | null | undefined {
+    if (!this.tunnelVia) return limitConnect(super.createConnection(options, callback) as Socket, 'secureConnect');
+    openTunnel(this.tunnelVia, options, (error, tunnel) => {
+      if (error) return callback!(error, tunnel!);
+      // TLS with the endpoint inside the tunnel, as the Agent would make it (its session reuse included).
+      callback!(
+        null,
+        limitConnect(super.createConnection({ ...options, socket: tunnel } as https.RequestOptions) as Socket, 'secureConnect'),
+      );
+    });
+    return undefined;
   }
 }
 
-/** A pool for `http:` or `https:` URLs (null for any other protocol). */
-export function keepAliveAgent(protocol: string): http.Agent | null {
-  if (protocol === 'http:') return new HttpPool(AGENT_OPTIONS);
-  if (protocol === 'https:') return new HttpsPool(AGENT_OPTIONS);
-  return null;
+/**
+ * A pool for `url`'s protocol (null for one that is neither http: nor https:), through the proxy `env`
+ * names for it. A proxy variable that cannot be used is a ConfigError naming the variable, never its value.
+ */
+export function keepAliveAgent(url: URL, env: NodeJS.ProcessEnv = process.env): http.Agent | null {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  const proxy = proxyFor(url, env);
+  return url.protocol === 'http:' ? new HttpPool(proxy) : new HttpsPool(proxy);
+}
+
+/**
+ * The proxy the environment names for `url`, as curl and Node read it: `https_proxy` or `HTTPS_PROXY`
+ * for an https: URL, `http_proxy` or `HTTP_PROXY` for an http: one (the lower-case name first, an
+ * empty one counting as unset), unless `no_proxy` or `NO_PROXY` exempts the URL's host (see
+ * `isExempt`). A proxy URL without a scheme is an http:// one, as curl takes it.
+ */
+export function proxyFor(url: URL, env: NodeJS.ProcessEnv = process.env): Proxy | null {
+  const names = url.protocol === 'https:' ? ['https_proxy', 'HTTPS_PROXY'] : ['http_proxy', 'HTTP_PROXY'];
+  const variable = names.find((name) => env[name]);
+  if (!variable) return null;
+  const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+  const noProxy = env.no_proxy || env.NO_PROXY;
+  if (noProxy && isExempt(url.hostname, port, noProxy)) return null;
+  return parseProxy(env[variable]!.trim(), variable);
+}
+
+function parseProxy(value: string, variable: string): Proxy {
+  const written = /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`;
+  // The messages name the variable only: its value may carry a password.
+  if (!URL.canParse(written)) throw new ConfigError(`${variable} is not a proxy URL`);
+  const url = new URL(written);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`${variable} names a ${url.protocol}// proxy: only http:// and https:// proxies are supported`);
+  }
+  if (!url.hostname) throw new ConfigError(`${variable} is not a proxy URL: it names no host`);
+  const credentials = url.username || url.password ? `${decoded(url.username)}:${decoded(url.password)}` : null;
+  return {
+    protocol: url.protocol,
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+    authorization: credentials === null ? null : `Basic ${Buffer.from(credentials).toString('base64')}`,
+  };
+}
+
+/** A URL's user or password as written before it was percent-encoded (as it is, if that is not valid encoding). */
+function decoded(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
+/**
+ * Whether NO_PROXY's comma-separated list exempts `hostname` (as a URL gives it) on `port`, as curl
+ * reads the list: `*` exempts every host; an entry exempts the host it names and, for a domain, its
+ * subdomains, with or without a leading dot (`example.com` and `.example.com` both exempt
+ * `api.example.com`; `*.example.com` is read as `.example.com`); `host:port` (`[v6]:port`) only on that
+ * port; an IP address only itself, an address range as `10.0.0.0/8` (or IPv6 `fd00::/8`) its addresses.
+ * Case and blanks around entries do not matter; names are not resolved.
+ */
+export function isExempt(hostname: string, port: number, noProxy: string): boolean {
+  const host = hostname
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '');
+  const family = net.isIP(host);
+  for (const item of noProxy.split(',')) {
+    let entry = item.trim().toLowerCase();
+    if (entry === '') continue;
+    if (entry === '*') return true;
+    // "[::1]:8080", "host:8080"; a bare IPv6 address ("::1", "fd00::/8") has more than one colon.
+    const withPort = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry) ?? /^([^:]+):(\d+)$/.exec(entry);
+    if (withPort) {
+      if (withPort[2] !== undefined && Number(withPort[2]) !== port) continue;
+      entry = withPort[1]!;
+    }
+    const slash = entry.indexOf('/');
+    if (slash !== -1) {
+      if (family !== 0 && inRange(host, family, entry.slice(0, slash), entry.slice(slash + 1))) return true;
+      continue;
+    }
+    entry = entry.replace(/^\*?\./, '').replace(/\.$/, '');
+    if (host === entry || (family === 0 && host.endsWith(`.${entry}`))) return true;
+  }
+  return false;
+}
+
+function inRange(host: string, family: number, network: string, prefix: string): boolean {
+  if (net.isIP(network) !== family || !/^\d{1,3}$/.test(prefix) || Number(prefix) > (family === 4 ? 32 : 128)) return false;
+  const range = new net.BlockList();
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  range.addSubnet(network, Number(prefix), type);
+  return range.check(host, type);
+}
+
+/** A proxy answered CONNECT with another status than 2xx: the tunnel was refused. */
+export class ProxyRefusal extends Error {
+  constructor(
+    /** The proxy's HTTP status (407: it wants credentials, or refused the ones given). */
+    readonly status: number,
+    authority: string,
+  ) {
+    super(`the proxy refused a tunnel to ${authority} (HTTP ${status})`);
+  }
+}
+
+/**
+ * Opens a connection to `proxy` and asks it for a tunnel to the request's host and port (CONNECT,
+ * with the proxy's credentials when it has some); `done` gets the socket once the proxy answered 2xx,
+ * ready to speak to the endpoint through it. Within CONNECT_TIMEOUT_MS, or fails as timed out.
+ * Nothing of the proxy's answer but its status goes into an error.
+ */
+function openTunnel(proxy: Proxy, target: http.ClientRequestArgs, done: (error: Error | null, socket?: Socket) => void): void {
+  const host = String(target.host ?? 'localhost');
+  const authority = `${net.isIPv6(host) ? `[${host}]` : host}:${Number(target.port)}`;
+  const socket =
+    proxy.protocol === 'https:'
+      ? tls.connect({ host: proxy.host, port: proxy.port, ...(net.isIP(proxy.host) ? {} : { servername: proxy.host }) })
+      : net.connect({ host: proxy.host, port: proxy.port });
+  socket.setNoDelay(true);
+  const opened = proxy.protocol === 'https:' ? 'secureConnect' : 'connect';
+  let head: Buffer = Buffer.alloc(0);
+  const finish = (error: Error | null): void => {
+    clearTimeout(timer);
+    socket.off(opened, ask).off('readable', read).off('error', finish).off('close', closed);
+    if (error) {
+      socket.destroy();
+      done(error);
+    } else {
+      done(null, socket);
+    }
+  };
+  const ask = (): void => {
+    const credentials = proxy.authorization ? `proxy-authorization: ${proxy.authorization}\r\n` : '';
+    socket.write(`CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n${credentials}\r\n`);
+  };
+  // Read in paused mode: the bytes after the answer's blank line (none, from a proxy that waits for the
+  // client to speak first) are put back for whoever reads the socket next.
+  const read = (): void => {
+    for (let chunk = socket.read() as Buffer | null; chunk !== null; chunk = socket.read() as Buffer | null) {
+      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+      const end = head.indexOf('\r\n\r\n');
+      if (end === -1) {
+        if (head.length > MAX_TUNNEL_HEAD_BYTES) return finish(new Error('the proxy answered CONNECT with no end to its headers'));
+        continue;
+      }
+      const status = /^HTTP\/1\.[01] (\d{3})/.exec(head.subarray(0, end).toString('latin1'))?.[1];
+      if (status === undefined) return finish(new Error('the proxy answered CONNECT with something other than HTTP'));
+      if (!status.startsWith('2')) return finish(new ProxyRefusal(Number(status), authority));
+      if (end + 4 < head.length) socket.unshift(head.subarray(end + 4));
+      return finish(null);
+    }
+  };
+  const closed = (): void => finish(new Error('the proxy closed the connection before the tunnel was open'));
+  const timer = setTimeout(
+    () => finish(new Error(`connect timed out after ${CONNECT_TIMEOUT_MS} ms (through the proxy)`)),
+    CONNECT_TIMEOUT_MS,
+  );
+  timer.unref();
+  socket.once(opened, ask).on('readable', read).once('error', finish).once('close', closed);
 }
 
 /**

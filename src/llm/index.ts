@@ -7,7 +7,17 @@ import { OpenAiClient } from './openai.ts';
 import type { RetryingOptions } from './retrying.ts';
 import type { LlmClient } from './types.ts';
 
-export type { CallOptions, LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ModelOptions, ThinkingOption, ToolChoice, ToolDefinition } from './types.ts';
+export type {
+  CallOptions,
+  LlmCallOptions,
+  LlmClient,
+  LlmRequest,
+  LlmResponse,
+  ModelOptions,
+  ThinkingOption,
+  ToolChoice,
+  ToolDefinition,
+} from './types.ts';
 export { AnthropicClient } from './anthropic.ts';
 export { StreamAssembler } from './anthropic-stream.ts';
 export { DemoLlmClient, DEMO_LABEL } from '../demo/demo-llm.ts';
@@ -35,7 +45,7 @@ export type LlmConfig = Pick<
 > &
   // Optional so a configuration written before streaming (or the OpenAI provider) existed still
   // builds a client (streaming on).
-  Partial<Pick<Config, 'llmStreaming' | 'openaiApiKey' | 'openaiBaseUrl'>>;
+  Partial<Pick<Config, 'llmStreaming' | 'openaiApiKey' | 'openaiBaseUrl' | 'anthropicBetas'>>;
 
 /** The model client the worker uses: Retrying(TimeLimited(provider)), the time limit per attempt. */
 export function createLlmClient(config: LlmConfig, options: RetryingOptions = {}): LlmClient {
@@ -52,6 +62,7 @@ export function createProvider(config: LlmConfig): LlmClient {
         baseUrl: config.anthropicBaseUrl,
         timeoutMs: config.stepTimeoutMs + SDK_TIMEOUT_MARGIN_MS,
         streaming: config.llmStreaming ?? true,
+        betas: config.anthropicBetas ?? [],
       });
     case 'openai':
       if (!config.openaiApiKey) throw new ConfigError('LLM_PROVIDER=openai needs OPENAI_API_KEY');

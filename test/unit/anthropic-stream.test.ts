@@ -34,15 +34,36 @@ const toolUseStream: any[] = [
   { type: 'message_stop' },
 ];
 
-function assemble(events: any[]): { texts: string[]; assembler: StreamAssembler } {
+function assemble(events: any[]): { texts: string[]; thinking: string[]; assembler: StreamAssembler } {
   const assembler = new StreamAssembler('asked-model');
   const texts: string[] = [];
+  const thinking: string[] = [];
   for (const event of events) {
-    const text = assembler.add(event);
-    if (text !== null) texts.push(text);
+    const streamed = assembler.add(event);
+    if (streamed?.type === 'text_delta') texts.push(streamed.text);
+    if (streamed?.type === 'thinking_delta') thinking.push(streamed.thinking);
   }
-  return { texts, assembler };
+  return { texts, thinking, assembler };
 }
+
+const start = (content: unknown[] = []) => ({
+  type: 'message_start',
+  message: {
+    id: 'msg_t',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-x',
+    content,
+    stop_reason: null,
+    stop_sequence: null,
+    usage: { input_tokens: 10, output_tokens: 1 },
+  },
+});
+const end = [
+  { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 20 } },
+  { type: 'message_stop' },
+];
+const delta = (index: number, d: Record<string, unknown>) => ({ type: 'content_block_delta', index, delta: d });
 
 describe('StreamAssembler', () => {
   it('rebuilds the message from its events: text from deltas, tool input from JSON deltas, stop reason and usage', () => {
@@ -89,9 +110,74 @@ describe('StreamAssembler', () => {
       ],
       usage: { input_tokens: 31, output_tokens: 77, cache_creation_input_tokens: 5, cache_read_input_tokens: 9 },
     };
-    const { texts, assembler } = assemble(messageEvents(message).map((e) => e.data));
+    const { texts, thinking, assembler } = assemble(messageEvents(message).map((e) => e.data));
     expect(assembler.finish('req_2')).toEqual(toLlmResponse(message, 'req_2', 'asked-model'));
     expect(texts.join('')).toBe('See the source.  spaced\n\nlines  ');
+    expect(thinking.join('')).toBe('Let me think about it.');
+    expect(assembler.unknownTypes()).toEqual([]);
+  });
+
+  it('reports thinking text as it streams, apart from the answer text, and keeps thinking and redacted thinking as sent', () => {
+    const signature = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds+/=';
+    const { texts, thinking, assembler } = assemble([
+      start(),
+      { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } },
+      delta(0, { type: 'thinking_delta', thinking: 'Deux ' }),
+      delta(0, { type: 'thinking_delta', thinking: '' }),
+      delta(0, { type: 'thinking_delta', thinking: 'pensées ✓\n' }),
+      delta(0, { type: 'signature_delta', signature }),
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix/LafPsn4a' } },
+      { type: 'content_block_stop', index: 1 },
+      { type: 'content_block_start', index: 2, content_block: { type: 'text', text: '' } },
+      delta(2, { type: 'text_delta', text: 'Done.' }),
+      { type: 'content_block_stop', index: 2 },
+      ...end,
+    ]);
+    expect(thinking).toEqual(['Deux ', 'pensées ✓\n']);
+    expect(texts).toEqual(['Done.']);
+    const content = assembler.finish(null).content;
+    expect(JSON.stringify(content)).toBe(
+      JSON.stringify([
+        { type: 'thinking', thinking: 'Deux pensées ✓\n', signature },
+        { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix/LafPsn4a' },
+        { type: 'text', text: 'Done.' },
+      ]),
+    );
+  });
+
+  it('merges a delta of an unknown type into its block field by field, and keeps unknown blocks as they started', () => {
+    const { assembler } = assemble([
+      start(),
+      { type: 'content_block_start', index: 0, content_block: { type: 'future_block', note: 'a', parts: [1], meta: { v: 1 } } },
+      delta(0, { type: 'future_delta', note: 'b', parts: [2, 3], meta: { v: 2 }, extra: true }),
+      delta(0, { type: 'future_delta', note: 'c' }),
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: 'Hi' } },
+      // A "__proto__" key stays a key, and does not change the block's prototype.
+      JSON.parse('{"type":"content_block_delta","index":1,"delta":{"type":"odd_delta","__proto__":{"polluted":true}}}'),
+      { type: 'content_block_stop', index: 1 },
+      ...end,
+    ]);
+    const [future, text] = assembler.finish(null).content;
+    expect(future).toEqual({ type: 'future_block', note: 'abc', parts: [1, 2, 3], meta: { v: 2 }, extra: true });
+    expect(Object.getPrototypeOf(text)).toBe(Object.prototype);
+    expect(Object.keys(text!)).toEqual(['type', 'text', '__proto__']);
+    expect(assembler.unknownTypes()).toEqual(['delta future_delta', 'delta odd_delta']);
+  });
+
+  it('skips events of an unknown type, before message_start and after, and records each type once', () => {
+    const { assembler } = assemble([
+      { type: 'stream_hello', note: 'x' },
+      start([{ type: 'text', text: 'as started' }]),
+      { type: 'ping' },
+      { type: 'future_event', payload: { secret: 'never said' } },
+      { type: 'future_event' },
+      { type: 7 },
+      ...end,
+    ]);
+    expect(assembler.finish(null).content).toEqual([{ type: 'text', text: 'as started' }]);
+    expect(assembler.unknownTypes()).toEqual(['event stream_hello', 'event future_event', 'event number']);
   });
 
   it('reports the usage seen so far: input at message_start, the totals after message_delta', () => {
