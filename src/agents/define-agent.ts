@@ -178,7 +178,10 @@ export function checkAgents(value: unknown, where: string): Agent[] {
     throw new ConfigError(`${where}: agents must be a non-empty array of defineAgent(…) values`);
   const agents = value.map((a: unknown, i) => {
     if (typeof a !== 'object' || a === null) throw new ConfigError(`${where}: agents.${i} is not an agent definition`);
-    const { name, system, tools, model, maxTokens, modelOptions, compaction, version, llm, mcpServers, workspace } = a as Record<string, unknown>;
+    const { name, system, tools, model, maxTokens, modelOptions, compaction, version, llm, mcpServers, workspace } = a as Record<
+      string,
+      unknown
+    >;
     // defineAgent's result has nulls where its options had nothing; read it back as options.
     const options = Object.fromEntries(
       Object.entries({ name, system, tools, model, maxTokens, modelOptions, compaction, version, llm, mcpServers, workspace }).filter(

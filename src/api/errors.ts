@@ -31,7 +31,11 @@ const error = (status: number, code: string, message: string, issues?: InputErro
 /** Fastify's own client errors (its codes start with FST_): our status, code and fixed message for each. */
 const FASTIFY_ERRORS: Record<string, [status: number, code: string, message: string]> = {
   FST_ERR_CTP_INVALID_JSON_BODY: [400, 'invalid_json', 'the request body is not valid JSON'],
-  FST_ERR_CTP_BODY_TOO_LARGE: [413, 'payload_too_large', 'the request body is larger than this route takes (1 MiB; 48 MiB for a run with content blocks)'],
+  FST_ERR_CTP_BODY_TOO_LARGE: [
+    413,
+    'payload_too_large',
+    'the request body is larger than this route takes (1 MiB; 48 MiB for a run with content blocks)',
+  ],
   FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, 'unsupported_media_type', 'the request body must be application/json'],
   FST_ERR_BAD_URL: [400, 'bad_request', 'the URL is not valid'],
   // An overlong path parameter can only be a malformed id: the same 400 as any other malformed id.

@@ -175,7 +175,12 @@ export function foldStep(c: Conversation, step: FoldableStep): Conversation {
   return c;
 }
 
-export function replay(input: RunInput, steps: readonly FoldableStep[], history: readonly Message[] = [], model: string | null = null): Conversation {
+export function replay(
+  input: RunInput,
+  steps: readonly FoldableStep[],
+  history: readonly Message[] = [],
+  model: string | null = null,
+): Conversation {
   return steps.reduce(foldStep, emptyConversation(input, history, model));
 }
 

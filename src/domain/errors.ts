@@ -24,6 +24,9 @@ export class LeaseLostError extends DurableAgentError {
  * timeout, an abort, a reply cut off, a body that is not the API's answer. 0: the request was never sent.
  * Whether it is worth another attempt is decided here, once, for every caller.
  */
+/** LlmError.type of a call refused because the conversation does not fit the model's context window. */
+export const CONTEXT_WINDOW_EXCEEDED = 'context_window_exceeded';
+
 export class LlmError extends DurableAgentError {
   /**
    * Tokens the provider reported for the failed attempt(s) before failing (a stream reports input

@@ -29,8 +29,6 @@
  *   creates that tenant's runs only.
  */
 
-import type { CallOptions, ModelOptions } from '../llm/types.ts';
-
 export type RunId = string & { readonly __brand: 'RunId' };
 
 /** The agent of the built-in demo (the support assistant and its ticket tools); also the agent of runs that name none. */
@@ -55,6 +53,33 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
 
 /** Which limit stopped a run: its token budget, its money budget, its step cap or its deadline. */
 export type BudgetKind = 'tokens' | 'cost' | 'steps' | 'time';
+
+/**
+ * Extended thinking: `enabled` with a budget of output tokens for it (at least 1,024, below the call's
+ * max tokens), or `adaptive` where the model decides how much to think.
+ */
+export type ThinkingOption = { type: 'enabled'; budgetTokens: number } | { type: 'adaptive' };
+
+/** Which tool the model must call: any it likes or none (`auto`), one at least (`any`), none (`none`), or this one. */
+export type ToolChoice = 'auto' | 'any' | 'none' | { name: string };
+
+/**
+ * How the model is asked to answer, per agent (`defineAgent({ modelOptions })`) and per run (over the
+ * agent's). Absent fields are the provider's defaults.
+ */
+export interface ModelOptions {
+  thinking?: ThinkingOption;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  stopSequences?: readonly string[];
+  toolChoice?: ToolChoice;
+  /** `max_tokens` of each call (the agent's `maxTokens`, the runtime's MAX_TOKENS when absent). */
+  maxTokens?: number;
+}
+
+/** The options a provider sends with one call; the call's max tokens is `LlmRequest.maxTokens`. */
+export type CallOptions = Readonly<Omit<ModelOptions, 'maxTokens'>>;
 
 /** A content block of the Messages API, kept verbatim: blocks we do not interpret pass through untouched. */
 export interface ContentBlock {

@@ -18,7 +18,13 @@ import {
   type ToolUseBlock,
   type Usage,
 } from '../domain/types.ts';
-import { InconsistentLogError, LlmError, PermanentDatabaseError, WorkspaceMismatchError } from '../domain/errors.ts';
+import {
+  CONTEXT_WINDOW_EXCEEDED,
+  InconsistentLogError,
+  LlmError,
+  PermanentDatabaseError,
+  WorkspaceMismatchError,
+} from '../domain/errors.ts';
 import type { LlmResponse } from '../llm/types.ts';
 import { callOptions, mergeModelOptions } from '../llm/model-options.ts';
 import { compactionCut, compactionFor, SUMMARY_MAX_TOKENS, SUMMARY_SYSTEM, summaryRequest } from '../core/compaction.ts';
@@ -57,6 +63,9 @@ function untilSettledOrAborted(p: Promise<void>, signal: AbortSignal): Promise<v
 const pendingCall = (use: ToolUseBlock) => ({ toolUseId: use.id, toolName: use.name, input: use.input });
 
 function describeLlmFailure(e: unknown): string {
+  if (e instanceof LlmError && (e.type === CONTEXT_WINDOW_EXCEEDED || e.type === 'context_length_exceeded')) {
+    return `model call failed: the conversation no longer fits the model's context window (HTTP ${e.status}): ${e.message}`;
+  }
   if (e instanceof LlmError) {
     const what = e.status === -1 ? 'network error or timeout' : `HTTP ${e.status}${e.type ? ` ${e.type}` : ''}`;
     return `model call failed (${what}): ${e.message}`;
@@ -427,7 +436,9 @@ class RunDriver {
           signal: deps.signal,
           deadlineAt: run.deadlineAt,
           logFields: { run_id: run.id, worker: deps.owner.worker, step_seq: seq, compaction: true },
-          ...(stream && { onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)) }),
+          ...(stream && {
+            onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)),
+          }),
         },
       );
     } catch (e) {
@@ -440,7 +451,13 @@ class RunDriver {
     const summary = textOf(response.content);
     this.knownInput = null;
     if (summary.trim() === '') {
-      deps.events.stepWarning({ run, worker: deps.owner.worker, seq, warning: 'empty-summary', detail: 'the summary came back empty; the run goes on uncompacted' });
+      deps.events.stepWarning({
+        run,
+        worker: deps.owner.worker,
+        seq,
+        warning: 'empty-summary',
+        detail: 'the summary came back empty; the run goes on uncompacted',
+      });
       return undefined;
     }
     const content = [{ type: 'text', text: summary }];
@@ -474,7 +491,15 @@ class RunDriver {
       return { end: { status: 'FAILED', error: e.message, usage: response.usage, costUsd }, written: false };
     }
     crashPoint('after-compaction', run.id);
-    foldStep(conversation, { seq, kind: 'MODEL', status: 'DONE', toolUseId: null, response: content, stopReason: response.stopReason, request: { model: run.model, compaction } });
+    foldStep(conversation, {
+      seq,
+      kind: 'MODEL',
+      status: 'DONE',
+      toolUseId: null,
+      response: content,
+      stopReason: response.stopReason,
+      request: { model: run.model, compaction },
+    });
     this.costUsd += costUsd;
     this.progress = write;
     deps.events.modelStep({ run, worker: deps.owner.worker, seq, response: withFields(response, { content }), latencyMs, costUsd });

@@ -11,13 +11,13 @@
 import { z } from 'zod';
 import { loadModelCallSettings } from '../config/environment.ts';
 import { ConfigError, LlmError } from '../domain/errors.ts';
-import { AiSdkStreamAssembler, type ProviderOptions, toCallOptions } from './ai-sdk-wire.ts';
+import { AiSdkStreamAssembler, type ProviderOptions, thinkingOptions, toCallOptions } from './ai-sdk-wire.ts';
 import { statusOfErrorType } from './anthropic-failures.ts';
-import { decorate } from './factories.ts';
+import { decorate, ProviderClient } from './factories.ts';
 import { brokenOrUnsent, type Call, describeCause, type FailureContext, ownFailure, report } from './failure.ts';
 import { kindOfChatError, shouldRetry, statusOfChatError } from './openai-error-object.ts';
 import { parseRetryAfterMs, type RetryListener } from './retrying.ts';
-import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
+import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ModelOptions } from './types.ts';
 
 /** The call a model's `doStream` takes (LanguageModelV3CallOptions), as far as this client's type needs to say. */
 export type AiSdkCallOptions = { prompt: unknown[]; abortSignal?: AbortSignal } & Record<string, unknown>;
@@ -113,7 +113,7 @@ export function aiSdk(model: AiSdkLanguageModel, options: AiSdkOptions = {}): Ll
     options.provider ?? providerName(model.provider),
     options.providerOptions as ProviderOptions | undefined,
   );
-  return new BoundClient(decorate(client, policy, options.onRetry ? { onRetry: options.onRetry } : {}), model.modelId);
+  return new ProviderClient(decorate(client, policy, options.onRetry ? { onRetry: options.onRetry } : {}), model.modelId);
 }
 
 function checkModel(model: unknown): void {
@@ -151,22 +151,6 @@ export function providerName(provider: string): string {
   return name === '' ? 'ai-sdk' : name;
 }
 
-/** The decorated client, which also says which model its agent's runs call by default: the one it is bound to. */
-class BoundClient implements LlmClient {
-  constructor(
-    private readonly inner: LlmClient,
-    readonly defaultModel: string,
-  ) {}
-
-  get provider(): string {
-    return this.inner.provider;
-  }
-
-  send(request: LlmRequest, options?: LlmCallOptions): Promise<LlmResponse> {
-    return this.inner.send(request, options);
-  }
-}
-
 type StreamPart = Parameters<AiSdkStreamAssembler['add']>[0];
 
 /** One call of the model's `doStream`, no retries: those are the decorator's. */
@@ -178,6 +162,17 @@ class AiSdkClient implements LlmClient {
     readonly provider: string,
     private readonly providerOptions: ProviderOptions | undefined,
   ) {}
+
+  /** Thinking is refused where it is not mapped (see thinkingOptions); the rest maps for every provider. */
+  checkOptions(options: ModelOptions): { path: string; message: string } | null {
+    if (!options.thinking) return null;
+    try {
+      thinkingOptions(this.model.provider, options.thinking);
+      return null;
+    } catch (e) {
+      return { path: 'modelOptions.thinking', message: (e as Error).message };
+    }
+  }
 
   async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
     const call: Call = { responded: false, requestId: null, usage: null, callbackError: undefined };

@@ -8,7 +8,7 @@
  * retry can fix. The message is the API's own; headers and bodies are left out so no credential can
  * leak into logs or stored steps.
  */
-import { LlmError } from '../domain/errors.ts';
+import { CONTEXT_WINDOW_EXCEEDED, LlmError } from '../domain/errors.ts';
 import { brokenOrUnsent, describeCause, type FailureContext, ownFailure, redactor } from './failure.ts';
 import { parseRetryAfterMs } from './retrying.ts';
 
@@ -59,12 +59,18 @@ export function errorBodyFields(body: unknown): { type: string | null; message: 
   return { type: typeof type === 'string' ? type : null, message: typeof message === 'string' ? message : null };
 }
 
+/** How the Messages API says a request does not fit the model's context window (a 400, or a 413 for the request's size). */
+const TOO_LONG =
+  /prompt is too long|exceed(?:s|ed)? (?:the )?(?:model's )?context (?:window|limit)|input length and `?max_tokens`? exceed/i;
+
 /** An HTTP error response, or (without a status) an `error` event in the middle of a stream. */
 export function fromErrorResponse(response: ErrorResponse, context: FailureContext = {}): LlmError {
   const status = typeof response.status === 'number' ? response.status : statusOfErrorType(response.type);
-  const shouldRetry = response.headers?.get('x-should-retry');
+  // The conversation no longer fits: no retry can help, whatever the server's header says.
+  const tooLong = (status === 400 || status === 413) && TOO_LONG.test(response.message ?? '');
+  const shouldRetry = tooLong ? 'false' : response.headers?.get('x-should-retry');
   return new LlmError(status, redactor(context.apiKey)(response.message ?? `HTTP ${status}`), {
-    type: response.type,
+    type: tooLong ? CONTEXT_WINDOW_EXCEEDED : response.type,
     requestId: response.headers?.get('request-id') ?? context.requestId ?? null,
     retryAfterMs: parseRetryAfterMs(response.headers),
     shouldRetry: shouldRetry === 'true' ? true : shouldRetry === 'false' ? false : null,

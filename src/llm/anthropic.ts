@@ -3,9 +3,9 @@ import { aborted, classifyFailure } from './anthropic-failures.ts';
 import { MessagesEndpoint, MessagesExchange, readBody, readEvents } from './anthropic-http.ts';
 import { header } from './http-response.ts';
 import { StreamAssembler } from './anthropic-stream.ts';
-import { toLlmResponse, toMessageParams } from './anthropic-wire.ts';
+import { anthropicRefusal, toLlmResponse, toMessageParams } from './anthropic-wire.ts';
 import { MAX_TIMER_MS } from '../util/sleep.ts';
-import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
+import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ModelOptions } from './types.ts';
 import type { Call } from './failure.ts';
 
 export interface AnthropicClientOptions {
@@ -58,6 +58,10 @@ export class AnthropicClient implements LlmClient {
       headers: options.headers,
       betas: options.betas,
     });
+  }
+
+  checkOptions(options: ModelOptions): { path: string; message: string } | null {
+    return anthropicRefusal(options);
   }
 
   async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {

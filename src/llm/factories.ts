@@ -11,7 +11,7 @@ import { AnthropicClient } from './anthropic.ts';
 import { OpenAiClient } from './openai.ts';
 import { RetryingLlmClient, type RetryingOptions, type RetryListener } from './retrying.ts';
 import { TimeLimitedLlmClient } from './time-limited.ts';
-import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from './types.ts';
+import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ModelOptions } from './types.ts';
 
 /**
  * A provider client's own HTTP timeout (the OpenAI SDK's, AnthropicClient's transport's) sits this
@@ -103,7 +103,7 @@ function check<T extends ProviderClientOptions>(options: T, factory: string): T 
 }
 
 /** A decorated client that also says which model its agent's runs call by default. */
-class ProviderClient implements LlmClient {
+export class ProviderClient implements LlmClient {
   constructor(
     private readonly inner: LlmClient,
     readonly defaultModel: string | null,
@@ -115,6 +115,10 @@ class ProviderClient implements LlmClient {
 
   send(request: LlmRequest, options?: LlmCallOptions): Promise<LlmResponse> {
     return this.inner.send(request, options);
+  }
+
+  checkOptions(options: ModelOptions): { path: string; message: string } | null {
+    return this.inner.checkOptions?.(options) ?? null;
   }
 }
 

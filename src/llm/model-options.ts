@@ -35,7 +35,13 @@ export const ModelOptionsSchema = z
       ),
     temperature: z.number().min(0).max(2).optional().describe('Sampling temperature; Anthropic models take 0 to 1.'),
     topP: z.number().gt(0).max(1).optional().describe('Nucleus sampling: the probability mass to sample from.'),
-    topK: z.number().int().min(1).max(1_000).optional().describe('Sample from the K likeliest tokens only (not on OpenAI-compatible APIs).'),
+    topK: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000)
+      .optional()
+      .describe('Sample from the K likeliest tokens only (not on OpenAI-compatible APIs).'),
     stopSequences: z
       .array(z.string().min(1).max(LIMITS.stopSequenceChars))
       .max(LIMITS.stopSequences)
@@ -70,7 +76,8 @@ export function optionsProblem(options: ModelOptions, maxTokens: number, prefix 
   if (toolChoice !== undefined && toolChoice !== 'auto' && toolChoice !== 'none') {
     return at('toolChoice', 'with thinking on, toolChoice may only be "auto" or "none"');
   }
-  if (options.temperature !== undefined && options.temperature !== 1) return at('temperature', 'with thinking on, temperature may only be 1');
+  if (options.temperature !== undefined && options.temperature !== 1)
+    return at('temperature', 'with thinking on, temperature may only be 1');
   if (options.topK !== undefined) return at('topK', 'cannot be set with thinking on');
   if (options.topP !== undefined && options.topP < 0.95) return at('topP', 'with thinking on, topP must be at least 0.95');
   if (thinking.type === 'enabled' && thinking.budgetTokens >= maxTokens) {

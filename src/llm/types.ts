@@ -1,4 +1,6 @@
-import type { ContentBlock, Message, Usage } from '../domain/types.ts';
+import type { CallOptions, ContentBlock, Message, ModelOptions, Usage } from '../domain/types.ts';
+
+export type { CallOptions, ModelOptions, ThinkingOption, ToolChoice } from '../domain/types.ts';
 import type { LlmError } from '../domain/errors.ts';
 
 /** A tool as the model sees it (the Messages API's `tools` entry). */
@@ -7,33 +9,6 @@ export interface ToolDefinition {
   description: string;
   input_schema: Record<string, unknown>;
 }
-
-/**
- * Extended thinking: `enabled` with a budget of output tokens for it (at least 1,024, below the call's
- * max tokens), or `adaptive` where the model decides how much to think.
- */
-export type ThinkingOption = { type: 'enabled'; budgetTokens: number } | { type: 'adaptive' };
-
-/** Which tool the model must call: any it likes or none (`auto`), one at least (`any`), none (`none`), or this one. */
-export type ToolChoice = 'auto' | 'any' | 'none' | { name: string };
-
-/**
- * How the model is asked to answer, per agent (`defineAgent({ modelOptions })`) and per run (over the
- * agent's). Absent fields are the provider's defaults.
- */
-export interface ModelOptions {
-  thinking?: ThinkingOption;
-  temperature?: number;
-  topP?: number;
-  topK?: number;
-  stopSequences?: readonly string[];
-  toolChoice?: ToolChoice;
-  /** `max_tokens` of each call (the agent's `maxTokens`, the runtime's MAX_TOKENS when absent). */
-  maxTokens?: number;
-}
-
-/** The options a provider sends with one call; the call's max tokens is `LlmRequest.maxTokens`. */
-export type CallOptions = Readonly<Omit<ModelOptions, 'maxTokens'>>;
 
 export interface LlmRequest {
   model: string;

@@ -12,7 +12,7 @@ import type {
   Waiting,
 } from '../domain/types.ts';
 import { textOf } from '../domain/types.ts';
-import type { ModelOptions } from '../llm/types.ts';
+import type { ModelOptions } from '../domain/types.ts';
 import type { Sealer } from './encryption.ts';
 import { openBlocks, openToolCalls } from './sealed-columns.ts';
 

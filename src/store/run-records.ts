@@ -27,7 +27,7 @@ import type { EarlierRun } from '../core/chain-replay.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
 import { named, type NamedStatement, schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
 import { withFields } from '../util/with-fields.ts';
-import type { ModelOptions } from '../llm/types.ts';
+import type { ModelOptions } from '../domain/types.ts';
 
 export interface NewRun {
   /** The task: text, or content blocks (text, images, documents) as the Messages API takes them. */
@@ -211,7 +211,9 @@ export class RunRecords {
    */
   private storedInput(input: string | readonly ContentBlock[]): string {
     if (typeof input === 'string') return this.redact(input);
-    return JSON.stringify(input.map((b) => (b.type === 'text' && typeof b.text === 'string' ? { ...b, text: this.redactString(b.text) } : b)));
+    return JSON.stringify(
+      input.map((b) => (b.type === 'text' && typeof b.text === 'string' ? { ...b, text: this.redactString(b.text) } : b)),
+    );
   }
 
   /**
@@ -359,9 +361,10 @@ export class RunRecords {
 
   async conversationBefore(runId: RunId): Promise<EarlierRun[]> {
     // The parts' head runs, then all their steps in one read: two round trips, however long the chain.
-    const { rows: runs } = await this.prepared<{ part: number; id: string; input: string; input_blocks: boolean; status: RunStatus }>(this.sql.CONVERSATION_RUNS, [
-      runId,
-    ]);
+    const { rows: runs } = await this.prepared<{ part: number; id: string; input: string; input_blocks: boolean; status: RunStatus }>(
+      this.sql.CONVERSATION_RUNS,
+      [runId],
+    );
     if (runs.length === 0) return [];
     const { rows: steps } = await this.prepared<StepRow & { part: number }>(this.sql.CONVERSATION_STEPS, [runId]);
     const byPart = new Map<number, Step[]>(runs.map((r) => [r.part, []]));
@@ -371,7 +374,12 @@ export class RunRecords {
       .sort((a, b) => b.part - a.part)
       .map((r) => {
         const input = this.sealer.openText(r.input);
-        return { id: r.id as RunId, input: r.input_blocks ? (JSON.parse(input) as ContentBlock[]) : input, status: r.status, steps: byPart.get(r.part)! };
+        return {
+          id: r.id as RunId,
+          input: r.input_blocks ? (JSON.parse(input) as ContentBlock[]) : input,
+          status: r.status,
+          steps: byPart.get(r.part)!,
+        };
       });
   }
 

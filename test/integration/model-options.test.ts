@@ -57,7 +57,11 @@ async function runtimeFor(options: Partial<DefineAgentOptions>): Promise<AgentRu
 }
 
 async function post(rt: AgentRuntime, body: unknown): Promise<{ status: number; body: any; message: string }> {
-  const res = await fetch(`${rt.url}/api/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${rt.url}/api/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const answer = (await res.json()) as any;
   return { status: res.status, body: answer, message: String(answer.error?.message ?? '') };
 }
@@ -66,7 +70,11 @@ async function events(runId: string) {
   return (await new RunEvents(db.pool).page(runId as RunId, 0, 1_000)).map((e) => ({ type: e.type, data: JSON.parse(e.data) as any }));
 }
 
-const THINKING = { type: 'thinking', thinking: 'The user wants a word looked up; I will call lookup.', signature: 'EqQBCkgIARABGAIiQ…sig-1' };
+const THINKING = {
+  type: 'thinking',
+  thinking: 'The user wants a word looked up; I will call lookup.',
+  signature: 'EqQBCkgIARABGAIiQ…sig-1',
+};
 const REDACTED = { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP' };
 
 describe('model options', () => {
@@ -138,8 +146,16 @@ describe('thinking', () => {
   it('sends the thinking blocks back byte for byte before the tool result, and streams thinking as thinking.delta', async () => {
     const rt = await runtimeFor({ modelOptions: { thinking: { type: 'enabled', budgetTokens: 2_048 }, maxTokens: 4_096 } });
     server.enqueue(
-      fake.reply({ content: [THINKING, REDACTED, { type: 'tool_use', id: 'toolu_t', name: 'lookup', input: { word: 'wren' } }], stopReason: 'tool_use' }),
-      fake.reply({ content: [{ type: 'thinking', thinking: 'Now answer.', signature: 'sig-2' }, { type: 'text', text: 'A small bird.' }] }),
+      fake.reply({
+        content: [THINKING, REDACTED, { type: 'tool_use', id: 'toolu_t', name: 'lookup', input: { word: 'wren' } }],
+        stopReason: 'tool_use',
+      }),
+      fake.reply({
+        content: [
+          { type: 'thinking', thinking: 'Now answer.', signature: 'sig-2' },
+          { type: 'text', text: 'A small bird.' },
+        ],
+      }),
     );
     const created = await rt.runs.create({ input: 'What is a wren?' });
     expect(await rt.runs.wait(created.id, { timeoutMs: 30_000 })).toMatchObject({ status: 'SUCCEEDED', output: 'A small bird.' });
@@ -151,18 +167,35 @@ describe('thinking', () => {
     expect(assistant.role).toBe('assistant');
     // Exactly as they came: no field added (no cache_control on a thinking block), none dropped.
     expect(assistant.content.slice(0, 2)).toEqual([THINKING, REDACTED]);
-    expect(second!.body.messages[2].content[0]).toMatchObject({ type: 'tool_result', tool_use_id: 'toolu_t', content: 'wren: a small bird' });
+    expect(second!.body.messages[2].content[0]).toMatchObject({
+      type: 'tool_result',
+      tool_use_id: 'toolu_t',
+      content: 'wren: a small bird',
+    });
 
     const thinking = (await events(created.id)).filter((e) => e.type === 'thinking.delta');
     expect(new Set(thinking.map((e) => e.data.seq))).toEqual(new Set([1, 3]));
-    expect(thinking.filter((e) => e.data.seq === 1).map((e) => e.data.text).join('')).toBe(THINKING.thinking);
-    expect(thinking.filter((e) => e.data.seq === 3).map((e) => e.data.text).join('')).toBe('Now answer.');
+    expect(
+      thinking
+        .filter((e) => e.data.seq === 1)
+        .map((e) => e.data.text)
+        .join(''),
+    ).toBe(THINKING.thinking);
+    expect(
+      thinking
+        .filter((e) => e.data.seq === 3)
+        .map((e) => e.data.text)
+        .join(''),
+    ).toBe('Now answer.');
   });
 
   it('a fork on another model leaves out the thinking the first model signed; the same model keeps it', async () => {
     const rt = await runtimeFor({ modelOptions: { thinking: { type: 'adaptive' } } });
     server.enqueue(
-      fake.reply({ content: [THINKING, { type: 'tool_use', id: 'toolu_f', name: 'lookup', input: { word: 'owl' } }], stopReason: 'tool_use' }),
+      fake.reply({
+        content: [THINKING, { type: 'tool_use', id: 'toolu_f', name: 'lookup', input: { word: 'owl' } }],
+        stopReason: 'tool_use',
+      }),
       fake.text('A bird of the night.'),
     );
     const source = await rt.runs.create({ input: 'What is an owl?' });
@@ -178,7 +211,10 @@ describe('thinking', () => {
       const fork = await rt.runs.fork(source.id, { afterSeq: 2, model });
       expect(await rt.runs.wait(fork.id, { timeoutMs: 30_000 })).toMatchObject({ status: 'SUCCEEDED', model });
       const assistant = server.requests[0]!.body.messages[1];
-      expect(assistant.content.some((b: { type: string }) => b.type === 'thinking'), model).toBe(kept);
+      expect(
+        assistant.content.some((b: { type: string }) => b.type === 'thinking'),
+        model,
+      ).toBe(kept);
       expect(assistant.content.find((b: { type: string }) => b.type === 'tool_use')).toMatchObject({ id: 'toolu_f' });
     }
     // The source's log is untouched.

@@ -57,7 +57,10 @@ const newRun = (agent: string, input: string) =>
 it('sends the thinking block back with its signature after a SIGKILL between the thinking step and the next call', async () => {
   const thinking = { type: 'thinking', thinking: 'I should look the word up first.', signature: 'EqQBCkgIARABGAIiQsig-crash' };
   server.enqueue(
-    fake.reply({ content: [thinking, { type: 'tool_use', id: 'toolu_k', name: 'lookup', input: { word: 'wren' } }], stopReason: 'tool_use' }),
+    fake.reply({
+      content: [thinking, { type: 'tool_use', id: 'toolu_k', name: 'lookup', input: { word: 'wren' } }],
+      stopReason: 'tool_use',
+    }),
     fake.text('A wren is a small bird.'),
   );
   const run = await newRun('thinker', 'What is a wren?');
