@@ -66,6 +66,29 @@ describe('the UI message stream mapping', () => {
     expect(after).toEqual([{ type: 'start', messageId: 'run-2-1' }, { type: 'start-step' }]);
   });
 
+  it('maps thinking to reasoning parts before the text, drops an abandoned attempt\'s, and leaves it out of the folded text', () => {
+    const thinking = (seq: number, attempt: number, text: string) => e('thinking.delta', { seq, attempt, text });
+    const events = [
+      e('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }),
+      thinking(1, 1, 'void thought'),
+      e('attempt.abandoned', { seq: 1, attempt: 1, reason: 'retry' }),
+      thinking(1, 2, 'Look it '),
+      thinking(1, 2, 'up.'),
+      delta(1, 2, 'It is a bird.'),
+    ];
+    const chunks = new UiStreamMapper('r').map(events);
+    expect(JSON.stringify(chunks)).not.toContain('void');
+    expect(chunks.filter((c) => c.type.startsWith('reasoning') || c.type.startsWith('text'))).toEqual([
+      { type: 'reasoning-start', id: 'r1.2' },
+      { type: 'reasoning-delta', id: 'r1.2', delta: 'Look it ' },
+      { type: 'reasoning-delta', id: 'r1.2', delta: 'up.' },
+      { type: 'reasoning-end', id: 'r1.2' },
+      { type: 'text-start', id: 't1.2' },
+      { type: 'text-delta', id: 't1.2', delta: 'It is a bird.' },
+    ]);
+    expect(foldEvents(events).text).toBe('It is a bird.');
+  });
+
   it('maps tools and a failed run', () => {
     const chunks = new UiStreamMapper('r').map([
       e('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }),
