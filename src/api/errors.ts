@@ -34,7 +34,7 @@ const FASTIFY_ERRORS: Record<string, [status: number, code: string, message: str
   FST_ERR_CTP_BODY_TOO_LARGE: [
     413,
     'payload_too_large',
-    'the request body is larger than this route takes (1 MiB; 48 MiB for a run with content blocks)',
+    'the request body is larger than this route takes (1 MiB; 48 MiB to create or fork a run)',
   ],
   FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, 'unsupported_media_type', 'the request body must be application/json'],
   FST_ERR_BAD_URL: [400, 'bad_request', 'the URL is not valid'],

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { PROJECT_ROOT } from '../config/environment.ts';
-import type { ApiRoute } from './route.ts';
+import { type ApiRoute, BODY_LIMIT } from './route.ts';
 import { requestSchemas, responseSchemas } from './schemas.ts';
 
 type Json = Record<string, unknown>;
@@ -62,7 +62,7 @@ function operation(r: ApiRoute): Json {
     [Boolean(r.params || r.query || r.body), 400, 'Invalid input; `issues` lists the failing fields.'],
     [!r.open, 401, 'An API key is required and none, or an unknown or revoked one, was sent (`WWW-Authenticate: Bearer`).'],
     [Boolean(r.params), 404, 'No such run or step (a run of another tenant is answered the same).'],
-    [Boolean(r.body), 413, 'The body is larger than 1 MiB.'],
+    [Boolean(r.body), 413, `The body is larger than ${(r.bodyLimit ?? BODY_LIMIT) / 1_048_576} MiB.`],
     [Boolean(r.body), 415, 'The body is not application/json.'],
     [
       true,

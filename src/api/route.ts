@@ -43,6 +43,9 @@ export interface ResponseDoc {
   contentType?: string;
 }
 
+/** @unit bytes — the largest request body a route takes unless it says otherwise; larger ones are refused with 413 before they are read to the end. */
+export const BODY_LIMIT = 1_048_576;
+
 /** @unit bytes — a body that may carry a run's input as content blocks (images up to 5 MiB, PDFs up to 32 MiB, as base64). */
 export const CONTENT_BODY_LIMIT = 48 * 1_048_576;
 

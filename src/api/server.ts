@@ -15,7 +15,7 @@ import { type DashboardFiles, registerDashboard } from './dashboard.ts';
 import { parseInput, toHttpError, type HttpError } from './errors.ts';
 import { isLoopbackAddress, loopbackRefusal } from './loopback-guard.ts';
 import { openApiDocument } from './openapi.ts';
-import type { ApiRoute } from './route.ts';
+import { type ApiRoute, BODY_LIMIT } from './route.ts';
 import { opsRoutes, type OpsDeps } from './routes-ops.ts';
 import { overviewRoutes, type OverviewDeps } from './routes-overview.ts';
 import { type AccessConfig, accessHook, accessOf, routeParams, runFor } from './run-access.ts';
@@ -59,9 +59,6 @@ export interface ApiDeps extends RunsDeps, OpsDeps, OverviewDeps {
   /** Schedules; absent: those routes are not served. */
   schedules?: SchedulesRoutesDeps['schedules'] | undefined;
 }
-
-/** Larger bodies are refused with 413 before they are read to the end. */
-export const BODY_LIMIT = 1_048_576;
 
 /** fastify's form of a route's path: `{id}` is `:id`, the wildcard parameter `*`. */
 const fastifyPath = (r: Pick<ApiRoute, 'path' | 'wildcard'>) =>

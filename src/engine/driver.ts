@@ -63,12 +63,10 @@ function untilSettledOrAborted(p: Promise<void>, signal: AbortSignal): Promise<v
 const pendingCall = (use: ToolUseBlock) => ({ toolUseId: use.id, toolName: use.name, input: use.input });
 
 function describeLlmFailure(e: unknown): string {
-  if (e instanceof LlmError && (e.type === CONTEXT_WINDOW_EXCEEDED || e.type === 'context_length_exceeded')) {
-    return `model call failed: the conversation no longer fits the model's context window (HTTP ${e.status}): ${e.message}`;
-  }
   if (e instanceof LlmError) {
     const what = e.status === -1 ? 'network error or timeout' : `HTTP ${e.status}${e.type ? ` ${e.type}` : ''}`;
-    return `model call failed (${what}): ${e.message}`;
+    const tooLong = e.type === CONTEXT_WINDOW_EXCEEDED || e.type === 'context_length_exceeded';
+    return `model call failed (${what}): ${tooLong ? "the conversation no longer fits the model's context window: " : ''}${e.message}`;
   }
   return `model call failed: ${e instanceof Error ? e.message : String(e)}`;
 }

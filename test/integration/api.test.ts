@@ -323,7 +323,7 @@ describe('what a client can get wrong', () => {
     ['text/plain', raw('find x', { 'content-type': 'text/plain' }), 415, 'unsupported_media_type'],
     ['a form', raw('input=x', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type'],
     ['no content type', raw('{"input":"x"}', {}), 415, 'unsupported_media_type'],
-    ['a body over 1 MiB', body({ input: 'x'.repeat(1_100_000) }), 413, 'payload_too_large'],
+    ['a body over 48 MiB', body({ input: 'x'.repeat(49 * 1_048_576) }), 413, 'payload_too_large'],
     ['an empty body', raw(''), 400, 'invalid_request', 'body'],
     ['null', raw('null'), 400, 'invalid_request', 'body'],
     ['an array', body([{ input: 'x' }]), 400, 'invalid_request', 'body'],
@@ -548,7 +548,9 @@ describe('operations', () => {
     const create = doc.components.schemas.CreateRunRequest;
     expect(create.required).toEqual(['input']);
     expect(create.additionalProperties).toBe(false);
-    expect(create.properties.input).toMatchObject({ type: 'string', minLength: 1, maxLength: 100_000 });
+    expect(create.properties.input.anyOf[0]).toMatchObject({ type: 'string', minLength: 1, maxLength: 100_000 });
+    expect(create.properties.input.anyOf[1]).toMatchObject({ type: 'array', minItems: 1, maxItems: 100 });
+    expect(create.properties.modelOptions).toMatchObject({ type: 'object', additionalProperties: false });
     expect(create.properties.tokenBudget).toMatchObject({ type: 'integer', minimum: 1, maximum: 10_000_000 });
     expect(doc.paths['/api/runs'].post.requestBody.content['application/json'].schema).toEqual({
       $ref: '#/components/schemas/CreateRunRequest',

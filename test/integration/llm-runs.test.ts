@@ -124,7 +124,7 @@ describe('runs through the real client stack against a Messages API server', () 
 
     expect(run.status).toBe('FAILED');
     expect(run.error).toContain('prompt is too long: 215000 tokens > 200000 maximum');
-    expect(run.error).toContain("the conversation no longer fits the model's context window (HTTP 400)");
+    expect(run.error).toContain("(HTTP 400 context_window_exceeded): the conversation no longer fits the model's context window");
     expect(server.requests).toHaveLength(1);
     expect(waits).toEqual([]);
     expect(steps).toEqual([]);

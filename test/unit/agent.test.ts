@@ -18,6 +18,8 @@ describe('defineAgent', () => {
       tools: [weather, clock],
       model: null,
       maxTokens: null,
+      modelOptions: null,
+      compaction: null,
       version: null,
       llm: null,
       mcpServers: [],

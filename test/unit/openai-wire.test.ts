@@ -127,11 +127,36 @@ describe('the log as Chat Completions messages', () => {
 
   it('refuses, before sending, a block the API cannot express', () => {
     const error = thrown(() =>
-      toChatParams(request([{ role: 'user', content: [{ type: 'image', source: { type: 'base64', data: 'x' } }] }])),
+      toChatParams(request([{ role: 'user', content: [{ type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } }] }])),
     );
     expect(error.status).toBe(0);
     expect(error.retryable).toBe(false);
-    expect(error.message).toBe('message 0 holds a "image" block, which the Chat Completions API cannot express');
+    expect(error.message).toBe('message 0 holds a "document" block, which the Chat Completions API cannot express');
+  });
+
+  it('sends user images as image_url parts and base64 PDFs as file parts, after the text', () => {
+    const params = toChatParams(
+      request([
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Compare these.' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+            { type: 'image', source: { type: 'url', url: 'https://example.com/b.jpg' } },
+            { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' }, title: 'c.pdf' },
+          ],
+        },
+      ]),
+    );
+    expect(params.messages[0]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Compare these.' },
+        { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+        { type: 'image_url', image_url: { url: 'https://example.com/b.jpg' } },
+        { type: 'file', file: { file_data: 'data:application/pdf;base64,JVBERi0=', filename: 'c.pdf' } },
+      ],
+    });
   });
 });
 
