@@ -101,7 +101,10 @@ export const RunJson = z.object({
     .nullable()
     .describe('The input as the content blocks it was sent as (text, images, documents); null for a text input.'),
   model: z.string(),
-  modelOptions: z.record(z.string(), z.unknown()).nullable().describe("The run's own model options, over its agent's; null: the agent's."),
+  modelOptions: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .describe("How its calls ask the model to answer, fixed when it was made: its agent's modelOptions with its own over them; null: none."),
   tokenBudget: count,
   tokensUsed: count,
   costUsd: z.number(),

@@ -1,6 +1,8 @@
 /**
  * Compaction: a run long enough to fill the model's context window has its older turns replaced by a
- * summary the model writes, as a model step of its own (recorded with `compaction` in its request).
+ * summary the model writes, as a model step of its own (recorded with `compaction` in its request). The
+ * summary call is the run's own call (its system prompt, tools and options, so it reads the cached
+ * prefix) with the request for a summary added to its last user turn.
  * Later calls send the summary, then the recent turns as they were. Replay reads the recorded summary
  * and how many messages it kept, so a resumed run sends exactly what the first attempt would have,
  * never a new summary. Pure: no I/O.
@@ -18,39 +20,79 @@ export interface CompactionSettings {
   keepTurns: number;
 }
 
-/** The context window assumed for a model whose name does not say otherwise: that of current Claude models. */
-export const DEFAULT_CONTEXT_WINDOW = 200_000;
+/**
+ * Context windows by model name, as the providers publish them (tokens); the first match counts. A
+ * model the table does not know gets DEFAULT_CONTEXT_WINDOW, a cautious size for self-hosted models:
+ * an agent on a larger one sets `compaction.contextWindow`.
+ */
+export const CONTEXT_WINDOWS: readonly [RegExp, number][] = [
+  [/^claude-/, 200_000],
+  [/^gpt-5/, 400_000],
+  [/^gpt-4\.1/, 1_047_576],
+  [/^gpt-4o/, 128_000],
+  [/^o[134](-|$)/, 200_000],
+  [/^gemini-/, 1_048_576],
+];
+
+export const DEFAULT_CONTEXT_WINDOW = 128_000;
 
 /** The share of the context window at which a run compacts by default. */
 export const DEFAULT_COMPACTION_SHARE = 0.8;
 
 export const DEFAULT_KEEP_TURNS = 2;
 
-/** The context window of `model`: 1M for a name that asks for it (`…[1m]`), else DEFAULT_CONTEXT_WINDOW. */
+/** The context window of `model` (see CONTEXT_WINDOWS). */
 export function contextWindow(model: string): number {
-  return /\[1m\]$/i.test(model) ? 1_000_000 : DEFAULT_CONTEXT_WINDOW;
+  return CONTEXT_WINDOWS.find(([pattern]) => pattern.test(model))?.[1] ?? DEFAULT_CONTEXT_WINDOW;
 }
 
-/** The default settings for `model`: at 80% of its context window, keeping the last two turns. */
-export function defaultCompaction(model: string): CompactionSettings {
-  return { atInputTokens: Math.floor(contextWindow(model) * DEFAULT_COMPACTION_SHARE), keepTurns: DEFAULT_KEEP_TURNS };
-}
+/**
+ * An agent's `compaction` option: false for none, else settings over the defaults of the run's model
+ * (`contextWindow`: the model's window in tokens, when the table above does not know it).
+ */
+export type CompactionOption = false | (Partial<CompactionSettings> & { contextWindow?: number });
 
-/** An agent's `compaction` option: false for none, else settings over the defaults of the run's model. */
-export type CompactionOption = false | Partial<CompactionSettings>;
-
-/** The settings a run of `model` compacts with, or null for none. */
+/** The settings a run of `model` compacts with (by default at 80% of its context window, keeping two turns), or null for none. */
 export function compactionFor(option: CompactionOption | null | undefined, model: string): CompactionSettings | null {
   if (option === false) return null;
-  return { ...defaultCompaction(model), ...option };
+  const window = option?.contextWindow ?? contextWindow(model);
+  return {
+    atInputTokens: option?.atInputTokens ?? Math.floor(window * DEFAULT_COMPACTION_SHARE),
+    keepTurns: option?.keepTurns ?? DEFAULT_KEEP_TURNS,
+  };
 }
 
-/** The most the summary may take (max_tokens of the summary call), within the run's budgets. */
+/** The most the summary may take (max_tokens of the summary call), within the agent's max tokens and the run's budgets. */
 export const SUMMARY_MAX_TOKENS = 8_192;
 
-/** What a compaction step records in its request: how many of the conversation's last messages it kept. */
+/** Below this the summary call is not made: a budget near its end leaves too little for a summary worth keeping. */
+export const SUMMARY_MIN_TOKENS = 1_024;
+
+/**
+ * What a compaction step records in its request: how many of the conversation's last messages it kept;
+ * or, for a summary that could not be used (cut short, a refusal, a tool call, no text), why: the step
+ * keeps its cost on record and changes nothing in the conversation.
+ */
 export interface CompactionRecord {
   keptMessages: number;
+  unusable?: string;
+}
+
+/** A rough size of text in tokens, for the tool results added since the last call (which reported its own size). */
+export const CHARS_PER_TOKEN = 4;
+
+/** After this many unusable summaries a run compacts no more: a model that will not summarise is not asked again and again. */
+export const MAX_UNUSABLE_SUMMARIES = 2;
+
+/**
+ * Whether the messages before `cut` are a share of the conversation worth a summary (a quarter at
+ * least, by size): when the kept turns alone fill most of it, a summary would be asked for at every
+ * turn and save little.
+ */
+export function worthCompacting(messages: readonly Message[], cut: number): boolean {
+  const before = JSON.stringify(messages.slice(0, cut)).length;
+  const after = JSON.stringify(messages.slice(cut)).length;
+  return before * 3 >= after;
 }
 
 /**
@@ -75,9 +117,6 @@ export const SUMMARY_REQUEST =
   'The conversation above is long. Write a summary of it that lets you continue the task without it: the task and ' +
   'its constraints, what has been done and found (tool results that matter, with their exact values), what is ' +
   'still open, and any decisions made. Answer with the summary only.';
-
-/** The system prompt of the summary call. */
-export const SUMMARY_SYSTEM = 'You summarise conversations between a user and an AI agent, so that the agent can go on from the summary.';
 
 /** The text that opens the summary where it stands for the older turns. */
 export const SUMMARY_PREFIX = 'A summary of the conversation so far, written when it grew long:\n\n';

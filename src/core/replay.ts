@@ -61,6 +61,14 @@ export interface Conversation {
    * `messages` (their signatures are valid for that model only); the log keeps them.
    */
   readonly model: string | null;
+  /**
+   * The size of the latest model call of the log (its input and output tokens as reported) and the
+   * characters of the tool results added since: what the next call's input is estimated from, the same
+   * on every attempt. Null before a call that reported usage, and after a compaction step.
+   */
+  lastCall: { tokens: number; addedChars: number } | null;
+  /** Compaction steps whose summary could not be used (see compaction.ts). */
+  unusableSummaries: number;
 }
 
 /** A run's input: text, or content blocks (text, images, documents). */
@@ -75,7 +83,7 @@ export type FoldableStep = Pick<Step, 'seq' | 'kind' | 'status' | 'toolUseId' | 
    * step how many messages it kept (see compaction.ts).
    */
   request?: { model?: string; compaction?: CompactionRecord } | null;
-};
+} & Partial<Pick<Step, 'inputTokens' | 'outputTokens' | 'cacheCreationInputTokens' | 'cacheReadInputTokens'>>;
 
 /**
  * A conversation before its first step: `history` (the messages of the runs it continues, see
@@ -91,6 +99,8 @@ export function emptyConversation(input: RunInput, history: readonly Message[] =
     lastSeq: 0,
     stopReason: null,
     lastContent: null,
+    lastCall: null,
+    unusableSummaries: 0,
     toolUseIds: new Map(),
     reusedToolUseId: null,
   };
@@ -136,6 +146,8 @@ function foldModel(c: Conversation, step: FoldableStep): void {
   }
   c.stopReason = step.stopReason;
   c.lastContent = turnContent;
+  const tokens = (step.inputTokens ?? 0) + (step.cacheCreationInputTokens ?? 0) + (step.cacheReadInputTokens ?? 0) + (step.outputTokens ?? 0);
+  c.lastCall = tokens > 0 ? { tokens, addedChars: 0 } : null;
 }
 
 function foldTool(c: Conversation, step: FoldableStep): void {
@@ -149,7 +161,9 @@ function foldTool(c: Conversation, step: FoldableStep): void {
     return;
   }
   c.pending.delete(id);
-  const result: ToolResultBlock = { type: 'tool_result', tool_use_id: id, content: resultContent(String(step.response ?? '')) };
+  const text = String(step.response ?? '');
+  if (c.lastCall) c.lastCall.addedChars += text.length;
+  const result: ToolResultBlock = { type: 'tool_result', tool_use_id: id, content: resultContent(text) };
   if (step.status === 'ERROR') result.is_error = true;
   c.results.set(id, result);
   if (c.pending.size === 0) flushResults(c);
@@ -161,8 +175,17 @@ function foldTool(c: Conversation, step: FoldableStep): void {
  */
 function foldCompaction(c: Conversation, step: FoldableStep, record: CompactionRecord): void {
   flushResults(c);
+  c.lastCall = null;
+  if (record.unusable) {
+    c.unusableSummaries++;
+    return;
+  }
+  const kept = record.keptMessages;
+  if (!(kept > 0 && kept < c.messages.length) || c.messages[c.messages.length - kept]!.role !== 'assistant') {
+    throw new InconsistentLogError(`step ${step.seq}: a compaction that keeps ${kept} of ${c.messages.length} messages does not cut at an assistant turn`);
+  }
   const summary = textOf((step.response as ContentBlock[] | null) ?? []);
-  c.messages.splice(0, c.messages.length, ...compacted(c.messages, record.keptMessages, summary));
+  c.messages.splice(0, c.messages.length, ...compacted(c.messages, kept, summary));
 }
 
 /** Folds one step onto the conversation, in place. Steps must come in seq order. */

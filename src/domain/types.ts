@@ -168,7 +168,10 @@ export interface Run {
   /** The input as the content blocks it was sent as (text, images, documents); null for a text input. */
   inputContent: ContentBlock[] | null;
   model: string;
-  /** How the model is asked to answer, over the agent's (thinking, sampling, tool choice, max tokens); null: the agent's. */
+  /**
+   * How the model is asked to answer (thinking, sampling, tool choice, max tokens), fixed when the run
+   * was made: its agent's, its own over them. Null for a run made with neither (its agent's apply).
+   */
   modelOptions: ModelOptions | null;
   tokenBudget: number;
   tokensUsed: number;

@@ -13,6 +13,7 @@ import {
   type DecisionRecord,
   type Run,
   type RunProgress,
+  isToolUse,
   type TerminalStatus,
   textOf,
   type ToolUseBlock,
@@ -25,9 +26,18 @@ import {
   PermanentDatabaseError,
   WorkspaceMismatchError,
 } from '../domain/errors.ts';
-import type { LlmResponse } from '../llm/types.ts';
-import { callOptions, mergeModelOptions } from '../llm/model-options.ts';
-import { compactionCut, compactionFor, SUMMARY_MAX_TOKENS, SUMMARY_SYSTEM, summaryRequest } from '../core/compaction.ts';
+import type { LlmRequest, LlmResponse, ModelOptions } from '../llm/types.ts';
+import { callOptions } from '../llm/model-options.ts';
+import {
+  CHARS_PER_TOKEN,
+  compactionCut,
+  compactionFor,
+  MAX_UNUSABLE_SUMMARIES,
+  SUMMARY_MAX_TOKENS,
+  SUMMARY_MIN_TOKENS,
+  summaryRequest,
+  worthCompacting,
+} from '../core/compaction.ts';
 import { type FencedWrite, NO_ATTEMPTS, type RunEnd, type ToolStart, type WaitStart } from '../ports/engine-store.ts';
 import { retryingWrites } from './retrying-store.ts';
 import { AttemptHandedBack, AttemptRequeued, AttemptWaiting, type DriverDeps, type Unrecorded } from './driver-types.ts';
@@ -263,49 +273,74 @@ class RunDriver {
     this.preStarted = start.toolUseId;
   }
 
+  /** The run's model options: as fixed when it was created (its agent's, its own over them), else its agent's. */
+  private modelOptions(): ModelOptions | null {
+    return this.run.modelOptions ?? this.deps.agent.modelOptions ?? null;
+  }
+
+  /**
+   * The `max_tokens` of a call that wants `wanted`: no more than the token budget has left, so the last
+   * step overshoots the budget by its input at most, not by a whole MAX_TOKENS of output; then cut to
+   * fit the money budget (`stop` when not even a minimal call fits it).
+   */
+  private callMaxTokens(wanted: number): { maxTokens: number } | { stop: string } {
+    return this.costClamp(Math.max(1, Math.min(wanted, this.run.tokenBudget - this.progress.tokensUsed)));
+  }
+
+  /** One model call of step `seq`: the reply, or how the attempt or the run ends (see callFailed). */
+  private async callModel(
+    seq: number,
+    request: LlmRequest,
+    stream: StepStream | null,
+    started: number,
+  ): Promise<{ reply: LlmResponse } | { failed: StepOutcome }> {
+    const { run, deps } = this;
+    try {
+      const reply = await deps.llm.send(request, {
+        signal: deps.signal,
+        deadlineAt: run.deadlineAt,
+        logFields: { run_id: run.id, worker: deps.owner.worker, step_seq: seq },
+        ...(stream && {
+          onText: (text: string, attempt: number) => stream.text(text, attempt),
+          onThinking: (text: string, attempt: number) => stream.thinking(text, attempt),
+          onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)),
+        }),
+      });
+      return { reply };
+    } catch (e) {
+      return { failed: await this.callFailed(e, seq, started, stream) };
+    }
+  }
+
   /** Returns how the run ends (`written` when the checkpoint already recorded it), or undefined to go on. */
   private async modelStep(seq: number): Promise<StepOutcome> {
     const { run, conversation, deps } = this;
     const { agent } = deps;
-    // The reply can use no more than the budget has left, so the last step overshoots the budget by
-    // its input at most, not by a whole MAX_TOKENS of output.
-    const modelOptions = mergeModelOptions(agent.modelOptions ?? null, run.modelOptions);
-    const callMax = modelOptions?.maxTokens ?? agent.maxTokens;
-    const tokenClamp = Math.max(1, Math.min(callMax, run.tokenBudget - this.progress.tokensUsed));
-    const clamp = this.costClamp(tokenClamp);
+    const modelOptions = this.modelOptions();
+    const clamp = this.callMaxTokens(modelOptions?.maxTokens ?? agent.maxTokens);
     if ('stop' in clamp) return { end: { status: 'FAILED', error: clamp.stop, budget: 'cost' }, written: false };
     const { maxTokens } = clamp;
     const options = callOptions(modelOptions, maxTokens);
     const started = performance.now();
     const stream = this.stepStream(seq);
     stream?.start();
-    let reply: LlmResponse;
-    try {
-      reply = await deps.llm.send(
-        { model: run.model, maxTokens, system: agent.system, messages: conversation.messages, tools: agent.toolDefinitions, options },
-        {
-          signal: deps.signal,
-          deadlineAt: run.deadlineAt,
-          logFields: { run_id: run.id, worker: deps.owner.worker, step_seq: seq },
-          ...(stream && {
-            onText: (text: string, attempt: number) => stream.text(text, attempt),
-            onThinking: (text: string, attempt: number) => stream.thinking(text, attempt),
-            onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)),
-          }),
-        },
-      );
-    } catch (e) {
-      return this.callFailed(e, seq, started, stream);
-    }
+    const call = await this.callModel(
+      seq,
+      { model: run.model, maxTokens, system: agent.system, messages: conversation.messages, tools: agent.toolDefinitions, options },
+      stream,
+      started,
+    );
+    if ('failed' in call) return call.failed;
     const latencyMs = performance.now() - started;
     // The stream's last events go in with the checkpoint, ahead of its step.finished. Taken first, so
     // nothing of this step is written later if what follows throws.
     const streamed = (await stream?.rest()) ?? [];
     crashPoint('after-model-response', run.id);
-    const { response, warnings } = acceptReply(reply);
+    const { response, warnings } = acceptReply(call.reply);
     for (const w of warnings) deps.events.stepWarning({ run, worker: deps.owner.worker, seq, ...w });
     const costUsd = storableCost(deps.costOf(run.model, response.usage));
     const tokens = budgetTokens(response.usage);
+    const u = response.usage;
     // Fold first: what comes next decides what the checkpoint can do in the same statement. If the
     // write fails, this attempt ends and its in-memory state is dropped with it.
     foldStep(conversation, {
@@ -316,9 +351,12 @@ class RunDriver {
       response: response.content,
       stopReason: response.stopReason,
       request: { model: run.model },
+      inputTokens: u.inputTokens,
+      outputTokens: u.outputTokens,
+      cacheCreationInputTokens: u.cacheCreationInputTokens,
+      cacheReadInputTokens: u.cacheReadInputTokens,
     });
     this.costUsd += costUsd;
-    const u = response.usage;
     this.knownInput = {
       tokens: u.inputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens + u.outputTokens,
       messages: conversation.messages.length,
@@ -394,74 +432,70 @@ class RunDriver {
   }
 
   /**
-   * Where the conversation should be cut for a summary before the next call (see compaction.ts), or
-   * null: compaction is off, the last call of this attempt was below the threshold (a resumed attempt
-   * waits for a call to tell it), or there is nothing to cut.
+   * Where the conversation is cut for a summary before the next call (see compaction.ts), or null:
+   * compaction is off, the next call's input is estimated below the threshold (from the log: the last
+   * call's reported size and the tool results added since, so every attempt decides the same), there
+   * is nothing worth cutting, or the model has not given a usable summary twice already.
    */
   private compactionCut(): number | null {
+    const { conversation } = this;
     const settings = compactionFor(this.deps.agent.compaction, this.run.model);
-    if (!settings || !this.knownInput || this.knownInput.tokens < settings.atInputTokens) return null;
-    return compactionCut(this.conversation.messages, settings.keepTurns);
+    const last = conversation.lastCall;
+    if (!settings || !last || conversation.unusableSummaries >= MAX_UNUSABLE_SUMMARIES) return null;
+    if (last.tokens + Math.ceil(last.addedChars / CHARS_PER_TOKEN) < settings.atInputTokens) return null;
+    const cut = compactionCut(conversation.messages, settings.keepTurns);
+    return cut !== null && worthCompacting(conversation.messages, cut) ? cut : null;
   }
 
   /**
-   * A compaction step: the model summarises the messages before `cut`, and the summary is recorded as
-   * a MODEL step marked `compaction` with the number of messages kept. Its text is not streamed (it is
-   * no answer). A summary that comes back empty is not recorded: the run goes on uncompacted.
+   * A compaction step: the run's own call (its system prompt, tools and options) with a request for a
+   * summary of the messages before `cut`, recorded as a MODEL step marked `compaction` with how many
+   * messages it keeps. Its text is not streamed (it is no answer), and it has no live events of its
+   * own: a call that fails leaves nothing to take back. A summary that cannot be used (cut short,
+   * refused, a tool call instead, no text) is recorded too, as unusable: its cost stands, and the
+   * conversation goes on uncompacted.
    */
   private async compactionStep(seq: number, cut: number): Promise<StepOutcome> {
     const { run, conversation, deps } = this;
     const { agent } = deps;
-    const clamp = this.costClamp(Math.max(1, Math.min(SUMMARY_MAX_TOKENS, run.tokenBudget - this.progress.tokensUsed)));
-    if ('stop' in clamp) return { end: { status: 'FAILED', error: clamp.stop, budget: 'cost' }, written: false };
+    const modelOptions = this.modelOptions();
+    const clamp = this.callMaxTokens(Math.min(SUMMARY_MAX_TOKENS, modelOptions?.maxTokens ?? agent.maxTokens));
+    // Too little left for a summary worth having: the run goes on to its next call and its budgets.
+    if ('stop' in clamp || clamp.maxTokens < SUMMARY_MIN_TOKENS) return this.modelStep(seq);
     const { maxTokens } = clamp;
+    const options = callOptions(modelOptions, maxTokens);
     const keptMessages = conversation.messages.length - cut;
     const started = performance.now();
-    const stream = this.stepStream(seq);
-    stream?.start();
-    let reply: LlmResponse;
-    try {
-      reply = await deps.llm.send(
-        {
-          model: run.model,
-          maxTokens,
-          system: SUMMARY_SYSTEM,
-          messages: summaryRequest(conversation.messages, cut),
-          tools: agent.toolDefinitions,
-          ...(agent.toolDefinitions.length > 0 && { options: { toolChoice: 'none' as const } }),
-        },
-        {
-          signal: deps.signal,
-          deadlineAt: run.deadlineAt,
-          logFields: { run_id: run.id, worker: deps.owner.worker, step_seq: seq, compaction: true },
-          ...(stream && {
-            onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)),
-          }),
-        },
-      );
-    } catch (e) {
-      return this.callFailed(e, seq, started, stream);
-    }
+    const request = {
+      model: run.model,
+      maxTokens,
+      system: agent.system,
+      messages: summaryRequest(conversation.messages, cut),
+      tools: agent.toolDefinitions,
+      options,
+    };
+    const call = await this.callModel(seq, request, null, started);
+    if ('failed' in call) return call.failed;
     const latencyMs = performance.now() - started;
-    const streamed = (await stream?.rest()) ?? [];
-    const { response, warnings } = acceptReply(reply);
+    const { response, warnings } = acceptReply(call.reply);
     for (const w of warnings) deps.events.stepWarning({ run, worker: deps.owner.worker, seq, ...w });
     const summary = textOf(response.content);
-    this.knownInput = null;
-    if (summary.trim() === '') {
-      deps.events.stepWarning({
-        run,
-        worker: deps.owner.worker,
-        seq,
-        warning: 'empty-summary',
-        detail: 'the summary came back empty; the run goes on uncompacted',
-      });
-      return undefined;
+    const unusable =
+      response.stopReason !== 'end_turn'
+        ? `stop_reason ${response.stopReason}`
+        : response.content.some(isToolUse)
+          ? 'a tool call'
+          : summary.trim() === ''
+            ? 'no text'
+            : null;
+    const compaction = unusable ? { keptMessages, unusable } : { keptMessages };
+    if (unusable) {
+      deps.events.stepWarning({ run, worker: deps.owner.worker, seq, warning: 'summary-unusable', detail: `the summary came back with ${unusable}; the run goes on uncompacted` });
     }
     const content = [{ type: 'text', text: summary }];
     const costUsd = storableCost(deps.costOf(run.model, response.usage));
-    const tokens = budgetTokens(response.usage);
-    const compaction = { keptMessages };
+    const stream = this.stepStream(seq);
+    stream?.start();
     const checkpoint = {
       seq,
       request: {
@@ -470,16 +504,17 @@ class RunDriver {
         systemDigest: agent.systemDigest,
         toolsDigest: agent.toolsDigest,
         provider: deps.llm.provider,
+        ...(options && Object.keys(options).length > 0 && { options }),
         compaction,
       },
       content,
       stopReason: response.stopReason,
       usage: response.usage,
-      budgetTokens: tokens,
+      budgetTokens: budgetTokens(response.usage),
       attempts: response.attempts,
       costUsd,
       latencyMs,
-      streamed,
+      streamed: (await stream?.rest()) ?? [],
     };
     let write: FencedWrite;
     try {

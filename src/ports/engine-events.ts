@@ -21,7 +21,7 @@ export type StepWarning =
   | 'unstorable-text-replaced'
   | 'usage-out-of-range'
   | 'provider-value-repaired'
-  | 'empty-summary';
+  | 'summary-unusable';
 
 export interface EngineEvents {
   runClaimed?(e: { run: Run; worker: string; resumedAtSeq: number }): void;

@@ -37,7 +37,8 @@ export async function forkRun(
       // The source's were checked when it was made.
       input: request.input ?? ((source.inputContent ?? source.input) as ForkRunOptions['input'] & {}),
       model: request.model ?? source.model,
-      modelOptions: request.modelOptions ?? ((source.modelOptions ?? undefined) as ForkRunOptions['modelOptions']),
+      // The source's options, the fork's own over them, field by field.
+      modelOptions: { ...(source.modelOptions as ForkRunOptions['modelOptions']), ...request.modelOptions },
       agent: source.agent,
     },
     defaults,

@@ -104,9 +104,12 @@ export function toNewRun(request: CreateRunOptions, defaults: RunDefaults, part:
   if (startAt && startAt.getTime() > Date.now() + MAX_START_DELAY_MS) refuse('startAt', 'must be at most a year ahead');
   const { idempotencyKey, tenant: _tenant, ...asked } = request;
   const model = request.model ?? known!.model;
-  const modelOptions = request.modelOptions ?? null;
-  if (modelOptions) {
-    const problem = modelOptionsProblem(mergeModelOptions(known!.modelOptions ?? null, modelOptions)!, known!);
+  // Fixed now, the agent's under the run's own: a deploy that changes the agent's options mid-run does
+  // not change how the model is asked in the middle of a task (thinking switched on inside a tool loop
+  // would even be refused).
+  const modelOptions = mergeModelOptions(known!.modelOptions ?? null, request.modelOptions ?? null);
+  if (request.modelOptions) {
+    const problem = modelOptionsProblem(modelOptions!, known!);
     if (problem) refuse(problem.path, problem.message);
   }
   const costBudgetUsd = moneyBudget(request.costBudgetUsd, model, defaults, refuse);

@@ -107,7 +107,27 @@ describe('model options', () => {
     const step = (await db.store.steps(run.id as RunId))[0]!;
     expect(step.request).toMatchObject({ model: MODEL, maxTokens: 500, options: { temperature: 0.9, topK: 40 } });
     const read = (await (await fetch(`${rt.url}/api/runs/${run.id}`)).json()) as Record<string, unknown>;
-    expect(read.modelOptions).toEqual({ temperature: 0.9, toolChoice: { name: 'lookup' }, topK: 40, maxTokens: 500 });
+    // Fixed when the run was made: the agent's, the run's own over them.
+    expect(read.modelOptions).toEqual({ temperature: 0.9, stopSequences: ['END'], toolChoice: { name: 'lookup' }, topK: 40, maxTokens: 500 });
+  });
+
+  it('keeps the options a run was made with when a deploy changes its agent’s', async () => {
+    const agent = (temperature: number) =>
+      defineAgent({
+        name: 'deployed',
+        system: 'You answer briefly.',
+        model: MODEL,
+        llm: anthropic({ apiKey: API_KEY, baseUrl: server.url, retryBaseMs: 0 }),
+        modelOptions: { temperature },
+      });
+    const api = await createRuntime({ agents: [agent(0.2)], worker: false, api: { port: 0 }, databaseUrl: db.url, logger: silentLogger });
+    runtimes.push(api);
+    const run = await api.runs.create({ input: 'Made before the deploy.' });
+    server.enqueue(fake.text('Done.'));
+    const worker = await createRuntime({ agents: [agent(0.7)], api: false, databaseUrl: db.url, logger: silentLogger });
+    runtimes.push(worker);
+    expect(await api.runs.wait(run.id, { timeoutMs: 30_000 })).toMatchObject({ status: 'SUCCEEDED' });
+    expect(server.requests.map((r) => r.body.temperature)).toEqual([0.2]);
   });
 
   it('refuses with a 400 naming the field what the provider would refuse, and stores nothing', async () => {

@@ -5,7 +5,7 @@
  * for twice, and the resumed run sends the recorded one.
  */
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
-import { SUMMARY_SYSTEM } from '../../src/core/compaction.ts';
+import { SUMMARY_REQUEST } from '../../src/core/compaction.ts';
 import { CliProcesses, cleanEnv, exitWithin, until } from '../support/cli-process.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease } from '../support/engine.ts';
@@ -93,8 +93,11 @@ it('makes one summary step past atInputTokens; after a SIGKILL right after it, t
   await crashAndResume(run.id, 'after-compaction');
 
   expect(server.pending()).toBe(0);
-  const summaries = server.requests.filter((r) => JSON.stringify(r.body.system).includes(SUMMARY_SYSTEM));
+  const summaries = server.requests.filter((r) => JSON.stringify(r.body.messages.at(-1)).includes(SUMMARY_REQUEST));
   expect(summaries).toHaveLength(1); // never asked for again
+  // The run's own call (its system prompt and tools), so it reads the cached prefix.
+  expect(JSON.stringify(summaries[0]!.body.system)).toContain('You look words up.');
+  expect(summaries[0]!.body.tools.map((t: { name: string }) => t.name)).toEqual(['lookup']);
   // The summary call saw the turns before the cut, whole: the first tool_use with its result.
   const asked = summaries[0]!.body.messages;
   expect(asked.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'user']);
