@@ -56,8 +56,9 @@ export function waitingJson(w: Waiting): WaitingJson {
 
 /** A run in a list: the run, its step count, and how long it took once it has finished. */
 export function runListItem(r: ListedRun): RunListItemJson {
+  const { inputContent: _blocks, ...run } = runJson(r);
   return {
-    ...runJson(r),
+    ...run,
     stepCount: r.stepCount,
     durationMs: r.finishedAt ? Math.max(0, r.finishedAt.getTime() - r.createdAt.getTime()) : null,
   };

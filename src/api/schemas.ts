@@ -104,7 +104,9 @@ export const RunJson = z.object({
   modelOptions: z
     .record(z.string(), z.unknown())
     .nullable()
-    .describe("How its calls ask the model to answer, fixed when it was made: its agent's modelOptions with its own over them; null: none."),
+    .describe(
+      "How its calls ask the model to answer, fixed when it was made: its agent's modelOptions with its own over them; null: none.",
+    ),
   tokenBudget: count,
   tokensUsed: count,
   costUsd: z.number(),
@@ -146,7 +148,8 @@ export const RunDetailJson = RunJson.extend({
 });
 responseSchemas.add(RunDetailJson, { id: 'RunDetail' });
 
-export const RunListItemJson = RunJson.extend({
+// Without the input's blocks (up to 32 MiB each): a page of runs stays small; GET /api/runs/{id} has them.
+export const RunListItemJson = RunJson.omit({ inputContent: true }).extend({
   stepCount: count.describe('Steps recorded so far (a tool call in progress included).'),
   durationMs: count.nullable().describe('From creation to the end; null while the run is not finished.'),
 });
@@ -197,6 +200,16 @@ export const ModelRequestJson = z
     system: z.string().optional(),
     tools: z.array(z.object({ name: z.string(), description: z.string(), input_schema: z.record(z.string(), z.unknown()) })).optional(),
     messages: z.array(MessageJson),
+    options: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('The model options the call was sent with (thinking, sampling, tool choice).'),
+    compaction: z
+      .object({ keptMessages: count, unusable: z.string().optional() })
+      .optional()
+      .describe(
+        'A compaction step: its answer is a summary standing for all but the last keptMessages messages (unusable: why it was not used).',
+      ),
   })
   .describe('MODEL step: the Messages API request, rebuilt from the log (without cache_control marks).');
 export const ToolRequestJson = z

@@ -6,6 +6,7 @@
  */
 import { isToolUse, type Run, type Step } from '../domain/types.ts';
 import { replayRun } from '../core/chain-replay.ts';
+import { summaryRequest } from '../core/compaction.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import type { RunRecords } from '../store/run-records.ts';
 import { timelineItem } from './present.ts';
@@ -33,13 +34,18 @@ async function modelRequest(store: StepSource, run: Run, step: Step, earlier: St
     params.toolsDigest ? store.blob(params.toolsDigest) : null,
     run.previousRunId || run.forkedFrom ? store.conversationBefore(run.id) : [],
   ]);
+  const { messages } = replayRun(run.inputContent ?? run.input, earlier, chain, params.model);
+  const { compaction } = params;
   // The shape of a Messages API request; absent parts are left out, as the API wants them.
   return {
     model: params.model,
     max_tokens: params.maxTokens,
     ...(system !== null ? { system } : {}),
     ...(tools !== null ? { tools: JSON.parse(tools) as ModelRequestJson['tools'] } : {}),
-    messages: replayRun(run.input, earlier, chain).messages,
+    // A compaction step asked for a summary of the messages before the ones it kept.
+    messages: compaction ? summaryRequest(messages, messages.length - compaction.keptMessages) : messages,
+    ...(params.options ? { options: params.options as Record<string, unknown> } : {}),
+    ...(compaction ? { compaction } : {}),
   };
 }
 

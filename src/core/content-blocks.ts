@@ -1,9 +1,13 @@
 /**
- * A run's input as content blocks, as the Messages API takes them in a user turn: text, images
- * (screenshots, photos) and documents (PDFs, plain text), each from base64 data or a URL. Checked at
- * the edge, stored once with the run and sent as they came on every call of it.
+ * Content blocks from outside the model: a run's input as the Messages API takes a user turn (text,
+ * images, documents, from base64 data or a URL), checked at the edge, stored once with the run and
+ * sent as they came on every call; and a tool's result as text and image blocks (a screenshot), stored
+ * in the tool step under a key of its own and sent as the tool_result's content. Pure: no I/O.
+ *
+ * URLs are passed to the provider, never fetched here: the provider fetches them (or refuses them).
  */
 import { z } from 'zod';
+import { storableString } from './text-problems.ts';
 
 export const CONTENT_LIMITS = {
   blocks: 100,
@@ -11,8 +15,10 @@ export const CONTENT_LIMITS = {
   imageBytes: 5 * 1024 * 1024,
   /** The Messages API's limit for one PDF (its whole request is limited to 32 MB as well). */
   documentBytes: 32 * 1024 * 1024,
-  /** All blocks together, as base64 and text: what one run's input may hold. */
+  /** All blocks of a run's input together, as base64 and text. */
   totalChars: 32 * 1024 * 1024,
+  /** All blocks of one tool result together: a few screenshots, so that a run's later calls still fit a request. */
+  toolResultChars: 10 * 1024 * 1024,
   textChars: 100_000,
   urlChars: 2_048,
 } as const;
@@ -36,13 +42,8 @@ const UrlSource = z.strictObject({
   url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(CONTENT_LIMITS.urlChars),
 });
 
-const CacheControl = z.strictObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() }).optional();
-
-const TextBlock = z.strictObject({
-  type: z.literal('text'),
-  text: z.string().min(1).max(CONTENT_LIMITS.textChars),
-  cache_control: CacheControl,
-});
+// No cache_control: the runtime places the breakpoints (at most four per request, the longer-lived first).
+const TextBlock = z.strictObject({ type: z.literal('text'), text: storableString(CONTENT_LIMITS.textChars) });
 
 const ImageBlock = z.strictObject({
   type: z.literal('image'),
@@ -54,7 +55,6 @@ const ImageBlock = z.strictObject({
     }),
     UrlSource,
   ]),
-  cache_control: CacheControl,
 });
 
 const DocumentBlock = z.strictObject({
@@ -65,30 +65,26 @@ const DocumentBlock = z.strictObject({
       media_type: z.literal('application/pdf', { error: 'must be application/pdf (plain text goes as a text source)' }),
       data: base64(CONTENT_LIMITS.documentBytes, 'a document'),
     }),
-    z.strictObject({
-      type: z.literal('text'),
-      media_type: z.literal('text/plain'),
-      data: z.string().min(1).max(CONTENT_LIMITS.textChars),
-    }),
+    z.strictObject({ type: z.literal('text'), media_type: z.literal('text/plain'), data: storableString(CONTENT_LIMITS.textChars) }),
     UrlSource,
   ]),
-  title: z.string().min(1).max(500).optional(),
-  context: z.string().min(1).max(10_000).optional(),
+  title: storableString(500).optional(),
+  context: storableString(10_000).optional(),
   citations: z.strictObject({ enabled: z.boolean() }).optional(),
-  cache_control: CacheControl,
 });
 
 const InputBlock = z.discriminatedUnion('type', [TextBlock, ImageBlock, DocumentBlock], {
   error: 'must be a text, image or document block',
 });
 
+type Block = z.infer<typeof InputBlock>;
+
 /** Characters of the blocks' payloads: their text and their base64 data. */
-function payloadChars(blocks: readonly z.infer<typeof InputBlock>[]): number {
+function payloadChars(blocks: readonly Block[]): number {
   let n = 0;
   for (const b of blocks) {
     if (b.type === 'text') n += b.text.length;
-    else if (b.source.type === 'url') n += b.source.url.length;
-    else n += b.source.data.length;
+    else n += b.source.type === 'url' ? b.source.url.length : b.source.data.length;
   }
   return n;
 }
@@ -102,44 +98,82 @@ export const InputBlocks = z
     'Content blocks of the first user message, as the Messages API takes them: text, image (base64 JPEG, PNG, GIF or WebP up to 5 MiB, or a URL) and document (base64 PDF up to 32 MiB, plain text, or a URL).',
   );
 
-/** What a tool's result may hold as content blocks: text and images. */
-const ToolResultBlock = z.discriminatedUnion('type', [TextBlock.omit({ cache_control: true }), ImageBlock.omit({ cache_control: true })]);
-const ToolContent = z.strictObject({ content: z.array(ToolResultBlock).min(1).max(CONTENT_LIMITS.blocks) });
+/** The text of an input's blocks, for where a run's input is shown as text: its text blocks, a blank line between them. */
+export function inputText(blocks: readonly { type: string; text?: unknown }[]): string {
+  return blocks
+    .filter((b) => b.type === 'text' && typeof b.text === 'string')
+    .map((b) => b.text as string)
+    .join('\n\n');
+}
 
-const CONTENT_PREFIX = '{"content":[';
-
-/**
- * A tool's value as content blocks, when it is `{ content: [...] }` of text and image blocks (a
- * screenshot with a caption); null for any other value, which is sent as text. A value of that shape
- * whose blocks are malformed is an Error saying which, for the tool's ERROR result.
- */
-export function toolContent(value: unknown): ContentResult | null {
-  if (value === null || typeof value !== 'object' || !Array.isArray((value as { content?: unknown }).content)) return null;
-  if (Object.keys(value).length !== 1) return null;
-  const parsed = ToolContent.safeParse(value);
-  if (!parsed.success) {
-    const first = parsed.error.issues[0]!;
-    throw new Error(`the tool returned { content } that is not text and image blocks: ${first.path.join('.')}: ${first.message}`);
-  }
-  return parsed.data.content as ContentResult;
+/** `f` applied to each text of a run's input blocks that is text a person wrote (text blocks, plain-text documents, titles, contexts). */
+export function mapInputText<B extends Record<string, unknown>>(blocks: readonly B[], f: (text: string) => string): B[] {
+  return blocks.map((b) => {
+    const out: Record<string, unknown> = { ...b };
+    if (typeof b.text === 'string') out.text = f(b.text);
+    if (typeof b.title === 'string') out.title = f(b.title);
+    if (typeof b.context === 'string') out.context = f(b.context);
+    const source = b.source as Record<string, unknown> | undefined;
+    if (source?.type === 'text' && typeof source.data === 'string') out.source = { ...source, data: f(source.data) };
+    return out as B;
+  });
 }
 
 export type ContentResult = ({ type: 'text'; text: string } | { type: 'image'; source: Record<string, unknown> })[];
 
-/** A tool result as stored: the JSON of `{ content: blocks }`, which `resultContent` reads back. */
-export function storedContent(content: ContentResult): string {
-  return JSON.stringify({ content });
+// A tool's text is the tool's to write: what cannot be stored is replaced when it is (storableText), not refused.
+const ToolTextBlock = z.strictObject({ type: z.literal('text'), text: z.string().min(1).max(CONTENT_LIMITS.textChars) });
+
+const ToolContent = z
+  .array(z.discriminatedUnion('type', [ToolTextBlock, ImageBlock]))
+  .min(1)
+  .max(CONTENT_LIMITS.blocks)
+  .refine(
+    (blocks) => payloadChars(blocks) <= CONTENT_LIMITS.toolResultChars,
+    `must hold at most ${CONTENT_LIMITS.toolResultChars} characters in all`,
+  );
+
+/**
+ * A tool's value as content blocks: `{ content: [...] }` whose items are all `text` and `image` blocks
+ * (a screenshot with a caption); null for any other value, which is sent as text (JSON), as before
+ * tools could return blocks. Blocks that are malformed (a media type the API refuses, too large) are an
+ * Error saying which, for the tool's ERROR result.
+ */
+export function toolContent(value: unknown): ContentResult | null {
+  if (value === null || typeof value !== 'object' || Object.keys(value).length !== 1) return null;
+  const { content } = value as { content?: unknown };
+  const blocks =
+    Array.isArray(content) &&
+    content.length > 0 &&
+    content.every((b) => b !== null && typeof b === 'object' && (b.type === 'text' || b.type === 'image'));
+  if (!blocks) return null;
+  const parsed = ToolContent.safeParse(content);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]!;
+    throw new Error(`the tool returned content blocks the model cannot take: ${['content', ...first.path].join('.')}: ${first.message}`);
+  }
+  return parsed.data as ContentResult;
 }
 
 /**
- * A stored tool result as the model gets it: the blocks of a `{ content: [...] }` result, or the text.
- * A text that merely looks like one (a tool that returned that JSON as a string) reads the same way:
- * the model is sent the same blocks either way.
+ * The key a tool step's stored result keeps content blocks under. Its own key, not `content`: a tool
+ * that returned `{ content }` JSON of any other kind (or before tools could return blocks) is sent as
+ * the text it was, whatever its shape.
  */
+const STORED_KEY = '$content';
+const STORED_PREFIX = `{"${STORED_KEY}":[`;
+
+/** A tool result as stored: the JSON of `{ $content: blocks }`, which `resultContent` reads back. */
+export function storedContent(content: ContentResult): string {
+  return JSON.stringify({ [STORED_KEY]: content });
+}
+
+/** A stored tool result as the model gets it: the blocks of a content result, or the text. */
 export function resultContent(stored: string): string | ContentResult {
-  if (!stored.startsWith(CONTENT_PREFIX)) return stored;
+  if (!stored.startsWith(STORED_PREFIX)) return stored;
   try {
-    return toolContent(JSON.parse(stored)) ?? stored;
+    const blocks = (JSON.parse(stored) as Record<string, unknown>)[STORED_KEY];
+    return Array.isArray(blocks) ? (blocks as ContentResult) : stored;
   } catch {
     return stored;
   }

@@ -146,7 +146,8 @@ function foldModel(c: Conversation, step: FoldableStep): void {
   }
   c.stopReason = step.stopReason;
   c.lastContent = turnContent;
-  const tokens = (step.inputTokens ?? 0) + (step.cacheCreationInputTokens ?? 0) + (step.cacheReadInputTokens ?? 0) + (step.outputTokens ?? 0);
+  const tokens =
+    (step.inputTokens ?? 0) + (step.cacheCreationInputTokens ?? 0) + (step.cacheReadInputTokens ?? 0) + (step.outputTokens ?? 0);
   c.lastCall = tokens > 0 ? { tokens, addedChars: 0 } : null;
 }
 
@@ -182,7 +183,9 @@ function foldCompaction(c: Conversation, step: FoldableStep, record: CompactionR
   }
   const kept = record.keptMessages;
   if (!(kept > 0 && kept < c.messages.length) || c.messages[c.messages.length - kept]!.role !== 'assistant') {
-    throw new InconsistentLogError(`step ${step.seq}: a compaction that keeps ${kept} of ${c.messages.length} messages does not cut at an assistant turn`);
+    throw new InconsistentLogError(
+      `step ${step.seq}: a compaction that keeps ${kept} of ${c.messages.length} messages does not cut at an assistant turn`,
+    );
   }
   const summary = textOf((step.response as ContentBlock[] | null) ?? []);
   c.messages.splice(0, c.messages.length, ...compacted(c.messages, kept, summary));

@@ -56,9 +56,10 @@ export type BudgetKind = 'tokens' | 'cost' | 'steps' | 'time';
 
 /**
  * Extended thinking: `enabled` with a budget of output tokens for it (at least 1,024, below the call's
- * max tokens), or `adaptive` where the model decides how much to think.
+ * max tokens), `adaptive` where the model decides how much to think, or `disabled` (a run's way to turn
+ * its agent's thinking off).
  */
-export type ThinkingOption = { type: 'enabled'; budgetTokens: number } | { type: 'adaptive' };
+export type ThinkingOption = { type: 'enabled'; budgetTokens: number } | { type: 'adaptive' } | { type: 'disabled' };
 
 /** Which tool the model must call: any it likes or none (`auto`), one at least (`any`), none (`none`), or this one. */
 export type ToolChoice = 'auto' | 'any' | 'none' | { name: string };
@@ -78,8 +79,10 @@ export interface ModelOptions {
   maxTokens?: number;
 }
 
-/** The options a provider sends with one call; the call's max tokens is `LlmRequest.maxTokens`. */
-export type CallOptions = Readonly<Omit<ModelOptions, 'maxTokens'>>;
+/** The options a provider sends with one call (thinking only when on); the call's max tokens is `LlmRequest.maxTokens`. */
+export type CallOptions = Readonly<
+  Omit<ModelOptions, 'maxTokens' | 'thinking'> & { thinking?: Exclude<ThinkingOption, { type: 'disabled' }> }
+>;
 
 /** A content block of the Messages API, kept verbatim: blocks we do not interpret pass through untouched. */
 export interface ContentBlock {

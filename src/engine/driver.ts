@@ -490,7 +490,13 @@ class RunDriver {
             : null;
     const compaction = unusable ? { keptMessages, unusable } : { keptMessages };
     if (unusable) {
-      deps.events.stepWarning({ run, worker: deps.owner.worker, seq, warning: 'summary-unusable', detail: `the summary came back with ${unusable}; the run goes on uncompacted` });
+      deps.events.stepWarning({
+        run,
+        worker: deps.owner.worker,
+        seq,
+        warning: 'summary-unusable',
+        detail: `the summary came back with ${unusable}; the run goes on uncompacted`,
+      });
     }
     const content = [{ type: 'text', text: summary }];
     const costUsd = storableCost(deps.costOf(run.model, response.usage));

@@ -33,7 +33,7 @@ import type {
 import type { ContentBlock, Message, Usage } from '../domain/types.ts';
 import { LlmError } from '../domain/errors.ts';
 import { tokenCount } from './normalise.ts';
-import type { LlmRequest, LlmResponse, ThinkingOption } from './types.ts';
+import type { CallOptions, LlmRequest, LlmResponse } from './types.ts';
 
 /** Provider options by provider key (`{ google: { … } }`), as the specification passes them. */
 export type ProviderOptions = SharedV3ProviderOptions;
@@ -102,7 +102,7 @@ export interface ThinkingOptions {
  * that is told. OpenAI's reasoning effort is a level, not a budget: it is set with aiSdk's
  * `providerOptions` instead.
  */
-export function thinkingOptions(provider: string, thinking: ThinkingOption): ThinkingOptions {
+export function thinkingOptions(provider: string, thinking: NonNullable<CallOptions['thinking']>): ThinkingOptions {
   const p = provider.toLowerCase();
   const enabled = thinking.type === 'enabled';
   // @ai-sdk/anthropic, and Claude on Vertex ("vertex.anthropic.messages"), read the "anthropic" key.

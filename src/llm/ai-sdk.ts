@@ -165,7 +165,7 @@ class AiSdkClient implements LlmClient {
 
   /** Thinking is refused where it is not mapped (see thinkingOptions); the rest maps for every provider. */
   checkOptions(options: ModelOptions): { path: string; message: string } | null {
-    if (!options.thinking) return null;
+    if (!options.thinking || options.thinking.type === 'disabled') return null;
     try {
       thinkingOptions(this.model.provider, options.thinking);
       return null;

@@ -84,15 +84,25 @@ export function anthropicRefusal(options: ModelOptions): OptionsProblem | null {
 
 /**
  * The API refuses empty text blocks in a request, though a reply can hold one (next to a tool_use):
- * sent back verbatim it would fail every later step. Dropped from the request only; the log keeps them.
+ * sent back verbatim it would fail every later step. It refuses fields it does not know, too: the
+ * `provider_metadata` another provider's steps keep on their blocks (see ai-sdk-wire.ts) is left out.
+ * Both from the request only; the log keeps them.
  */
 function withoutEmptyText(message: Message): Message {
-  if (typeof message.content === 'string' || !message.content.some(isEmptyText)) return message;
-  const kept = message.content.filter((b) => !isEmptyText(b));
+  if (typeof message.content === 'string' || !message.content.some((b) => isEmptyText(b) || FOREIGN in b)) return message;
+  const kept = message.content.filter((b) => !isEmptyText(b)).map(withoutForeign);
   return kept.length > 0 ? { role: message.role, content: kept } : message;
 }
 
 const isEmptyText = (b: ContentBlock) => b.type === 'text' && b.text === '';
+
+const FOREIGN = 'provider_metadata';
+
+function withoutForeign(block: ContentBlock): ContentBlock {
+  if (!(FOREIGN in block)) return block;
+  const { [FOREIGN]: _, ...rest } = block;
+  return rest as ContentBlock;
+}
 
 /** Indexes of the messages to mark, most valuable first: the last one, then the previous user turn. */
 function breakpointTargets(messages: readonly Message[]): number[] {

@@ -5,9 +5,10 @@
  * Pure: no I/O.
  */
 import { z } from 'zod';
+import { storableString } from '../core/text-problems.ts';
 import type { CallOptions, ModelOptions } from './types.ts';
 
-export const LIMITS = {
+export const MODEL_OPTION_LIMITS = {
   maxTokens: 200_000,
   /** The Messages API's smallest thinking budget. */
   minThinkingBudget: 1_024,
@@ -16,7 +17,7 @@ export const LIMITS = {
 } as const;
 
 const ToolChoiceSchema = z
-  .union([z.enum(['auto', 'any', 'none']), z.strictObject({ name: z.string().min(1).max(64) })])
+  .union([z.enum(['auto', 'any', 'none']), z.strictObject({ name: storableString(64) })])
   .describe('Which tool the model must call: "auto" (its choice), "any" (one at least), "none", or { name } (that one).');
 
 export const ModelOptionsSchema = z
@@ -25,13 +26,14 @@ export const ModelOptionsSchema = z
       .discriminatedUnion('type', [
         z.strictObject({
           type: z.literal('enabled'),
-          budgetTokens: z.number().int().min(LIMITS.minThinkingBudget).max(LIMITS.maxTokens),
+          budgetTokens: z.number().int().min(MODEL_OPTION_LIMITS.minThinkingBudget).max(MODEL_OPTION_LIMITS.maxTokens),
         }),
         z.strictObject({ type: z.literal('adaptive') }),
+        z.strictObject({ type: z.literal('disabled') }),
       ])
       .optional()
       .describe(
-        `Extended thinking: { type: "enabled", budgetTokens } (at least ${LIMITS.minThinkingBudget}, below maxTokens), or { type: "adaptive" } where the model has it.`,
+        `Extended thinking: { type: "enabled", budgetTokens } (at least ${MODEL_OPTION_LIMITS.minThinkingBudget}, below maxTokens), { type: "adaptive" } where the model has it, or { type: "disabled" } (a run's way to turn its agent's off).`,
       ),
     temperature: z.number().min(0).max(2).optional().describe('Sampling temperature; Anthropic models take 0 to 1.'),
     topP: z.number().gt(0).max(1).optional().describe('Nucleus sampling: the probability mass to sample from.'),
@@ -43,12 +45,18 @@ export const ModelOptionsSchema = z
       .optional()
       .describe('Sample from the K likeliest tokens only (not on OpenAI-compatible APIs).'),
     stopSequences: z
-      .array(z.string().min(1).max(LIMITS.stopSequenceChars))
-      .max(LIMITS.stopSequences)
+      .array(storableString(MODEL_OPTION_LIMITS.stopSequenceChars))
+      .max(MODEL_OPTION_LIMITS.stopSequences)
       .optional()
       .describe('Texts that end the answer when the model writes them (stop_reason "stop_sequence").'),
     toolChoice: ToolChoiceSchema.optional(),
-    maxTokens: z.number().int().min(1).max(LIMITS.maxTokens).optional().describe("max_tokens of each call; the agent's when absent."),
+    maxTokens: z
+      .number()
+      .int()
+      .min(1)
+      .max(MODEL_OPTION_LIMITS.maxTokens)
+      .optional()
+      .describe("max_tokens of each call; the agent's when absent."),
   })
   .describe("How the model is asked to answer; over the agent's modelOptions, field by field.");
 
@@ -72,7 +80,7 @@ export interface OptionsProblem {
 export function optionsProblem(options: ModelOptions, maxTokens: number, prefix = 'modelOptions'): OptionsProblem | null {
   const at = (field: string, message: string) => ({ path: `${prefix}.${field}`, message });
   const { thinking, toolChoice } = options;
-  if (!thinking) return null;
+  if (!thinking || thinking.type === 'disabled') return null;
   if (toolChoice !== undefined && toolChoice !== 'auto' && toolChoice !== 'none') {
     return at('toolChoice', 'with thinking on, toolChoice may only be "auto" or "none"');
   }
@@ -94,8 +102,8 @@ export function optionsProblem(options: ModelOptions, maxTokens: number, prefix 
 export function callOptions(options: ModelOptions | null, maxTokens: number): CallOptions | undefined {
   if (!options) return undefined;
   const { maxTokens: _max, thinking, ...rest } = options;
-  if (!thinking) return rest;
+  if (!thinking || thinking.type === 'disabled') return rest;
   if (thinking.type !== 'enabled' || thinking.budgetTokens < maxTokens) return { ...rest, thinking };
   const budgetTokens = maxTokens - 1;
-  return budgetTokens >= LIMITS.minThinkingBudget ? { ...rest, thinking: { type: 'enabled', budgetTokens } } : rest;
+  return budgetTokens >= MODEL_OPTION_LIMITS.minThinkingBudget ? { ...rest, thinking: { type: 'enabled', budgetTokens } } : rest;
 }

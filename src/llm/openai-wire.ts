@@ -109,18 +109,11 @@ function filePart(block: ContentBlock): UserPart | null {
   return null;
 }
 
-/** Tool results first (they must follow the assistant's tool calls at once), then the user's text, images and files. */
+/** Tool results first (they must follow the assistant's tool calls at once), then the user's text, images and files, in their order. */
 function userMessages(m: Message, index: number): ChatMessage[] {
   const tools: ChatMessage[] = [];
-  const texts: string[] = [];
   const parts: UserPart[] = [];
   for (const block of blocksOf(m)) {
-    if (block.type === 'image' || block.type === 'document') {
-      const part = filePart(block);
-      if (!part) throw unsupported(block, index);
-      parts.push(part);
-      continue;
-    }
     if (block.type === 'tool_result') {
       const text = resultText(block.content);
       tools.push({
@@ -129,15 +122,19 @@ function userMessages(m: Message, index: number): ChatMessage[] {
         content: block.is_error === true ? `${TOOL_ERROR_PREFIX}${text}` : text,
       });
     } else if (block.type === 'text') {
-      texts.push(String(block.text ?? ''));
+      parts.push({ type: 'text', text: String(block.text ?? '') });
+    } else if (block.type === 'image' || block.type === 'document') {
+      const part = filePart(block);
+      if (!part) throw unsupported(block, index);
+      parts.push(part);
     } else if (!PRIVATE_BLOCKS.has(block.type)) {
       throw unsupported(block, index);
     }
   }
-  if (parts.length > 0) return [...tools, { role: 'user', content: [...texts.map((text) => ({ type: 'text' as const, text })), ...parts] }];
-  if (texts.length === 1) return [...tools, { role: 'user', content: texts[0]! }];
-  if (texts.length > 1) return [...tools, { role: 'user', content: texts.map((text) => ({ type: 'text' as const, text })) }];
-  return tools;
+  if (parts.length === 0) return tools;
+  // A single text goes as a plain string, as the API's simplest form.
+  const only = parts.length === 1 && parts[0]!.type === 'text' ? parts[0]!.text : null;
+  return [...tools, { role: 'user', content: only ?? parts }];
 }
 
 /** What a tool message says of an image a tool returned: the API takes text only there. */

@@ -17,11 +17,7 @@ import type { LlmResponse } from '../llm/types.ts';
  * - provider-value-repaired: the provider layer repaired its wire answer (see src/llm/normalise.ts)
  */
 export type StepWarning =
-  | 'tool-use-under-stop-reason'
-  | 'unstorable-text-replaced'
-  | 'usage-out-of-range'
-  | 'provider-value-repaired'
-  | 'summary-unusable';
+  'tool-use-under-stop-reason' | 'unstorable-text-replaced' | 'usage-out-of-range' | 'provider-value-repaired' | 'summary-unusable';
 
 export interface EngineEvents {
   runClaimed?(e: { run: Run; worker: string; resumedAtSeq: number }): void;

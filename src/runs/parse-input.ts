@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 
+import { InputError } from '../domain/errors.ts';
+
 type Issue = z.core.$ZodIssue;
 
 /**
@@ -13,7 +15,6 @@ function chosenBranch(issue: Issue): Issue[] {
   if (typed.length !== 1) return [issue];
   return typed[0]!.flatMap((i) => chosenBranch({ ...i, path: [...issue.path, ...i.path] } as Issue));
 }
-import { InputError } from '../domain/errors.ts';
 
 /** What the input being parsed is called in error messages: a part of an HTTP request, or a library call's options. */
 export const INPUT_NAMES = {

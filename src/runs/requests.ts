@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { RUN_STATUSES } from '../domain/types.ts';
 import { ModelOptionsSchema } from '../llm/model-options.ts';
 import { InputBlocks } from '../core/content-blocks.ts';
+import { storableString, textProblem } from '../core/text-problems.ts';
 
 export const requestSchemas = z.registry<{ id: string }>();
 
@@ -25,29 +26,7 @@ export const LIMITS = {
   maxSeq: 2_147_483_647,
 } as const;
 
-/**
- * What a string must not hold to be stored as it was sent. PostgreSQL text and jsonb cannot hold
- * U+0000. An unpaired UTF-16 surrogate (a JSON escape like "\ud800" with no partner) is not a
- * Unicode character at all: text would silently store U+FFFD in its place, jsonb rejects it.
- * Either is refused here, with the field named, rather than altered or failed at the INSERT.
- */
-const UNPAIRED_SURROGATE = /\p{Surrogate}/u;
-function textProblem(s: string): string | null {
-  if (s.includes('\u0000')) return 'must not contain NUL characters';
-  if (UNPAIRED_SURROGATE.test(s)) return 'must not contain unpaired surrogates (invalid Unicode)';
-  return null;
-}
-const text = (max: number, description: string) =>
-  z
-    .string()
-    .min(1)
-    .max(max)
-    .refine((s) => s.trim().length > 0, 'must not be blank')
-    .superRefine((s, ctx) => {
-      const problem = textProblem(s);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    })
-    .describe(description);
+const text = (max: number, description: string) => storableString(max).describe(description);
 const int = (min: number, max: number, description: string) => z.number().int().min(min).max(max).describe(description);
 
 /** Nesting deeper than `limit`? Recursion stops at the limit, so a hostile value cannot exhaust the stack. */

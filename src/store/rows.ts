@@ -1,6 +1,7 @@
 /** Rows (snake_case, as PostgreSQL returns them) converted to domain types in one place. */
 import type {
   ContentBlock,
+  ModelOptions,
   ModelRequestParams,
   Run,
   RunId,
@@ -11,8 +12,7 @@ import type {
   StepSummary,
   Waiting,
 } from '../domain/types.ts';
-import { textOf } from '../domain/types.ts';
-import type { ModelOptions } from '../domain/types.ts';
+import { inputText } from '../core/content-blocks.ts';
 import type { Sealer } from './encryption.ts';
 import { openBlocks, openToolCalls } from './sealed-columns.ts';
 
@@ -154,7 +154,7 @@ export function toRun(r: RunRow, sealer: Sealer): Run {
 function inputOf(stored: string, blocks: boolean): Pick<Run, 'input' | 'inputContent'> {
   if (!blocks) return { input: stored, inputContent: null };
   const content = JSON.parse(stored) as ContentBlock[];
-  return { input: textOf(content), inputContent: content };
+  return { input: inputText(content), inputContent: content };
 }
 
 export function toStepSummary(r: Omit<StepRow, 'request' | 'response'>): StepSummary {

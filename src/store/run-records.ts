@@ -26,6 +26,7 @@ import { lineageSql, qualified, TOOL_USES } from './lineage-sql.ts';
 import type { EarlierRun } from '../core/chain-replay.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
 import { named, type NamedStatement, schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
+import { mapInputText } from '../core/content-blocks.ts';
 import { withFields } from '../util/with-fields.ts';
 import type { ModelOptions } from '../domain/types.ts';
 
@@ -207,13 +208,11 @@ export class RunRecords {
 
   /**
    * An input as its column holds it: text redacted, or content blocks as their JSON array with the
-   * text of their text blocks redacted (and nothing else: an image's base64 is not text to match).
+   * texts a person wrote redacted (and nothing else: an image's base64 is not text to match).
    */
   private storedInput(input: string | readonly ContentBlock[]): string {
     if (typeof input === 'string') return this.redact(input);
-    return JSON.stringify(
-      input.map((b) => (b.type === 'text' && typeof b.text === 'string' ? { ...b, text: this.redactString(b.text) } : b)),
-    );
+    return JSON.stringify(mapInputText(input, this.redactString));
   }
 
   /**

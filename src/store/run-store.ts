@@ -381,7 +381,7 @@ export class RunStore implements EngineStore {
 
   async finishTool(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
     // A result of content blocks has its text redacted, not its images (base64 is not text to match).
-    const stored = mapResultText(storableText(f.result), this.redact);
+    const stored = mapResultText(f.result, (text) => this.redact(storableText(text)));
     const seq = f.seq ?? 0;
     const events = eventValues(
       [

@@ -158,7 +158,7 @@ export class ToolExecutor {
   async execute(use: ToolUseBlock, ctx: CallScope): Promise<ToolOutcome> {
     const { status, result } = await this.run(use, ctx);
     // Each text block of a content result is cut as a text result would be; its images are whole.
-    return { status, result: mapResultText(storableText(result), (text) => capResult(text, this.maxResultBytes)) };
+    return { status, result: mapResultText(result, (text) => capResult(storableText(text), this.maxResultBytes)) };
   }
 
   private async run(use: ToolUseBlock, ctx: CallScope): Promise<ToolOutcome> {

@@ -4,7 +4,7 @@
  * documents. Runs through createRuntime against a local server speaking the Messages API (streamed),
  * on a real database; what is asserted is what reached the API and what a user reads back.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent, type DefineAgentOptions } from '../../src/agents/define-agent.ts';
 import { type AgentRuntime, createRuntime } from '../../src/runtime/create-runtime.ts';
@@ -12,6 +12,7 @@ import { anthropic } from '../../src/llm/factories.ts';
 import { RunEvents } from '../../src/store/run-events.ts';
 import type { RunId } from '../../src/domain/types.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
+import { toolContent } from '../../src/core/content-blocks.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { silentLogger } from '../support/engine.ts';
 import { fake, startFakeAnthropic, warmUp, type FakeAnthropic } from '../support/fake-anthropic.ts';
@@ -27,8 +28,11 @@ beforeAll(async () => {
   await warmUp(server, API_KEY);
 });
 afterAll(async () => {
-  await Promise.all(runtimes.map((rt) => rt.close()));
   await Promise.all([db?.close(), server?.close()]);
+});
+// Each runtime holds its pool and sessions: closed after its test, so a test never waits for connections.
+afterEach(async () => {
+  await Promise.all(runtimes.splice(0).map((rt) => rt.close()));
 });
 beforeEach(() => {
   server.reset();
@@ -108,7 +112,13 @@ describe('model options', () => {
     expect(step.request).toMatchObject({ model: MODEL, maxTokens: 500, options: { temperature: 0.9, topK: 40 } });
     const read = (await (await fetch(`${rt.url}/api/runs/${run.id}`)).json()) as Record<string, unknown>;
     // Fixed when the run was made: the agent's, the run's own over them.
-    expect(read.modelOptions).toEqual({ temperature: 0.9, stopSequences: ['END'], toolChoice: { name: 'lookup' }, topK: 40, maxTokens: 500 });
+    expect(read.modelOptions).toEqual({
+      temperature: 0.9,
+      stopSequences: ['END'],
+      toolChoice: { name: 'lookup' },
+      topK: 40,
+      maxTokens: 500,
+    });
   });
 
   it('keeps the options a run was made with when a deploy changes its agent’s', async () => {
@@ -140,6 +150,7 @@ describe('model options', () => {
       [{ thinking: { type: 'enabled', budgetTokens: 100 } }, 'modelOptions.thinking.budgetTokens: Too small'],
       [{ thinking: { type: 'sometimes' } }, 'modelOptions.thinking.type'],
       [{ tools: 'x' }, 'modelOptions.tools: unknown field'],
+      [{ stopSequences: ['a\u0000'] }, 'modelOptions.stopSequences.0: must not contain NUL characters'],
     ];
     for (const [modelOptions, message] of cases) {
       const res = await post(rt, { input: 'hi', modelOptions });
@@ -209,6 +220,16 @@ describe('thinking', () => {
     ).toBe('Now answer.');
   });
 
+  it("a run's thinking: disabled turns its agent's off", async () => {
+    const rt = await runtimeFor({ modelOptions: { thinking: { type: 'enabled', budgetTokens: 2_048 }, maxTokens: 4_096 } });
+    server.enqueue(fake.text('No thought.'));
+    const created = await post(rt, { input: 'Quick one.', modelOptions: { thinking: { type: 'disabled' }, temperature: 0 } });
+    expect(created.status).toBe(201);
+    expect(await rt.runs.wait(created.body.id, { timeoutMs: 30_000 })).toMatchObject({ status: 'SUCCEEDED' });
+    expect(server.requests[0]!.body).not.toHaveProperty('thinking');
+    expect(server.requests[0]!.body.temperature).toBe(0);
+  });
+
   it('a fork on another model leaves out the thinking the first model signed; the same model keeps it', async () => {
     const rt = await runtimeFor({ modelOptions: { thinking: { type: 'adaptive' } } });
     server.enqueue(
@@ -266,6 +287,11 @@ describe('images and documents', () => {
     }
     const read = (await (await fetch(`${rt.url}/api/runs/${run.id}`)).json()) as Record<string, unknown>;
     expect(read).toMatchObject({ input: 'What is in the picture, and what does the file say?', inputContent: input });
+    // A page of runs leaves the blocks out.
+    const page = (await (await fetch(`${rt.url}/api/runs?limit=100`)).json()) as { runs: Record<string, unknown>[] };
+    const listed = page.runs.find((r) => r.id === run.id)!;
+    expect(listed.input).toBe('What is in the picture, and what does the file say?');
+    expect(listed).not.toHaveProperty('inputContent');
   });
 
   it('sends the image a tool returns as the content of its tool_result, from the log after a restart too', async () => {
@@ -288,7 +314,7 @@ describe('images and documents', () => {
     expect(result.content.map(({ cache_control: _, ...b }: Record<string, unknown>) => b)).toEqual(shot);
     // What a resumed run folds from the log is the same blocks.
     const steps = await db.store.steps(created.id as RunId);
-    expect(JSON.parse(steps[1]!.response as string)).toEqual({ content: shot });
+    expect(JSON.parse(steps[1]!.response as string)).toEqual({ $content: shot });
   });
 
   it('fails the tool call, telling the model why, when a tool returns { content } that is not text and images', async () => {
@@ -304,6 +330,9 @@ describe('images and documents', () => {
     expect(await rt.runs.wait(created.id, { timeoutMs: 30_000 })).toMatchObject({ status: 'SUCCEEDED' });
     const result = server.requests[1]!.body.messages[2].content[0];
     expect(result).toMatchObject({ is_error: true, content: expect.stringContaining('content.0.source.media_type') });
+    // Any other { content } is the JSON text it always was.
+    expect(toolContent({ content: ['a', 'b'] })).toBeNull();
+    expect(toolContent({ content: [{ type: 'text', text: 'x' }], isError: false })).toBeNull();
   });
 
   it.each([
@@ -313,10 +342,76 @@ describe('images and documents', () => {
     [[{ type: 'image', source: { type: 'url', url: 'file:///etc/passwd' } }], 'input.0.source.url'],
     [[{ type: 'tool_result', tool_use_id: 'x', content: 'y' }], 'input.0'],
     [[], 'input'],
+    [[{ type: 'text', text: 'a\u0000b' }], 'input.0.text: must not contain NUL characters'],
+    [[{ type: 'text', text: 'x\ud800' }], 'input.0.text: must not contain unpaired surrogates'],
+    [[{ type: 'text', text: '   ' }], 'input.0.text: must not be blank'],
+    [[{ type: 'text', text: 'x', cache_control: { type: 'ephemeral' } }], 'input.0.cache_control: unknown field'],
   ])('refuses a malformed block with a 400 naming it: %j', async (input, where) => {
-    const rt = runtimes[0] ?? (await runtimeFor({}));
+    const rt = await runtimeFor({});
     const res = await post(rt, { input });
     expect(res.status).toBe(400);
     expect(res.message).toContain(where);
+  });
+});
+
+describe('compaction', () => {
+  const compactor = () => runtimeFor({ compaction: { atInputTokens: 1_000, keepTurns: 1 }, system: 'You look words up.' });
+
+  it('summarises once past atInputTokens; the step detail shows what was asked, and a follow-up continues from the summary', async () => {
+    const rt = await compactor();
+    server.enqueue(
+      fake.toolUse('toolu_a', 'lookup', { word: 'wren' }, { input_tokens: 600 }),
+      fake.toolUse('toolu_b', 'lookup', { word: 'robin' }, { input_tokens: 1_200 }),
+      fake.text('SUMMARY: a wren is a small bird.', { input_tokens: 900, output_tokens: 30 }),
+      fake.text('Both are small birds.', { input_tokens: 300 }),
+    );
+    const run = await rt.runs.create({ input: 'What are wrens and robins?' });
+    expect(await rt.runs.wait(run.id, { timeoutMs: 30_000 })).toMatchObject({ status: 'SUCCEEDED', output: 'Both are small birds.' });
+    expect(server.requests).toHaveLength(4);
+    // The summary call is the run's own (its system prompt, tools), the request for a summary last.
+    expect(JSON.stringify(server.requests[2]!.body.system)).toContain('You look words up.');
+    expect(server.requests[2]!.body.messages.at(-1).content.at(-1).text).toContain('Write a summary');
+    expect(server.requests[3]!.body.messages).toHaveLength(3);
+
+    const detail = (await (await fetch(`${rt.url}/api/runs/${run.id}/steps/5`)).json()) as any;
+    expect(detail.request.compaction).toEqual({ keptMessages: 2 });
+    expect(detail.request.messages).toHaveLength(3);
+    expect(detail.response).toEqual([{ type: 'text', text: 'SUMMARY: a wren is a small bird.' }]);
+
+    server.reset();
+    server.enqueue(fake.text('A sparrow too.'));
+    const next = await rt.runs.create({ input: 'And sparrows?', previousRunId: run.id });
+    expect(await rt.runs.wait(next.id, { timeoutMs: 30_000 })).toMatchObject({ status: 'SUCCEEDED' });
+    const sent = server.requests[0]!.body.messages;
+    expect(sent[0].content[0].text).toContain('SUMMARY: a wren is a small bird.');
+    expect(sent.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
+    expect(JSON.stringify(sent.at(-1))).toContain('And sparrows?');
+  });
+
+  it('records a summary cut short as unusable, counts what it cost, and goes on uncompacted', async () => {
+    const rt = await compactor();
+    server.enqueue(
+      fake.toolUse('toolu_c', 'lookup', { word: 'wren' }, { input_tokens: 600 }),
+      fake.toolUse('toolu_d', 'lookup', { word: 'robin' }, { input_tokens: 1_200 }),
+      fake.reply({
+        content: [{ type: 'text', text: 'SUMMARY: a wr' }],
+        stopReason: 'max_tokens',
+        usage: { input_tokens: 900, output_tokens: 50 },
+      }),
+      fake.text('Both are small birds.', { input_tokens: 1_300 }),
+      fake.text('SUMMARY again', { input_tokens: 10 }), // must not be asked for: see pending below
+    );
+    const run = await rt.runs.create({ input: 'What are wrens and robins?' });
+    const done = await rt.runs.wait(run.id, { timeoutMs: 30_000 });
+    expect(done).toMatchObject({ status: 'SUCCEEDED', output: 'Both are small birds.' });
+    expect(server.pending()).toBe(1);
+    // The last call was sent the whole conversation: the unusable summary replaced nothing.
+    expect(server.requests[3]!.body.messages).toHaveLength(5);
+    server.reset();
+    const steps = await db.store.steps(run.id as RunId);
+    expect(steps[4]!.request).toMatchObject({ compaction: { keptMessages: 2, unusable: 'stop_reason max_tokens' } });
+    expect(steps[4]!.outputTokens).toBe(50);
+    expect(done.tokensUsed).toBe(steps.reduce((n, s) => n + s.inputTokens + s.outputTokens + s.cacheCreationInputTokens, 0));
+    expect(steps).toHaveLength(6);
   });
 });

@@ -108,7 +108,10 @@ describe('settings', () => {
   it('compacts at 80% of the context window by default, keeping two turns; false turns it off', () => {
     expect(compactionFor(null, 'claude-sonnet-4-6')).toEqual({ atInputTokens: 160_000, keepTurns: 2 });
     expect(compactionFor(undefined, 'gpt-5.4-mini')).toEqual({ atInputTokens: 320_000, keepTurns: 2 });
-    expect(compactionFor({ contextWindow: 1_000_000, keepTurns: 3 }, 'claude-sonnet-4-6')).toEqual({ atInputTokens: 800_000, keepTurns: 3 });
+    expect(compactionFor({ contextWindow: 1_000_000, keepTurns: 3 }, 'claude-sonnet-4-6')).toEqual({
+      atInputTokens: 800_000,
+      keepTurns: 3,
+    });
     expect(compactionFor({ atInputTokens: 5_000 }, 'x')).toEqual({ atInputTokens: 5_000, keepTurns: 2 });
     expect(compactionFor(false, 'x')).toBeNull();
     expect(contextWindow('qwen3:8b')).toBe(128_000); // unknown: cautious

@@ -66,7 +66,7 @@ describe('the UI message stream mapping', () => {
     expect(after).toEqual([{ type: 'start', messageId: 'run-2-1' }, { type: 'start-step' }]);
   });
 
-  it('maps thinking to reasoning parts before the text, drops an abandoned attempt\'s, and leaves it out of the folded text', () => {
+  it("maps thinking to reasoning parts before the text, drops an abandoned attempt's, and leaves it out of the folded text", () => {
     const thinking = (seq: number, attempt: number, text: string) => e('thinking.delta', { seq, attempt, text });
     const events = [
       e('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }),
