@@ -82,6 +82,8 @@ export interface RunEventData {
     cacheReadInputTokens?: number;
     cacheCreationInputTokens?: number;
     latencyMs: number;
+    /** A compaction step (see Models): its answer is a summary of the older turns, not a reply. */
+    compaction?: true;
   };
   /**
    * The run waits and holds nothing (written with the status change): for people to decide about

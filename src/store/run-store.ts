@@ -277,6 +277,7 @@ export class RunStore implements EngineStore {
       cacheReadInputTokens: u.cacheReadInputTokens,
       cacheCreationInputTokens: u.cacheCreationInputTokens,
       latencyMs: Math.round(cp.latencyMs),
+      ...(cp.request.compaction && { compaction: true }),
     });
     if (!wait || end) {
       // A step the run goes on from, or its last: batched with other runs' steps (step-batch-sql.ts).

@@ -377,6 +377,8 @@ describe('compaction', () => {
     expect(detail.request.compaction).toEqual({ keptMessages: 2 });
     expect(detail.request.messages).toHaveLength(3);
     expect(detail.response).toEqual([{ type: 'text', text: 'SUMMARY: a wren is a small bird.' }]);
+    const finished = (await events(run.id)).filter((e) => e.type === 'step.finished' && e.data.kind === 'MODEL');
+    expect(finished.map((e) => e.data.compaction ?? false)).toEqual([false, false, true, false]);
 
     server.reset();
     server.enqueue(fake.text('A sparrow too.'));
