@@ -1,14 +1,19 @@
 /**
  * The floor of the agent-loop bench: the same work with no runtime at all. `inFlight` loops in one
- * process, each taking runs until `runs` are done; a run is the conversation with the stand-in (a raw
- * `fetch` per model call, its streamed answer read and its events parsed, the messages growing as
+ * process, each taking runs until `runs` are done; a run is the conversation with the stand-in (one
+ * request per model call, its streamed answer read and its events parsed, the messages growing as
  * they would) with one autocommitted INSERT per step — the model's answer, then the tool's result —
  * on a pool of 24. Nothing else: no claim, no lease, no fence, no budget, no log, no metric.
  *
- * A child of bench/agent-loop.ts: argv `--url=postgres… --model-url=http://… --in-flight=N --runs=R`;
- * reports an AgentLoopFigures over IPC. BENCH_AGENT_LOOP_SNAPSHOT takes heap snapshots at the same
- * step counts as the runtime's side (see stepCounter).
+ * `--transport=http` (the floor the runtime is held to) makes the calls as the runtime does: node:http
+ * on kept-alive connections, every freed one kept; `--transport=fetch`, with `fetch` (undici), the way
+ * most code would, and about half as fast on this work.
+ *
+ * A child of bench/agent-loop.ts: argv `--url=postgres… --model-url=http://… --in-flight=N --runs=R
+ * --transport=http|fetch`; reports an AgentLoopFigures over IPC. BENCH_AGENT_LOOP_SNAPSHOT takes heap
+ * snapshots at the same step counts as the runtime's side (see stepCounter).
  */
+import http from 'node:http';
 import pg from 'pg';
 import { type AgentLoopFigures, arg, measure, stepCounter } from './agent-loop-measure.ts';
 
@@ -16,6 +21,33 @@ const url = arg('url');
 const modelUrl = arg('model-url');
 const inFlight = Number(arg('in-flight'));
 const runs = Number(arg('runs'));
+const transport = arg('transport');
+if (transport !== 'http' && transport !== 'fetch') throw new Error(`--transport must be http or fetch, not ${transport}`);
+
+const HEADERS = { 'content-type': 'application/json', 'x-api-key': 'bench', 'anthropic-version': '2023-06-01' };
+// As the runtime's pool: every connection a call frees is kept for the next (4 s idle), not Node's 256.
+const agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 4_000, maxFreeSockets: Number.MAX_SAFE_INTEGER });
+const messagesUrl = new URL('/v1/messages', modelUrl);
+
+/** One call's streamed answer, as text. */
+function post(body: string): Promise<string> {
+  if (transport === 'fetch') return fetch(messagesUrl, { method: 'POST', headers: HEADERS, body }).then((res) => res.text());
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      messagesUrl,
+      { method: 'POST', agent, headers: { ...HEADERS, 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        res.setEncoding('utf8');
+        let text = '';
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve(text));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 
 const pool = new pg.Pool({ connectionString: url, max: 24 });
 await pool.query(
@@ -51,19 +83,10 @@ async function loop(): Promise<void> {
   for (let run = next++; run < runs; run = next++) {
     const messages: any[] = [{ role: 'user', content: `bench run ${run}` }];
     for (let seq = 1; ; seq++) {
-      const res = await fetch(`${modelUrl}/v1/messages`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-api-key': 'bench', 'anthropic-version': '2023-06-01' },
-        body: JSON.stringify({
-          model: 'claude-sonnet-4-6',
-          max_tokens: 1024,
-          system: 'You are a bench.',
-          messages,
-          tools: TOOLS,
-          stream: true,
-        }),
-      });
-      const { content, stopReason } = assemble(await res.text());
+      const answer = await post(
+        JSON.stringify({ model: 'claude-sonnet-4-6', max_tokens: 1024, system: 'You are a bench.', messages, tools: TOOLS, stream: true }),
+      );
+      const { content, stopReason } = assemble(answer);
       await pool.query('INSERT INTO bench_floor_step (run, seq, body) VALUES ($1, $2, $3)', [run, seq, JSON.stringify(content)]);
       counter.step();
       messages.push({ role: 'assistant', content });

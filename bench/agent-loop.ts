@@ -1,8 +1,10 @@
 /**
  * The agent-loop scenario of `npm run bench`: N runs in flight in one process, each making 6 model calls
  * (latency L) to a Messages API stand-in in another process and 5 tool steps, driven by the runtime as
- * a library — next to the floor, the same work with no runtime (raw fetch, one autocommitted INSERT per
- * step, a pool of 24), measured in the same bench, in turn, so that both see the same machine.
+ * a library — next to the floor, the same work with no runtime (its calls over node:http on kept-alive
+ * connections as the runtime's are, one autocommitted INSERT per step, a pool of 24), measured in the
+ * same bench, in turn, so that all see the same machine. A second floor makes its calls with `fetch`
+ * instead, as most code would: the runtime is held to the first, the faster.
  *
  * Each measurement is its own process (its peak RSS is its own): bench/agent-loop-floor.ts and
  * bench/agent-loop-runtime.ts, with the stand-in in bench/agent-loop-standin.ts.
@@ -38,13 +40,20 @@ export interface AgentLoopCase {
 }
 
 export interface AgentLoopResult extends AgentLoopCase {
+  /** The floor over node:http with kept-alive connections: what the targets are against. */
   floor: AgentLoopFigures;
+  /** The same floor making its calls with fetch. */
+  fetchFloor: AgentLoopFigures;
   runtime: AgentLoopFigures;
   /** runtime ÷ floor: steps/s (target ≥ 0.8), CPU ms per step, peak RSS (target ≤ 1.3). */
   ratio: { stepsPerSecond: number; cpuMsPerStep: number; peakRss: number };
-  /** Each repeat's steps/s, floor then runtime. */
+  /** runtime ÷ the fetch floor, steps/s. */
+  fetchRatio: { stepsPerSecond: number; peakRss: number };
+  /** Each repeat's steps/s (peak RSS): floor, fetch floor, runtime. */
   rounds: string;
 }
+
+export type FloorTransport = 'http' | 'fetch';
 
 /** Enough runs that a case lasts several seconds: with no latency, 100 in flight finish a wave in ~1 s. */
 const caseOf = (inFlight: number, latencyMs: number): AgentLoopCase => ({
@@ -209,10 +218,18 @@ async function runtimeOnce(url: string, pool: pg.Pool, modelUrl: string, c: Agen
   return figures;
 }
 
-async function floorOnce(url: string, pool: pg.Pool, modelUrl: string, c: AgentLoopCase, round: number): Promise<AgentLoopFigures> {
+async function floorOnce(
+  url: string,
+  pool: pg.Pool,
+  modelUrl: string,
+  c: AgentLoopCase,
+  round: number,
+  transport: FloorTransport,
+): Promise<AgentLoopFigures> {
   await pool.query('DROP TABLE IF EXISTS bench_floor_step');
-  const args = [`--url=${url}`, `--model-url=${modelUrl}`, `--in-flight=${c.inFlight}`, `--runs=${c.runs}`];
-  const figures = await measured(pool, 'agent-loop-floor.ts', args, profiling(`floor-${c.inFlight}-${c.latencyMs}-${round}`));
+  const args = [`--url=${url}`, `--model-url=${modelUrl}`, `--in-flight=${c.inFlight}`, `--runs=${c.runs}`, `--transport=${transport}`];
+  const name = `${transport === 'http' ? 'floor' : 'fetch-floor'}-${c.inFlight}-${c.latencyMs}-${round}`;
+  const figures = await measured(pool, 'agent-loop-floor.ts', args, profiling(name));
   if (figures.steps !== c.runs * STEPS_PER_RUN) throw new Error(`agent loop floor: ${figures.steps} steps of ${c.runs * STEPS_PER_RUN}`);
   return figures;
 }
@@ -234,25 +251,32 @@ export async function agentLoopBench(
     try {
       const modelUrl = `http://127.0.0.1:${(await standin.message).port}`;
       const floors: AgentLoopFigures[] = [];
+      const fetchFloors: AgentLoopFigures[] = [];
       const runtimes: AgentLoopFigures[] = [];
       for (let r = 0; r < repeats; r++) {
-        floors.push(await floorOnce(url, pool, modelUrl, c, r));
+        floors.push(await floorOnce(url, pool, modelUrl, c, r, 'http'));
+        fetchFloors.push(await floorOnce(url, pool, modelUrl, c, r, 'fetch'));
         runtimes.push(await runtimeOnce(url, pool, modelUrl, c, r));
       }
       const floor = medianOf(floors);
+      const fetchFloor = medianOf(fetchFloors);
       const runtime = medianOf(runtimes);
+      const figures = (f: AgentLoopFigures) => `${f.stepsPerSecond} (${f.peakRssMb} MB)`;
       const result: AgentLoopResult = {
         ...c,
         floor,
+        fetchFloor,
         runtime,
         ratio: {
           stepsPerSecond: ratio(runtime.stepsPerSecond, floor.stepsPerSecond),
           cpuMsPerStep: ratio(runtime.cpuMsPerStep, floor.cpuMsPerStep),
           peakRss: ratio(runtime.peakRssMb, floor.peakRssMb),
         },
-        rounds: floors
-          .map((f, i) => `${f.stepsPerSecond}/${runtimes[i]!.stepsPerSecond} (${f.peakRssMb}/${runtimes[i]!.peakRssMb} MB)`)
-          .join(', '),
+        fetchRatio: {
+          stepsPerSecond: ratio(runtime.stepsPerSecond, fetchFloor.stepsPerSecond),
+          peakRss: ratio(runtime.peakRssMb, fetchFloor.peakRssMb),
+        },
+        rounds: floors.map((f, i) => `${figures(f)} / ${figures(fetchFloors[i]!)} / ${figures(runtimes[i]!)}`).join(', '),
       };
       console.log(formatAgentLoop(result));
       results.push(result);
@@ -271,8 +295,10 @@ export function formatAgentLoop(r: AgentLoopResult): string {
   return [
     head,
     line('floor', r.floor),
+    line('fetch', r.fetchFloor),
     line('runtime', r.runtime),
-    `  ratio    ${q.stepsPerSecond}× steps/s (target ≥ 0.8)  ${q.cpuMsPerStep}× CPU/step  ${q.peakRss}× RSS (target ≤ 1.3)   rounds floor/runtime steps/s (peak RSS): ${r.rounds}`,
+    `  ratio    ${q.stepsPerSecond}× steps/s (target ≥ 0.8)  ${q.cpuMsPerStep}× CPU/step  ${q.peakRss}× RSS (target ≤ 1.3)   against fetch: ${r.fetchRatio.stepsPerSecond}× steps/s, ${r.fetchRatio.peakRss}× RSS`,
+    `  rounds   floor / fetch / runtime, steps/s (peak RSS): ${r.rounds}`,
   ].join('\n');
 }
 
