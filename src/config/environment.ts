@@ -72,7 +72,7 @@ export const EnvSchema = z.object({
     .enum(['session', 'lease'], { error: 'must be session or lease' })
     .default('session')
     .describe(
-      "`session`: a dead worker's runs are taken over within about a second (its session lock vanished); `lease`: when its leases lapse (used behind a transaction pooler when `DATABASE_DIRECT_URL` is unset)",
+      "`session`: a dead worker's runs are taken over within a second (its session lock vanished; about 0.7 s); `lease`: when its leases lapse (used behind a transaction pooler when `DATABASE_DIRECT_URL` is unset)",
     ),
   /** Claims a run may take without finishing before it is failed as abandoned (a poison run). */
   MAX_RUN_ATTEMPTS: int(1, 1000)

@@ -2,8 +2,9 @@
  * Owner liveness on a session of its own: the worker holds its advisory lock there for as long as it
  * lives (see liveness-sql.ts), and every interval the same session probes which RUNNING runs lost
  * their owner. A key missing at every probe for `confirmMs` (and at two at least) is reported
- * orphaned: a death is noticed within about a second, and a worker that merely lost its session (a
- * terminated backend) has that long to take its key back before its runs are taken over.
+ * orphaned: a death is noticed within 0.5–0.75 s, and a worker that merely lost its session (a
+ * terminated backend) has that long to take its key back before its runs are taken over (it tries
+ * again after RECONNECT_MS; a reconnection here takes a few milliseconds).
  *
  * When the session drops, the worker claims nothing and starts no step until it is back (a step in
  * flight finishes; its writes are fenced). It takes the same key back if it can, however long the
@@ -26,9 +27,9 @@ import { livenessSql, type ProbeRow } from '../store/liveness-sql.ts';
 import type { OwnerLiveness, OwnerLivenessFactory, OwnerLivenessListener } from '../ports/engine-store.ts';
 
 export interface LivenessSessionOptions extends SchemaOption {
-  /** @unit milliseconds — how often the session probes for orphaned runs. Default 500. */
+  /** @unit milliseconds — how often the session probes for orphaned runs (an index-only probe). Default 250. */
   intervalMs?: number;
-  /** @unit milliseconds — how long an owner's lock must stay missing before its runs are taken over. Default 1000. */
+  /** @unit milliseconds — how long an owner's lock must stay missing before its runs are taken over. Default 500. */
   confirmMs?: number;
   /** @unit milliseconds — how long the key may be held by another session before the worker gives it up. Default 2 × interval. */
   graceMs?: number;
@@ -72,9 +73,9 @@ class LivenessSession implements OwnerLiveness {
     private readonly opts: LivenessSessionOptions,
   ) {
     this.sql = livenessSql(schemaSql(opts.schema));
-    this.intervalMs = opts.intervalMs ?? 500;
+    this.intervalMs = opts.intervalMs ?? 250;
     this.graceMs = opts.graceMs ?? 2 * this.intervalMs;
-    this.confirmMs = opts.confirmMs ?? 1_000;
+    this.confirmMs = opts.confirmMs ?? 500;
     this.rejoinMs = opts.rejoinMs ?? 5_000;
     this.schedule(0);
   }
