@@ -35,8 +35,9 @@ export interface DefineAgentOptions {
    */
   modelOptions?: ModelOptions;
   /**
-   * When a long run has its older turns summarised: `{ atInputTokens, keepTurns }` (default: at 80% of
-   * the model's context window, 160,000 tokens for a 200K model, keeping the last 2 turns), or false.
+   * When a long run has its older turns summarised: `{ atInputTokens, keepTurns, contextWindow }`
+   * (default: at 80% of the model's context window, 160,000 tokens for a 200K model, keeping the last 2
+   * turns; `contextWindow` for a model whose name does not tell it), or false.
    */
   compaction?: CompactionOption;
   /** A label for this definition of the agent, e.g. a release or a date. */
@@ -116,6 +117,7 @@ const AgentSchema = z
         z.strictObject({
           atInputTokens: z.number().int().min(1_000).max(10_000_000).optional(),
           keepTurns: z.number().int().min(1).max(100).optional(),
+          contextWindow: z.number().int().min(1_000).max(10_000_000).optional(),
         }),
       ])
       .optional(),

@@ -11,10 +11,11 @@
  * tool_result in the user message after it) are summarised whole and the recent ones are kept whole;
  * the latest assistant turn is always kept.
  */
-import type { ContentBlock, Message } from '../domain/types.ts';
+import type { Message } from '../domain/types.ts';
+import { withUserInput } from './user-turn.ts';
 
 export interface CompactionSettings {
-  /** Compact before a call when the previous call's input and output reached this many tokens. */
+  /** Compact before a call whose input is estimated at this many tokens or more: the last call's, and what came since. */
   atInputTokens: number;
   /** Assistant turns kept as they were, the latest among them; at least 1. */
   keepTurns: number;
@@ -78,21 +79,20 @@ export interface CompactionRecord {
   unusable?: string;
 }
 
-/** A rough size of text in tokens, for the tool results added since the last call (which reported its own size). */
-export const CHARS_PER_TOKEN = 4;
+/** A rough size of JSON text in tokens, for what was added since the last call (which reported its own size). */
+export const BYTES_PER_TOKEN = 4;
 
 /** After this many unusable summaries a run compacts no more: a model that will not summarise is not asked again and again. */
 export const MAX_UNUSABLE_SUMMARIES = 2;
 
 /**
  * Whether the messages before `cut` are a share of the conversation worth a summary (a quarter at
- * least, by size): when the kept turns alone fill most of it, a summary would be asked for at every
- * turn and save little.
+ * least, of `totalTokens` as estimated): when the kept turns alone fill most of it, a summary would be
+ * asked for at every turn and save little. Only the kept turns are measured.
  */
-export function worthCompacting(messages: readonly Message[], cut: number): boolean {
-  const before = JSON.stringify(messages.slice(0, cut)).length;
-  const after = JSON.stringify(messages.slice(cut)).length;
-  return before * 3 >= after;
+export function worthCompacting(messages: readonly Message[], cut: number, totalTokens: number): boolean {
+  const kept = Math.ceil(JSON.stringify(messages.slice(cut)).length / BYTES_PER_TOKEN);
+  return (totalTokens - kept) * 3 >= kept;
 }
 
 /**
@@ -121,12 +121,9 @@ export const SUMMARY_REQUEST =
 /** The text that opens the summary where it stands for the older turns. */
 export const SUMMARY_PREFIX = 'A summary of the conversation so far, written when it grew long:\n\n';
 
-/** The messages of the summary call: those before `cut`, the last (a user turn) followed by the request. */
+/** The messages of the summary call: those before `cut` (they end on a user turn), the request in that turn. */
 export function summaryRequest(messages: readonly Message[], cut: number): Message[] {
-  const before = messages.slice(0, cut);
-  const last = before.at(-1)!;
-  const blocks: ContentBlock[] = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : [...last.content];
-  return [...before.slice(0, -1), { role: 'user', content: [...blocks, { type: 'text', text: SUMMARY_REQUEST }] }];
+  return withUserInput(messages.slice(0, cut), [{ type: 'text', text: SUMMARY_REQUEST }]);
 }
 
 /** `messages` with all but the last `kept` replaced by one user message holding the summary. */

@@ -98,14 +98,6 @@ export const InputBlocks = z
     'Content blocks of the first user message, as the Messages API takes them: text, image (base64 JPEG, PNG, GIF or WebP up to 5 MiB, or a URL) and document (base64 PDF up to 32 MiB, plain text, or a URL).',
   );
 
-/** The text of an input's blocks, for where a run's input is shown as text: its text blocks, a blank line between them. */
-export function inputText(blocks: readonly { type: string; text?: unknown }[]): string {
-  return blocks
-    .filter((b) => b.type === 'text' && typeof b.text === 'string')
-    .map((b) => b.text as string)
-    .join('\n\n');
-}
-
 /** `f` applied to each text of a run's input blocks that is text a person wrote (text blocks, plain-text documents, titles, contexts). */
 export function mapInputText<B extends Record<string, unknown>>(blocks: readonly B[], f: (text: string) => string): B[] {
   return blocks.map((b) => {

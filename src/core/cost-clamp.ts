@@ -38,7 +38,7 @@ export function ratesOf(costOf: (model: string, usage: Usage) => number, model: 
 
 const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value ?? null), 'utf8');
 
-/** What the previous call of this attempt was billed for, and how many messages it had seen with its reply. */
+/** What the previous call was billed for, and how many messages it had seen with its reply (see Conversation.lastCall). */
 export interface KnownInput {
   /** Input (cache reads and writes included) plus output tokens of that call. */
   tokens: number;
@@ -46,13 +46,19 @@ export interface KnownInput {
   messages: number;
 }
 
-/** An upper bound on the input tokens of a request (see the module comment). */
+/**
+ * An upper bound on the input tokens of a request (see the module comment); with `bytesPerToken` above
+ * 1, an estimate instead (4 for English text and JSON).
+ */
 export function estimateInputTokens(
   request: { system: string | null; tools: readonly unknown[]; messages: readonly Message[] },
   known: KnownInput | null = null,
+  bytesPerToken = 1,
 ): number {
-  if (known && known.messages <= request.messages.length) return known.tokens + bytes(request.messages.slice(known.messages));
-  return bytes(request.system) + bytes(request.tools) + bytes(request.messages);
+  if (known && known.messages <= request.messages.length) {
+    return known.tokens + Math.ceil(bytes(request.messages.slice(known.messages)) / bytesPerToken);
+  }
+  return Math.ceil((bytes(request.system) + bytes(request.tools) + bytes(request.messages)) / bytesPerToken);
 }
 
 export type CostClamp = { maxTokens: number } | { stop: string };

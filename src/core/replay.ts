@@ -22,7 +22,11 @@ import {
 } from '../domain/types.ts';
 import { InconsistentLogError } from '../domain/errors.ts';
 import { resultContent } from './content-blocks.ts';
+import { type RunInput, withUserInput } from './user-turn.ts';
+
+export type { RunInput } from './user-turn.ts';
 import { type CompactionRecord, compacted } from './compaction.ts';
+import type { KnownInput } from './cost-clamp.ts';
 
 export interface PendingTool {
   use: ToolUseBlock;
@@ -62,17 +66,14 @@ export interface Conversation {
    */
   readonly model: string | null;
   /**
-   * The size of the latest model call of the log (its input and output tokens as reported) and the
-   * characters of the tool results added since: what the next call's input is estimated from, the same
-   * on every attempt. Null before a call that reported usage, and after a compaction step.
+   * The size of the latest model call of the log, as reported, and the messages it had seen with its
+   * reply: what the next call's input is estimated from (the money budget's clamp, compaction), the
+   * same on every attempt. Null before a call that reported usage, and after a compaction step.
    */
-  lastCall: { tokens: number; addedChars: number } | null;
+  lastCall: KnownInput | null;
   /** Compaction steps whose summary could not be used (see compaction.ts). */
   unusableSummaries: number;
 }
-
-/** A run's input: text, or content blocks (text, images, documents). */
-export type RunInput = string | readonly ContentBlock[];
 
 /** The fields of a step the fold reads; a worker can fold a step it just wrote without reading it back. */
 export type FoldableStep = Pick<Step, 'seq' | 'kind' | 'status' | 'toolUseId' | 'response' | 'stopReason'> & {
@@ -148,7 +149,7 @@ function foldModel(c: Conversation, step: FoldableStep): void {
   c.lastContent = turnContent;
   const tokens =
     (step.inputTokens ?? 0) + (step.cacheCreationInputTokens ?? 0) + (step.cacheReadInputTokens ?? 0) + (step.outputTokens ?? 0);
-  c.lastCall = tokens > 0 ? { tokens, addedChars: 0 } : null;
+  c.lastCall = tokens > 0 ? { tokens, messages: c.messages.length } : null;
 }
 
 function foldTool(c: Conversation, step: FoldableStep): void {
@@ -162,9 +163,7 @@ function foldTool(c: Conversation, step: FoldableStep): void {
     return;
   }
   c.pending.delete(id);
-  const text = String(step.response ?? '');
-  if (c.lastCall) c.lastCall.addedChars += text.length;
-  const result: ToolResultBlock = { type: 'tool_result', tool_use_id: id, content: resultContent(text) };
+  const result: ToolResultBlock = { type: 'tool_result', tool_use_id: id, content: resultContent(String(step.response ?? '')) };
   if (step.status === 'ERROR') result.is_error = true;
   c.results.set(id, result);
   if (c.pending.size === 0) flushResults(c);
@@ -208,17 +207,4 @@ export function replay(
   model: string | null = null,
 ): Conversation {
   return steps.reduce(foldStep, emptyConversation(input, history, model));
-}
-
-/**
- * `history` followed by the user's `input`. A history that ends on a user turn (tool results the
- * model never answered) takes the input into that turn: the Messages API wants the roles to alternate.
- */
-export function withUserInput(history: readonly Message[], input: RunInput): Message[] {
-  const content: string | ContentBlock[] = typeof input === 'string' ? input : [...input];
-  const last = history.at(-1);
-  if (last?.role !== 'user') return [...history, { role: 'user', content }];
-  const blocks: ContentBlock[] = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content;
-  const added: ContentBlock[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content;
-  return [...history.slice(0, -1), { role: 'user', content: [...blocks, ...added] }];
 }

@@ -116,11 +116,12 @@ export function isToolUse(block: ContentBlock): block is ToolUseBlock {
   return block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string';
 }
 
-export function textOf(content: readonly ContentBlock[]): string {
+/** The text of the text blocks, joined with `separator` (none: a reply's blocks are one text; a blank line for a person's). */
+export function textOf(content: readonly ContentBlock[], separator = ''): string {
   return content
     .filter((b): b is TextBlock => b.type === 'text' && typeof b.text === 'string')
     .map((b) => b.text)
-    .join('');
+    .join(separator);
 }
 
 /** Token counts of one model call, as the provider reports them. */

@@ -11,6 +11,7 @@
 import {
   budgetTokens,
   type DecisionRecord,
+  type ModelRequestParams,
   type Run,
   type RunProgress,
   isToolUse,
@@ -26,10 +27,10 @@ import {
   PermanentDatabaseError,
   WorkspaceMismatchError,
 } from '../domain/errors.ts';
-import type { LlmRequest, LlmResponse, ModelOptions } from '../llm/types.ts';
+import type { CallOptions, LlmRequest, LlmResponse, ModelOptions } from '../llm/types.ts';
 import { callOptions } from '../llm/model-options.ts';
 import {
-  CHARS_PER_TOKEN,
+  BYTES_PER_TOKEN,
   compactionCut,
   compactionFor,
   MAX_UNUSABLE_SUMMARIES,
@@ -49,7 +50,7 @@ import { judgeToolCall, type ToolCallVerdict } from './tool-call-verdict.ts';
 import { acceptReply } from './model-reply.ts';
 import { guard } from '../core/guard.ts';
 import { idempotentBatch, runToolBatch } from './tool-batch.ts';
-import { clampToCost, estimateInputTokens, type KnownInput, ratesOf } from '../core/cost-clamp.ts';
+import { clampToCost, estimateInputTokens, ratesOf } from '../core/cost-clamp.ts';
 import { replayRun } from '../core/chain-replay.ts';
 import { describeAttemptError, Followers, StepStream } from './step-stream.ts';
 import { type Conversation, foldStep, type PendingTool } from '../core/replay.ts';
@@ -95,8 +96,6 @@ class RunDriver {
   private preStarted: string | null = null;
   /** USD the run has spent: the run's figure at the claim plus what this attempt recorded since (it holds the lease). */
   private costUsd: number;
-  /** What the latest model call of this attempt was billed for: the next call's input is estimated from it. */
-  private knownInput: KnownInput | null = null;
   /**
    * Decisions recorded for the run's tool calls, by tool_use id; they cannot change while it is RUNNING.
    * Most runs have none: a map is made only for a run that has some (thousands of runs are held at once).
@@ -273,6 +272,25 @@ class RunDriver {
     this.preStarted = start.toolUseId;
   }
 
+  /** A model step's request as its step records it: the parameters, the digests of prompt and tools, the options sent. */
+  private recordedRequest(maxTokens: number, options: CallOptions | undefined): ModelRequestParams {
+    const { agent, llm } = this.deps;
+    return {
+      model: this.run.model,
+      maxTokens,
+      systemDigest: agent.systemDigest,
+      toolsDigest: agent.toolsDigest,
+      provider: llm.provider,
+      ...(options && Object.keys(options).length > 0 && { options }),
+    };
+  }
+
+  /** What the estimates of the next call's input read of it: the agent's prompt and tools, the conversation. */
+  private nextRequest() {
+    const { agent } = this.deps;
+    return { system: agent.system, tools: agent.toolDefinitions, messages: this.conversation.messages };
+  }
+
   /** The run's model options: as fixed when it was created (its agent's, its own over them), else its agent's. */
   private modelOptions(): ModelOptions | null {
     return this.run.modelOptions ?? this.deps.agent.modelOptions ?? null;
@@ -357,10 +375,6 @@ class RunDriver {
       cacheReadInputTokens: u.cacheReadInputTokens,
     });
     this.costUsd += costUsd;
-    this.knownInput = {
-      tokens: u.inputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens + u.outputTokens,
-      messages: conversation.messages.length,
-    };
     if (toolUseUnderOtherStopReason(conversation)) {
       deps.events.stepWarning({
         run,
@@ -379,14 +393,7 @@ class RunDriver {
         : undefined;
     const checkpoint = {
       seq,
-      request: {
-        model: run.model,
-        maxTokens,
-        systemDigest: agent.systemDigest,
-        toolsDigest: agent.toolsDigest,
-        provider: deps.llm.provider,
-        ...(options && Object.keys(options).length > 0 && { options }),
-      },
+      request: this.recordedRequest(maxTokens, options),
       content: response.content,
       stopReason: response.stopReason,
       usage: response.usage,
@@ -439,12 +446,14 @@ class RunDriver {
    */
   private compactionCut(): number | null {
     const { conversation } = this;
-    const settings = compactionFor(this.deps.agent.compaction, this.run.model);
     const last = conversation.lastCall;
-    if (!settings || !last || conversation.unusableSummaries >= MAX_UNUSABLE_SUMMARIES) return null;
-    if (last.tokens + Math.ceil(last.addedChars / CHARS_PER_TOKEN) < settings.atInputTokens) return null;
+    if (!last || conversation.unusableSummaries >= MAX_UNUSABLE_SUMMARIES) return null;
+    const settings = compactionFor(this.deps.agent.compaction, this.run.model);
+    if (!settings) return null;
+    const estimate = estimateInputTokens(this.nextRequest(), last, BYTES_PER_TOKEN);
+    if (estimate < settings.atInputTokens) return null;
     const cut = compactionCut(conversation.messages, settings.keepTurns);
-    return cut !== null && worthCompacting(conversation.messages, cut) ? cut : null;
+    return cut !== null && worthCompacting(conversation.messages, cut, estimate) ? cut : null;
   }
 
   /**
@@ -504,15 +513,7 @@ class RunDriver {
     stream?.start();
     const checkpoint = {
       seq,
-      request: {
-        model: run.model,
-        maxTokens,
-        systemDigest: agent.systemDigest,
-        toolsDigest: agent.toolsDigest,
-        provider: deps.llm.provider,
-        ...(options && Object.keys(options).length > 0 && { options }),
-        compaction,
-      },
+      request: withFields(this.recordedRequest(maxTokens, options), { compaction }),
       content,
       stopReason: response.stopReason,
       usage: response.usage,
@@ -552,10 +553,7 @@ class RunDriver {
   private costClamp(maxTokens: number) {
     const { run, conversation, deps } = this;
     if (run.costBudgetUsd === null) return { maxTokens };
-    const input = estimateInputTokens(
-      { system: deps.agent.system, tools: deps.agent.toolDefinitions, messages: conversation.messages },
-      this.knownInput,
-    );
+    const input = estimateInputTokens(this.nextRequest(), conversation.lastCall);
     return clampToCost(run.costBudgetUsd - this.costUsd, input, ratesOf(deps.costOf, run.model), maxTokens);
   }
 

@@ -374,20 +374,14 @@ export class AiSdkStreamAssembler {
       case 'text-end':
         this.block('text', part.id, part.providerMetadata);
         return null;
-      case 'text-delta': {
-        const block = this.block('text', part.id, part.providerMetadata);
-        block.text = `${String(block.text)}${part.delta ?? ''}`;
-        return part.delta ? { kind: 'text', text: part.delta } : null;
-      }
+      case 'text-delta':
+        return this.delta('text', part);
       case 'reasoning-start':
       case 'reasoning-end':
         this.block('thinking', part.id, part.providerMetadata);
         return null;
-      case 'reasoning-delta': {
-        const block = this.block('thinking', part.id, part.providerMetadata);
-        block.thinking = `${String(block.thinking)}${part.delta ?? ''}`;
-        return part.delta ? { kind: 'thinking', text: part.delta } : null;
-      }
+      case 'reasoning-delta':
+        return this.delta('thinking', part);
       case 'tool-call':
         if (part.providerExecuted) this.drop(`a call of "${part.toolName}" the provider ran itself`);
         else this.toolCall(part);
@@ -409,6 +403,13 @@ export class AiSdkStreamAssembler {
         // an error (the client's), and whatever a later version adds.
         return null;
     }
+  }
+
+  /** A text or reasoning delta added to its block, whose field is named as the kind: `text`, `thinking`. */
+  private delta(kind: 'text' | 'thinking', part: { id: string; delta?: string; providerMetadata?: unknown }): StreamedText | null {
+    const block = this.block(kind, part.id, part.providerMetadata);
+    block[kind] = `${String(block[kind])}${part.delta ?? ''}`;
+    return part.delta ? { kind, text: part.delta } : null;
   }
 
   private block(kind: 'text' | 'thinking', id: string, metadata: unknown): ContentBlock {

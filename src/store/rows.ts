@@ -1,18 +1,18 @@
 /** Rows (snake_case, as PostgreSQL returns them) converted to domain types in one place. */
-import type {
-  ContentBlock,
-  ModelOptions,
-  ModelRequestParams,
-  Run,
-  RunId,
-  RunStatus,
-  Step,
-  StepKind,
-  StepStatus,
-  StepSummary,
-  Waiting,
+import {
+  type ContentBlock,
+  type ModelOptions,
+  type ModelRequestParams,
+  type Run,
+  type RunId,
+  type RunStatus,
+  type Step,
+  type StepKind,
+  type StepStatus,
+  type StepSummary,
+  textOf,
+  type Waiting,
 } from '../domain/types.ts';
-import { inputText } from '../core/content-blocks.ts';
 import type { Sealer } from './encryption.ts';
 import { openBlocks, openToolCalls } from './sealed-columns.ts';
 
@@ -154,7 +154,8 @@ export function toRun(r: RunRow, sealer: Sealer): Run {
 function inputOf(stored: string, blocks: boolean): Pick<Run, 'input' | 'inputContent'> {
   if (!blocks) return { input: stored, inputContent: null };
   const content = JSON.parse(stored) as ContentBlock[];
-  return { input: inputText(content), inputContent: content };
+  // Shown as text where a run's input is: its text blocks, a blank line between them.
+  return { input: textOf(content, '\n\n'), inputContent: content };
 }
 
 export function toStepSummary(r: Omit<StepRow, 'request' | 'response'>): StepSummary {

@@ -34,7 +34,7 @@ export interface NewRun {
   /** The task: text, or content blocks (text, images, documents) as the Messages API takes them. */
   input: string | readonly ContentBlock[];
   model: string;
-  /** Over the agent's; null or absent: the agent's. */
+  /** How its calls ask the model to answer: its agent's options with its own over them; null or absent: none. */
   modelOptions?: ModelOptions | null;
   tokenBudget: number;
   timeoutSeconds: number;

@@ -4,12 +4,10 @@
  * environment (a real HTTP CONNECT proxy in front of the fake API; NO_PROXY; credentials that never
  * show), and blocks of kinds the client does not know, kept and sent back as they came.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo, type Socket } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -24,6 +22,7 @@ import { fake, useFakeAnthropic } from '../support/fake-anthropic.ts';
 import { failure } from '../support/llm-failure.ts';
 
 const API_KEY = 'sk-ant-test-extras-0123456789';
+const FIXTURES = path.join(import.meta.dirname, '..', 'fixtures', 'tls');
 const server = useFakeAnthropic(API_KEY);
 
 const ask: LlmRequest = {
@@ -331,40 +330,23 @@ describe('through the proxy of the environment', () => {
     getCACertificates?(type: 'default'): string[];
     setDefaultCACertificates?(certificates: string[]): void;
   };
-  const openssl = (() => {
-    try {
-      execFileSync('openssl', ['version'], { stdio: 'ignore' });
-      return typeof trust.setDefaultCACertificates === 'function';
-    } catch {
-      return false;
-    }
-  })();
+  // Trusting a certificate at run time (tls.setDefaultCACertificates) came with Node 22.19 and 24.5.
+  const canTrust = typeof trust.setDefaultCACertificates === 'function';
 
-  /** A throwaway certificate for localhost in `dir`, trusted by TLS for the rest of the test. */
-  const localhostCertificate = (dir: string): { key: Buffer; cert: string } => {
-    const keyFile = path.join(dir, 'key.pem');
-    const certFile = path.join(dir, 'cert.pem');
-    const subject = ['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'];
-    execFileSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', ...subject, '-keyout', keyFile, '-out', certFile],
-      {
-        stdio: 'ignore',
-      },
-    );
-    const cert = fs.readFileSync(certFile, 'utf8');
+  /** The fixture certificate for localhost (valid for a century), trusted by TLS for the rest of the test. */
+  const localhostCertificate = (): { key: Buffer; cert: string } => {
+    const cert = fs.readFileSync(path.join(FIXTURES, 'localhost-cert.pem'), 'utf8');
     trust.setDefaultCACertificates!([...trust.getCACertificates!('default'), cert]);
-    return { key: fs.readFileSync(keyFile), cert };
+    return { key: fs.readFileSync(path.join(FIXTURES, 'localhost-key.pem')), cert };
   };
 
-  it.skipIf(!openssl)(
+  it.skipIf(!canTrust)(
     'HTTPS_PROXY: an https endpoint is reached through the tunnel, TLS with the endpoint itself, kept alive',
     async () => {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'proxy-tls-'));
       const defaults = trust.getCACertificates!('default');
       const closing: (() => Promise<void>)[] = [];
       try {
-        const certificate = localhostCertificate(dir);
+        const certificate = localhostCertificate();
         const seen: IncomingHttpHeaders[] = [];
         const api = https.createServer(certificate, (req, res) => {
           seen.push(req.headers);
@@ -401,7 +383,6 @@ describe('through the proxy of the environment', () => {
       } finally {
         for (const close of closing.reverse()) await close();
         trust.setDefaultCACertificates!(defaults);
-        fs.rmSync(dir, { recursive: true, force: true });
       }
     },
   );

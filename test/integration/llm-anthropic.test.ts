@@ -9,7 +9,7 @@ import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { createLlmClient, retryReason, TimeLimitedLlmClient, type LlmConfig } from '../../src/llm/index.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
 import { credentialOf, fake, startFakeAnthropic, useFakeAnthropic, type FakeResponse } from '../support/fake-anthropic.ts';
-import { failure } from '../support/llm-failure.ts';
+import { deepFreeze, failure } from '../support/llm-failure.ts';
 
 const API_KEY = 'sk-ant-test-0123456789-SECRET';
 const server = useFakeAnthropic(API_KEY);
@@ -295,11 +295,3 @@ const fallbackReply = {
   stop_sequence: null,
   usage: { input_tokens: 1, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
 };
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object') {
-    Object.values(value).forEach(deepFreeze);
-    Object.freeze(value);
-  }
-  return value;
-}

@@ -75,6 +75,15 @@ describe('defineAgent', () => {
     ]);
   });
 
+  it('takes the compaction settings the docs name, or false, and refuses others by name', () => {
+    const reader = defineAgent({ name: 'reader', system: 's', compaction: { contextWindow: 1_000_000, keepTurns: 3 } });
+    expect(reader.compaction).toEqual({ contextWindow: 1_000_000, keepTurns: 3 });
+    expect(defineAgent({ name: 'short', system: 's', compaction: false }).compaction).toBe(false);
+    expect(() => defineAgent({ name: 'x', system: 's', compaction: { atTokens: 5 } as never })).toThrow(
+      'invalid agent "x": compaction: Unrecognized key: "atTokens"',
+    );
+  });
+
   it('names the agent and the first thing wrong with it', () => {
     const bad = (over: Record<string, unknown>) => () =>
       defineAgent({ name: 'helper', system: 'Be brief.', tools: [weather], ...over } as never);

@@ -13,6 +13,7 @@ import type { Message } from '../../src/domain/types.ts';
 import { aiSdk, providerName, streamError, toLlmError, type AiSdkLanguageModel } from '../../src/llm/ai-sdk.ts';
 import { AiSdkStreamAssembler, type ModelContext, normaliseAiSdkUsage, toCallOptions, toPrompt } from '../../src/llm/ai-sdk-wire.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
+import { deepFreeze, thrown } from '../support/llm-failure.ts';
 
 const request = (messages: Message[], extra: Partial<LlmRequest> = {}): LlmRequest => ({
   model: 'gemini-2.5-pro',
@@ -28,24 +29,6 @@ const google: ModelContext = {
   modelId: 'gemini-2.5-pro',
   supportedUrls: { '*': [/^https:\/\/generativelanguage\.googleapis\.com\/v1beta\/files\/.*$/] },
 };
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object') {
-    for (const v of Object.values(value)) deepFreeze(v);
-    Object.freeze(value);
-  }
-  return value;
-}
-
-function thrown(fn: () => unknown): LlmError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof LlmError) return e;
-    throw e;
-  }
-  throw new Error('did not throw');
-}
 
 const usage = (input: number, output: number, cacheRead = 0, cacheWrite = 0): LanguageModelV3Usage => ({
   inputTokens: { total: input, noCache: input - cacheRead - cacheWrite, cacheRead, cacheWrite },

@@ -69,7 +69,7 @@ describe('compactionCut', () => {
     const last = asked.at(-1)!.content as ContentBlock[];
     expect(last[0]).toMatchObject({ type: 'tool_result' });
     expect(last.at(-1)).toEqual({ type: 'text', text: SUMMARY_REQUEST });
-    expect(messages[cut - 1]!.content).not.toContain(last.at(-1)); // the conversation itself is untouched
+    expect(JSON.stringify(messages)).not.toContain(SUMMARY_REQUEST); // the conversation itself is untouched
   });
 });
 

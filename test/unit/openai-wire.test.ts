@@ -1,11 +1,11 @@
 import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../../src/domain/types.ts';
-import { LlmError } from '../../src/domain/errors.ts';
 import { statusOfChatError } from '../../src/llm/openai-error-object.ts';
 import { ChatStreamAssembler } from '../../src/llm/openai-stream.ts';
 import { toChatParams, toLlmResponse } from '../../src/llm/openai-wire.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
+import { deepFreeze, thrown } from '../support/llm-failure.ts';
 
 const request = (messages: Message[], extra: Partial<LlmRequest> = {}): LlmRequest => ({
   model: 'gpt-5.4-mini',
@@ -15,24 +15,6 @@ const request = (messages: Message[], extra: Partial<LlmRequest> = {}): LlmReque
   tools: [],
   ...extra,
 });
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object') {
-    for (const v of Object.values(value)) deepFreeze(v);
-    Object.freeze(value);
-  }
-  return value;
-}
-
-function thrown(fn: () => unknown): LlmError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof LlmError) return e;
-    throw e;
-  }
-  throw new Error('did not throw');
-}
 
 describe('the log as Chat Completions messages', () => {
   it('maps a conversation with parallel tool calls, an error result and a reasoning block, without touching the log', () => {
