@@ -41,29 +41,27 @@ function item(run: Owned, seq: number): ModelStepItem {
     { type: 'text' as const, text: 'Let me look that up.' },
     { type: 'tool_use' as const, id: `toolu_${seq}`, name: 'lookup', input: { key: 'k' } },
   ];
-  const events = [
+  return stepItem(
+    run.id as never,
+    owner,
+    { seq: seq + 1, toolUseId: `toolu_${seq}`, toolName: 'lookup' },
+    { key: 'k' },
     {
-      type: 'step.finished',
-      data: { seq, kind: 'MODEL', status: 'DONE', stopReason: 'tool_use', inputTokens: 120, outputTokens: 40 },
-      with_next: false,
+      events: [],
+      tokens: 160,
+      cost: 0.001,
+      seq,
+      request: { model: 'bench-model', maxTokens: 1024, systemDigest: null, toolsDigest: null },
+      content,
+      stop_reason: 'tool_use',
+      input_tokens: 120,
+      output_tokens: 40,
+      cache_creation: 0,
+      cache_read: 0,
+      attempts: 1,
+      latency_ms: 10,
     },
-    { type: 'step.started', data: { seq: seq + 1, kind: 'TOOL' }, with_next: true },
-    { type: 'tool.started', data: { seq: seq + 1, toolUseId: `toolu_${seq}`, toolName: 'lookup', input: { key: 'k' } }, with_next: true },
-  ];
-  return stepItem(run.id as never, owner, { seq: seq + 1, toolUseId: `toolu_${seq}`, toolName: 'lookup' }, events, {
-    tokens: 160,
-    cost: 0.001,
-    seq,
-    request: { model: 'bench-model', maxTokens: 1024, systemDigest: null, toolsDigest: null },
-    content,
-    stop_reason: 'tool_use',
-    input_tokens: 120,
-    output_tokens: 40,
-    cache_creation: 0,
-    cache_read: 0,
-    attempts: 1,
-    latency_ms: 10,
-  });
+  );
 }
 
 const { MODEL_STEPS } = stepBatchSql(schemaSql());

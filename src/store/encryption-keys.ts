@@ -56,10 +56,12 @@ const WALKS: readonly Walk[] = [
   {
     table: 'run_step',
     key: ['run_id', 'seq'],
-    columns: ['kind', 'response'],
+    columns: ['kind', 'response', 'tool_input'],
     reseal: (r, s) => ({
       kind: r.kind,
       response: r.kind === 'MODEL' ? jsonText(r.response, (blocks: ContentBlock[]) => sealBlocks(s, blocks)) : text(s, r.response),
+      // A TOOL step's input as its tool.started event carries it (migration 0023).
+      tool_input: jsonText(r.tool_input, (input: unknown) => (sealEventData(s, { input }) as { input: unknown }).input),
     }),
   },
   {

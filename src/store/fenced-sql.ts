@@ -4,7 +4,9 @@
  * (a data-modifying CTE): the fence and the lease renewal (`owner`), the step row, and when it is known
  * already, the STARTED row of the next tool call — one round trip, one commit.
  */
+import pg from 'pg';
 import type { SchemaSql } from '../db/schema.ts';
+import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
 import type { RunProgress, RunStatus } from '../domain/types.ts';
 import type { RunEnd, ToolStart } from '../ports/engine-store.ts';
 import { storableText } from '../core/storable.ts';
@@ -37,35 +39,65 @@ export const FENCE = (tokenParam: number) =>
   `id = $1 AND locked_by = $2 AND lease_token = $${tokenParam}::uuid AND ${STATUS_IS('RUNNING')}`;
 
 /** The parts that name tables, in `schema`. */
-export const fencedSql = (schema: SchemaSql) => ({
+export const fencedSql = (schema: SchemaSql) => {
   /** Whether an event hub follows run `runId` (an SQL expression): its events are announced, its text written as it streams. */
-  FOLLOWED: (runId: string) => `EXISTS (SELECT 1 FROM ${schema}.run_event_watch w WHERE w.run_id = ${runId} AND w.expires_at > now())`,
+  const FOLLOWED = (runId: string) =>
+    `EXISTS (SELECT 1 FROM ${schema}.run_event_watch w WHERE w.run_id = ${runId} AND w.expires_at > now())`;
+  /**
+   * A new event id, for a step row whose events are read from it (migration 0023): taken from the
+   * sequence of run_event's ids while the run's row is held, like theirs. Ids go up in twos, so the
+   * row owns this id and the next (a tool call's pair of events).
+   */
+  const NEXT_EVENT_ID = `nextval(${pg.escapeLiteral(`${schema}.run_event_id_seq`)}::regclass)`;
+  /**
+   * Announces (NOTIFY "<run id> <highest id>") run `runId`'s new events up to `lastId` when an event
+   * hub follows it; null otherwise. Both qualified: inside FOLLOWED a bare run_id is the watch row's.
+   */
+  const ANNOUNCE = (runId: string, lastId: string) =>
+    `CASE WHEN ${FOLLOWED(runId)} THEN pg_notify('${RUN_EVENT_CHANNEL}', ${runId}::text || ' ' || (${lastId})::text) END`;
+  return {
+    FOLLOWED,
+    NEXT_EVENT_ID,
+    ANNOUNCE,
 
-  /** Renews the lease of a run this claim still owns ($1 run, $2 worker, $3 lease ms), and yields nothing otherwise. */
-  OWNED: (tokenParam: number, extraSet = '') => `owner AS (
+    /** Renews the lease of a run this claim still owns ($1 run, $2 worker, $3 lease ms), and yields nothing otherwise. */
+    OWNED: (tokenParam: number, extraSet = '') => `owner AS (
   UPDATE ${schema}.run SET locked_until = now() + $3 * interval '1 millisecond', updated_at = now()${extraSet}
   WHERE ${FENCE(tokenParam)}
   RETURNING id, tokens_used, cancel_requested)`,
 
-  /**
-   * The optional STARTED row of the next tool call, written in the same statement as a checkpoint.
-   * Skipped when a cancel is pending: the guard would stop the run before that tool.
-   */
-  START_NEXT: (p: number) => `next AS (
+    /**
+     * The optional STARTED row of the next tool call, written in the same statement as a checkpoint.
+     * Skipped when a cancel is pending: the guard would stop the run before that tool.
+     */
+    START_NEXT: (p: number) => `next AS (
   INSERT INTO ${schema}.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
   SELECT id, $${p}::int, 'TOOL', 'STARTED', $${p + 1}::text, $${p + 2}::text, $2 FROM owner
   WHERE $${p}::int IS NOT NULL AND NOT cancel_requested
   RETURNING seq)`,
 
-  /** The MODEL step row: $2 worker, $5 cost, $6 seq, $7..$15 request, response and usage. */
-  MODEL_STEP: `step AS (
-  INSERT INTO ${schema}.run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
+    /**
+     * The MODEL step row: $2 worker, $5 cost, $6 seq, $7..$15 request, response and usage; its
+     * step.finished is read from it (migration 0023), and announced. Written after the CTE `after` (the
+     * step's streamed events), whose ids come first.
+     */
+    MODEL_STEP: (after: string) => `step AS (
+  INSERT INTO ${schema}.run_step AS t (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
                         cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms,
-                        worker, started_at, finished_at)
+                        worker, started_at, finished_at, finished_event)
   SELECT id, $6, 'MODEL', 'DONE', $7, $8, $9, $10, $11, $12, $13, $5, $14, $15::int, $2,
-         now() - $15::int * interval '1 millisecond', now()
-  FROM owner)`,
-});
+         now() - $15::int * interval '1 millisecond', now(), ${NEXT_EVENT_ID}
+  FROM owner
+  WHERE ${AFTER(after)}
+  RETURNING ${ANNOUNCE('t.run_id', 't.finished_event')} AS announced)`,
+  };
+};
+
+/**
+ * True, once the data-modifying CTE `cte` has run to its end: a statement's CTEs run in no promised
+ * order, and ids taken from a sequence must follow the events they come after.
+ */
+export const AFTER = (cte: string) => `(SELECT count(*) FROM ${cte}) >= 0`;
 
 export const startParams = (s?: ToolStart) => [s?.seq ?? null, s?.toolName ?? null, s?.toolUseId ?? null];
 

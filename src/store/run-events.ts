@@ -1,12 +1,12 @@
 /**
- * The SQL of a run's live events (table run_event, protocol in src/events/protocol.ts): the fragments
- * the checkpoint statements of run-store.ts append so a step's events commit with the step, the fenced
- * write of a batch of streamed text, the claim's run.started, and the reads of the API.
+ * The SQL of a run's live events (protocol in src/events/protocol.ts): the fragments the checkpoint
+ * statements of run-store.ts append so a step's events commit with the step, the fenced write of a
+ * batch of streamed text, the claim's run.started, and the reads of the API. The events are rows of
+ * run_event and, for those that repeat a step row, that row (step-events.ts); a read merges the two.
  */
 import type pg from 'pg';
 import type { RunId } from '../domain/types.ts';
 import { LeaseLostError } from '../domain/errors.ts';
-import { TOOL_OUTPUT_MAX_CHARS } from '../events/protocol.ts';
 import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
 import { named, schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
 import { FENCE, fencedSql } from './fenced-sql.ts';
@@ -16,11 +16,14 @@ import { type ClaimedItem, claimedOutcomes, type ClaimedRow, forItems, stepBatch
 import { storableValue } from '../core/storable.ts';
 import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
 import { openEventText, sealEventData } from './sealed-columns.ts';
+import { STEP_EVENT_ROWS, stepEvents, type StepEventRow, type StoredEvent } from './step-events.ts';
+
+export type { StoredEvent } from './step-events.ts';
 import { WriteBatches } from '../util/write-batches.ts';
 import { withFields } from '../util/with-fields.ts';
 
 /**
- * The parameter of EVENTS: the events as one JSON array of {type, data, with_next}. One JSON text
+ * The parameter of EVENTS: the events as one JSON array of {type, data}. One JSON text
  * costs less to build and to read than three arrays of text (each element quoted and escaped by the
  * driver, then parsed as an array literal and each JSON element again by the server).
  */
@@ -30,25 +33,22 @@ export function eventParams(events: readonly NewEvent[], sealer: Sealer): [strin
 
 /** The events as the items of that array (a batched statement nests them in its own JSON parameter). */
 export function eventValues(events: readonly NewEvent[], sealer: Sealer): object[] {
-  return events.map((e) => ({ type: e.type, data: sealEventData(sealer, storableValue(e.data)), with_next: e.withNext === true }));
+  return events.map((e) => ({ type: e.type, data: sealEventData(sealer, storableValue(e.data)) }));
 }
 
 /** The statements of events, their tables in `schema`. */
 export function runEventsSql(schema: SchemaSql) {
   const { FOLLOWED } = fencedSql(schema);
   /**
-   * CTEs that write `eventParams` ($p) in order, one row per event of `source` (the fence's
-   * `owner`, or the row the statement wrote), and announce them (NOTIFY "<run id> <highest id>") when an
-   * event hub follows the run. With `next`, events marked withNext are written only when the `next` CTE
-   * wrote the STARTED row they describe. The statement must select ANNOUNCED: a plain CTE nobody reads
-   * is never run.
+   * CTEs that write `eventParams` ($p) in order, one row per event, when `source` (the fence's `owner`)
+   * has a row, and announce them (NOTIFY "<run id> <highest id>") when an event hub follows the run.
+   * The statement must select ANNOUNCED: a plain CTE nobody reads is never run.
    */
-  const EVENTS = (p: number, source: string, next: boolean) => `events AS (
+  const EVENTS = (p: number, source: string) => `events AS (
   INSERT INTO ${schema}.run_event (run_id, type, data)
   SELECT $1::uuid, e.type, e.data
   FROM (SELECT 1 FROM ${source} LIMIT 1) AS src,
-       ROWS FROM (json_to_recordset($${p}::json) AS (type text, data json, with_next boolean)) WITH ORDINALITY AS e (type, data, with_next, n)
-  WHERE ${next ? 'NOT e.with_next OR EXISTS (SELECT 1 FROM next)' : 'NOT e.with_next'}
+       ROWS FROM (json_to_recordset($${p}::json) AS (type text, data json)) WITH ORDINALITY AS e (type, data, n)
   ORDER BY e.n
   RETURNING id),
 announced AS (
@@ -61,7 +61,7 @@ announced AS (
       'durable_agent_append_events',
       `WITH owner AS (
                UPDATE ${schema}.run SET updated_at = now() WHERE ${FENCE(3)} RETURNING id),
-             ${EVENTS(4, 'owner', false)}
+             ${EVENTS(4, 'owner')}
              SELECT count(*)::int AS written, ${ANNOUNCED} FROM owner`,
     ),
     WATCH: named(
@@ -77,28 +77,18 @@ announced AS (
       `DELETE FROM ${schema}.run_event_watch
              WHERE (watcher = $1 AND ($2::uuid IS NULL OR run_id = $2)) OR expires_at < now()`,
     ),
+    /** Up to $3 events of run $1 after id $2 of each kind of row, in one snapshot (page() merges them). */
     PAGE: named(
       schema,
       'durable_agent_event_page',
-      `SELECT id, type, data::text AS data FROM ${schema}.run_event WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+      `(SELECT id, type, data::text AS data FROM ${schema}.run_event WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3)
+       UNION ALL (${STEP_EVENT_ROWS(schema)})`,
     ),
   };
 }
 
 /** The column that runs EVENTS' announcement (selected once, from a statement's one result row). */
 export const ANNOUNCED = '(SELECT count(*) FROM announced) AS announced';
-
-/** A tool's stored (redacted) result as tool.finished carries it. */
-export function toolOutput(stored: string): { output: string; truncated?: boolean } {
-  return stored.length > TOOL_OUTPUT_MAX_CHARS ? { output: stored.slice(0, TOOL_OUTPUT_MAX_CHARS), truncated: true } : { output: stored };
-}
-
-/** An event as read, its data as the JSON text stored (served to SSE readers as is). */
-export interface StoredEvent {
-  id: number;
-  type: string;
-  data: string;
-}
 
 export interface RunEventsOptions extends SchemaOption {
   /** Seals events as they are written and opens them as they are read; none by default. */
@@ -160,9 +150,18 @@ export class RunEvents {
   /** Up to `limit` events after id `after`, in order. */
   async page(runId: RunId, after: number, limit: number): Promise<StoredEvent[]> {
     const { rows } = await this.db.query<StoredEvent>(withFields(this.sql.PAGE, { values: [runId, after, limit] }));
-    return rows.map((r) => {
+    const events: StoredEvent[] = [];
+    let fromSteps = false;
+    for (const r of rows) {
+      if (r.type === 'step') {
+        fromSteps = true;
+        events.push(...stepEvents(JSON.parse(r.data) as StepEventRow, after, (v) => this.sealer.open(v)));
+        continue;
+      }
       const data = openEventText(this.sealer, r.data);
-      return data === r.data ? r : withFields(r, { data });
-    });
+      events.push(data === r.data ? r : withFields(r, { data }));
+    }
+    if (!fromSteps) return events;
+    return events.sort((a, b) => a.id - b.id).slice(0, limit);
   }
 }

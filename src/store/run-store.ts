@@ -45,12 +45,12 @@ import type {
 } from '../ports/engine-store.ts';
 import { type RunRow, STEP_COLUMNS, type StepRow, toRun, toStep } from './rows.ts';
 import { endTexts, FENCE, fencedSql, progress, type ProgressRow } from './fenced-sql.ts';
-import { storableCost, storableText, storableUsage } from '../core/storable.ts';
+import { storableCost, storableText, storableUsage, storableValue } from '../core/storable.ts';
 import type { Sealer } from './encryption.ts';
-import { sealBlocks } from './sealed-columns.ts';
+import { sealBlocks, sealEventData } from './sealed-columns.ts';
+import type { NewEvent } from '../ports/new-event.ts';
 import { lineageSql, qualified } from './lineage-sql.ts';
-import { ANNOUNCED, eventParams, eventValues, RunEvents, runEventsSql, toolOutput } from './run-events.ts';
-import { newEvent, type NewEvent } from '../ports/new-event.ts';
+import { ANNOUNCED, eventParams, eventValues, RunEvents, runEventsSql } from './run-events.ts';
 import type { Redact } from '../core/redact.ts';
 import {
   forItems,
@@ -79,7 +79,7 @@ function sha256(text: string): string {
 
 /** The statements of RunStore, their tables in `schema`. */
 function runStoreSql(schema: SchemaSql) {
-  const { OWNED, MODEL_STEP } = fencedSql(schema);
+  const { OWNED, MODEL_STEP, NEXT_EVENT_ID, ANNOUNCE } = fencedSql(schema);
   const { EVENTS } = runEventsSql(schema);
   const waiting = waitingSql(schema);
   const { DECISION_ROWS } = waiting;
@@ -96,9 +96,9 @@ function runStoreSql(schema: SchemaSql) {
          UPDATE ${schema}.run SET tokens_used = tokens_used + $4, cost_usd = cost_usd + $5, ${WAIT_SET(3, 16)}
          WHERE ${FENCE(18)}
          RETURNING id, tokens_used, cancel_requested, status),
-       ${MODEL_STEP},
-       ${DECISION_ROWS(17)},
-       ${EVENTS(19, 'owner', false)}
+       ${EVENTS(19, 'owner')},
+       ${MODEL_STEP('events')},
+       ${DECISION_ROWS(17)}
        SELECT tokens_used, cancel_requested, status, ${ANNOUNCED} FROM owner`,
     ),
     START_TOOL: named(
@@ -106,13 +106,12 @@ function runStoreSql(schema: SchemaSql) {
       'durable_agent_start_tool',
       `WITH ${OWNED(7)},
        ins AS (
-         INSERT INTO ${schema}.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
-         SELECT id, $4, 'TOOL', 'STARTED', $5, $6, $2 FROM owner
+         INSERT INTO ${schema}.run_step AS t (run_id, seq, kind, status, tool_name, tool_use_id, worker, tool_input, started_event)
+         SELECT id, $4, 'TOOL', 'STARTED', $5, $6, $2, $8::json, ${NEXT_EVENT_ID} FROM owner
          ON CONFLICT (run_id, tool_use_id) WHERE kind = 'TOOL' DO NOTHING
-         RETURNING seq),
-       ${EVENTS(8, 'ins', false)}
+         RETURNING t.seq, ${ANNOUNCE('t.run_id', 't.started_event + 1')} AS announced)
        SELECT tokens_used, cancel_requested, (SELECT seq FROM ins) AS inserted,
-              (SELECT seq FROM ${schema}.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing, ${ANNOUNCED}
+              (SELECT seq FROM ${schema}.run_step WHERE run_id = $1 AND kind = 'TOOL' AND tool_use_id = $6) AS existing
        FROM owner`,
     ),
     FINISH: named(
@@ -176,15 +175,23 @@ export class RunStore implements EngineStore {
   ) {
     ({ redact: this.redact, sealer: this.sealer } = writePolicy(opts));
     this.sql = runStoreSql(schemaSql(opts.schema));
-    const { MODEL_STEPS, FINAL_MODEL_STEPS, TOOL_RESULTS } = this.sql.batches;
+    const { MODEL_STEPS, MODEL_STEPS_STREAMED, FINAL_MODEL_STEPS, FINAL_MODEL_STEPS_STREAMED, TOOL_RESULTS } = this.sql.batches;
+    // A batch with no streamed events to write goes out as the statement without their CTE.
+    const streamed = (items: readonly ModelStepItem[]) => items.some((i) => i.events.length > 0);
     this.records = new RunRecords(db, opts);
     this.events = new RunEvents(db, { ...opts, sealer: this.sealer });
     this.modelSteps = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ModelStepRow>(withFields(forItems(items, MODEL_STEPS), { values: [json] }));
+      const { rows } = await this.db.query<ModelStepRow>(
+        withFields(forItems(items, streamed(items) ? MODEL_STEPS_STREAMED : MODEL_STEPS), { values: [json] }),
+      );
       return modelStepOutcomes(items, rows);
     });
     this.finalModelSteps = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ModelStepRow>(withFields(forItems(items, FINAL_MODEL_STEPS), { values: [json] }));
+      const { rows } = await this.db.query<ModelStepRow>(
+        withFields(forItems(items, streamed(items) ? FINAL_MODEL_STEPS_STREAMED : FINAL_MODEL_STEPS), {
+          values: [json],
+        }),
+      );
       return modelStepOutcomes(items, rows);
     });
     this.toolResults = new WriteBatches(async (items, json) => {
@@ -193,13 +200,12 @@ export class RunStore implements EngineStore {
     });
   }
 
-  /** The events of a tool call's STARTED row (its input as the model gave it, as the model step stores it). */
-  private toolStartEvents(s: ToolStart | undefined, withNext: boolean): NewEvent[] {
-    if (!s) return [];
-    return [
-      newEvent('step.started', { seq: s.seq, kind: 'TOOL' }, withNext),
-      newEvent('tool.started', { seq: s.seq, toolUseId: s.toolUseId, toolName: s.toolName, input: s.input ?? {} }, withNext),
-    ];
+  /**
+   * A tool call's input as its STARTED row keeps it for its tool.started event (run-events.ts reads it
+   * back): the input as the model gave it, made storable and sealed as event data is; null without a call.
+   */
+  private startedInput(s: ToolStart | undefined): unknown {
+    return s ? (sealEventData(this.sealer, { input: storableValue(s.input ?? {}) }) as { input: unknown }).input : null;
   }
 
   appendEvents(runId: RunId, owner: Lease, events: readonly NewEvent[]): Promise<void> {
@@ -267,41 +273,26 @@ export class RunStore implements EngineStore {
   async checkpointModel(runId: RunId, owner: Lease, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {
     const u = cp.usage;
     const { end, wait } = then;
-    const finished = newEvent('step.finished', {
-      seq: cp.seq,
-      kind: 'MODEL',
-      status: 'DONE',
-      stopReason: cp.stopReason,
-      inputTokens: u.inputTokens,
-      outputTokens: u.outputTokens,
-      cacheReadInputTokens: u.cacheReadInputTokens,
-      cacheCreationInputTokens: u.cacheCreationInputTokens,
-      latencyMs: Math.round(cp.latencyMs),
-      ...(cp.request.compaction && { compaction: true }),
-    });
+    // Its step.finished is read from the step row (run-events.ts); what streamed is written before it.
+    const streamed = cp.streamed ?? [];
     if (!wait || end) {
       // A step the run goes on from, or its last: batched with other runs' steps (step-batch-sql.ts).
       const startNext = end ? undefined : then.startNext;
-      const item: ModelStepItem = stepItem(
-        runId,
-        owner,
-        startNext,
-        eventValues([...(cp.streamed ?? []), finished, ...this.toolStartEvents(startNext, true)], this.sealer),
-        {
-          tokens: cp.budgetTokens,
-          cost: storableCost(cp.costUsd),
-          seq: cp.seq,
-          request: cp.request,
-          content: sealBlocks(this.sealer, cp.content),
-          stop_reason: cp.stopReason,
-          input_tokens: u.inputTokens,
-          output_tokens: u.outputTokens,
-          cache_creation: u.cacheCreationInputTokens,
-          cache_read: u.cacheReadInputTokens,
-          attempts: cp.attempts,
-          latency_ms: Math.round(cp.latencyMs),
-        },
-      );
+      const item: ModelStepItem = stepItem(runId, owner, startNext, this.startedInput(startNext), {
+        events: eventValues(streamed, this.sealer),
+        tokens: cp.budgetTokens,
+        cost: storableCost(cp.costUsd),
+        seq: cp.seq,
+        request: cp.request,
+        content: sealBlocks(this.sealer, cp.content),
+        stop_reason: cp.stopReason,
+        input_tokens: u.inputTokens,
+        output_tokens: u.outputTokens,
+        cache_creation: u.cacheCreationInputTokens,
+        cache_read: u.cacheReadInputTokens,
+        attempts: cp.attempts,
+        latency_ms: Math.round(cp.latencyMs),
+      });
       if (!end) return this.modelSteps.write(item);
       const [output, error, reason] = this.storedEnd(end);
       return this.finalModelSteps.write(
@@ -322,7 +313,7 @@ export class RunStore implements EngineStore {
       cp.attempts,
       Math.round(cp.latencyMs),
     ];
-    return this.checkpointModelWaiting(runId, owner, stepValues, wait, eventParams([...(cp.streamed ?? []), finished], this.sealer));
+    return this.checkpointModelWaiting(runId, owner, stepValues, wait, eventParams(streamed, this.sealer));
   }
 
   /** The model step and the start of a wait for approvals, in one statement (see WaitStart). */
@@ -373,7 +364,7 @@ export class RunStore implements EngineStore {
       start.toolName,
       start.toolUseId,
       owner.token,
-      ...eventParams(this.toolStartEvents(start, false), this.sealer),
+      JSON.stringify(this.startedInput(start)),
     ]);
     const row = rows[0];
     if (!row) throw new LeaseLostError(runId, owner.worker);
@@ -383,17 +374,9 @@ export class RunStore implements EngineStore {
   async finishTool(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
     // A result of content blocks has its text redacted, not its images (base64 is not text to match).
     const stored = mapResultText(f.result, (text) => this.redact(storableText(text)));
-    const seq = f.seq ?? 0;
-    const events = eventValues(
-      [
-        newEvent('tool.finished', { seq, toolUseId: f.toolUseId, isError: f.status === 'ERROR', ...toolOutput(stored) }),
-        newEvent('step.finished', { seq, kind: 'TOOL', status: f.status, latencyMs: Math.round(f.latencyMs) }),
-        ...this.toolStartEvents(startNext, true),
-      ],
-      this.sealer,
-    );
+    // Its tool.finished and step.finished are read from the step row (run-events.ts).
     return this.toolResults.write(
-      stepItem(runId, owner, startNext, events, {
+      stepItem(runId, owner, startNext, this.startedInput(startNext), {
         use_id: f.toolUseId,
         status: f.status,
         response: this.sealer.text(stored),

@@ -2,8 +2,9 @@
  * The step path's writes — a model step's checkpoint (the run's last one too), a tool call's result,
  * a claim's events — as statements over a batch of runs (write-batches.ts sends them). Each does for
  * every run of the batch what a one-run statement would: the fence and the lease renewal (or the run's
- * end), the step row, the next tool call's STARTED row, the events, their announcement; a run whose
- * fence fails writes nothing. The batch is one JSON parameter, an array of items (one per run, the run
+ * end), the step row, the next tool call's STARTED row, a model step's streamed events, the
+ * announcement; a run whose fence fails writes nothing. The events that repeat a step row are read
+ * from it (migration 0023): each row takes their ids, in order after the events written before it. The batch is one JSON parameter, an array of items (one per run, the run
  * at most once).
  *
  * A batch of several runs locks their rows first, in id order, so two batches that each hold several of
@@ -11,7 +12,6 @@
  */
 import type { RunId } from '../domain/types.ts';
 import { LeaseLostError, StepNotStartedError } from '../domain/errors.ts';
-import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
 import {
   type EventsClaimed,
   type FencedWrite,
@@ -22,7 +22,7 @@ import {
   type ToolStart,
 } from '../ports/engine-store.ts';
 import { named, type NamedStatement, type SchemaSql } from '../db/schema.ts';
-import { fencedSql, progress, STATUS_IS } from './fenced-sql.ts';
+import { AFTER, fencedSql, progress, STATUS_IS } from './fenced-sql.ts';
 
 /** The run an item writes and the claim it writes under. */
 interface BatchedRun {
@@ -31,17 +31,19 @@ interface BatchedRun {
   token: string;
 }
 
-/** What every step item has: the run and its claim, the lease, the next tool call, the events to write. */
+/** What every step item has: the run and its claim, the lease, the next tool call. */
 interface ItemBase extends BatchedRun {
   lease_ms: number;
   next_seq: number | null;
   next_tool: string | null;
   next_use: string | null;
-  /** [{type, data, with_next}] as eventValues makes them. */
-  events: readonly object[];
+  /** The next tool call's input as its tool.started event carries it (sealed), read back from its row. */
+  next_input: unknown;
 }
 
 export interface ModelStepItem extends ItemBase {
+  /** The step's streamed events not written yet, [{type, data}] as eventValues makes them. */
+  events: readonly object[];
   tokens: number;
   cost: number;
   seq: number;
@@ -67,14 +69,17 @@ export interface ToolResultItem extends ItemBase {
   rerun: boolean;
 }
 
-const BASE_COLUMNS = 'run uuid, worker text, token uuid, lease_ms float8, next_seq int, next_tool text, next_use text, events json';
+const BASE_COLUMNS = 'run uuid, worker text, token uuid, lease_ms float8, next_seq int, next_tool text, next_use text, next_input json';
 
-/** A step item: what every one has, then the fields of its kind (`more`), in one literal (see with-fields.ts). */
+/**
+ * A step item: what every one has, then the fields of its kind (`more`), in one literal (see
+ * with-fields.ts). `nextInput` is the next tool call's input as stored (null without one).
+ */
 export function stepItem<M extends object>(
   runId: RunId,
   owner: Lease,
   startNext: ToolStart | undefined,
-  events: readonly object[],
+  nextInput: unknown,
   more: M,
 ): ItemBase & M {
   return {
@@ -85,7 +90,7 @@ export function stepItem<M extends object>(
     next_seq: startNext?.seq ?? null,
     next_tool: startNext?.toolName ?? null,
     next_use: startNext?.toolUseId ?? null,
-    events,
+    next_input: nextInput,
     ...more,
   };
 }
@@ -132,36 +137,38 @@ export const forItems = (items: readonly unknown[], s: BatchStatement) => (items
  */
 const STARTS_NEXT = (i: string, o: string) => `(${i}.next_seq IS NOT NULL AND NOT ${o}.cancel_requested)`;
 
-const NEXT = (schema: SchemaSql) => `next AS (
-  INSERT INTO ${schema}.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)
-  SELECT o.id, i.next_seq, 'TOOL', 'STARTED', i.next_tool, i.next_use, i.worker
+/** The row carries its step.started and tool.started (ids after those of the CTE `after`'s row), and announces them. */
+const NEXT = (schema: SchemaSql, after: string) => {
+  const { NEXT_EVENT_ID, ANNOUNCE } = fencedSql(schema);
+  return `next AS (
+  INSERT INTO ${schema}.run_step AS t (run_id, seq, kind, status, tool_name, tool_use_id, worker, tool_input, started_event)
+  SELECT o.id, i.next_seq, 'TOOL', 'STARTED', i.next_tool, i.next_use, i.worker, i.next_input, ${NEXT_EVENT_ID}
   FROM owner o JOIN input i ON i.run = o.id
-  WHERE ${STARTS_NEXT('i', 'o')})`;
+  WHERE ${STARTS_NEXT('i', 'o')} AND ${AFTER(after)}
+  RETURNING ${ANNOUNCE('t.run_id', 't.started_event + 1')} AS announced)`;
+};
 
 /**
- * Each run's events, in order, for the runs of `source` (which carries cancel_requested): withNext
- * ones only when NEXT wrote the STARTED row they describe. One notification per followed run, "<run
- * id> <highest id>". Ids are taken in (run, position) order, so within a run they follow the events.
+ * A model step's streamed events not written yet, in order, for the runs `owner` kept; announced with
+ * the step row, whose id comes after theirs. Ids are taken in (run, position) order, so within a run
+ * they follow the events.
  */
-const STEP_EVENTS = (schema: SchemaSql, source: string) => `events AS (
+const STREAMED = (schema: SchemaSql) => `events AS (
   INSERT INTO ${schema}.run_event (run_id, type, data)
   SELECT i.run, e.type, e.data
-  FROM ${source} src JOIN input i ON i.run = src.id,
-       ROWS FROM (json_to_recordset(i.events) AS (type text, data json, with_next boolean)) WITH ORDINALITY AS e (type, data, with_next, n)
-  WHERE NOT e.with_next OR ${STARTS_NEXT('i', 'src')}
+  FROM owner o JOIN input i ON i.run = o.id,
+       ROWS FROM (json_to_recordset(i.events) AS (type text, data json)) WITH ORDINALITY AS e (type, data, n)
   ORDER BY i.run, e.n
-  RETURNING run_id, id),
-announced AS (
-  SELECT pg_notify('${RUN_EVENT_CHANNEL}', a.run_id::text || ' ' || a.last::text)
-  FROM (SELECT run_id, max(id) AS last FROM events GROUP BY run_id) a
-  WHERE ${fencedSql(schema).FOLLOWED('a.run_id')})`;
+  RETURNING run_id)`;
 
 /**
  * A model step: one the run goes on from (the lease renewed, the next tool call started), or with
  * `final` its last (the run ends with it: status, output, error, stop reason; the lease given up).
+ * With `streamed`, the items' `events` are written first; without, the statement has no CTE for
+ * them (which costs even when it writes nothing), and the items' are ignored.
  */
-const modelSteps = (schema: SchemaSql, final: boolean) => (many: boolean) => `WITH input AS (
-  SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, tokens bigint, cost numeric, seq int, request jsonb, content json,
+const modelSteps = (schema: SchemaSql, final: boolean, streamed: boolean) => (many: boolean) => `WITH input AS (
+  SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, events json, tokens bigint, cost numeric, seq int, request jsonb, content json,
     stop_reason text, input_tokens int, output_tokens int, cache_creation int, cache_read int, attempts int, latency_ms int${
       final
         ? `,
@@ -179,16 +186,18 @@ owner AS (
       updated_at = now(), tokens_used = r.tokens_used + i.tokens, cost_usd = r.cost_usd + i.cost
   FROM fenced f JOIN input i ON i.run = f.id
   WHERE r.id = f.id AND ${FENCE_OF('r', 'i')}
-  RETURNING r.id, r.tokens_used, r.cancel_requested),
+  RETURNING r.id, r.tokens_used, r.cancel_requested),${streamed ? `\n${STREAMED(schema)},` : ''}
 step AS (
-  INSERT INTO ${schema}.run_step (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
-                        cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms, worker, started_at, finished_at)
+  INSERT INTO ${schema}.run_step AS t (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
+                        cache_creation_input_tokens, cache_read_input_tokens, cost_usd, attempts, latency_ms, worker, started_at, finished_at,
+                        finished_event)
   SELECT o.id, i.seq, 'MODEL', 'DONE', i.request, i.content::text, i.stop_reason, i.input_tokens, i.output_tokens,
-         i.cache_creation, i.cache_read, i.cost, i.attempts, i.latency_ms, i.worker, now() - i.latency_ms * interval '1 millisecond', now()
-  FROM owner o JOIN input i ON i.run = o.id),
-${NEXT(schema)},
-${STEP_EVENTS(schema, 'owner')}
-SELECT o.id, o.tokens_used, o.cancel_requested, ${STARTS_NEXT('i', 'o')} AS next_started, (SELECT count(*) FROM announced) AS announced
+         i.cache_creation, i.cache_read, i.cost, i.attempts, i.latency_ms, i.worker, now() - i.latency_ms * interval '1 millisecond', now(),
+         ${fencedSql(schema).NEXT_EVENT_ID}
+  FROM owner o JOIN input i ON i.run = o.id${streamed ? `\n  WHERE ${AFTER('events')}` : ''}
+  RETURNING ${fencedSql(schema).ANNOUNCE('t.run_id', 't.finished_event')} AS announced),
+${NEXT(schema, 'step')}
+SELECT o.id, o.tokens_used, o.cancel_requested, ${STARTS_NEXT('i', 'o')} AS next_started
 FROM owner o JOIN input i ON i.run = o.id`;
 
 /** What a final model step adds to its item: how the run ends (texts made storable and redacted by the caller). */
@@ -218,9 +227,9 @@ export function modelStepOutcomes(items: readonly ModelStepItem[], rows: readonl
 
 /**
  * Every part hangs on the tool call's STARTED row: without it the run writes nothing at all (no lease
- * renewal, no next STARTED row, no events, no workspace changes), and its row says whether the lease or
- * the step was missing. A call's workspace changes are recorded with its result: the files and the
- * journal never disagree.
+ * renewal, no next STARTED row, no workspace changes), and its row says whether the lease or the step
+ * was missing. A call's workspace changes are recorded with its result: the files and the journal
+ * never disagree. The row, done, carries its tool.finished and step.finished (migration 0023).
  */
 const toolResults = (schema: SchemaSql) => (many: boolean) => `WITH input AS (
   SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, use_id text, status text, response text, latency_ms int, files json, rerun boolean)),
@@ -238,26 +247,24 @@ owner AS (
   RETURNING r.id, r.tokens_used, r.cancel_requested),
 done AS (
   UPDATE ${schema}.run_step s SET status = i.status, response = i.response, latency_ms = i.latency_ms, worker = i.worker, finished_at = now(),
-         attempts = CASE WHEN i.rerun THEN 2 ELSE s.attempts END
+         attempts = CASE WHEN i.rerun THEN 2 ELSE s.attempts END, finished_event = ${fencedSql(schema).NEXT_EVENT_ID}
   FROM owner o JOIN input i ON i.run = o.id
   WHERE s.run_id = o.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED'
-  RETURNING s.run_id AS id, s.seq, o.cancel_requested),
+  RETURNING s.run_id AS id, s.seq, o.cancel_requested, ${fencedSql(schema).ANNOUNCE('s.run_id', 's.finished_event + 1')} AS announced),
 files AS (
   INSERT INTO ${schema}.run_file (run_id, seq, path, kind, mode, size, sha256, target)
   SELECT d.id, d.seq, f.path, f.kind, f.mode, f.size, f.sha256, f.target
   FROM done d JOIN input i ON i.run = d.id,
        json_to_recordset(i.files) AS f (path text, kind text, mode int, size bigint, sha256 text, target text)
   WHERE i.files IS NOT NULL),
-${NEXT(schema)},
-${STEP_EVENTS(schema, 'done')}
+${NEXT(schema, 'done')}
 SELECT i.run AS id, o.tokens_used, o.cancel_requested,
        -- A started step whose run the UPDATE left alone failed the fence's re-check on the row as it
        -- stands (a takeover committed meanwhile; one item locks nothing first): the lease is lost.
        (o.id IS NOT NULL OR (f.id IS NOT NULL AND NOT f.started)) AS owned, d.id IS NOT NULL AS updated,
        d.id IS NOT NULL AND ${STARTS_NEXT('i', 'd')} AS next_started,
        CASE WHEN d.id IS NULL
-            THEN (SELECT s.status FROM ${schema}.run_step s WHERE s.run_id = i.run AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id) END AS step_status,
-       (SELECT count(*) FROM announced) AS announced
+            THEN (SELECT s.status FROM ${schema}.run_step s WHERE s.run_id = i.run AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id) END AS step_status
 FROM input i LEFT JOIN fenced f ON f.id = i.run LEFT JOIN owner o ON o.id = i.run LEFT JOIN done d ON d.id = i.run`;
 
 export interface ToolResultRow {
@@ -318,8 +325,10 @@ export function claimedOutcomes(items: readonly ClaimedItem[], rows: readonly Cl
 
 /** The step path's statements, their tables in `schema`. */
 export const stepBatchSql = (schema: SchemaSql) => ({
-  MODEL_STEPS: statement(schema, 'durable_agent_checkpoint_model', modelSteps(schema, false)),
-  FINAL_MODEL_STEPS: statement(schema, 'durable_agent_checkpoint_model_final', modelSteps(schema, true)),
+  MODEL_STEPS: statement(schema, 'durable_agent_checkpoint_model', modelSteps(schema, false, false)),
+  MODEL_STEPS_STREAMED: statement(schema, 'durable_agent_checkpoint_model_streamed', modelSteps(schema, false, true)),
+  FINAL_MODEL_STEPS: statement(schema, 'durable_agent_checkpoint_model_final', modelSteps(schema, true, false)),
+  FINAL_MODEL_STEPS_STREAMED: statement(schema, 'durable_agent_checkpoint_model_final_streamed', modelSteps(schema, true, true)),
   TOOL_RESULTS: statement(schema, 'durable_agent_finish_tool', toolResults(schema)),
   CLAIMS: statement(schema, 'durable_agent_events_claimed', claims(schema)),
 });

@@ -10,7 +10,7 @@ import { RUN_EVENT_CHANNEL } from '../../src/db/notifications.ts';
 import type { StoredEvent } from '../../src/store/run-events.ts';
 import { newEvent } from '../../src/ports/new-event.ts';
 import { RunEvents } from '../../src/store/run-events.ts';
-import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { storedEvents, testDatabase, type TestDatabase } from '../support/db.ts';
 import type { LlmClient } from '../../src/llm/types.ts';
 import type { Lease } from '../../src/ports/engine-store.ts';
 import type { RunId } from '../../src/domain/types.ts';
@@ -121,10 +121,13 @@ it('announces every write of a followed run with the highest id it wrote: claim,
     expect((await worker.runOnce())?.status).toBe('SUCCEEDED');
     expect(executed).toEqual(['T-9']);
 
-    // Every transaction that wrote events announced the highest id it wrote, whichever writer it was
-    // (a checkpoint's statement, the claim's function, the triggers that start a wait or end the run).
-    const { rows } = await db.pool.query<{ type: string; id: string; last_of_xact: boolean }>(
-      `SELECT type, id, id = max(id) OVER (PARTITION BY xmin::text) AS last_of_xact FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id`,
+    // Every write of events announced them, whichever writer it was (a checkpoint's statement, the
+    // claim's function, the triggers that start a wait or end the run): each event has an announcement
+    // at or after its id, each announcement names an event, and the last names the last event. The
+    // transactions of run_event rows, by their xmin, each announced their highest id.
+    const rows = await storedEvents(db.pool, run.id);
+    const { rows: lastOfXact } = await db.pool.query<{ id: string }>(
+      `SELECT max(id) AS id FROM durable_agent.run_event WHERE run_id = $1 GROUP BY xmin::text`,
       [run.id],
     );
     expect(rows.map((r) => r.type)).toEqual(
@@ -138,8 +141,11 @@ it('announces every write of a followed run with the highest id it wrote: claim,
         'run.finished',
       ]),
     );
-    await waitFor('the announcements', async () => rows.filter((r) => r.last_of_xact).every((r) => announced.has(Number(r.id))), 5_000);
-    expect(Math.max(...announced)).toBe(Number(rows.at(-1)!.id));
+    await waitFor('the announcements', async () => announced.has(rows.at(-1)!.id), 5_000);
+    expect(lastOfXact.filter((r) => !announced.has(Number(r.id)))).toEqual([]);
+    for (const e of rows) expect([...announced].some((a) => a >= e.id)).toBe(true);
+    expect([...announced].filter((a) => !rows.some((e) => e.id === a))).toEqual([]);
+    expect(Math.max(...announced)).toBe(rows.at(-1)!.id);
   } finally {
     await listener.end();
   }
@@ -187,12 +193,7 @@ function gatedModel() {
 
 describe('a model step of a run nobody follows', () => {
   const types = async (runId: string) =>
-    (
-      await db.pool.query<{ type: string; data: { text?: string } }>(
-        'SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id',
-        [runId],
-      )
-    ).rows;
+    (await storedEvents(db.pool, runId)).map((e) => ({ type: e.type, data: JSON.parse(e.data) as { text?: string } }));
   const listening = () => workerListening(db.pool);
 
   it('writes its streamed text with the checkpoint, the same events in the same order', async () => {
@@ -244,13 +245,21 @@ describe("a run's end", () => {
       `UPDATE durable_agent.run SET status = 'FAILED', error = 'stopped', finished_at = now(), locked_by = NULL WHERE id = $1`,
       [runId],
     );
-    return (
-      await db.pool.query<{ type: string; data: Record<string, unknown> }>(
-        'SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id',
-        [runId],
-      )
-    ).rows;
+    return (await storedEvents(db.pool, runId)).map((e) => ({ type: e.type, data: JSON.parse(e.data) as Record<string, unknown> }));
   };
+  /** Model step `seq` done: its row, which carries its step.finished. */
+  const stepDone = (lease: Lease, id: RunId, seq: number) =>
+    db.store.checkpointModel(id, lease, {
+      seq,
+      request: { model: 'm', maxTokens: 10, systemDigest: null, toolsDigest: null },
+      content: [{ type: 'text', text: 'one' }],
+      stopReason: 'end_turn',
+      usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+      budgetTokens: 2,
+      attempts: 1,
+      costUsd: 0,
+      latencyMs: 5,
+    });
   const streaming = async (steps: (lease: Lease, events: RunEvents, runId: RunId) => Promise<void>) => {
     const run = await newRun(db.records, 'stream and stop');
     const [claimed] = await db.store.claim({ worker: 'E', leaseMs: 60_000 }, 1, [], undefined);
@@ -267,7 +276,7 @@ describe("a run's end", () => {
         newEvent('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }),
         newEvent('text.delta', { seq: 1, attempt: 1, text: 'one' }),
       ]);
-      await events.append(id, lease, [newEvent('step.finished', { seq: 1, kind: 'MODEL', status: 'DONE', latencyMs: 5 })]);
+      await stepDone(lease, id, 1);
       await events.append(id, lease, [
         newEvent('step.started', { seq: 3, kind: 'MODEL', attempt: 1 }),
         newEvent('text.delta', { seq: 3, attempt: 1, text: 'th' }),
@@ -291,7 +300,7 @@ describe("a run's end", () => {
         newEvent('step.started', { seq: 1, kind: 'MODEL', attempt: 1 }),
         newEvent('text.delta', { seq: 1, attempt: 1, text: 'one' }),
       ]);
-      await events.append(id, lease, [newEvent('step.finished', { seq: 1, kind: 'MODEL', status: 'DONE', latencyMs: 5 })]);
+      await stepDone(lease, id, 1);
     });
     expect((await ended(runId)).map((r) => r.type)).toEqual(['run.started', 'step.started', 'text.delta', 'step.finished', 'run.finished']);
   });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseLostError, StepNotStartedError } from '../../src/domain/errors.ts';
 import type { Lease, ModelCheckpoint, ToolStart } from '../../src/ports/engine-store.ts';
 import { RunStore } from '../../src/store/run-store.ts';
-import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { storedEvents, testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease, newRun, waitFor } from '../support/engine.ts';
 
 let db: TestDatabase;
@@ -60,11 +60,7 @@ function modelStep(seq: number, text: string, tokens: number): ModelCheckpoint {
 const nextTool = (text: string): ToolStart => ({ seq: 2, toolUseId: `toolu_${text}`, toolName: 'lookup', input: { key: text } });
 
 async function eventTypes(runId: string, started = false): Promise<string[]> {
-  const { rows } = await db.pool.query<{ type: string }>(
-    `SELECT type FROM durable_agent.run_event WHERE run_id = $1 AND ($2 OR type <> 'run.started') ORDER BY id`,
-    [runId, started],
-  );
-  return rows.map((r) => r.type);
+  return (await storedEvents(db.pool, runId)).map((e) => e.type).filter((t) => started || t !== 'run.started');
 }
 
 describe('batched step writes', () => {

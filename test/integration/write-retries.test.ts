@@ -38,6 +38,10 @@ const lookup = (executions: string[]) =>
     },
   });
 
+// A model step's checkpoint goes out as one of two statements: with its streamed events, or with none.
+const MODEL_STEP = /^durable_agent_checkpoint_model(_streamed)?$/;
+const FINAL_MODEL_STEP = /^durable_agent_checkpoint_model_final(_streamed)?$/;
+
 const adminShutdown = () => Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
 
 describe('a write whose reply was lost after it committed', () => {
@@ -45,7 +49,7 @@ describe('a write whose reply was lost after it committed', () => {
     const run = await newRun(db.records);
     const executions: string[] = [];
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', {}, 100, 20).thenText('done', 150, 5);
-    flaky.inject({ match: 'durable_agent_checkpoint_model', when: 'after' });
+    flaky.inject({ match: MODEL_STEP, when: 'after' });
 
     expect((await testWorker(store, llm, [lookup(executions)], { name: 'A' }).runOnce())?.status).toBe('SUCCEEDED');
 
@@ -64,7 +68,7 @@ describe('a write whose reply was lost after it committed', () => {
     const run = await newRun(db.records);
     const finished: string[] = [];
     const llm = new ScriptedLlm().thenText('the answer', 150, 5);
-    flaky.inject({ match: 'durable_agent_checkpoint_model_final', when: 'after' });
+    flaky.inject({ match: FINAL_MODEL_STEP, when: 'after' });
 
     const w = testWorker(store, llm, [], { name: 'A', events: [{ runFinished: (e) => finished.push(e.status) }] });
     expect((await w.runOnce())?.status).toBe('SUCCEEDED');
@@ -109,7 +113,7 @@ describe('a write that never reached the server', () => {
   it('is tried again until it goes through', async () => {
     const run = await newRun(db.records);
     const llm = new ScriptedLlm().thenToolUse('toolu_1', 'lookup', {}).thenText('done');
-    flaky.inject({ match: 'durable_agent_checkpoint_model', when: 'before', times: 2, error: adminShutdown });
+    flaky.inject({ match: MODEL_STEP, when: 'before', times: 2, error: adminShutdown });
     flaky.inject({ match: 'durable_agent_finish_tool', when: 'before', times: 2 });
 
     expect((await testWorker(store, llm, [lookup([])], { name: 'A' }).runOnce())?.status).toBe('SUCCEEDED');
@@ -123,7 +127,7 @@ describe('a write that never reached the server', () => {
     const run = await newRun(db.records);
     const llm = new ScriptedLlm().thenText('A answers, too late');
     flaky.inject({
-      match: 'durable_agent_checkpoint_model_final',
+      match: FINAL_MODEL_STEP,
       when: 'before',
       onFire: async () => {
         await expireLease(db.pool, run.id);

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Message, StepSummary } from '../../src/domain/types.ts';
 import { defineTool, type Tool } from '../../src/tools/types.ts';
 import { killAll } from '../support/child-processes.ts';
-import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { storedEvents, testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun, testWorker, waitFor } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
 
@@ -72,10 +72,7 @@ describe('tool calls of one turn', () => {
     ]);
     const b = tools[1]!;
     for (const other of [tools[0]!, tools[2]!]) expect(overlap(b, other)).toBe(false);
-    const { rows } = await db.pool.query<{ type: string; data: { seq: number } }>(
-      'SELECT type, data FROM durable_agent.run_event WHERE run_id = $1 ORDER BY id',
-      [run.id],
-    );
+    const rows = (await storedEvents(db.pool, run.id)).map((e) => ({ type: e.type, data: JSON.parse(e.data) as { seq: number } }));
     for (const t of tools) {
       for (const type of ['tool.started', 'tool.finished', 'step.finished']) {
         expect(

@@ -4,6 +4,9 @@ import { inject } from 'vitest';
 import { createPool } from '../../src/db/pool.ts';
 import { RunRecords } from '../../src/store/run-records.ts';
 import { RunStore } from '../../src/store/run-store.ts';
+import { RunEvents, type StoredEvent } from '../../src/store/run-events.ts';
+import type { RunId } from '../../src/domain/types.ts';
+import type { Sealer } from '../../src/store/encryption.ts';
 
 export interface TestDatabase {
   url: string;
@@ -45,4 +48,18 @@ export async function testDatabase(): Promise<TestDatabase> {
       await admin.end();
     },
   };
+}
+
+/**
+ * Every event of run `runId` as readers get them (their ids, types and data as JSON text), from
+ * run_event and from the step rows that carry theirs (src/store/step-events.ts).
+ */
+export async function storedEvents(pool: pg.Pool, runId: string, sealer?: Sealer): Promise<StoredEvent[]> {
+  const events = new RunEvents(pool, sealer ? { sealer } : {});
+  const all: StoredEvent[] = [];
+  for (;;) {
+    const page = await events.page(runId as RunId, all.at(-1)?.id ?? 0, 1000);
+    all.push(...page);
+    if (page.length < 1000) return all;
+  }
 }

@@ -6,8 +6,8 @@
 import type pg from 'pg';
 
 export interface Fault {
-  /** Which statements: the name of a prepared statement (`durable_agent_…`) or a piece of the SQL text. */
-  match: string;
+  /** Which statements: the name of a prepared statement (`durable_agent_…`) or a piece of the SQL text; or a pattern of names. */
+  match: string | RegExp;
   when: 'before' | 'after';
   /** How many matching statements fail, one after another. Default 1. */
   times?: number;
@@ -38,7 +38,8 @@ export function flakyPool(real: pg.Pool): FlakyPool {
         value: async (config: string | pg.QueryConfig, values?: unknown[]) => {
           const name = typeof config === 'string' ? '' : (config.name ?? '');
           const text = typeof config === 'string' ? config : config.text;
-          const fault = faults.find((f) => f.left > 0 && (name === f.match || text.includes(f.match)));
+          const matches = (m: string | RegExp) => (typeof m === 'string' ? name === m || text.includes(m) : m.test(name));
+          const fault = faults.find((f) => f.left > 0 && matches(f.match));
           if (!fault) return real.query(config as pg.QueryConfig, values);
           fault.left--;
           state.fired++;
