@@ -72,9 +72,10 @@ async function main() {
     const owner = { worker: 'bench', leaseMs: 60_000 };
     const results: Record<string, number | string> = { database: description, at: new Date().toISOString() };
 
-    // The floor, a single-row INSERT committed on its own (one round trip, one WAL flush), measured in
-    // turn with a fenced model checkpoint and a tool step as the driver writes them, so that all three
-    // see the same disk and the same load (commit latency here drifts from minute to minute).
+    // The floor, a single-row INSERT committed on its own (one round trip, one WAL flush) of a row the
+    // size of the model step's (its content), measured in turn with a fenced model checkpoint and a
+    // tool step as the driver writes them, so that all three see the same disk and the same load
+    // (commit latency here drifts from minute to minute).
     await pool.query('CREATE TABLE bench_commit (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text)');
     const commits: number[] = [];
     const checkpoints: number[] = [];
@@ -88,15 +89,17 @@ async function main() {
       order: 'A-1042',
       items: Array.from({ length: 12 }, (_, i) => ({ sku: `SKU-${i}`, qty: i + 1, note: 'in stock' })),
     });
+    const content = (seq: number) => [
+      { type: 'text' as const, text: prose },
+      { type: 'tool_use' as const, id: `t${seq}`, name: 'noop', input: { order: 'A-1042' } },
+    ];
+    const floorRow = JSON.stringify(content(1));
     const steps = async (s: RunStore, run: RunId, lease: Lease, seq: number, into: { checkpoints: number[]; tools: number[] }) => {
       const t = performance.now();
       await s.checkpointModel(run, lease, {
         seq,
         request: { model: 'bench', maxTokens: 1024, systemDigest: null, toolsDigest: null },
-        content: [
-          { type: 'text', text: prose },
-          { type: 'tool_use', id: `t${seq}`, name: 'noop', input: { order: 'A-1042' } },
-        ],
+        content: content(seq),
         stopReason: 'tool_use',
         usage: { inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
         budgetTokens: 120,
@@ -132,7 +135,7 @@ async function main() {
       const sealedLease = (await sealedStore.claim(owner, 1))[0]!.lease;
       for (let seq = 1; seq <= 400; seq += 2) {
         const t0 = performance.now();
-        await pool.query('INSERT INTO bench_commit (body) VALUES ($1)', ['x']);
+        await pool.query('INSERT INTO bench_commit (body) VALUES ($1)', [floorRow]);
         commits.push(performance.now() - t0);
         await steps(store, run.id, lease, seq, { checkpoints, tools: toolSteps });
         await steps(sealedStore, sealedRun.id, sealedLease, seq, { checkpoints: sealedCheckpoints, tools: sealedToolSteps });
@@ -323,7 +326,7 @@ async function main() {
 
     const num = (k: string) => results[k] as number;
     const rows: [string, string, string][] = [
-      ['bare INSERT commit p50 (floor)', `${num('commitP50Ms')} ms`, ''],
+      ['bare INSERT commit p50 (floor)', `${num('commitP50Ms')} ms`, "a row the size of the model step's"],
       [
         'model checkpoint p50',
         `${num('modelCheckpointP50Ms')} ms`,

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { ModelStepItem } from '../src/store/step-batch-sql.ts';
 import { schemaSql } from '../src/db/schema.ts';
-import { forItems, stepBatchSql, stepItem } from '../src/store/step-batch-sql.ts';
+import { stepBatchSql, stepItem } from '../src/store/step-batch-sql.ts';
 import { mergeIntoLatest, withScratchDatabase } from './scratch-database.ts';
 
 const CONNECTIONS = 8;
@@ -76,7 +76,7 @@ async function measure(pool: pg.Pool, size: number): Promise<{ statementsPerSeco
       const mine = runs.slice(c * size, (c + 1) * size);
       for (let seq = 1; performance.now() < until; seq += 2) {
         const items = mine.map((r) => item(r, seq));
-        const { rowCount } = await pool.query({ ...forItems(items, MODEL_STEPS), values: [JSON.stringify(items)] });
+        const { rowCount } = await pool.query({ ...MODEL_STEPS(items, false), values: [JSON.stringify(items)] });
         if (rowCount !== size) throw new Error(`a statement of ${size} runs wrote ${rowCount}`);
         statements++;
       }

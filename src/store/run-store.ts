@@ -175,25 +175,16 @@ export class RunStore implements EngineStore {
   ) {
     ({ redact: this.redact, sealer: this.sealer } = writePolicy(opts));
     this.sql = runStoreSql(schemaSql(opts.schema));
-    const { MODEL_STEPS, MODEL_STEPS_STREAMED, FINAL_MODEL_STEPS, FINAL_MODEL_STEPS_STREAMED, TOOL_RESULTS } = this.sql.batches;
-    // A batch with no streamed events to write goes out as the statement without their CTE.
-    const streamed = (items: readonly ModelStepItem[]) => items.some((i) => i.events.length > 0);
+    const { MODEL_STEPS, TOOL_RESULTS } = this.sql.batches;
     this.records = new RunRecords(db, opts);
     this.events = new RunEvents(db, { ...opts, sealer: this.sealer });
-    this.modelSteps = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ModelStepRow>(
-        withFields(forItems(items, streamed(items) ? MODEL_STEPS_STREAMED : MODEL_STEPS), { values: [json] }),
-      );
-      return modelStepOutcomes(items, rows);
-    });
-    this.finalModelSteps = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ModelStepRow>(
-        withFields(forItems(items, streamed(items) ? FINAL_MODEL_STEPS_STREAMED : FINAL_MODEL_STEPS), {
-          values: [json],
-        }),
-      );
-      return modelStepOutcomes(items, rows);
-    });
+    const modelSteps = <I extends ModelStepItem>(final: boolean) =>
+      new WriteBatches<I, FencedWrite>(async (items, json) => {
+        const { rows } = await this.db.query<ModelStepRow>(withFields(MODEL_STEPS(items, final), { values: [json] }));
+        return modelStepOutcomes(items, rows);
+      });
+    this.modelSteps = modelSteps(false);
+    this.finalModelSteps = modelSteps<ModelStepItem & RunEndFields>(true);
     this.toolResults = new WriteBatches(async (items, json) => {
       const { rows } = await this.db.query<ToolResultRow>(withFields(forItems(items, TOOL_RESULTS), { values: [json] }));
       return toolResultOutcomes(items, rows);

@@ -116,7 +116,7 @@ const FENCED = (schema: SchemaSql, many: boolean, extra = '') => `fenced AS (
   })`;
 
 /** A statement in its two forms: over one item, and over a batch (named `<name>_batch`). */
-interface BatchStatement {
+export interface BatchStatement {
   one: NamedStatement;
   many: NamedStatement;
 }
@@ -162,12 +162,21 @@ const STREAMED = (schema: SchemaSql) => `events AS (
   RETURNING run_id)`;
 
 /**
- * A model step: one the run goes on from (the lease renewed, the next tool call started), or with
- * `final` its last (the run ends with it: status, output, error, stop reason; the lease given up).
- * With `streamed`, the items' `events` are written first; without, the statement has no CTE for
- * them (which costs even when it writes nothing), and the items' are ignored.
+ * Which parts a model step statement has. A CTE costs even when it writes nothing (locks on its table
+ * and indexes, executor start and end: ~0.03 ms each), so a batch goes out as the form without the
+ * parts none of its items needs: `streamed`, their `events` written first; `next`, the next tool
+ * call's STARTED row. `final` is a run's last step (the run ends with it: status, output, error, stop
+ * reason; the lease given up), which starts no tool call; otherwise the lease is renewed.
  */
-const modelSteps = (schema: SchemaSql, final: boolean, streamed: boolean) => (many: boolean) => `WITH input AS (
+interface ModelStepForm {
+  final: boolean;
+  streamed: boolean;
+  next: boolean;
+}
+
+const modelSteps =
+  (schema: SchemaSql, { final, streamed, next }: ModelStepForm) =>
+  (many: boolean) => `WITH input AS (
   SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, events json, tokens bigint, cost numeric, seq int, request jsonb, content json,
     stop_reason text, input_tokens int, output_tokens int, cache_creation int, cache_read int, attempts int, latency_ms int${
       final
@@ -175,8 +184,7 @@ const modelSteps = (schema: SchemaSql, final: boolean, streamed: boolean) => (ma
     end_status text, end_output text, end_error text, end_reason text`
         : ''
     })),
-${FENCED(schema, many)},
-owner AS (
+${many ? `${FENCED(schema, many)},\n` : ''}owner AS (
   UPDATE ${schema}.run r
   SET ${
     final
@@ -184,8 +192,12 @@ owner AS (
       : "locked_until = now() + i.lease_ms * interval '1 millisecond'"
   },
       updated_at = now(), tokens_used = r.tokens_used + i.tokens, cost_usd = r.cost_usd + i.cost
-  FROM fenced f JOIN input i ON i.run = f.id
-  WHERE r.id = f.id AND ${FENCE_OF('r', 'i')}
+  ${
+    // One item locks nothing first (see FENCED): its run is found by id, and fenced, by the UPDATE itself.
+    many
+      ? 'FROM fenced f JOIN input i ON i.run = f.id\n  WHERE r.id = f.id'
+      : 'FROM input i\n  WHERE r.id = ANY (ARRAY(SELECT run FROM input)) AND r.id = i.run'
+  } AND ${FENCE_OF('r', 'i')}
   RETURNING r.id, r.tokens_used, r.cancel_requested),${streamed ? `\n${STREAMED(schema)},` : ''}
 step AS (
   INSERT INTO ${schema}.run_step AS t (run_id, seq, kind, status, request, response, stop_reason, input_tokens, output_tokens,
@@ -195,10 +207,17 @@ step AS (
          i.cache_creation, i.cache_read, i.cost, i.attempts, i.latency_ms, i.worker, now() - i.latency_ms * interval '1 millisecond', now(),
          ${fencedSql(schema).NEXT_EVENT_ID}
   FROM owner o JOIN input i ON i.run = o.id${streamed ? `\n  WHERE ${AFTER('events')}` : ''}
-  RETURNING ${fencedSql(schema).ANNOUNCE('t.run_id', 't.finished_event')} AS announced),
-${NEXT(schema, 'step')}
-SELECT o.id, o.tokens_used, o.cancel_requested, ${STARTS_NEXT('i', 'o')} AS next_started
+  RETURNING ${fencedSql(schema).ANNOUNCE('t.run_id', 't.finished_event')} AS announced)${next ? `,\n${NEXT(schema, 'step')}` : ''}
+SELECT o.id, o.tokens_used, o.cancel_requested, ${next ? STARTS_NEXT('i', 'o') : 'false'} AS next_started
 FROM owner o JOIN input i ON i.run = o.id`;
+
+/** The name of a model step statement's form (see ModelStepForm). */
+const modelStepName = ({ final, streamed, next }: ModelStepForm) =>
+  `durable_agent_checkpoint_model${final ? '_final' : ''}${streamed ? '_streamed' : ''}${next || final ? '' : '_alone'}`;
+
+const MODEL_STEP_FORMS: readonly ModelStepForm[] = [false, true].flatMap((final) =>
+  [false, true].flatMap((streamed) => (final ? [false] : [true, false]).map((next) => ({ final, streamed, next }))),
+);
 
 /** What a final model step adds to its item: how the run ends (texts made storable and redacted by the caller). */
 export interface RunEndFields {
@@ -323,12 +342,26 @@ export function claimedOutcomes(items: readonly ClaimedItem[], rows: readonly Cl
   });
 }
 
+/** Every form of the model step statement, by name (see ModelStepForm). */
+const modelStepForms = (schema: SchemaSql): ReadonlyMap<string, BatchStatement> =>
+  new Map(MODEL_STEP_FORMS.map((f) => [modelStepName(f), statement(schema, modelStepName(f), modelSteps(schema, f))]));
+
+/** The statement of a batch of model steps, final or not, in the form its items need. */
+const modelStepsOf =
+  (forms: ReadonlyMap<string, BatchStatement>) =>
+  (items: readonly ModelStepItem[], final: boolean): NamedStatement => {
+    const form = { final, streamed: items.some((i) => i.events.length > 0), next: !final && items.some((i) => i.next_seq !== null) };
+    return forItems(items, forms.get(modelStepName(form))!);
+  };
+
 /** The step path's statements, their tables in `schema`. */
-export const stepBatchSql = (schema: SchemaSql) => ({
-  MODEL_STEPS: statement(schema, 'durable_agent_checkpoint_model', modelSteps(schema, false, false)),
-  MODEL_STEPS_STREAMED: statement(schema, 'durable_agent_checkpoint_model_streamed', modelSteps(schema, false, true)),
-  FINAL_MODEL_STEPS: statement(schema, 'durable_agent_checkpoint_model_final', modelSteps(schema, true, false)),
-  FINAL_MODEL_STEPS_STREAMED: statement(schema, 'durable_agent_checkpoint_model_final_streamed', modelSteps(schema, true, true)),
-  TOOL_RESULTS: statement(schema, 'durable_agent_finish_tool', toolResults(schema)),
-  CLAIMS: statement(schema, 'durable_agent_events_claimed', claims(schema)),
-});
+export const stepBatchSql = (schema: SchemaSql) => {
+  const MODEL_STEP_FORMS = modelStepForms(schema);
+  return {
+    MODEL_STEP_FORMS,
+    /** A batch of model steps, in the form its items need. */
+    MODEL_STEPS: modelStepsOf(MODEL_STEP_FORMS),
+    TOOL_RESULTS: statement(schema, 'durable_agent_finish_tool', toolResults(schema)),
+    CLAIMS: statement(schema, 'durable_agent_events_claimed', claims(schema)),
+  };
+};

@@ -8,11 +8,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schemaSql } from '../../src/db/schema.ts';
 import { leaseRenewalSql } from '../../src/store/lease-renewal.ts';
-import { stepBatchSql } from '../../src/store/step-batch-sql.ts';
+import { type BatchStatement, stepBatchSql } from '../../src/store/step-batch-sql.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { newRun } from '../support/engine.ts';
 
-const { CLAIMS, FINAL_MODEL_STEPS, MODEL_STEPS, TOOL_RESULTS } = stepBatchSql(schemaSql());
+const { CLAIMS, MODEL_STEP_FORMS, TOOL_RESULTS } = stepBatchSql(schemaSql());
 const { RENEW_LEASES } = leaseRenewalSql(schemaSql());
 
 let db: TestDatabase;
@@ -58,9 +58,8 @@ describe('with statistics that say no run is RUNNING', () => {
     expect(plain.runIndexes).toEqual(['run_status_idx']);
   });
 
-  it.each([
-    ['a model step', MODEL_STEPS],
-    ['a final model step', FINAL_MODEL_STEPS],
+  it.each<[string, BatchStatement]>([
+    ...[...MODEL_STEP_FORMS].map(([name, statement]): [string, BatchStatement] => [`a model step (${name})`, statement]),
     ['a tool result', TOOL_RESULTS],
     ['a claim', CLAIMS],
   ])('%s, alone and in a batch, reads runs through their primary key, if through any index', async (_what, statement) => {

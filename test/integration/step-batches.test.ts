@@ -138,7 +138,7 @@ describe('batched step writes', () => {
     const runs = await claimed(8);
     // Step 1 of run 5 is there already: writing it again breaks the step's primary key.
     await store.checkpointModel(runs[5]!.id as never, runs[5]!.lease, modelStep(1, 'first', 1));
-    const before = sent('checkpoint_model');
+    const before = sent('checkpoint_model_alone'); // steps that start no tool call
     const outcomes = await Promise.allSettled(runs.map((r, i) => store.checkpointModel(r.id as never, r.lease, modelStep(1, `p${i}`, 3))));
     expect(outcomes.map((o) => o.status)).toEqual([
       'fulfilled',
@@ -152,7 +152,7 @@ describe('batched step writes', () => {
     ]);
     expect((outcomes[5] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' });
     // Four alone while slots were free, the other four in one batch that failed, then each of them alone.
-    expect(sent('checkpoint_model') - before).toBe(4 + 1 + 4);
+    expect(sent('checkpoint_model_alone') - before).toBe(4 + 1 + 4);
     expect(await db.records.state(runs[5]!.id as never)).toMatchObject({ tokensUsed: 2 });
     for (const [i, r] of runs.entries()) {
       if (i !== 5) expect((await db.store.steps(r.id as never)).map((s) => s.response)).toEqual([modelStep(1, `p${i}`, 0).content]);

@@ -38,8 +38,8 @@ const lookup = (executions: string[]) =>
     },
   });
 
-// A model step's checkpoint goes out as one of two statements: with its streamed events, or with none.
-const MODEL_STEP = /^durable_agent_checkpoint_model(_streamed)?$/;
+// A model step's checkpoint goes out in the form it needs: with or without streamed events, a next tool call.
+const MODEL_STEP = /^durable_agent_checkpoint_model(_streamed)?(_alone)?$/;
 const FINAL_MODEL_STEP = /^durable_agent_checkpoint_model_final(_streamed)?$/;
 
 const adminShutdown = () => Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });

@@ -26,7 +26,10 @@ describe('the schema in statements', () => {
     expect(statementName('durable_agent_claim', schemaSql('agents_here'))).toBe(other);
     expect(statementName('durable_agent_claim', schemaSql('agents_there'))).not.toBe(other);
     // PostgreSQL compares a name's first 63 bytes: two long schema names that start alike still differ there.
-    const long = (tail: string) => stepBatchSql(schemaSql(`tenant_with_a_rather_long_schema_name_for_${tail}`)).FINAL_MODEL_STEPS.many.name;
+    const long = (tail: string) =>
+      stepBatchSql(schemaSql(`tenant_with_a_rather_long_schema_name_for_${tail}`)).MODEL_STEP_FORMS.get(
+        'durable_agent_checkpoint_model_final',
+      )!.many.name;
     expect(long('production').length).toBeLessThanOrEqual(63);
     expect(long('production')).not.toBe(long('staging'));
   });
