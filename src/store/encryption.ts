@@ -19,7 +19,7 @@ import { EncryptionError } from '../domain/errors.ts';
 
 export const ENVELOPE_PREFIX = 'da.enc:1:';
 /** What every stored form other than a plain value starts with. */
-const MARK = 'da.';
+export const MARK = 'da.';
 /** Before a plain value that would otherwise read as an envelope or as escaped. */
 const RAW = 'da.raw:';
 const escaped = (plain: string) => (plain.startsWith('da.enc:') || plain.startsWith(RAW) ? RAW + plain : plain);

@@ -8,7 +8,7 @@
 import type { SchemaSql } from '../db/schema.ts';
 import { storableValue } from '../core/storable.ts';
 import { TOOL_OUTPUT_MAX_CHARS } from '../events/protocol.ts';
-import { ENVELOPE_PREFIX } from './encryption.ts';
+import { MARK } from './encryption.ts';
 
 /** An event as read, its data as the JSON text stored (served to SSE readers as is). */
 export interface StoredEvent {
@@ -32,7 +32,7 @@ export interface StepEventRow {
   tool_name: string | null;
   tool_use_id: string | null;
   tool_input: unknown;
-  /** A TOOL step's result as stored, cut to one character past what tool.finished keeps (whole when sealed). */
+  /** A TOOL step's result as stored, cut to one character past what tool.finished keeps (whole when sealed or escaped). */
   output: string | null;
   started_event: number | null;
   finished_event: number | null;
@@ -55,7 +55,7 @@ export const STEP_EVENT_ROWS = (schema: SchemaSql) => `
                jsonb_typeof(s.request -> 'compaction') = 'object' AS compaction,
                s.tool_name, s.tool_use_id, s.tool_input,
                CASE WHEN s.kind <> 'TOOL' OR s.finished_event IS NULL THEN NULL
-                    WHEN s.response LIKE '${ENVELOPE_PREFIX}%' THEN s.response
+                    WHEN s.response LIKE '${MARK}%' THEN s.response
                     ELSE left(s.response, ${TOOL_OUTPUT_MAX_CHARS + 1}) END AS output,
                s.started_event, s.finished_event,
                least(CASE WHEN s.started_event >= $2 THEN greatest(s.started_event, $2 + 1) END,

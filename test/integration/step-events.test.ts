@@ -172,6 +172,22 @@ describe('events read from step rows', () => {
     });
   }
 
+  it('cuts a long result that reads like a sealed value where it cut the result itself', async () => {
+    const run = await newRun(db.records, 'looks sealed');
+    const [claimed] = await db.store.claim({ worker: 'W', leaseMs: 60_000 }, 1);
+    const result = `da.enc:1:not-really ${'z'.repeat(17_000)}`;
+    await db.store.startTool(run.id, claimed!.lease, { seq: 1, toolUseId: 'toolu_s', toolName: 'lookup', input: {} });
+    await db.store.finishTool(run.id, claimed!.lease, { seq: 1, toolUseId: 'toolu_s', status: 'DONE', result, latencyMs: 0 });
+    const finished = (await storedEvents(db.pool, run.id)).find((e) => e.type === 'tool.finished');
+    expect(JSON.parse(finished!.data)).toEqual({
+      seq: 1,
+      toolUseId: 'toolu_s',
+      isError: false,
+      output: result.slice(0, 16_384),
+      truncated: true,
+    });
+  });
+
   it('leaves the step rows of before alone: their events are the rows they wrote', async () => {
     const run = await newRun(db.records, 'from before');
     // A step as a checkpoint before migration 0023 wrote it: the row without ids, its events as rows.
