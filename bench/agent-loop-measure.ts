@@ -6,6 +6,16 @@
 import fs from 'node:fs';
 import v8 from 'node:v8';
 
+/**
+ * The process's own peak resident set, in KB: Linux's high-water mark of its memory since it was
+ * started (VmHWM). Not getrusage's maxRSS, which Linux carries across exec: a child reports at least
+ * its parent's resident set at the fork (~280 MB after the rest of `npm run bench`), whatever it used.
+ */
+function peakRssKb(): number {
+  const hwm = /^VmHWM:\s+(\d+) kB$/m.exec(fs.existsSync('/proc/self/status') ? fs.readFileSync('/proc/self/status', 'utf8') : '');
+  return hwm ? Number(hwm[1]) : process.resourceUsage().maxRSS;
+}
+
 /** Model calls per run: the stand-in asks for one tool call in each answer but the last. */
 export const TURNS = 6;
 /** Steps per run: the model calls and the tool steps between them. */
@@ -80,7 +90,7 @@ export async function measure(work: (started: () => void) => Promise<number>): P
     seconds: Number(seconds.toFixed(3)),
     stepsPerSecond: Math.round(steps / seconds),
     cpuMsPerStep: Number(((cpu.user + cpu.system) / 1000 / steps).toFixed(3)),
-    peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
+    peakRssMb: Math.round(peakRssKb() / 1024),
     peakHeapMb: Math.round(heap / 2 ** 20),
     peakExternalMb: Math.round(external / 2 ** 20),
   };
