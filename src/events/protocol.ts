@@ -1,9 +1,10 @@
 /**
  * The live events of a run: what a reader of `GET /api/runs/{id}/events` receives, defined once.
  *
- * A run's events are rows (table run_event) with ids that are positive and strictly increasing within
- * the run; they are written by the worker in the transaction of the checkpoint they describe
- * (step.finished, tool.finished, tool.started of a STARTED row), by a trigger in the transaction that
+ * A run's events have ids that are positive and strictly increasing within the run; they are written
+ * by the worker in the transaction of the checkpoint they describe (step.finished, tool.finished,
+ * tool.started of a STARTED row: read from that step's row, src/store/step-events.ts; the others are
+ * rows of table run_event), by a trigger in the transaction that
  * ends the run (run.finished), or in small batches while a model streams (text.delta: see
  * DELTA_BATCH; in a run nobody follows, the step's stream goes in with its checkpoint, see
  * src/engine/step-stream.ts). Any API process serves them from a cursor and then follows the run live; the worker and

@@ -162,7 +162,7 @@ export interface ToolStart {
 
 export interface ToolFinish {
   toolUseId: string;
-  /** The tool step's seq, for its events. */
+  /** The tool step's seq, as the caller knows it (the store finds the step by its tool_use id; its events carry the row's own). */
   seq?: number;
   status: Exclude<StepStatus, 'STARTED'>;
   result: string;

@@ -67,8 +67,9 @@ export const fencedSql = (schema: SchemaSql) => {
   RETURNING id, tokens_used, cancel_requested)`,
 
     /**
-     * The optional STARTED row of the next tool call, written in the same statement as a checkpoint.
-     * Skipped when a cancel is pending: the guard would stop the run before that tool.
+     * The optional STARTED row of the next tool call, written in the same statement as the start of a
+     * wait (a sleep's call). Skipped when a cancel is pending: the guard would stop the run before that
+     * tool. It takes no event ids: that call has no step.started or tool.started, as it never had.
      */
     START_NEXT: (p: number) => `next AS (
   INSERT INTO ${schema}.run_step (run_id, seq, kind, status, tool_name, tool_use_id, worker)

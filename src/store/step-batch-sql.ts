@@ -4,8 +4,8 @@
  * every run of the batch what a one-run statement would: the fence and the lease renewal (or the run's
  * end), the step row, the next tool call's STARTED row, a model step's streamed events, the
  * announcement; a run whose fence fails writes nothing. The events that repeat a step row are read
- * from it (migration 0023): each row takes their ids, in order after the events written before it. The batch is one JSON parameter, an array of items (one per run, the run
- * at most once).
+ * from it (migration 0023): each row takes their ids, in order after the events written before it.
+ * The batch is one JSON parameter, an array of items (one per run, the run at most once).
  *
  * A batch of several runs locks their rows first, in id order, so two batches that each hold several of
  * them never wait for each other in a cycle (the lease renewal never waits: it skips a locked row).
@@ -215,7 +215,7 @@ FROM owner o JOIN input i ON i.run = o.id`;
 const modelStepName = ({ final, streamed, next }: ModelStepForm) =>
   `durable_agent_checkpoint_model${final ? '_final' : ''}${streamed ? '_streamed' : ''}${next || final ? '' : '_alone'}`;
 
-const MODEL_STEP_FORMS: readonly ModelStepForm[] = [false, true].flatMap((final) =>
+const FORMS: readonly ModelStepForm[] = [false, true].flatMap((final) =>
   [false, true].flatMap((streamed) => (final ? [false] : [true, false]).map((next) => ({ final, streamed, next }))),
 );
 
@@ -344,7 +344,7 @@ export function claimedOutcomes(items: readonly ClaimedItem[], rows: readonly Cl
 
 /** Every form of the model step statement, by name (see ModelStepForm). */
 const modelStepForms = (schema: SchemaSql): ReadonlyMap<string, BatchStatement> =>
-  new Map(MODEL_STEP_FORMS.map((f) => [modelStepName(f), statement(schema, modelStepName(f), modelSteps(schema, f))]));
+  new Map(FORMS.map((f) => [modelStepName(f), statement(schema, modelStepName(f), modelSteps(schema, f))]));
 
 /** The statement of a batch of model steps, final or not, in the form its items need. */
 const modelStepsOf =

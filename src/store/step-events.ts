@@ -41,32 +41,39 @@ export interface StepEventRow {
 /** Does a TOOL row hold a pair of ids from `id` on (a MODEL row: one)? */
 const PAIR = `(s.kind = 'TOOL')::int`;
 
+/** The first id after $2 of step row `s`'s events (null: none). */
+const FIRST_AFTER = `least(CASE WHEN s.started_event >= $2 THEN greatest(s.started_event, $2 + 1) END,
+                     CASE WHEN s.finished_event > $2 - ${PAIR} THEN greatest(s.finished_event, $2 + 1) END)`;
+
 /**
  * Up to $3 step rows of run $1 with an event after id $2, each as one JSON text (`data`; its `id`:
  * its first such event's id), in that order. Each row has at least one event after $2 whose id is at
- * most that of any event of a row left out, so their events begin with the first $3 events.
- * The scan is of the run's own steps (its primary key): no index on the ids, which a TOOL row's
- * finish would then have to update beside its row (no HOT update).
+ * most that of any event of a row left out, so their events begin with the first $3 events. The rows
+ * are chosen by their ids alone, and only those chosen are read whole. The scan is of the run's own
+ * steps (its primary key): no index on the ids, which a TOOL row's finish would then have to update
+ * beside its row (no HOT update). `type` is 'step', which no event type is.
  */
 export const STEP_EVENT_ROWS = (schema: SchemaSql) => `
-  SELECT k.id, 'step' AS type, row_to_json(k)::text AS data
-  FROM (SELECT s.seq, s.kind, s.status, s.stop_reason, s.input_tokens, s.output_tokens,
-               s.cache_read_input_tokens AS cache_read, s.cache_creation_input_tokens AS cache_creation, s.latency_ms,
-               jsonb_typeof(s.request -> 'compaction') = 'object' AS compaction,
-               s.tool_name, s.tool_use_id, s.tool_input,
-               CASE WHEN s.kind <> 'TOOL' OR s.finished_event IS NULL THEN NULL
-                    WHEN s.response LIKE '${MARK}%' THEN s.response
-                    ELSE left(s.response, ${TOOL_OUTPUT_MAX_CHARS + 1}) END AS output,
-               s.started_event, s.finished_event,
-               least(CASE WHEN s.started_event >= $2 THEN greatest(s.started_event, $2 + 1) END,
-                     CASE WHEN s.finished_event > $2 - ${PAIR} THEN greatest(s.finished_event, $2 + 1) END) AS id
+  SELECT k.id, 'step' AS type, row_to_json(d)::text AS data
+  FROM (SELECT s.seq, ${FIRST_AFTER} AS id
         FROM ${schema}.run_step s
         WHERE s.run_id = $1 AND (s.started_event >= $2 OR s.finished_event > $2 - ${PAIR})
         ORDER BY id
-        LIMIT $3) k`;
+        LIMIT $3) k
+  JOIN ${schema}.run_step s ON s.run_id = $1 AND s.seq = k.seq
+  CROSS JOIN LATERAL (
+    SELECT s.seq, s.kind, s.status, s.stop_reason, s.input_tokens, s.output_tokens,
+           s.cache_read_input_tokens AS cache_read, s.cache_creation_input_tokens AS cache_creation, s.latency_ms,
+           jsonb_typeof(s.request -> 'compaction') = 'object' AS compaction,
+           s.tool_name, s.tool_use_id, s.tool_input,
+           -- What reads as sealed or escaped is opened whole, then cut; the rest is cut here.
+           CASE WHEN s.kind <> 'TOOL' OR s.finished_event IS NULL THEN NULL
+                WHEN left(s.response, ${MARK.length}) = '${MARK}' THEN s.response
+                ELSE left(s.response, ${TOOL_OUTPUT_MAX_CHARS + 1}) END AS output,
+           s.started_event, s.finished_event) d`;
 
 /** A tool's stored (redacted) result as tool.finished carries it. */
-export function toolOutput(stored: string): { output: string; truncated?: boolean } {
+function toolOutput(stored: string): { output: string; truncated?: boolean } {
   return stored.length > TOOL_OUTPUT_MAX_CHARS ? { output: stored.slice(0, TOOL_OUTPUT_MAX_CHARS), truncated: true } : { output: stored };
 }
 

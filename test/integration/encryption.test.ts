@@ -18,7 +18,7 @@ import { EncryptionKeys } from '../../src/store/encryption-keys.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { RunRecords } from '../../src/store/run-records.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
-import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { storedEvents, testDatabase, type TestDatabase } from '../support/db.ts';
 import { waitFor } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
 import { plan, planLlm } from '../support/plan-llm.ts';
@@ -248,14 +248,19 @@ describe('encryption at rest', () => {
     expect(rows).not.toContain(MARK);
     const onlyNewRecords = new RunRecords(db.pool, { sealer: new Sealer([{ id: 'new', key: Buffer.from(K2, 'base64') }]) });
 
-    const [first] = await onlyNewRecords.stepsThrough(
-      (await db.pool.query<{ id: RunId }>('SELECT id FROM durable_agent.run LIMIT 1')).rows[0]!.id,
-      24,
-    );
+    const someRun = (await db.pool.query<{ id: RunId }>('SELECT id FROM durable_agent.run LIMIT 1')).rows[0]!.id;
+    const [first] = await onlyNewRecords.stepsThrough(someRun, 24);
     expect(first!.response).toEqual([
       { type: 'text', text: `${MARK} turn 1` },
       { type: 'tool_use', id: 't1', name: 'lookup', input: { q: MARK } },
     ]);
+    // The events the step rows carry open with the new key alone: tool.started's input, tool.finished's output.
+    const events = (await storedEvents(db.pool, someRun, new Sealer([{ id: 'new', key: Buffer.from(K2, 'base64') }]))).map((e) => ({
+      type: e.type,
+      data: JSON.parse(e.data) as { input?: unknown; output?: string },
+    }));
+    expect(events.find((e) => e.type === 'tool.started')!.data.input).toEqual({ q: MARK });
+    expect(events.find((e) => e.type === 'tool.finished')!.data.output).toBe(`${MARK} result 1`);
   });
 
   it('keeps a plain value that looks sealed as it is, with or without a key', async () => {

@@ -67,6 +67,26 @@ it('announces the events of a run only while a hub follows it, and delivers them
     );
 
     await events.append(unread.id, lease(unread.id), text(1, 'unheard'));
+    // The unread run's step rows, which carry their events, while another run is followed: not announced either.
+    const unreadLease = lease(unread.id);
+    await db.store.checkpointModel(
+      unread.id,
+      unreadLease,
+      {
+        seq: 2,
+        request: { model: 'm', maxTokens: 10, systemDigest: null, toolsDigest: null },
+        content: [{ type: 'tool_use', id: 'toolu_u', name: 'lookup', input: {} }],
+        stopReason: 'tool_use',
+        usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+        budgetTokens: 2,
+        attempts: 1,
+        costUsd: 0,
+        latencyMs: 0,
+      },
+      { startNext: { seq: 3, toolUseId: 'toolu_u', toolName: 'lookup', input: {} } },
+    );
+    await db.store.finishTool(unread.id, unreadLease, { seq: 3, toolUseId: 'toolu_u', status: 'DONE', result: 'ok', latencyMs: 0 });
+    await db.store.startTool(unread.id, unreadLease, { seq: 4, toolUseId: 'toolu_v', toolName: 'lookup', input: {} });
     await events.append(followed.id, lease(followed.id), text(1, 'heard'));
     await waitFor("the followed run's text to reach its reader", async () => got.some((e) => e.data.includes('heard')), 5_000);
     await waitFor('the announcement', async () => heard.includes(followed.id), 5_000);
@@ -141,9 +161,17 @@ it('announces every write of a followed run with the highest id it wrote: claim,
         'run.finished',
       ]),
     );
+    // …and each write of a step row announced its own last id: a STARTED row its tool.started, a tool
+    // call done its step.finished, a model step its step.finished (the ids of migration 0023).
+    const { rows: stepRows } = await db.pool.query<{ started: number | null; finished: number | null }>(
+      `SELECT started_event + 1 AS started, finished_event + (kind = 'TOOL')::int AS finished FROM durable_agent.run_step WHERE run_id = $1`,
+      [run.id],
+    );
+    const stepWrites = stepRows.flatMap((r) => [r.started, r.finished]).filter((id): id is number => id !== null);
+    expect(stepWrites.length).toBeGreaterThanOrEqual(4);
     await waitFor('the announcements', async () => announced.has(rows.at(-1)!.id), 5_000);
     expect(lastOfXact.filter((r) => !announced.has(Number(r.id)))).toEqual([]);
-    for (const e of rows) expect([...announced].some((a) => a >= e.id)).toBe(true);
+    expect(stepWrites.filter((id) => !announced.has(id))).toEqual([]);
     expect([...announced].filter((a) => !rows.some((e) => e.id === a))).toEqual([]);
     expect(Math.max(...announced)).toBe(rows.at(-1)!.id);
   } finally {

@@ -24,8 +24,10 @@ afterAll(async () => {
 });
 
 const MARK = 'classified-7f3a';
-// Past tool.finished's cut, with a character of two UTF-16 units across it.
-const LONG = `${MARK} ${'x'.repeat(16_370)}😀${'y'.repeat(100)}`;
+// Past tool.finished's cut (16,384 UTF-16 units), with characters of two units before it (the database
+// counts them as one) and across it (cut in two, as JavaScript cuts; the half left is stored as U+FFFD,
+// as in any event).
+const LONG = `${MARK} 😀${'x'.repeat(16_365)}😀${'y'.repeat(100)}`;
 const INPUT = { zeta: MARK, alpha: [1, { nested: 'a: b, "c"' }], mid: null };
 
 const model = (seq: number, more: Partial<ModelCheckpoint> = {}): ModelCheckpoint => ({
@@ -109,7 +111,7 @@ const EXPECTED: [type: string, data: object][] = [
   ],
   ['step.started', { seq: 2, kind: 'TOOL' }],
   ['tool.started', { seq: 2, toolUseId: 'toolu_1', toolName: 'lookup', input: INPUT }],
-  ['tool.finished', { seq: 2, toolUseId: 'toolu_1', isError: false, output: LONG.slice(0, 16_384), truncated: true }],
+  ['tool.finished', { seq: 2, toolUseId: 'toolu_1', isError: false, output: `${LONG.slice(0, 16_383)}\uFFFD`, truncated: true }],
   ['step.finished', { seq: 2, kind: 'TOOL', status: 'DONE', latencyMs: 3 }],
   ['step.started', { seq: 3, kind: 'TOOL' }],
   ['tool.started', { seq: 3, toolUseId: 'toolu_1b', toolName: 'lookup', input: INPUT }],
