@@ -238,7 +238,7 @@ export async function benchEvents(ctx: Ctx): Promise<{ results: Record<string, n
     [
       'event storage per 1k out tokens (followed)',
       `${stored.bytesPer1000Tokens} B`,
-      `${stored.deltaRows} text.delta rows at ~100 tokens/s; all events of the run ${stored.bytesAllEvents} B`,
+      `${stored.deltaRows} text.delta rows at ~100 tokens/s; all its run_event rows ${stored.bytesAllEvents} B (the events a step row carries are in the step)`,
     ],
   ];
   return { results, rows };
