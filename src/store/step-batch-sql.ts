@@ -209,7 +209,7 @@ step AS (
   FROM owner o JOIN input i ON i.run = o.id${streamed ? `\n  WHERE ${AFTER('events')}` : ''}
   RETURNING ${fencedSql(schema).ANNOUNCE('t.run_id', 't.finished_event')} AS announced)${next ? `,\n${NEXT(schema, 'step')}` : ''}
 SELECT o.id, o.tokens_used, o.cancel_requested, ${next ? STARTS_NEXT('i', 'o') : 'false'} AS next_started
-FROM owner o JOIN input i ON i.run = o.id`;
+FROM owner o${next ? ' JOIN input i ON i.run = o.id' : ''}`;
 
 /** The name of a model step statement's form (see ModelStepForm). */
 const modelStepName = ({ final, streamed, next }: ModelStepForm) =>
