@@ -4,12 +4,11 @@
  * environment (a real HTTP CONNECT proxy in front of the fake API; NO_PROXY; credentials that never
  * show), and blocks of kinds the client does not know, kept and sent back as they came.
  */
-import fs from 'node:fs';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo, type Socket } from 'node:net';
-import path from 'node:path';
 import tls from 'node:tls';
+import selfsigned from 'selfsigned';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/environment.ts';
 import { ConfigError } from '../../src/domain/errors.ts';
@@ -22,7 +21,6 @@ import { fake, useFakeAnthropic } from '../support/fake-anthropic.ts';
 import { failure } from '../support/llm-failure.ts';
 
 const API_KEY = 'sk-ant-test-extras-0123456789';
-const FIXTURES = path.join(import.meta.dirname, '..', 'fixtures', 'tls');
 const server = useFakeAnthropic(API_KEY);
 
 const ask: LlmRequest = {
@@ -333,11 +331,18 @@ describe('through the proxy of the environment', () => {
   // Trusting a certificate at run time (tls.setDefaultCACertificates) came with Node 22.19 and 24.5.
   const canTrust = typeof trust.setDefaultCACertificates === 'function';
 
-  /** The fixture certificate for localhost (valid for a century), trusted by TLS for the rest of the test. */
-  const localhostCertificate = (): { key: Buffer; cert: string } => {
-    const cert = fs.readFileSync(path.join(FIXTURES, 'localhost-cert.pem'), 'utf8');
-    trust.setDefaultCACertificates!([...trust.getCACertificates!('default'), cert]);
-    return { key: fs.readFileSync(path.join(FIXTURES, 'localhost-key.pem')), cert };
+  /**
+   * A certificate for localhost made for this test (no private key is kept in the repository), trusted
+   * by TLS for the rest of the test.
+   */
+  const localhostCertificate = async (): Promise<{ key: string; cert: string }> => {
+    const made = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+      keyType: 'ec',
+      algorithm: 'sha256',
+      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }] }],
+    });
+    trust.setDefaultCACertificates!([...trust.getCACertificates!('default'), made.cert]);
+    return { key: made.private, cert: made.cert };
   };
 
   it.skipIf(!canTrust)(
@@ -346,7 +351,7 @@ describe('through the proxy of the environment', () => {
       const defaults = trust.getCACertificates!('default');
       const closing: (() => Promise<void>)[] = [];
       try {
-        const certificate = localhostCertificate();
+        const certificate = await localhostCertificate();
         const seen: IncomingHttpHeaders[] = [];
         const api = https.createServer(certificate, (req, res) => {
           seen.push(req.headers);
