@@ -174,9 +174,9 @@ interface ModelStepForm {
   next: boolean;
 }
 
-const modelSteps =
-  (schema: SchemaSql, { final, streamed, next }: ModelStepForm) =>
-  (many: boolean) => `WITH input AS (
+const modelSteps = (schema: SchemaSql, { final, streamed, next }: ModelStepForm) => {
+  const { NEXT_EVENT_ID, ANNOUNCE } = fencedSql(schema);
+  return (many: boolean) => `WITH input AS (
   SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, events json, tokens bigint, cost numeric, seq int, request jsonb, content json,
     stop_reason text, input_tokens int, output_tokens int, cache_creation int, cache_read int, attempts int, latency_ms int${
       final
@@ -205,11 +205,12 @@ step AS (
                         finished_event)
   SELECT o.id, i.seq, 'MODEL', 'DONE', i.request, i.content::text, i.stop_reason, i.input_tokens, i.output_tokens,
          i.cache_creation, i.cache_read, i.cost, i.attempts, i.latency_ms, i.worker, now() - i.latency_ms * interval '1 millisecond', now(),
-         ${fencedSql(schema).NEXT_EVENT_ID}
+         ${NEXT_EVENT_ID}
   FROM owner o JOIN input i ON i.run = o.id${streamed ? `\n  WHERE ${AFTER('events')}` : ''}
-  RETURNING ${fencedSql(schema).ANNOUNCE('t.run_id', 't.finished_event')} AS announced)${next ? `,\n${NEXT(schema, 'step')}` : ''}
+  RETURNING ${ANNOUNCE('t.run_id', 't.finished_event')} AS announced)${next ? `,\n${NEXT(schema, 'step')}` : ''}
 SELECT o.id, o.tokens_used, o.cancel_requested, ${next ? STARTS_NEXT('i', 'o') : 'false'} AS next_started
 FROM owner o${next ? ' JOIN input i ON i.run = o.id' : ''}`;
+};
 
 /** The name of a model step statement's form (see ModelStepForm). */
 const modelStepName = ({ final, streamed, next }: ModelStepForm) =>
@@ -250,7 +251,9 @@ export function modelStepOutcomes(items: readonly ModelStepItem[], rows: readonl
  * was missing. A call's workspace changes are recorded with its result: the files and the journal
  * never disagree. The row, done, carries its tool.finished and step.finished (migration 0023).
  */
-const toolResults = (schema: SchemaSql) => (many: boolean) => `WITH input AS (
+const toolResults = (schema: SchemaSql) => {
+  const { NEXT_EVENT_ID, ANNOUNCE } = fencedSql(schema);
+  return (many: boolean) => `WITH input AS (
   SELECT * FROM json_to_recordset($1::json) AS i (${BASE_COLUMNS}, use_id text, status text, response text, latency_ms int, files json, rerun boolean)),
 ${FENCED(
   schema,
@@ -266,10 +269,10 @@ owner AS (
   RETURNING r.id, r.tokens_used, r.cancel_requested),
 done AS (
   UPDATE ${schema}.run_step s SET status = i.status, response = i.response, latency_ms = i.latency_ms, worker = i.worker, finished_at = now(),
-         attempts = CASE WHEN i.rerun THEN 2 ELSE s.attempts END, finished_event = ${fencedSql(schema).NEXT_EVENT_ID}
+         attempts = CASE WHEN i.rerun THEN 2 ELSE s.attempts END, finished_event = ${NEXT_EVENT_ID}
   FROM owner o JOIN input i ON i.run = o.id
   WHERE s.run_id = o.id AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id AND s.status = 'STARTED'
-  RETURNING s.run_id AS id, s.seq, o.cancel_requested, ${fencedSql(schema).ANNOUNCE('s.run_id', 's.finished_event + 1')} AS announced),
+  RETURNING s.run_id AS id, s.seq, o.cancel_requested, ${ANNOUNCE('s.run_id', 's.finished_event + 1')} AS announced),
 files AS (
   INSERT INTO ${schema}.run_file (run_id, seq, path, kind, mode, size, sha256, target)
   SELECT d.id, d.seq, f.path, f.kind, f.mode, f.size, f.sha256, f.target
@@ -285,6 +288,7 @@ SELECT i.run AS id, o.tokens_used, o.cancel_requested,
        CASE WHEN d.id IS NULL
             THEN (SELECT s.status FROM ${schema}.run_step s WHERE s.run_id = i.run AND s.kind = 'TOOL' AND s.tool_use_id = i.use_id) END AS step_status
 FROM input i LEFT JOIN fenced f ON f.id = i.run LEFT JOIN owner o ON o.id = i.run LEFT JOIN done d ON d.id = i.run`;
+};
 
 export interface ToolResultRow {
   id: string;

@@ -19,7 +19,7 @@ import { RunStore } from '../../src/store/run-store.ts';
 import { RunRecords } from '../../src/store/run-records.ts';
 import { tool } from '../../src/tools/zod-tool.ts';
 import { storedEvents, testDatabase, type TestDatabase } from '../support/db.ts';
-import { waitFor } from '../support/engine.ts';
+import { modelCheckpoint, waitFor } from '../support/engine.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
 import { plan, planLlm } from '../support/plan-llm.ts';
 import { workspaceSettings } from '../../src/workspace/options.ts';
@@ -205,20 +205,10 @@ describe('encryption at rest', () => {
         await store.checkpointModel(
           run.id,
           lease,
-          {
-            seq,
-            request: { model: 'm', maxTokens: 10, systemDigest: null, toolsDigest: null },
-            content: [
-              { type: 'text', text: `${MARK} turn ${seq}` },
-              { type: 'tool_use', id: `t${seq}`, name: 'lookup', input: { q: MARK } },
-            ],
-            stopReason: 'tool_use',
-            usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
-            budgetTokens: 2,
-            attempts: 1,
-            costUsd: 0,
-            latencyMs: 0,
-          },
+          modelCheckpoint(seq, [
+            { type: 'text', text: `${MARK} turn ${seq}` },
+            { type: 'tool_use', id: `t${seq}`, name: 'lookup', input: { q: MARK } },
+          ]),
           { startNext: { seq: seq + 1, toolUseId: `t${seq}`, toolName: 'lookup', input: { q: MARK } } },
         );
         await store.finishTool(run.id, lease, {

@@ -15,7 +15,7 @@ import type { LlmClient } from '../../src/llm/types.ts';
 import type { Lease } from '../../src/ports/engine-store.ts';
 import type { RunId } from '../../src/domain/types.ts';
 import { defineTool } from '../../src/tools/types.ts';
-import { newRun, testWorker, waitFor, workerListening } from '../support/engine.ts';
+import { modelCheckpoint, newRun, testWorker, waitFor, workerListening } from '../support/engine.ts';
 import { startEventsApi } from '../support/events-api.ts';
 import { ScriptedLlm } from '../support/scripted-llm.ts';
 
@@ -72,17 +72,7 @@ it('announces the events of a run only while a hub follows it, and delivers them
     await db.store.checkpointModel(
       unread.id,
       unreadLease,
-      {
-        seq: 2,
-        request: { model: 'm', maxTokens: 10, systemDigest: null, toolsDigest: null },
-        content: [{ type: 'tool_use', id: 'toolu_u', name: 'lookup', input: {} }],
-        stopReason: 'tool_use',
-        usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
-        budgetTokens: 2,
-        attempts: 1,
-        costUsd: 0,
-        latencyMs: 0,
-      },
+      modelCheckpoint(2, [{ type: 'tool_use', id: 'toolu_u', name: 'lookup', input: {} }]),
       { startNext: { seq: 3, toolUseId: 'toolu_u', toolName: 'lookup', input: {} } },
     );
     await db.store.finishTool(unread.id, unreadLease, { seq: 3, toolUseId: 'toolu_u', status: 'DONE', result: 'ok', latencyMs: 0 });
@@ -277,17 +267,7 @@ describe("a run's end", () => {
   };
   /** Model step `seq` done: its row, which carries its step.finished. */
   const stepDone = (lease: Lease, id: RunId, seq: number) =>
-    db.store.checkpointModel(id, lease, {
-      seq,
-      request: { model: 'm', maxTokens: 10, systemDigest: null, toolsDigest: null },
-      content: [{ type: 'text', text: 'one' }],
-      stopReason: 'end_turn',
-      usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
-      budgetTokens: 2,
-      attempts: 1,
-      costUsd: 0,
-      latencyMs: 5,
-    });
+    db.store.checkpointModel(id, lease, modelCheckpoint(seq, [{ type: 'text', text: 'one' }]));
   const streaming = async (steps: (lease: Lease, events: RunEvents, runId: RunId) => Promise<void>) => {
     const run = await newRun(db.records, 'stream and stop');
     const [claimed] = await db.store.claim({ worker: 'E', leaseMs: 60_000 }, 1, [], undefined);

@@ -6,12 +6,12 @@ import type { LlmClient } from '../../src/llm/types.ts';
 import { createLogger, type Logger } from '../../src/observability/logger.ts';
 import { leaseKeeperThread } from '../../src/leases/lease-keeper-thread.ts';
 import { livenessSession } from '../../src/leases/liveness-session.ts';
-import type { EngineStore, LeaseKeeperFactory, OwnerLivenessFactory } from '../../src/ports/engine-store.ts';
+import type { EngineStore, LeaseKeeperFactory, ModelCheckpoint, OwnerLivenessFactory } from '../../src/ports/engine-store.ts';
 import type { RunRecords } from '../../src/store/run-records.ts';
 import { ToolExecutor } from '../../src/tools/executor.ts';
 import type { Tool } from '../../src/tools/types.ts';
 import type { EngineEvents } from '../../src/ports/engine-events.ts';
-import type { Usage } from '../../src/domain/types.ts';
+import type { ContentBlock, Usage } from '../../src/domain/types.ts';
 
 /** A crash: escapes the tool executor and the driver, as an unexpected error would. */
 export class SimulatedCrash extends FatalError {}
@@ -107,4 +107,20 @@ export function workerListening(pool: import('pg').Pool): Promise<boolean> {
       ).rowCount! > 0,
     5_000,
   );
+}
+
+/** A model step's checkpoint as a store test writes it: `content` answered at `seq`, one token in and out, free. */
+export function modelCheckpoint(seq: number, content: ContentBlock[], more: Partial<ModelCheckpoint> = {}): ModelCheckpoint {
+  return {
+    seq,
+    request: { model: 'm', maxTokens: 10, systemDigest: null, toolsDigest: null },
+    content,
+    stopReason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn',
+    usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+    budgetTokens: 2,
+    attempts: 1,
+    costUsd: 0,
+    latencyMs: 0,
+    ...more,
+  };
 }
