@@ -15,7 +15,7 @@
  */
 import http from 'node:http';
 import pg from 'pg';
-import { type AgentLoopFigures, arg, measure, stepCounter } from './agent-loop-measure.ts';
+import { type AgentLoopFigures, allocationProfile, arg, measure, stepCounter } from './agent-loop-measure.ts';
 
 const url = arg('url');
 const modelUrl = arg('model-url');
@@ -78,7 +78,8 @@ function assemble(sse: string): { content: any[]; stopReason: string } {
 }
 
 let next = 0;
-const counter = stepCounter('floor', runs);
+const side = transport === 'http' ? 'floor' : 'fetch-floor';
+const counter = stepCounter(side, runs);
 async function loop(): Promise<void> {
   for (let run = next++; run < runs; run = next++) {
     const messages: any[] = [{ role: 'user', content: `bench run ${run}` }];
@@ -100,10 +101,12 @@ async function loop(): Promise<void> {
   }
 }
 
+const allocations = await allocationProfile();
 const figures: AgentLoopFigures = await measure(async (started) => {
   started();
   await Promise.all(Array.from({ length: inFlight }, loop));
   return counter.steps;
 });
 await pool.end();
+await allocations?.(`${side}-${runs}`);
 process.send!(figures, () => process.exit(0));

@@ -4,6 +4,7 @@
  * (`process.cpuUsage`, user + system, every thread), and the peak resident set size of its whole life.
  */
 import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import v8 from 'node:v8';
 
 /**
@@ -40,7 +41,7 @@ export interface AgentLoopFigures {
  * `N,M…` after N steps, after M… Both sides take them at the same counts, so two snapshots tell what
  * one holds that the other does not, and two of one side what its live heap gained in between.
  */
-export function stepCounter(side: 'floor' | 'runtime', runs: number): { step: () => void; readonly steps: number } {
+export function stepCounter(side: 'floor' | 'fetch-floor' | 'runtime', runs: number): { step: () => void; readonly steps: number } {
   const at = (process.env.BENCH_AGENT_LOOP_SNAPSHOT ?? '')
     .split(',')
     .filter(Boolean)
@@ -93,5 +94,30 @@ export async function measure(work: (started: () => void) => Promise<number>): P
     peakRssMb: Math.round(peakRssKb() / 1024),
     peakHeapMb: Math.round(heap / 2 ** 20),
     peakExternalMb: Math.round(external / 2 ** 20),
+  };
+}
+
+/**
+ * BENCH_AGENT_LOOP_PROFILE=alloc|promoted: starts V8's sampling heap profiler. `alloc` counts every
+ * allocation, the collected ones included (what a side allocates per step); `promoted` only what
+ * outlived a young-generation collection: what a call keeps across its wait for the model, which fills
+ * the old generation and sets how far the heap grows between full collections (the peak RSS). The
+ * function it returns writes bench/results/profiles/<name>.heapprofile; undefined when not asked for.
+ */
+export async function allocationProfile(): Promise<((name: string) => Promise<void>) | undefined> {
+  const kind = process.env.BENCH_AGENT_LOOP_PROFILE;
+  if (kind !== 'alloc' && kind !== 'promoted') return undefined;
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 32_768,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: kind === 'alloc',
+  });
+  return async (name) => {
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    const dir = new URL('results/profiles/', import.meta.url);
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(new URL(`${name}.heapprofile`, dir), JSON.stringify(profile));
   };
 }

@@ -13,11 +13,10 @@
  * second (steps, event loop, memory, sockets) and, at the end, the resident memory by mapping.
  */
 import fs from 'node:fs';
-import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import type { AgentRuntime } from '../src/index.ts';
-import { type AgentLoopFigures, arg, measure, stepCounter } from './agent-loop-measure.ts';
+import { type AgentLoopFigures, allocationProfile, arg, measure, stepCounter } from './agent-loop-measure.ts';
 
 // The package as it ships (dist/, which the bench builds first): not the sources compiled on the fly,
 // and run as `node` runs it. tsx, which loads this file, turns on source maps for the whole process, so
@@ -42,9 +41,7 @@ let finished = 0;
 let allFinished!: () => void;
 const done = new Promise<void>((resolve) => (allFinished = resolve));
 
-// BENCH_AGENT_LOOP_PROFILE=alloc: every allocation sampled, the collected ones included (what the
-// runtime allocates per step, which sets how far the heap grows between collections).
-const allocations = process.env.BENCH_AGENT_LOOP_PROFILE === 'alloc' ? await samplingAllocations() : undefined;
+const allocations = await allocationProfile();
 
 let rt: AgentRuntime | undefined;
 /** Bytes in MB, rounded (not `>> 20`: 2 GB and more would overflow it). */
@@ -90,24 +87,8 @@ const figures: AgentLoopFigures = await measure(async (started) => {
 });
 if (process.env.BENCH_AGENT_LOOP_TRACE) mappings();
 await rt!.close();
-await allocations?.(new URL(`results/profiles/runtime-${runs}.heapprofile`, import.meta.url).pathname);
+await allocations?.(`runtime-${runs}`);
 process.send!(figures, () => process.exit(0));
-
-/** Starts V8's sampling heap profiler; the function it returns writes the profile to a file. */
-async function samplingAllocations(): Promise<(file: string) => Promise<void>> {
-  const session = new Session();
-  session.connect();
-  await session.post('HeapProfiler.startSampling', {
-    samplingInterval: 32_768,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
-  });
-  return async (file) => {
-    const { profile } = await session.post('HeapProfiler.stopSampling');
-    fs.mkdirSync(new URL('.', `file://${file}`).pathname, { recursive: true });
-    fs.writeFileSync(file, JSON.stringify(profile));
-  };
-}
 
 /**
  * Resident memory by mapping at the end: a file's by its name, an anonymous one by its permissions and

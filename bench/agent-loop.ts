@@ -14,7 +14,9 @@
  * `100@0,2000@1000` (in flight @ latency in ms). BENCH_AGENT_LOOP_REPEATS (default 1 for quick, 3 for
  * full) repeats each case, floor and runtime in turn, and reports the medians.
  * BENCH_AGENT_LOOP_PROFILE=cpu|heap writes a profile of each runtime process to bench/results/profiles/;
- * `alloc` a sampled profile of everything it allocates, the collected objects included (runtime-<N>.heapprofile);
+ * `alloc` a sampled profile of everything each process allocates, the collected objects included
+ * (<runtime|floor|fetch-floor>-<runs>.heapprofile); `promoted` the same of what outlives a young-generation
+ * collection only;
  * `gc` each process's stdout, with V8's line per collection, to <floor|runtime>-<in flight>-<L>-<round>.gc.log.
  * BENCH_AGENT_LOOP_SNAPSHOT: heap snapshots of both sides (stepCounter in bench/agent-loop-measure.ts);
  * BENCH_AGENT_LOOP_TRACE: see bench/agent-loop-runtime.ts.
