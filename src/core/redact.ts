@@ -19,21 +19,37 @@ export interface RedactPattern {
   name: string;
   /** A JavaScript regular expression, without delimiters or flags. */
   source: string;
+  /**
+   * Texts of which every match holds at least one: a text that holds none is not scanned. Finding a
+   * few letters is many times cheaper than running a regular expression over the text (most of all
+   * one that begins with a lookbehind, tried at every position), and nearly every text redacted,
+   * every log line among them, holds no secret.
+   */
+  contains?: readonly string[];
 }
 
 /** The default list (README, Operating). Each is applied on its own, in this order. */
 export const DEFAULT_REDACT_PATTERNS: readonly RedactPattern[] = [
-  { name: 'Anthropic API key (sk-ant-…)', source: String.raw`sk-ant-[A-Za-z0-9_-]{16,}` },
-  { name: 'OpenAI-style secret key (sk-…, sk-proj-…)', source: String.raw`\bsk-[A-Za-z0-9_-]{20,}` },
-  { name: 'AWS access key id (AKIA…, ASIA…)', source: String.raw`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b` },
-  { name: 'GitHub token (ghp_…, gho_…, ghu_…, ghs_…, ghr_…)', source: String.raw`\bgh[pousr]_[A-Za-z0-9]{36,}` },
-  { name: 'GitHub fine-grained token (github_pat_…)', source: String.raw`\bgithub_pat_[A-Za-z0-9_]{22,}` },
-  { name: 'bearer token (the token after "Bearer")', source: String.raw`(?<=\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{8,}` },
+  { name: 'Anthropic API key (sk-ant-…)', source: String.raw`sk-ant-[A-Za-z0-9_-]{16,}`, contains: ['sk-ant-'] },
+  { name: 'OpenAI-style secret key (sk-…, sk-proj-…)', source: String.raw`\bsk-[A-Za-z0-9_-]{20,}`, contains: ['sk-'] },
+  { name: 'AWS access key id (AKIA…, ASIA…)', source: String.raw`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`, contains: ['AKIA', 'ASIA'] },
+  {
+    name: 'GitHub token (ghp_…, gho_…, ghu_…, ghs_…, ghr_…)',
+    source: String.raw`\bgh[pousr]_[A-Za-z0-9]{36,}`,
+    contains: ['ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_'],
+  },
+  { name: 'GitHub fine-grained token (github_pat_…)', source: String.raw`\bgithub_pat_[A-Za-z0-9_]{22,}`, contains: ['github_pat_'] },
+  {
+    name: 'bearer token (the token after "Bearer")',
+    source: String.raw`(?<=\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{8,}`,
+    contains: ['Bearer', 'bearer'],
+  },
   {
     name: 'private key block (-----BEGIN … PRIVATE KEY-----, to its END line or to the end of the text)',
     source: String.raw`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*$)`,
+    contains: ['-----BEGIN '],
   },
-  { name: 'durable-agent API key (dak_…)', source: String.raw`\bdak_[A-Za-z0-9_-]{43}` },
+  { name: 'durable-agent API key (dak_…)', source: String.raw`\bdak_[A-Za-z0-9_-]{43}`, contains: ['dak_'] },
 ];
 
 export const REDACTED = '[redacted]';
@@ -47,7 +63,7 @@ export const noRedaction: Redact = (text) => text;
 export function redactor(patterns: readonly RedactPattern[]): Redact {
   const compiled = patterns.map((p) => {
     try {
-      return new RegExp(p.source, 'g');
+      return { re: new RegExp(p.source, 'g'), contains: p.contains };
     } catch (e) {
       throw new SyntaxError(`${p.name}: ${(e as Error).message}`, { cause: e });
     }
@@ -55,12 +71,18 @@ export function redactor(patterns: readonly RedactPattern[]): Redact {
   if (compiled.length === 0) return noRedaction;
   return (text) => {
     let out = text;
-    for (const re of compiled) {
+    for (const { re, contains } of compiled) {
+      if (contains && !holdsAny(out, contains)) continue;
       re.lastIndex = 0;
       out = out.replace(re, REDACTED);
     }
     return out;
   };
+}
+
+function holdsAny(text: string, parts: readonly string[]): boolean {
+  for (const part of parts) if (text.includes(part)) return true;
+  return false;
 }
 
 /**

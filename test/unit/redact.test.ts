@@ -33,6 +33,21 @@ describe('the default redaction patterns', () => {
     expect(redact(text)).toBe(text);
   });
 
+  it("a pattern's `contains` texts are what it needs: without them, no match; with them, the same redaction as without the hints", () => {
+    const texts = [...Object.values(SECRETS), 'Authorization: bearer abc.def-ghi_123', '-----BEGIN EC PRIVATE KEY-----\nMHcC'];
+    for (const p of DEFAULT_REDACT_PATTERNS) {
+      const matched = texts.filter((t) => new RegExp(p.source).test(t));
+      expect(matched.length, p.name).toBeGreaterThan(0);
+      for (const t of matched) {
+        const broken = p.contains!.reduce((text, c) => text.replaceAll(c, `${c[0]}\u200b${c.slice(1)}`), t);
+        expect(new RegExp(p.source).test(broken), `${p.name}: ${broken}`).toBe(false);
+      }
+    }
+    const unhinted = redactor(DEFAULT_REDACT_PATTERNS.map(({ name, source }) => ({ name, source })));
+    const mixed = [...texts, texts.join(' and '), 'nothing here', 'sk- and Bearer and dak_ alone'];
+    for (const t of mixed) expect(redact(t)).toBe(unhinted(t));
+  });
+
   it("matches this project's own keys as they are issued", () => {
     expect(SECRETS.ours).toMatch(API_KEY_PATTERN);
   });
