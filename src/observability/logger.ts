@@ -55,7 +55,8 @@ function censorKeys(value: unknown, depth: number): unknown {
  */
 const SECRET_TEXT = /sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{20,}|Bearer [A-Za-z0-9._~+/=-]{8,}|dak_[A-Za-z0-9_-]{20,}/g;
 function scrub(text: string): string {
-  // Every match holds one of these; a line that holds none (nearly every one) is not scanned.
+  // Every match of SECRET_TEXT holds one of these (keep them in step): a text that holds none, nearly
+  // every one, is not scanned.
   if (!text.includes('sk-') && !text.includes('Bearer ') && !text.includes('dak_')) return text;
   return text.replace(SECRET_TEXT, '[redacted]');
 }

@@ -46,10 +46,10 @@ describe('a log line', () => {
 
   it('the built-in scrub (no REDACT) works on values too, and a line without a secret is written as pino wrote it', () => {
     const { logger, output } = capture();
-    logger.warn({ header: 'Bearer abcdefgh12345678', n: 1 }, 'odd header');
+    logger.warn({ header: 'Bearer abcdefgh12345678', n: 1, note: `key sk-${'a1'.repeat(12)} and dak_${'b2'.repeat(12)}` }, 'odd header');
     logger.info({ n: 2, text: 'nothing to see' }, 'plain');
     const [odd, plain] = records(output());
-    expect(odd).toMatchObject({ header: '[redacted]', n: 1, msg: 'odd header' });
+    expect(odd).toMatchObject({ header: '[redacted]', n: 1, note: 'key [redacted] and [redacted]', msg: 'odd header' });
     expect(plain).toMatchObject({ n: 2, text: 'nothing to see', msg: 'plain' });
     // Byte for byte: the fields in pino's order and spacing.
     expect(output().split('\n')[1]).toMatch(/^\{"level":30,"time":\d+,"n":2,"text":"nothing to see","msg":"plain"\}$/);
