@@ -78,8 +78,8 @@ function assemble(sse: string): { content: any[]; stopReason: string } {
 }
 
 let next = 0;
-const side = transport === 'http' ? 'floor' : 'fetch-floor';
-const counter = stepCounter(side, runs);
+const name = arg('name');
+const counter = stepCounter(name, runs);
 async function loop(): Promise<void> {
   for (let run = next++; run < runs; run = next++) {
     const messages: any[] = [{ role: 'user', content: `bench run ${run}` }];
@@ -101,12 +101,12 @@ async function loop(): Promise<void> {
   }
 }
 
-const allocations = await allocationProfile();
+const allocations = await allocationProfile(name);
 const figures: AgentLoopFigures = await measure(async (started) => {
   started();
   await Promise.all(Array.from({ length: inFlight }, loop));
   return counter.steps;
 });
 await pool.end();
-await allocations?.(`${side}-${runs}`);
+await allocations?.();
 process.send!(figures, () => process.exit(0));

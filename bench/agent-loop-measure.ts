@@ -37,11 +37,12 @@ export interface AgentLoopFigures {
 
 /**
  * Counts a step done and, at the counts BENCH_AGENT_LOOP_SNAPSHOT names, takes a heap snapshot to
- * bench/results/profiles/<side>-<runs>-<steps>.heapsnapshot: `1` is halfway (every run in flight),
+ * bench/results/profiles/<name>-<steps>.heapsnapshot (`name`: the process's --name, its side, case and
+ * round: <floor|fetch-floor|runtime>-<in flight>-<L ms>-<round>): `1` is halfway (every run in flight),
  * `N,M…` after N steps, after M… Both sides take them at the same counts, so two snapshots tell what
  * one holds that the other does not, and two of one side what its live heap gained in between.
  */
-export function stepCounter(side: 'floor' | 'fetch-floor' | 'runtime', runs: number): { step: () => void; readonly steps: number } {
+export function stepCounter(name: string, runs: number): { step: () => void; readonly steps: number } {
   const at = (process.env.BENCH_AGENT_LOOP_SNAPSHOT ?? '')
     .split(',')
     .filter(Boolean)
@@ -55,7 +56,7 @@ export function stepCounter(side: 'floor' | 'fetch-floor' | 'runtime', runs: num
     step() {
       if (!at.includes(++steps)) return;
       fs.mkdirSync(new URL('results/profiles/', import.meta.url), { recursive: true });
-      v8.writeHeapSnapshot(new URL(`results/profiles/${side}-${runs}-${steps}.heapsnapshot`, import.meta.url).pathname);
+      v8.writeHeapSnapshot(new URL(`results/profiles/${name}-${steps}.heapsnapshot`, import.meta.url).pathname);
     },
   };
 }
@@ -102,9 +103,10 @@ export async function measure(work: (started: () => void) => Promise<number>): P
  * allocation, the collected ones included (what a side allocates per step); `promoted` only what
  * outlived a young-generation collection: what a call keeps across its wait for the model, which fills
  * the old generation and sets how far the heap grows between full collections (the peak RSS). The
- * function it returns writes bench/results/profiles/<name>.heapprofile; undefined when not asked for.
+ * function it returns writes bench/results/profiles/<name>.<alloc|promoted>.heapprofile (`name` as
+ * stepCounter's); undefined when not asked for.
  */
-export async function allocationProfile(): Promise<((name: string) => Promise<void>) | undefined> {
+export async function allocationProfile(name: string): Promise<(() => Promise<void>) | undefined> {
   const kind = process.env.BENCH_AGENT_LOOP_PROFILE;
   if (kind !== 'alloc' && kind !== 'promoted') return undefined;
   const session = new Session();
@@ -114,10 +116,11 @@ export async function allocationProfile(): Promise<((name: string) => Promise<vo
     includeObjectsCollectedByMajorGC: true,
     includeObjectsCollectedByMinorGC: kind === 'alloc',
   });
-  return async (name) => {
+  return async () => {
     const { profile } = await session.post('HeapProfiler.stopSampling');
+    session.disconnect();
     const dir = new URL('results/profiles/', import.meta.url);
     fs.mkdirSync(dir, { recursive: true });
-    fs.writeFileSync(new URL(`${name}.heapprofile`, dir), JSON.stringify(profile));
+    fs.writeFileSync(new URL(`${name}.${kind}.heapprofile`, dir), JSON.stringify(profile));
   };
 }

@@ -28,6 +28,7 @@ const { anthropic, createRuntime, defineAgent, tool }: typeof import('../src/ind
 
 const modelUrl = arg('model-url');
 const runs = Number(arg('runs'));
+const name = arg('name');
 
 const lookup = tool({
   name: 'lookup',
@@ -36,12 +37,12 @@ const lookup = tool({
   execute: async ({ key }) => `value of ${key}`,
 });
 
-const counter = stepCounter('runtime', runs);
+const counter = stepCounter(name, runs);
 let finished = 0;
 let allFinished!: () => void;
 const done = new Promise<void>((resolve) => (allFinished = resolve));
 
-const allocations = await allocationProfile();
+const allocations = await allocationProfile(name);
 
 let rt: AgentRuntime | undefined;
 /** Bytes in MB, rounded (not `>> 20`: 2 GB and more would overflow it). */
@@ -87,7 +88,7 @@ const figures: AgentLoopFigures = await measure(async (started) => {
 });
 if (process.env.BENCH_AGENT_LOOP_TRACE) mappings();
 await rt!.close();
-await allocations?.(`runtime-${runs}`);
+await allocations?.();
 process.send!(figures, () => process.exit(0));
 
 /**

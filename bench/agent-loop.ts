@@ -15,9 +15,9 @@
  * full) repeats each case, floor and runtime in turn, and reports the medians.
  * BENCH_AGENT_LOOP_PROFILE=cpu|heap writes a profile of each runtime process to bench/results/profiles/;
  * `alloc` a sampled profile of everything each process allocates, the collected objects included
- * (<runtime|floor|fetch-floor>-<runs>.heapprofile); `promoted` the same of what outlives a young-generation
- * collection only;
- * `gc` each process's stdout, with V8's line per collection, to <floor|runtime>-<in flight>-<L>-<round>.gc.log.
+ * (<name>.alloc.heapprofile, <name> being <floor|fetch-floor|runtime>-<in flight>-<L ms>-<round>);
+ * `promoted` the same of what outlives a young-generation collection only (<name>.promoted.heapprofile);
+ * `gc` each process's stdout, with V8's line per collection, to <name>.gc.log.
  * BENCH_AGENT_LOOP_SNAPSHOT: heap snapshots of both sides (stepCounter in bench/agent-loop-measure.ts);
  * BENCH_AGENT_LOOP_TRACE: see bench/agent-loop-runtime.ts.
  * Other variables (LEASE_SECONDS, LOG_LEVEL, …) reach the runtime process as its configuration.
@@ -207,9 +207,10 @@ async function runtimeOnce(url: string, pool: pg.Pool, modelUrl: string, c: Agen
   await pool.query('TRUNCATE durable_agent.run CASCADE');
   await queueRuns(new RunRecords(pool), c.runs);
   const env = { ...process.env, DATABASE_URL: url, WORKER_CONCURRENCY: String(c.inFlight) };
-  const figures = await measured(pool, 'agent-loop-runtime.ts', [`--model-url=${modelUrl}`, `--runs=${c.runs}`], {
+  const name = `runtime-${c.inFlight}-${c.latencyMs}-${round}`;
+  const figures = await measured(pool, 'agent-loop-runtime.ts', [`--model-url=${modelUrl}`, `--runs=${c.runs}`, `--name=${name}`], {
     env,
-    ...profiling(`runtime-${c.inFlight}-${c.latencyMs}-${round}`),
+    ...profiling(name),
   });
   const { rows } = await pool.query(
     `SELECT count(*) FILTER (WHERE status = 'SUCCEEDED')::int AS ok, (SELECT count(*)::int FROM durable_agent.run_step) AS steps FROM durable_agent.run`,
@@ -229,8 +230,15 @@ async function floorOnce(
   transport: FloorTransport,
 ): Promise<AgentLoopFigures> {
   await pool.query('DROP TABLE IF EXISTS bench_floor_step');
-  const args = [`--url=${url}`, `--model-url=${modelUrl}`, `--in-flight=${c.inFlight}`, `--runs=${c.runs}`, `--transport=${transport}`];
   const name = `${transport === 'http' ? 'floor' : 'fetch-floor'}-${c.inFlight}-${c.latencyMs}-${round}`;
+  const args = [
+    `--url=${url}`,
+    `--model-url=${modelUrl}`,
+    `--in-flight=${c.inFlight}`,
+    `--runs=${c.runs}`,
+    `--transport=${transport}`,
+    `--name=${name}`,
+  ];
   const figures = await measured(pool, 'agent-loop-floor.ts', args, profiling(name));
   if (figures.steps !== c.runs * STEPS_PER_RUN) throw new Error(`agent loop floor: ${figures.steps} steps of ${c.runs * STEPS_PER_RUN}`);
   return figures;
