@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { prettyStream } from './pretty.ts';
-import { type Redact, redactValue } from '../core/redact.ts';
+import { type Redact, redactor, redactValue } from '../core/redact.ts';
 
 export type Logger = pino.Logger;
 
@@ -53,13 +53,13 @@ function censorKeys(value: unknown, depth: number): unknown {
  * error message or an unexpected field is still cut out. Anthropic keys (sk-ant-…), other sk- keys,
  * bearer tokens, our own API keys (dak_…). The REDACT patterns, when given, are applied after these.
  */
-const SECRET_TEXT = /sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{20,}|Bearer [A-Za-z0-9._~+/=-]{8,}|dak_[A-Za-z0-9_-]{20,}/g;
-function scrub(text: string): string {
-  // Every match of SECRET_TEXT holds one of these (keep them in step): a text that holds none, nearly
-  // every one, is not scanned.
-  if (!text.includes('sk-') && !text.includes('Bearer ') && !text.includes('dak_')) return text;
-  return text.replace(SECRET_TEXT, '[redacted]');
-}
+const scrub: Redact = redactor([
+  {
+    name: 'built-in log scrub',
+    source: String.raw`sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{20,}|Bearer [A-Za-z0-9._~+/=-]{8,}|dak_[A-Za-z0-9_-]{20,}`,
+    contains: ['sk-', 'Bearer ', 'dak_'],
+  },
+]);
 
 /**
  * A line's values redacted, the line kept one JSON object: a pattern cut into the serialised line (one
