@@ -115,7 +115,18 @@ export function poolSizeFor(concurrency: number): number {
 export interface PoolOptions {
   /** Whether statements are prepared by name (kept per connection); false behind a transaction pooler. Default true. */
   prepared?: boolean;
+  /**
+   * A statement prepared by name gets its generic plan at once (plan_cache_mode=force_generic_plan),
+   * instead of being planned with its values on each of its first five executions and on every one
+   * after that whose generic plan costs more: for a pool that runs only statements whose plan does not
+   * depend on their values. Set on each connection as it opens (a SET, which a pooler in session mode
+   * keeps, where it may refuse the `options` startup parameter); never with `prepared: false`, where
+   * the unnamed statements would be given generic plans too.
+   */
+  genericPlans?: boolean;
 }
+
+const GENERIC_PLANS = 'SET plan_cache_mode = force_generic_plan';
 
 /**
  * A pool of up to `max` connections. It knows nothing of the schema: the statements name it
@@ -128,6 +139,10 @@ export function createPool(url: string, max = 10, opts: PoolOptions = {}): pg.Po
     application_name: APPLICATION_NAME,
     types: PG_TYPES,
     ...(opts.prepared === false ? { Client: UnpreparedClient } : {}),
+    // Before the connection is first handed out; should it fail, the connection is closed and the query fails.
+    ...(opts.genericPlans && opts.prepared !== false
+      ? { onConnect: async (client: pg.ClientBase) => void (await client.query(GENERIC_PLANS)) }
+      : {}),
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});

@@ -177,6 +177,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
   const database = await resolveDatabase(config);
   const connections = connectionBudget(config, database, opts);
   const pool = createPool(database.url, connections.pool, { prepared: !database.transactionPooler });
+  const batches = connections.batches > 0 ? createPool(database.url, connections.batches, { genericPlans: true }) : null;
   // No session to LISTEN on or to hold a lock with: what notifications would bring is looked for every second.
   const session = database.sessionUrl;
   // Every part that issues SQL names its tables in this schema (db/schema.ts).
@@ -202,6 +203,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       await new Promise((r) => (plainMetrics ? plainMetrics.close(r) : r(undefined)));
       await worker?.stop();
       await pool.end();
+      await batches?.end();
       await database.release().catch(() => {});
       logger.flush?.();
     })());
@@ -222,7 +224,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
     });
     const sealer = new Sealer(config.encryptionKeys);
     await new EncryptionKeys(pool, { schema }).check(sealer);
-    const store = new RunStore(pool, { schema, redact, sealer });
+    const store = new RunStore(pool, { schema, redact, sealer, batches: batches ?? undefined });
     const records = new RunRecords(pool, { schema, redact, sealer });
     const listing = new RunListing(pool, { schema, sealer });
     const deletion = new RunDeletion(pool, { schema });

@@ -25,6 +25,10 @@ export const claimSql = (schema: SchemaSql) => ({
    * (locks nobody holds: their worker is gone) are taken over whatever their lease says. They are their
    * own branch (run_owner_lock_idx), so the range scan of due runs keeps its bound on run_at and never
    * reads the runs that wait far in the future.
+   *
+   * The runs taken are updated by primary key (`id = ANY (ARRAY(…))`), not joined: the plan is then the
+   * same whatever the planner guesses of their number, and a generic plan (RunStoreOptions' `batches`)
+   * is as good as one made for the values. Joined, a generic plan read the whole table.
    */
   claim: named(
     schema,
@@ -58,7 +62,7 @@ export const claimSql = (schema: SchemaSql) => ({
                             THEN r.deadline_at + greatest(now() - (r.waiting->>'since')::timestamptz, interval '0') ELSE r.deadline_at END,
          -- A take-over remembers the lease it ended, so a stalled (not dead) owner can give the attempt back.
          lapsed_lease_token = CASE WHEN r.status = 'RUNNING' THEN r.lease_token END
-  FROM next WHERE r.id = next.id
+  WHERE r.id = ANY (ARRAY(SELECT id FROM next))
   RETURNING r.*, EXISTS (SELECT 1 FROM ${schema}.run_step s WHERE s.run_id = r.id) AS has_steps`,
   ),
 });

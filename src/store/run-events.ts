@@ -93,6 +93,8 @@ export const ANNOUNCED = '(SELECT count(*) FROM announced) AS announced';
 export interface RunEventsOptions extends SchemaOption {
   /** Seals events as they are written and opens them as they are read; none by default. */
   sealer?: Sealer;
+  /** Where the batched claims go (RunStoreOptions' `batches`); `db` when absent. */
+  batches?: Pick<pg.Pool, 'query'>;
 }
 
 export class RunEvents {
@@ -108,8 +110,9 @@ export class RunEvents {
     const schema = schemaSql(opts.schema);
     this.sql = runEventsSql(schema);
     const { CLAIMS } = stepBatchSql(schema);
+    const batches = opts.batches ?? db;
     this.claims = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ClaimedRow>(withFields(forItems(items, CLAIMS), { values: [json] }));
+      const { rows } = await batches.query<ClaimedRow>(withFields(forItems(items, CLAIMS), { values: [json] }));
       return claimedOutcomes(items, rows);
     });
   }

@@ -84,6 +84,11 @@ export interface RunStoreOptions extends SchemaOption {
   redact?: Redact;
   /** Seals payloads as they are written and opens them as they are read (encryption.ts); none by default. */
   sealer?: Sealer;
+  /**
+   * Where the step path's batched writes go (write-batches.ts): a few connections opened with
+   * `genericPlans` (pool.ts), each planning a batch statement once; the store's own pool when absent.
+   */
+  batches?: Pick<pg.Pool, 'query'>;
 }
 
 /** How a store treats what it writes: texts redacted (JSON texts keep their shape), strings redacted, payloads sealed. */

@@ -168,6 +168,8 @@ export class RunStore implements EngineStore {
   private readonly modelSteps: WriteBatches<ModelStepItem, FencedWrite>;
   private readonly finalModelSteps: WriteBatches<ModelStepItem & RunEndFields, FencedWrite>;
   private readonly toolResults: WriteBatches<ToolResultItem, FencedWrite>;
+  /** Where the batched writes and the claim go (RunStoreOptions' `batches`): statements planned once, whatever their values. */
+  private readonly batches: Pick<pg.Pool, 'query'>;
 
   constructor(
     private readonly db: pg.Pool,
@@ -176,17 +178,18 @@ export class RunStore implements EngineStore {
     ({ redact: this.redact, sealer: this.sealer } = writePolicy(opts));
     this.sql = runStoreSql(schemaSql(opts.schema));
     const { MODEL_STEPS, TOOL_RESULTS } = this.sql.batches;
+    const batches = (this.batches = opts.batches ?? db);
     this.records = new RunRecords(db, opts);
     this.events = new RunEvents(db, { ...opts, sealer: this.sealer });
     const modelSteps = <I extends ModelStepItem>(final: boolean) =>
       new WriteBatches<I, FencedWrite>(async (items, json) => {
-        const { rows } = await this.db.query<ModelStepRow>(withFields(MODEL_STEPS(items, final), { values: [json] }));
+        const { rows } = await batches.query<ModelStepRow>(withFields(MODEL_STEPS(items, final), { values: [json] }));
         return modelStepOutcomes(items, rows);
       });
     this.modelSteps = modelSteps(false);
     this.finalModelSteps = modelSteps<ModelStepItem & RunEndFields>(true);
     this.toolResults = new WriteBatches(async (items, json) => {
-      const { rows } = await this.db.query<ToolResultRow>(withFields(forItems(items, TOOL_RESULTS), { values: [json] }));
+      const { rows } = await batches.query<ToolResultRow>(withFields(forItems(items, TOOL_RESULTS), { values: [json] }));
       return toolResultOutcomes(items, rows);
     });
   }
@@ -239,9 +242,12 @@ export class RunStore implements EngineStore {
     agents: readonly string[] = [DEMO_AGENT],
     liveness?: ClaimLiveness,
   ): Promise<ClaimedRun[]> {
-    const { rows } = await this.prepared<RunRow & { has_steps: boolean; lease_token: string }>(
-      this.sql.CLAIM,
-      claimParams(owner.worker, owner.leaseMs, limit, holding, agents, liveness?.ownerLock, liveness?.orphaned),
+    // Its generic plan is its custom plan (claim-sql.ts), which the planner, guessing a tenth of the rows
+    // for LIMIT $3, would otherwise not believe: it would plan it again on every call.
+    const { rows } = await this.batches.query<RunRow & { has_steps: boolean; lease_token: string }>(
+      withFields(this.sql.CLAIM, {
+        values: claimParams(owner.worker, owner.leaseMs, limit, holding, agents, liveness?.ownerLock, liveness?.orphaned),
+      }),
     );
     const claimed: ClaimedRun[] = [];
     for (const r of rows) {

@@ -47,3 +47,27 @@ it('survives the backend of a checked-out connection being terminated between tw
     await ours.end();
   }
 });
+
+/** How the statement `name` was planned on the connection that asks. */
+const PLANS = `SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE name = $1`;
+
+it('with genericPlans, plans a named statement once for every execution; without, with its values on each of the first five', async () => {
+  const statement = (name: string) => ({ name, text: 'SELECT count(*)::int AS n FROM pg_class WHERE relpages > $1', values: [0] });
+  for (const [genericPlans, expected] of [
+    [true, { generic: 7, custom: 0 }],
+    [false, { generic: 2, custom: 5 }],
+  ] as const) {
+    // One connection: the statement and the question about it meet on the same backend.
+    const ours = createPool(db.url, 1, { genericPlans });
+    try {
+      for (let i = 0; i < 7; i++) await ours.query(statement('plan_count'));
+      expect((await ours.query(PLANS, ['plan_count'])).rows[0]).toEqual(expected);
+      // Not the unnamed statements: those are planned with their values, as on any connection.
+      expect((await ours.query(`SELECT current_setting('plan_cache_mode') AS mode`)).rows[0]).toEqual({
+        mode: genericPlans ? 'force_generic_plan' : 'auto',
+      });
+    } finally {
+      await ours.end();
+    }
+  }
+});

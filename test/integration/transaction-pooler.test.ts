@@ -51,6 +51,23 @@ describe('a transaction pooler', () => {
     expect(told).toMatchObject({ transactionPooler: true, sessionUrl: null });
   });
 
+  it('through a pooler in session mode, which passes no startup options on (this one drops them), a pool of generic plans still gets its generic plans', async () => {
+    const session = await startPgBouncer(db.url, { mode: 'session' });
+    const generic = createPool(session.url, 1, { genericPlans: true });
+    try {
+      const plan = { name: 'session_plans', text: 'SELECT $1::int + 1 AS n', values: [1] };
+      for (let i = 0; i < 3; i++) expect((await generic.query(plan)).rows).toEqual([{ n: 2 }]);
+      const { rows } = await generic.query(
+        `SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE name = $1`,
+        ['session_plans'],
+      );
+      expect(rows).toEqual([{ generic: 3, custom: 0 }]);
+    } finally {
+      await generic.end();
+      await session.stop();
+    }
+  });
+
   it('with a pooler of one server, is found at once (the probe does not wait on itself)', async () => {
     const single = await startPgBouncer(db.url, { poolSize: 1 });
     try {
@@ -127,7 +144,7 @@ describe('a runtime behind PgBouncer in transaction mode, without a direct URL',
     expect(rt.database).toMatchObject({ transactionPooler: true, sessionUrl: null });
     const warned = lines.filter((l) => /transaction mode and DATABASE_DIRECT_URL is unset/.test(String(l.msg)));
     expect(warned).toHaveLength(1);
-    expect(rt.connections).toEqual({ pool: 26, leaseKeeper: 1, sessions: 0 });
+    expect(rt.connections).toEqual({ pool: 26, batches: 0, leaseKeeper: 1, sessions: 0 });
   });
 
   it('drives runs with tools, an approval, a sleep, a cancel and a fork to the end, with live events, and no prepared statement', async () => {

@@ -37,13 +37,16 @@ export async function testDatabase(): Promise<TestDatabase> {
   u.pathname = `/${name}`;
   const url = u.toString();
   const pool = createPool(url, 20);
+  // As a worker's store has it (start-runtime.ts): the batched writes and the claim on generic plans.
+  const batches = createPool(url, 4, { genericPlans: true });
   return {
     url,
     pool,
-    store: new RunStore(pool),
+    store: new RunStore(pool, { batches }),
     records: new RunRecords(pool),
     async close() {
       await pool.end();
+      await batches.end();
       await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`).catch(() => {});
       await admin.end();
     },
