@@ -128,10 +128,10 @@ const schedulesSql = (schema: SchemaSql) => ({
           WHERE s.id = f.id AND s.lock_token = f.token
           RETURNING s.id`,
   /**
-   * @unit milliseconds — until the earliest due slot of agents in $1 (0 when one is due now); null: none.
+   * @unit milliseconds — until the earliest due slot of agents in $1 (negative when one is due); null: none.
    * A schedule another process holds is due for this one when its hold ends.
    */
-  NEXT_DUE: `SELECT greatest(0, extract(epoch FROM (min(
+  NEXT_DUE: `SELECT (extract(epoch FROM (min(
                CASE WHEN locked_until > now() THEN greatest(next_run_at, locked_until) ELSE next_run_at END) - now())) * 1000)::float8 AS ms
              FROM ${schema}.schedule WHERE NOT paused AND next_run_at IS NOT NULL AND agent = ANY ($1::text[])`,
   /** The schedules of $1 that have a run still active (a slot's, a trigger's or a backfill's). */
@@ -289,7 +289,10 @@ export class Schedules extends SchemaStore<Pick<pg.Pool, 'query'>, ReturnType<ty
   /** @unit milliseconds — until the earliest due slot of `agents`; null when none is planned. */
   async nextDueInMs(agents: readonly string[]): Promise<number | null> {
     const { rows } = await this.db.query<{ ms: number | null }>(this.sql.NEXT_DUE, [agents]);
-    return rows[0]?.ms ?? null;
+    // Clamped here, not with greatest(0, …) in SQL: greatest ignores a NULL, and the minimum over no
+    // schedule would be 0 (due now) where it is none, and the scheduler would look again at once, forever.
+    const ms = rows[0]?.ms ?? null;
+    return ms === null ? null : Math.max(0, ms);
   }
 
   /** Which of these schedules have a run still QUEUED, RUNNING or WAITING. */

@@ -7,6 +7,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { defineAgent } from '../../src/agents/define-agent.ts';
 import { type AgentRuntime, createRuntime } from '../../src/runtime/create-runtime.ts';
 import { defineSchedule } from '../../src/runtime/declared-schedules.ts';
+import { startScheduler } from '../../src/runtime/scheduler.ts';
+import type { RunDefaults } from '../../src/runs/new-run.ts';
+import { Schedules } from '../../src/store/schedules.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { silentLogger } from '../support/engine.ts';
 import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
@@ -117,6 +120,33 @@ describe('a schedule', () => {
     const times = (await slotRuns(body.id)).map((r) => r.scheduled_for!);
     expect(new Set(times.map((t) => t.getTime())).size).toBe(times.length);
     expect(consecutiveSeconds(times)).toBe(true);
+  });
+
+  it('none at all: the scheduler looks once and sleeps, rather than looking again at once, forever', async () => {
+    let statements = 0;
+    const counted = {
+      query: ((...args: Parameters<typeof db.pool.query>) => {
+        statements++;
+        return db.pool.query(...args);
+      }) as typeof db.pool.query,
+    };
+    const store = new Schedules(counted);
+    expect(await store.nextDueInMs(['reporter'])).toBeNull();
+    statements = 0;
+    // With no schedule, nothing is fired: the defaults runs are made with are never read.
+    const scheduler = startScheduler({
+      store,
+      records: { createForSlots: async () => [] },
+      defaults: {} as RunDefaults,
+      agents: ['reporter'],
+      logger: silentLogger,
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      expect(statements).toBe(2); // the claim of due schedules, and when the next one is due: none
+    } finally {
+      await scheduler.close();
+    }
   });
 
   it('pauses and resumes (the paused slots are not caught up), is triggered outside its slots, and deleted', async () => {
