@@ -43,7 +43,7 @@ export const EnvSchema = z.object({
   DATABASE_POOL_SIZE: int(1, 1000)
     .optional()
     .describe(
-      "Connections of a process's pool through `DATABASE_URL`. Unset: 4, plus the smaller of `WORKER_CONCURRENCY` and 20 with a worker, plus 6 with the API",
+      "Connections of a process's pool through `DATABASE_URL`. Unset: 4, plus the smaller of `WORKER_CONCURRENCY` and 20 with a worker, plus 6 with the API. A worker opens 4 connections more for its step writes (none behind a transaction pooler)",
     ),
   /** Where the embedded PostgreSQL keeps its data when DATABASE_URL is unset. */
   DATA_DIR: z.string().min(1).default('.data').describe('Where the embedded PostgreSQL keeps its data (when `DATABASE_URL` is unset)'),
