@@ -126,7 +126,10 @@ export interface PoolOptions {
   genericPlans?: boolean;
 }
 
-const GENERIC_PLANS = 'SET plan_cache_mode = force_generic_plan';
+/** pg-pool awaits what its onConnect hook returns, though its types say void. */
+const setGenericPlans = ((client: pg.ClientBase) => client.query('SET plan_cache_mode = force_generic_plan')) as unknown as (
+  client: pg.ClientBase,
+) => void;
 
 /**
  * A pool of up to `max` connections. It knows nothing of the schema: the statements name it
@@ -140,9 +143,7 @@ export function createPool(url: string, max = 10, opts: PoolOptions = {}): pg.Po
     types: PG_TYPES,
     ...(opts.prepared === false ? { Client: UnpreparedClient } : {}),
     // Before the connection is first handed out; should it fail, the connection is closed and the query fails.
-    ...(opts.genericPlans && opts.prepared !== false
-      ? { onConnect: async (client: pg.ClientBase) => void (await client.query(GENERIC_PLANS)) }
-      : {}),
+    ...(opts.genericPlans && opts.prepared !== false ? { onConnect: setGenericPlans } : {}),
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
