@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schemaSql } from '../../src/db/schema.ts';
+import { claimSql } from '../../src/store/claim-sql.ts';
 import { leaseRenewalSql } from '../../src/store/lease-renewal.ts';
 import { type BatchStatement, stepBatchSql } from '../../src/store/step-batch-sql.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
@@ -14,6 +15,7 @@ import { newRun } from '../support/engine.ts';
 
 const { CLAIMS, MODEL_STEP_FORMS, TOOL_RESULTS } = stepBatchSql(schemaSql());
 const { RENEW_LEASES } = leaseRenewalSql(schemaSql());
+const { claim: CLAIM } = claimSql(schemaSql());
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -32,21 +34,46 @@ interface PlanReads {
   runIndexes: string[];
   /** Nested loops that scan a CTE once per outer row: rows × rows, the shape that cost seconds. */
   cteLoops: number;
+  /** Scans of the whole of table `run`. */
+  runSeqScans: number;
 }
 
 /** What the plan of `text` (EXPLAIN, planned with `values`) reads, and how. */
 async function planOf(text: string, values: unknown[]): Promise<PlanReads> {
   const { rows } = await db.pool.query(`EXPLAIN (FORMAT JSON) ${text}`, values);
-  const reads: PlanReads = { runIndexes: [], cteLoops: 0 };
+  return readsOf(rows[0]['QUERY PLAN'][0].Plan);
+}
+
+/**
+ * What the generic plan of `text` reads: the plan a worker's step-write connections run it with
+ * (pool.ts, `genericPlans`), made without its values. `types` are its parameters' types.
+ */
+async function genericPlanOf(on: TestDatabase, text: string, types: string[], values: unknown[]): Promise<PlanReads> {
+  const client = await on.pool.connect();
+  try {
+    await client.query('SET plan_cache_mode = force_generic_plan');
+    await client.query(`PREPARE generic_plan_of (${types.join(', ')}) AS ${text}`);
+    const literals = values.map((v) => (v === null ? 'NULL' : client.escapeLiteral(String(v))));
+    const { rows } = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE generic_plan_of (${literals.join(', ')})`);
+    return readsOf(rows[0]['QUERY PLAN'][0].Plan);
+  } finally {
+    await client.query('DEALLOCATE ALL; RESET plan_cache_mode');
+    client.release();
+  }
+}
+
+function readsOf(plan: Record<string, unknown>): PlanReads {
+  const reads: PlanReads = { runIndexes: [], cteLoops: 0, runSeqScans: 0 };
   // A bitmap index scan names no table: its parent, the bitmap heap scan, does.
   const walk = (node: Record<string, unknown>, parentTable?: unknown) => {
     const table = node['Relation Name'] ?? (node['Node Type'] === 'Bitmap Index Scan' ? parentTable : undefined);
     if (table === 'run' && typeof node['Index Name'] === 'string') reads.runIndexes.push(node['Index Name']);
     const children = (node.Plans as Record<string, unknown>[] | undefined) ?? [];
     if (node['Node Type'] === 'Nested Loop' && children[1]?.['Node Type'] === 'CTE Scan') reads.cteLoops++;
+    if (node['Node Type'] === 'Seq Scan' && table === 'run') reads.runSeqScans++;
     for (const child of children) walk(child, table);
   };
-  walk(rows[0]['QUERY PLAN'][0].Plan);
+  walk(plan);
   return reads;
 }
 
@@ -79,5 +106,45 @@ describe('with statistics that say no run is RUNNING', () => {
     // …and renews what it must, answering every run.
     const held = rows.map((r) => ({ runId: r.id as never, token: r.lease_token }));
     expect(await db.store.renewLeases({ worker: 'A', leaseMs: 30_000 }, held, 25_000)).toHaveLength(300);
+  });
+});
+
+describe('on a table of many runs', () => {
+  let many: TestDatabase;
+  beforeAll(async () => {
+    many = await testDatabase();
+    // Finished runs, and a few queued and running: a table the planner would rather not read whole.
+    await many.pool
+      .query(`INSERT INTO durable_agent.run (id, status, input, model, token_budget, max_steps, deadline_at, run_at, locked_until)
+      SELECT gen_random_uuid(), CASE WHEN g % 110 < 100 THEN 'SUCCEEDED' WHEN g % 110 < 105 THEN 'RUNNING' ELSE 'QUEUED' END,
+             'x', 'm', 1000, 10, now() + interval '1 hour', now() - interval '1 second', now() + interval '30 seconds'
+      FROM generate_series(1, 20000) AS g`);
+    await many.pool.query('ANALYZE durable_agent.run');
+  });
+  afterAll(async () => {
+    await many?.close();
+  });
+
+  it.each<[string, BatchStatement]>([
+    ...[...MODEL_STEP_FORMS].map(([name, statement]): [string, BatchStatement] => [`a model step (${name})`, statement]),
+    ['a tool result', TOOL_RESULTS],
+    ['a claim', CLAIMS],
+  ])(
+    '%s, with the generic plan it runs with, alone and in a batch, reads runs through their primary key only',
+    async (_what, statement) => {
+      for (const { text } of [statement.one, statement.many]) {
+        const plan = await genericPlanOf(many, text, ['json'], ['[]']);
+        expect(plan.runIndexes.filter((index) => index !== 'run_pkey')).toEqual([]);
+        expect(plan.runSeqScans).toBe(0);
+        expect(plan.cteLoops).toBe(0);
+      }
+    },
+  );
+
+  it('a claim, with the generic plan it runs with, updates the runs it takes through their primary key, never reading the table whole', async () => {
+    const types = ['text', 'int', 'int', 'uuid[]', 'text[]', 'int', 'int[]'];
+    const plan = await genericPlanOf(many, CLAIM.text, types, ['B', 30_000, 10, '{}', '{demo}', null, '{}']);
+    expect(plan.runIndexes).toContain('run_pkey');
+    expect(plan.runSeqScans).toBe(0);
   });
 });
