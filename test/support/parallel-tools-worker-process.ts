@@ -3,13 +3,12 @@
  * in one turn (one quick, two slow), then answers with the tool_use ids of the results it was sent,
  * in the order it got them. Each tool execution is printed, so the parent sees which calls ran where.
  */
-import { RunStore } from '../../src/store/run-store.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testWorker } from './engine.ts';
 import { workerProcess } from './worker-harness.ts';
 import { response, ScriptedLlm, usage } from './scripted-llm.ts';
 
-const { pool, options: fromEnv, serve } = workerProcess(6);
+const { store, options: fromEnv, serve } = workerProcess(6);
 const timed = defineTool<{ ms: number }>({
   name: 'timed',
   description: 'takes the given time',
@@ -33,7 +32,7 @@ const llm = new ScriptedLlm((req) => {
   const ids = (last.content as unknown as { tool_use_id: string }[]).map((b) => b.tool_use_id);
   return response([{ type: 'text', text: ids.join(',') }], 'end_turn', usage(150, 5));
 });
-const worker = testWorker(new RunStore(pool), llm, [timed], {
+const worker = testWorker(store, llm, [timed], {
   ...fromEnv,
 });
 await serve(worker);

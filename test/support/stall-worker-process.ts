@@ -8,14 +8,13 @@
  */
 import { createLogger } from '../../src/observability/logger.ts';
 import { leaseKeeperThread } from '../../src/leases/lease-keeper-thread.ts';
-import { RunStore } from '../../src/store/run-store.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testWorker } from './engine.ts';
 import { workerProcess } from './worker-harness.ts';
 import { response, ScriptedLlm, usage } from './scripted-llm.ts';
 
 const blockMs = Number(process.env.BLOCK_MS ?? 2000);
-const { url, pool, options: fromEnv, serve } = workerProcess(8);
+const { url, store, options: fromEnv, serve } = workerProcess(8);
 const llm = new ScriptedLlm((req) => {
   const first = req.messages[0]!.content as string;
   const last = req.messages[req.messages.length - 1]!;
@@ -46,7 +45,7 @@ const work = defineTool({
     return 'worked';
   },
 });
-const worker = testWorker(new RunStore(pool), llm, [work], {
+const worker = testWorker(store, llm, [work], {
   ...fromEnv,
   maxRunAttempts: Number(process.env.MAX_RUN_ATTEMPTS ?? 5),
   concurrency: Number(process.env.CONCURRENCY ?? 16),

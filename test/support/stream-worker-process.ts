@@ -4,11 +4,10 @@
  */
 import { armCrashPoint } from '../../src/engine/crash-points.ts';
 import { createLlmClient } from '../../src/llm/index.ts';
-import { RunStore } from '../../src/store/run-store.ts';
 import { testWorker } from './engine.ts';
 import { workerProcess } from './worker-harness.ts';
 
-const { pool, options: fromEnv, serve } = workerProcess(4);
+const { store, options: fromEnv, serve } = workerProcess(4);
 const llm = createLlmClient({
   llmProvider: 'anthropic',
   anthropicApiKey: process.env.ANTHROPIC_API_KEY!,
@@ -21,7 +20,7 @@ const llm = createLlmClient({
   retryCapMs: 50,
 });
 if (process.env.CRASH_MID_STREAM === '1') armCrashPoint({ point: 'mid-stream', action: 'kill' });
-const worker = testWorker(new RunStore(pool), llm, [], {
+const worker = testWorker(store, llm, [], {
   ...fromEnv,
 });
 await serve(worker);

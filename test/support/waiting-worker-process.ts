@@ -3,14 +3,13 @@
  * (`charge`, a slow tool that is not idempotent, or the built-in `sleep` for SLEEP_SECONDS), then
  * answers. Each model call and each execution of `charge` is printed as a JSON line.
  */
-import { RunStore } from '../../src/store/run-store.ts';
 import { sleepTool } from '../../src/tools/sleep-tool.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testWorker } from './engine.ts';
 import { workerProcess } from './worker-harness.ts';
 import { toolThenTextLlm } from './scripted-llm.ts';
 
-const { pool, options: fromEnv, serve } = workerProcess(4);
+const { store, options: fromEnv, serve } = workerProcess(4);
 const charge = defineTool({
   name: 'charge',
   description: 'charges a card; cannot honour an idempotency key',
@@ -29,7 +28,7 @@ llm.send = async (req, options) => {
   console.log(JSON.stringify({ event: 'model' }));
   return scripted(req, options);
 };
-const worker = testWorker(new RunStore(pool), llm, [charge, sleepTool()], {
+const worker = testWorker(store, llm, [charge, sleepTool()], {
   ...fromEnv,
   // A long poll: only the worker's timer for the nearest due run (and NOTIFY) can wake it in time.
   pollIntervalMs: 60_000,

@@ -2,13 +2,12 @@
  * A real worker process for crash tests: a scripted model (one slow tool call, then an answer) and a
  * tool that takes SLOW_TOOL_MS, so the parent can SIGKILL it mid-step. Configured by environment.
  */
-import { RunStore } from '../../src/store/run-store.ts';
 import { defineTool } from '../../src/tools/types.ts';
 import { testWorker } from './engine.ts';
 import { workerProcess } from './worker-harness.ts';
 import { toolThenTextLlm } from './scripted-llm.ts';
 
-const { pool, options: fromEnv, serve } = workerProcess(4);
+const { pool, store, options: fromEnv, serve } = workerProcess(4);
 const slow = defineTool({
   name: 'slow',
   description: 'takes a while',
@@ -27,7 +26,7 @@ const slow = defineTool({
     return 'slow result';
   },
 });
-const worker = testWorker(new RunStore(pool), toolThenTextLlm('slow'), [slow], {
+const worker = testWorker(store, toolThenTextLlm('slow'), [slow], {
   ...fromEnv,
 });
 await serve(worker);
