@@ -56,15 +56,15 @@ const noop = (result: string): Tool => ({
 });
 
 async function main() {
-  await withScratchDatabase(async (urlText, pool, description) => {
+  await withScratchDatabase(async (urlText, pool, description, batches) => {
     const url = new URL(urlText);
     const logger = createLogger({ level: 'silent' });
-    const store = new RunStore(pool);
+    const store = new RunStore(pool, { batches });
     const records = new RunRecords(pool);
 
     // The same writes with ENCRYPTION_KEY set: every payload sealed with AES-256-GCM as it is written.
     const sealer = new Sealer([{ id: 'bench', key: randomBytes(32) }]);
-    const sealedStore = new RunStore(pool, { sealer });
+    const sealedStore = new RunStore(pool, { sealer, batches });
     const sealedRecords = new RunRecords(pool, { sealer });
 
     const newRun = (maxSteps = 1000) =>

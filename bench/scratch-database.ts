@@ -9,10 +9,13 @@ import pg from 'pg';
 import { loadConfig } from '../src/config/environment.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createPool, poolSizeFor, resolveDatabase } from '../src/db/pool.ts';
+import { BATCH_CONNECTIONS } from '../src/runtime/connection-budget.ts';
 
 export const LATEST = path.resolve('bench/results/latest.json');
 
-export async function withScratchDatabase<T>(work: (url: string, pool: pg.Pool, description: string) => Promise<T>): Promise<T> {
+export async function withScratchDatabase<T>(
+  work: (url: string, pool: pg.Pool, description: string, batches: pg.Pool) => Promise<T>,
+): Promise<T> {
   const database = await resolveDatabase(loadConfig());
   const admin = new pg.Client({ connectionString: database.url });
   await admin.connect();
@@ -21,11 +24,13 @@ export async function withScratchDatabase<T>(work: (url: string, pool: pg.Pool, 
   const url = new URL(database.url);
   url.pathname = `/${scratch}`;
   const pool = createPool(url.toString(), poolSizeFor(100));
+  // A worker's connections for its step writes and claims (start-runtime.ts), for the stores that write as a worker does.
+  const batches = createPool(url.toString(), BATCH_CONNECTIONS, { genericPlans: true });
   try {
     await migrate(pool);
-    return await work(url.toString(), pool, database.description);
+    return await work(url.toString(), pool, database.description, batches);
   } finally {
-    await pool.end();
+    await Promise.all([pool.end(), batches.end()]);
     await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(scratch)} WITH (FORCE)`);
     await admin.end();
     await database.release();

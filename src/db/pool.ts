@@ -119,9 +119,10 @@ export interface PoolOptions {
    * A statement prepared by name gets its generic plan at once (plan_cache_mode=force_generic_plan),
    * instead of being planned with its values on each of its first five executions and on every one
    * after that whose generic plan costs more: for a pool that runs only statements whose plan does not
-   * depend on their values. Set on each connection as it opens (a SET, which a pooler in session mode
-   * keeps, where it may refuse the `options` startup parameter); never with `prepared: false`, where
-   * the unnamed statements would be given generic plans too.
+   * depend on their values (NamedStatements, schema.ts). The setting is the connection's: an unnamed
+   * statement, and the queries of a function or trigger a statement runs, get generic plans there too.
+   * Set on each connection as it opens (a SET, which a pooler in session mode keeps, where it may refuse
+   * the `options` startup parameter); never with `prepared: false`, where every statement is unnamed.
    */
   genericPlans?: boolean;
 }

@@ -49,5 +49,14 @@ export interface NamedStatement {
   text: string;
 }
 
+/**
+ * Where only statements prepared by name are sent: a pool opened with `genericPlans` (pool.ts), whose
+ * plans are made without the values, so what goes there must be a statement whose plan does not depend
+ * on them, and named (an unnamed statement would be given a generic plan there too).
+ */
+export interface NamedStatements {
+  query<R extends pg.QueryResultRow>(statement: NamedStatement & { values: unknown[] }): Promise<pg.QueryResult<R>>;
+}
+
 /** The statement `text` of `schema`, prepared under `name` made that schema's own. */
 export const named = (schema: SchemaSql, name: string, text: string): NamedStatement => ({ name: statementName(name, schema), text });

@@ -1,8 +1,9 @@
 /**
  * How many connections a process may open, told at start so a fleet can be sized against the server's
  * `max_connections` (or a pooler's pool): its pool through DATABASE_URL, a worker's few connections for
- * the step path's batched writes, one connection for the lease keeper's thread, and the sessions (a LISTEN each for the worker, the event hub, the scheduler and
- * waits on runs, and the worker's liveness lock), which go to the session URL and need none there is.
+ * its step writes and claims, one connection for the lease keeper's thread, and the sessions (a LISTEN
+ * each for the worker, the event hub, the scheduler and waits on runs, and the worker's liveness lock),
+ * which go to the session URL and need none there is.
  */
 import type { Config } from '../config/environment.ts';
 import { type Database, poolSizeFor } from '../db/pool.ts';
@@ -11,8 +12,9 @@ export interface ConnectionBudget {
   /** The pool's connections through DATABASE_URL (DATABASE_POOL_SIZE, or sized from the process's roles). */
   pool: number;
   /**
-   * A worker's connections through DATABASE_URL for the step path's batched writes, planned once each
-   * (pool.ts, `genericPlans`); none behind a transaction pooler, where they go through the pool.
+   * A worker's connections through DATABASE_URL for the step path's batched writes and its claims,
+   * each statement planned once on them (pool.ts, `genericPlans`); none behind a transaction pooler,
+   * where those go through the pool.
    */
   batches: number;
   /** The lease keeper's connection through DATABASE_URL (a worker only). */
@@ -43,7 +45,7 @@ export function connectionBudget(
   return { pool, batches, leaseKeeper: worker ? 1 : 0, sessions: listens + liveness };
 }
 
-/** "up to 36 connections (a pool of 30, 1 for leases, 5 sessions)", for the start banner and log. */
+/** "up to 40 connections (a pool of 30, 4 for step writes, 1 for leases, 5 sessions)", for the start banner and log. */
 export function describeBudget(b: ConnectionBudget, database: Pick<Database, 'transactionPooler'>): string {
   const parts = [
     `a pool of ${b.pool}`,

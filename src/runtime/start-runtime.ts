@@ -202,8 +202,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       await server?.close();
       await new Promise((r) => (plainMetrics ? plainMetrics.close(r) : r(undefined)));
       await worker?.stop();
-      await pool.end();
-      await batches?.end();
+      await Promise.all([pool.end(), batches?.end()]);
       await database.release().catch(() => {});
       logger.flush?.();
     })());

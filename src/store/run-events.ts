@@ -8,7 +8,7 @@ import type pg from 'pg';
 import type { RunId } from '../domain/types.ts';
 import { LeaseLostError } from '../domain/errors.ts';
 import { RUN_EVENT_CHANNEL } from '../db/notifications.ts';
-import { named, schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
+import { named, type NamedStatements, schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
 import { FENCE, fencedSql } from './fenced-sql.ts';
 import type { EventsClaimed, Lease } from '../ports/engine-store.ts';
 import type { NewEvent } from '../ports/new-event.ts';
@@ -94,7 +94,7 @@ export interface RunEventsOptions extends SchemaOption {
   /** Seals events as they are written and opens them as they are read; none by default. */
   sealer?: Sealer;
   /** Where the batched claims go (RunStoreOptions' `batches`); `db` when absent. */
-  batches?: Pick<pg.Pool, 'query'>;
+  batches?: NamedStatements;
 }
 
 export class RunEvents {
@@ -110,7 +110,7 @@ export class RunEvents {
     const schema = schemaSql(opts.schema);
     this.sql = runEventsSql(schema);
     const { CLAIMS } = stepBatchSql(schema);
-    const batches = opts.batches ?? db;
+    const batches: NamedStatements = opts.batches ?? db;
     this.claims = new WriteBatches(async (items, json) => {
       const { rows } = await batches.query<ClaimedRow>(withFields(forItems(items, CLAIMS), { values: [json] }));
       return claimedOutcomes(items, rows);

@@ -25,7 +25,7 @@ import { NO_ENCRYPTION, type Sealer } from './encryption.ts';
 import { lineageSql, qualified, TOOL_USES } from './lineage-sql.ts';
 import type { EarlierRun } from '../core/chain-replay.ts';
 import { RUN_COLUMNS, type RunRow, STEP_COLUMNS, STEP_SUMMARY_COLUMNS, type StepRow, toRun, toStep, toStepSummary } from './rows.ts';
-import { named, type NamedStatement, schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
+import { named, type NamedStatement, type NamedStatements, schemaSql, type SchemaOption, type SchemaSql } from '../db/schema.ts';
 import { mapInputText } from '../core/content-blocks.ts';
 import { withFields } from '../util/with-fields.ts';
 import type { ModelOptions } from '../domain/types.ts';
@@ -85,10 +85,10 @@ export interface RunStoreOptions extends SchemaOption {
   /** Seals payloads as they are written and opens them as they are read (encryption.ts); none by default. */
   sealer?: Sealer;
   /**
-   * Where the step path's batched writes go (write-batches.ts): a few connections opened with
-   * `genericPlans` (pool.ts), each planning a batch statement once; the store's own pool when absent.
+   * Where the step path's batched writes and the claim go (write-batches.ts): a few connections opened
+   * with `genericPlans` (pool.ts), each planning a statement once; the store's own pool when absent.
    */
-  batches?: Pick<pg.Pool, 'query'>;
+  batches?: NamedStatements;
 }
 
 /** How a store treats what it writes: texts redacted (JSON texts keep their shape), strings redacted, payloads sealed. */

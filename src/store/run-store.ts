@@ -64,7 +64,7 @@ import {
   toolResultOutcomes,
   type ToolResultRow,
 } from './step-batch-sql.ts';
-import { named, type NamedStatement, schemaSql, type SchemaSql } from '../db/schema.ts';
+import { named, type NamedStatement, type NamedStatements, schemaSql, type SchemaSql } from '../db/schema.ts';
 import { WriteBatches } from '../util/write-batches.ts';
 import { fileRows } from './workspace-files.ts';
 import { RunRecords, type RunStoreOptions, writePolicy } from './run-records.ts';
@@ -169,7 +169,7 @@ export class RunStore implements EngineStore {
   private readonly finalModelSteps: WriteBatches<ModelStepItem & RunEndFields, FencedWrite>;
   private readonly toolResults: WriteBatches<ToolResultItem, FencedWrite>;
   /** Where the batched writes and the claim go (RunStoreOptions' `batches`): statements planned once, whatever their values. */
-  private readonly batches: Pick<pg.Pool, 'query'>;
+  private readonly batches: NamedStatements;
 
   constructor(
     private readonly db: pg.Pool,
@@ -178,7 +178,7 @@ export class RunStore implements EngineStore {
     ({ redact: this.redact, sealer: this.sealer } = writePolicy(opts));
     this.sql = runStoreSql(schemaSql(opts.schema));
     const { MODEL_STEPS, TOOL_RESULTS } = this.sql.batches;
-    const batches = (this.batches = opts.batches ?? db);
+    const batches: NamedStatements = (this.batches = opts.batches ?? db);
     this.records = new RunRecords(db, opts);
     this.events = new RunEvents(db, { ...opts, sealer: this.sealer });
     const modelSteps = <I extends ModelStepItem>(final: boolean) =>
@@ -220,8 +220,12 @@ export class RunStore implements EngineStore {
   }
 
   /** A named statement: each connection parses and plans it once, which matters on the step path. */
-  private prepared<R extends pg.QueryResultRow>(statement: NamedStatement, values: unknown[]): Promise<pg.QueryResult<R>> {
-    return this.db.query<R>(withFields(statement, { values }));
+  private prepared<R extends pg.QueryResultRow>(
+    statement: NamedStatement,
+    values: unknown[],
+    on: NamedStatements = this.db,
+  ): Promise<pg.QueryResult<R>> {
+    return on.query<R>(withFields(statement, { values }));
   }
 
   /** The run's log: a fork's inherited steps (their `runId` is the source's), then its own (lineage-sql.ts). */
@@ -242,12 +246,13 @@ export class RunStore implements EngineStore {
     agents: readonly string[] = [DEMO_AGENT],
     liveness?: ClaimLiveness,
   ): Promise<ClaimedRun[]> {
-    // Its generic plan is its custom plan (claim-sql.ts), which the planner, guessing a tenth of the rows
-    // for LIMIT $3, would otherwise not believe: it would plan it again on every call.
-    const { rows } = await this.batches.query<RunRow & { has_steps: boolean; lease_token: string }>(
-      withFields(this.sql.CLAIM, {
-        values: claimParams(owner.worker, owner.leaseMs, limit, holding, agents, liveness?.ownerLock, liveness?.orphaned),
-      }),
+    // On a pool of generic plans: its generic plan is as good as its custom one (claim-sql.ts), which a
+    // pool of the planner's choice would not believe (the generic plan guesses a tenth of the table for
+    // LIMIT $3) and would plan it again at every call.
+    const { rows } = await this.prepared<RunRow & { has_steps: boolean; lease_token: string }>(
+      this.sql.CLAIM,
+      claimParams(owner.worker, owner.leaseMs, limit, holding, agents, liveness?.ownerLock, liveness?.orphaned),
+      this.batches,
     );
     const claimed: ClaimedRun[] = [];
     for (const r of rows) {

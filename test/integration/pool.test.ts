@@ -62,7 +62,8 @@ it('with genericPlans, plans a named statement once for every execution; without
     try {
       for (let i = 0; i < 7; i++) await ours.query(statement('plan_count'));
       expect((await ours.query(PLANS, ['plan_count'])).rows[0]).toEqual(expected);
-      // Not the unnamed statements: those are planned with their values, as on any connection.
+      // The setting is the connection's: an unnamed statement sent there would get a generic plan too
+      // (which is why the stores send only NamedStatements to such a pool).
       expect((await ours.query(`SELECT current_setting('plan_cache_mode') AS mode`)).rows[0]).toEqual({
         mode: genericPlans ? 'force_generic_plan' : 'auto',
       });

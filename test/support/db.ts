@@ -45,8 +45,7 @@ export async function testDatabase(): Promise<TestDatabase> {
     store: new RunStore(pool, { batches }),
     records: new RunRecords(pool),
     async close() {
-      await pool.end();
-      await batches.end();
+      await Promise.all([pool.end(), batches.end()]);
       await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`).catch(() => {});
       await admin.end();
     },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BATCH_CONNECTIONS, connectionBudget, describeBudget } from '../../src/runtime/connection-budget.ts';
+import { connectionBudget, describeBudget } from '../../src/runtime/connection-budget.ts';
 
 const config = { databasePoolSize: null, workerConcurrency: 100, workerLiveness: 'session' as const };
 const direct = { sessionUrl: 'postgres://db/x', transactionPooler: false };
@@ -8,10 +8,8 @@ const pooled = { sessionUrl: null, transactionPooler: true };
 describe('connectionBudget', () => {
   it('gives a worker on a direct connection its few connections for batched step writes, besides its pool', () => {
     const b = connectionBudget(config, direct, { api: true, worker: true });
-    expect(b).toEqual({ pool: 30, batches: BATCH_CONNECTIONS, leaseKeeper: 1, sessions: 5 });
-    expect(describeBudget(b, direct)).toBe(
-      `up to ${36 + BATCH_CONNECTIONS} connections (a pool of 30, ${BATCH_CONNECTIONS} for step writes, 1 for leases, 5 sessions)`,
-    );
+    expect(b).toEqual({ pool: 30, batches: 4, leaseKeeper: 1, sessions: 5 });
+    expect(describeBudget(b, direct)).toBe('up to 40 connections (a pool of 30, 4 for step writes, 1 for leases, 5 sessions)');
   });
 
   it('gives none to the API alone, nor behind a transaction pooler, where the step writes share the pool', () => {
@@ -26,7 +24,7 @@ describe('connectionBudget', () => {
   it('keeps DATABASE_POOL_SIZE for the pool alone', () => {
     expect(connectionBudget({ ...config, databasePoolSize: 7 }, direct, { worker: true })).toMatchObject({
       pool: 7,
-      batches: BATCH_CONNECTIONS,
+      batches: 4,
     });
   });
 });
