@@ -305,16 +305,21 @@ class RunDriver {
     return this.costClamp(Math.max(1, Math.min(wanted, this.run.tokenBudget - this.progress.tokensUsed)));
   }
 
-  /** One model call of step `seq`: the reply, or how the attempt or the run ends (see callFailed). */
-  private async callModel(
+  /**
+   * One model call of step `seq`: the reply, or how the attempt or the run ends (see callFailed). Not
+   * an async function: while the call is in flight, only its promise's reaction waits here, not a
+   * suspended frame (one per run in flight, thousands of them).
+   */
+  private callModel(
     seq: number,
     request: LlmRequest,
     stream: StepStream | null,
     started: number,
   ): Promise<{ reply: LlmResponse } | { failed: StepOutcome }> {
     const { run, deps } = this;
+    let sending: Promise<LlmResponse>;
     try {
-      const reply = await deps.llm.send(request, {
+      sending = deps.llm.send(request, {
         signal: deps.signal,
         deadlineAt: run.deadlineAt,
         logFields: { run_id: run.id, worker: deps.owner.worker, step_seq: seq },
@@ -324,10 +329,13 @@ class RunDriver {
           onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)),
         }),
       });
-      return { reply };
     } catch (e) {
-      return { failed: await this.callFailed(e, seq, started, stream) };
+      sending = Promise.reject(e);
     }
+    return sending.then(
+      (reply) => ({ reply }),
+      async (e: unknown) => ({ failed: await this.callFailed(e, seq, started, stream) }),
+    );
   }
 
   /** Returns how the run ends (`written` when the checkpoint already recorded it), or undefined to go on. */

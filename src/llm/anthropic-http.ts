@@ -242,7 +242,27 @@ export class MessagesExchange {
     const timer = setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this);
     let response: IncomingMessage;
     try {
-      response = await this.responseOf(body);
+      // When the request met a kept-alive connection the server had just closed, it is sent again on
+      // another (each stale socket is gone once it failed, so this ends; the time limit and the
+      // caller's abort still apply). In this frame rather than a helper's: a call waiting for its
+      // answer holds every frame above it, thousands of them with thousands of runs in flight.
+      for (;;) {
+        // What fails before anything is sent (the body's JSON, a header Node refuses) is thrown from
+        // here as it is: it is no connection's fault, and sending again would fail the same way.
+        const responding = this.sent(body());
+        try {
+          response = await responding;
+          break;
+        } catch (error) {
+          if (this.signal?.aborted) throw aborted();
+          if (this.expired) throw timedOut();
+          // Before the timeout's test, which reads the message: the host in a refusal's might say "timeout".
+          if (error instanceof ProxyRefusal) throw proxyRefused(error);
+          // The pool's limit on opening a connection (directly or through the proxy), or the system's.
+          if (isTimeout(error)) throw timedOut();
+          if (!isStaleConnection(this.request!, error)) throw connectionFailed(error);
+        }
+      }
     } finally {
       clearTimeout(timer);
     }
@@ -250,30 +270,6 @@ export class MessagesExchange {
     const status = response.statusCode ?? 0;
     if (status < 200 || status > 299) throw await errorOfResponse(response);
     return response;
-  }
-
-  /**
-   * Sends the request and waits for its response's headers; when the request met a kept-alive
-   * connection the server had just closed, sends it again on another (each stale socket is gone once
-   * it failed, so this ends; the time limit and the caller's abort still apply).
-   */
-  private async responseOf(body: () => string): Promise<IncomingMessage> {
-    for (;;) {
-      // What fails before anything is sent (the body's JSON, a header Node refuses) is thrown from
-      // here as it is: it is no connection's fault, and sending again would fail the same way.
-      const responding = this.sent(body());
-      try {
-        return await responding;
-      } catch (error) {
-        if (this.signal?.aborted) throw aborted();
-        if (this.expired) throw timedOut();
-        // Before the timeout's test, which reads the message: the host in a refusal's might say "timeout".
-        if (error instanceof ProxyRefusal) throw proxyRefused(error);
-        // The pool's limit on opening a connection (directly or through the proxy), or the system's.
-        if (isTimeout(error)) throw timedOut();
-        if (!isStaleConnection(this.request!, error)) throw connectionFailed(error);
-      }
-    }
   }
 
   /**
@@ -287,7 +283,8 @@ export class MessagesExchange {
       // Stays for the request's life: a socket error after the headers comes here too (and to
       // the response, where it is read), and an 'error' nobody listens to would crash the process.
       request.on('error', reject);
-      request.once('response', resolve);
+      // `on`, not `once`: a request has one response, and once's wrapper would be kept with each call in flight.
+      request.on('response', resolve);
       request.end(text);
     });
   }

@@ -64,59 +64,71 @@ export class AnthropicClient implements LlmClient {
     return anthropicRefusal(options);
   }
 
-  async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
+  send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
     const call: Call = { responded: false, requestId: null, usage: null, callbackError: undefined };
     const exchange = new MessagesExchange(this.endpoint, options.signal);
+    // Each of the two ends its exchange itself: no frame of this one waits above theirs.
+    return this.streaming ? this.stream(request, options, call, exchange) : this.create(request, call, exchange);
+  }
+
+  /** What a failed call throws, the exchange closed. */
+  private failure(error: unknown, call: Call, exchange: MessagesExchange): unknown {
+    // Whatever is left of the response is not wanted: close it rather than leave the connection busy.
+    exchange.abort();
+    // The caller's own callback failed: not the provider's fault, so not classified as one.
+    if (call.callbackError !== undefined && error === call.callbackError) return error;
+    return classifyFailure(error, { apiKey: this.apiKey, ...call });
+  }
+
+  private async create(request: LlmRequest, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
     try {
-      return this.streaming ? await this.stream(request, options, call, exchange) : await this.create(request, call, exchange);
+      const response = await exchange.post(() => JSON.stringify(toMessageParams(request)));
+      call.responded = true;
+      call.requestId = header(response.headers, 'request-id');
+      // An HTML page or an empty body comes back as a string or undefined, not a message.
+      return toLlmResponse(await readBody(response), call.requestId, request.model);
     } catch (error) {
-      // Whatever is left of the response is not wanted: close it rather than leave the connection busy.
-      exchange.abort();
-      // The caller's own callback failed: not the provider's fault, so not classified as one.
-      if (call.callbackError !== undefined && error === call.callbackError) throw error;
-      throw classifyFailure(error, { apiKey: this.apiKey, ...call });
+      throw this.failure(error, call, exchange);
     } finally {
       exchange.release();
     }
   }
 
-  private async create(request: LlmRequest, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
-    const response = await exchange.post(() => JSON.stringify(toMessageParams(request)));
-    call.responded = true;
-    call.requestId = header(response.headers, 'request-id');
-    // An HTML page or an empty body comes back as a string or undefined, not a message.
-    return toLlmResponse(await readBody(response), call.requestId, request.model);
-  }
-
   private async stream(request: LlmRequest, options: LlmCallOptions, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
-    const response = await exchange.post(() => JSON.stringify(streamed(request)));
-    call.responded = true;
-    call.requestId = header(response.headers, 'request-id');
-    const assembler = new StreamAssembler(request.model);
-    const { onText, onThinking, onUsage } = options;
-    await readEvents(response, (data) => {
-      // Fed as the API sent it; the assembler checks what it relies on and skips kinds it does not know.
-      const event = data as Anthropic.RawMessageStreamEvent;
-      const streamed = assembler.add(event);
-      const usage = event.type === 'message_start' || event.type === 'message_delta' ? (call.usage = assembler.usage()) : null;
-      // As failure.ts's `report`, inline: no closure per event. What the caller's callbacks throw is
-      // remembered as theirs, so it is passed on unclassified.
-      try {
-        if (usage && onUsage) onUsage(usage);
-        if (streamed !== null) {
-          if (streamed.type === 'text_delta') onText?.(streamed.text, 1);
-          else onThinking?.(streamed.thinking, 1);
+    try {
+      const response = await exchange.post(() => JSON.stringify(streamed(request)));
+      call.responded = true;
+      call.requestId = header(response.headers, 'request-id');
+      const assembler = new StreamAssembler(request.model);
+      const { onText, onThinking, onUsage } = options;
+      await readEvents(response, (data) => {
+        // Fed as the API sent it; the assembler checks what it relies on and skips kinds it does not know.
+        const event = data as Anthropic.RawMessageStreamEvent;
+        const streamed = assembler.add(event);
+        const usage = event.type === 'message_start' || event.type === 'message_delta' ? (call.usage = assembler.usage()) : null;
+        // As failure.ts's `report`, inline: no closure per event. What the caller's callbacks throw is
+        // remembered as theirs, so it is passed on unclassified.
+        try {
+          if (usage && onUsage) onUsage(usage);
+          if (streamed !== null) {
+            if (streamed.type === 'text_delta') onText?.(streamed.text, 1);
+            else onThinking?.(streamed.thinking, 1);
+          }
+        } catch (error) {
+          call.callbackError = error;
+          throw error;
         }
-      } catch (error) {
-        call.callbackError = error;
-        throw error;
-      }
-    });
-    // An aborted response counts as none, however much of it came.
-    if (options.signal?.aborted) throw aborted();
-    const answer = assembler.finish(call.requestId);
-    sayUnknown(answer, assembler.unknownTypes());
-    return answer;
+      });
+      // An aborted response counts as none, however much of it came.
+      if (options.signal?.aborted) throw aborted();
+      const answer = assembler.finish(call.requestId);
+      sayUnknown(answer, assembler.unknownTypes());
+      return answer;
+    } catch (error) {
+      throw this.failure(error, call, exchange);
+    } finally {
+      exchange.release();
+    }
   }
 }
 
