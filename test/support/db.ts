@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { createPool } from '../../src/db/pool.ts';
+import { BATCH_CONNECTIONS } from '../../src/runtime/connection-budget.ts';
 import { RunRecords } from '../../src/store/run-records.ts';
 import { RunStore } from '../../src/store/run-store.ts';
 import { RunEvents, type StoredEvent } from '../../src/store/run-events.ts';
@@ -38,7 +39,7 @@ export async function testDatabase(): Promise<TestDatabase> {
   const url = u.toString();
   const pool = createPool(url, 20);
   // As a worker's store has it (start-runtime.ts): the batched writes and the claim on generic plans.
-  const batches = createPool(url, 4, { genericPlans: true });
+  const batches = createPool(url, BATCH_CONNECTIONS, { genericPlans: true });
   return {
     url,
     pool,
