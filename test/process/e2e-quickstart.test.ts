@@ -53,7 +53,14 @@ function processes(): ProcessRow[] {
 
 /** Processes naming the data directory: the postmaster (`postgres -D <dir>/pg`), and pg_ctl while it runs. */
 const mentioningDataDir = () => processes().filter((p) => p.args.includes(dataDir));
-const postmasters = () => mentioningDataDir().filter((p) => /postgres\s+-D\s/.test(p.args) && !/pg_ctl/.test(p.args));
+/**
+ * The servers on the data directory. A backend the postmaster has just forked shows the postmaster's
+ * command line until it sets its own title, so a match whose parent is a match is a child, not a server.
+ */
+function postmasters(): ProcessRow[] {
+  const matches = mentioningDataDir().filter((p) => /postgres\s+-D\s/.test(p.args) && !/pg_ctl/.test(p.args));
+  return matches.filter((p) => !matches.some((q) => q.pid === p.ppid));
+}
 
 function pidFile(): number | null {
   const f = path.join(dataDir, 'pg', 'postmaster.pid');
