@@ -46,9 +46,9 @@ export interface Conversation {
   /** The messages to send with the next model call. */
   readonly messages: Message[];
   /** Tool calls of the latest model turn that have no result yet, in the order the model made them. */
-  readonly pending: Map<string, PendingTool>;
+  pending: ReadonlyMap<string, PendingTool>;
   /** Results of the latest turn, waiting until the turn is complete. */
-  readonly results: Map<string, ToolResultBlock>;
+  results: ReadonlyMap<string, ToolResultBlock>;
   /** tool_use blocks of the latest turn, in order: the order its results must be sent in. */
   turn: ToolUseBlock[];
   lastSeq: number;
@@ -87,6 +87,17 @@ export type FoldableStep = Pick<Step, 'seq' | 'kind' | 'status' | 'toolUseId' | 
 } & Partial<Pick<Step, 'inputTokens' | 'outputTokens' | 'cacheCreationInputTokens' | 'cacheReadInputTokens'>>;
 
 /**
+ * No call pending, no result waiting: one map for every conversation at rest. Each run in flight keeps
+ * its conversation, and two empty maps apiece were ~400 bytes a run; a turn's calls and their results
+ * get maps of their own, which the fold alone writes (never this one: it holds nothing to delete, and
+ * a result makes a new map).
+ */
+const NONE: ReadonlyMap<string, never> = new Map<string, never>();
+
+/** A turn's map: made by the fold, so its own to change (see NONE). */
+const owned = <V>(map: ReadonlyMap<string, V>) => map as Map<string, V>;
+
+/**
  * A conversation before its first step: `history` (the messages of the runs it continues, see
  * chain-replay.ts), then `input` as the next user turn.
  */
@@ -94,8 +105,8 @@ export function emptyConversation(input: RunInput, history: readonly Message[] =
   return {
     model,
     messages: withUserInput(history, input),
-    pending: new Map(),
-    results: new Map(),
+    pending: NONE,
+    results: NONE,
     turn: [],
     lastSeq: 0,
     stopReason: null,
@@ -111,7 +122,7 @@ function flushResults(c: Conversation): void {
   if (c.results.size === 0) return;
   const ordered = c.turn.map((u) => c.results.get(u.id)).filter((r): r is ToolResultBlock => r !== undefined);
   c.messages.push({ role: 'user', content: ordered });
-  c.results.clear();
+  c.results = NONE;
 }
 
 const THINKING = new Set(['thinking', 'redacted_thinking']);
@@ -137,14 +148,15 @@ function foldModel(c: Conversation, step: FoldableStep): void {
     c.messages.push({ role: 'assistant', content });
   }
   c.turn = content.filter(isToolUse);
-  c.pending.clear();
   c.reusedToolUseId = null;
+  const pending = c.turn.length > 0 ? new Map<string, PendingTool>() : NONE;
   for (const use of c.turn) {
     const firstSeq = c.toolUseIds.get(use.id);
     if (firstSeq !== undefined) c.reusedToolUseId ??= { id: use.id, firstSeq, seq: step.seq };
     else c.toolUseIds.set(use.id, step.seq);
-    c.pending.set(use.id, { use, startedSeq: null });
+    owned(pending).set(use.id, { use, startedSeq: null });
   }
+  c.pending = pending;
   c.stopReason = step.stopReason;
   c.lastContent = turnContent;
   const tokens =
@@ -162,10 +174,13 @@ function foldTool(c: Conversation, step: FoldableStep): void {
     pending.startedSeq = step.seq;
     return;
   }
-  c.pending.delete(id);
+  owned(c.pending).delete(id);
+  if (c.pending.size === 0) c.pending = NONE;
   const result: ToolResultBlock = { type: 'tool_result', tool_use_id: id, content: resultContent(String(step.response ?? '')) };
   if (step.status === 'ERROR') result.is_error = true;
-  c.results.set(id, result);
+  const results = c.results.size > 0 ? owned(c.results) : new Map<string, ToolResultBlock>();
+  results.set(id, result);
+  c.results = results;
   if (c.pending.size === 0) flushResults(c);
 }
 
