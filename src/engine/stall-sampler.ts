@@ -12,11 +12,13 @@
  * function named by `markToolCall` after the tool and its run, so a sample whose stack holds that
  * name caught the tool's own code running: its first part, or any part after an await.
  *
- * One sampling thread serves the process (every watch of every worker in it). There is none off the
- * main thread (the session would read another thread) or in a Node built without the inspector.
+ * One sampler serves the process (every watch of every worker in it), on the side thread it shares
+ * with the lease keepers (side-thread.ts). There is none off the main thread (the session would read
+ * another thread) or in a Node built without the inspector.
  */
-import { isMainThread, type MessagePort, MessageChannel, receiveMessageOnPort, Worker as Thread } from 'node:worker_threads';
+import { isMainThread, type MessagePort, MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import type { Tool } from '../tools/types.ts';
+import { runOnSideThread, type SideProgram } from '../util/side-thread.ts';
 
 /** The start of the name of the function a tool call runs in; the rest is JSON: [tool, run id]. */
 const MARK = 'durable-agent tool call ';
@@ -74,12 +76,14 @@ const POLL_MS = 20;
 /** Samples kept for the watches to read: the last stalls' worth. */
 const KEPT = 64;
 
-/** The thread's program (CommonJS, `eval: true`: worker threads do not go through TypeScript loaders). */
+/**
+ * The program on the side thread: `data` holds the shared heartbeat, the port the samples go out on and
+ * the mark; `port` says it is ready, and its closing ends the program.
+ */
 const THREAD_SOURCE = `
-const { workerData, parentPort } = require('node:worker_threads');
 const { Session } = require('node:inspector');
-const shared = new Float64Array(workerData.shared);
-const { port, mark } = workerData;
+const shared = new Float64Array(data.shared);
+const { samples, mark } = data;
 // Evaluated in the stalled main thread, on top of what it was running (the inspector runs it at the
 // next interrupt check, without pausing anything): that stack as V8 sees it, async frames included.
 // The main thread's own settings are put back before it goes on.
@@ -123,7 +127,7 @@ async function sample(beat) {
   const unmarked = frames.filter(([name]) => !name.startsWith(mark));
   const code = unmarked.filter(([, file]) => !file.startsWith('node:'));
   const where = (code.length ? code : unmarked).slice(0, 3).map(([name, file, line]) => (name || '(anonymous)') + ' (' + file + ':' + line + ')');
-  port.postMessage({ at: Date.now(), call, where });
+  samples.postMessage({ at: Date.now(), call, where });
 }
 
 let stall = -1;
@@ -139,18 +143,22 @@ async function check() {
 }
 // An interval, not a timeout set after each check: a session's pending answer keeps no thread alive.
 let checking = false;
-setInterval(() => {
+const poll = setInterval(() => {
   if (checking) return;
   checking = true;
   check().catch(() => {}).finally(() => (checking = false));
 }, ${POLL_MS});
-parentPort.postMessage('ready');
+port.on('close', () => {
+  clearInterval(poll);
+  samples.close();
+});
+port.postMessage('ready');
 `;
 
 class Sampler {
   private readonly shared = new Float64Array(new SharedArrayBuffer(3 * Float64Array.BYTES_PER_ELEMENT));
   private readonly port: MessagePort;
-  private readonly thread: Thread;
+  private readonly program: SideProgram;
   private readonly beat: NodeJS.Timeout;
   private readonly kept: StallSample[] = [];
   private readonly holders = new Map<object, StallSamplingOptions>();
@@ -162,16 +170,12 @@ class Sampler {
     this.shared[BEAT] = Date.now();
     this.beat = setInterval(() => (this.shared[BEAT] = Date.now()), HEARTBEAT_MS);
     this.beat.unref();
-    this.thread = new Thread(THREAD_SOURCE, {
-      eval: true,
-      workerData: { shared: this.shared.buffer, port: port2, mark: MARK },
-      transferList: [port2],
-    });
-    this.thread.unref();
+    const program = runOnSideThread(THREAD_SOURCE, { shared: this.shared.buffer, samples: port2, mark: MARK }, [port2]);
+    this.program = program;
     this.ready = new Promise((resolve) => {
-      this.thread.once('message', () => resolve());
-      this.thread.once('error', () => resolve());
-      this.thread.once('exit', () => resolve());
+      program.port.once('message', () => resolve());
+      program.port.unref();
+      void program.exited.then(() => resolve());
     });
   }
 
@@ -204,7 +208,8 @@ class Sampler {
   close(): void {
     clearInterval(this.beat);
     this.port.close();
-    void this.thread.terminate();
+    this.program.port.close();
+    this.program.release();
   }
 }
 

@@ -1,16 +1,16 @@
 /**
- * The lease keeper on its own thread, with its own connection: a step that blocks the main event loop
+ * The lease keeper off the main thread, with its own connection: a step that blocks the main event loop
  * (a tool doing a long synchronous computation) cannot stop the renewals, so the runs of a live worker
  * are never taken over just because it was busy. One statement per interval keeps every lease the
  * worker holds alive (RENEW_LEASES: it renews those no step renewed lately); the main thread says which
  * runs it holds and hears back which leases were lost and which runs have a cancel pending.
  *
- * The thread runs plain JavaScript given as source text (`eval: true`) and loads `pg` by its resolved
- * path, so it works the same under tsx, under vitest and from the compiled package: worker threads
- * do not go through the loaders that compile TypeScript.
+ * It runs on the process's side thread (side-thread.ts), with the stall sampler and any other
+ * worker's keeper, and loads `pg` by its resolved path, so it works the same under tsx, under vitest
+ * and from the compiled package.
  */
 import { createRequire } from 'node:module';
-import { Worker as Thread } from 'node:worker_threads';
+import { runOnSideThread, type SideProgram } from '../util/side-thread.ts';
 import type { RunId } from '../domain/types.ts';
 import { type NamedStatement, type SchemaOption, schemaSql } from '../db/schema.ts';
 import { renewWithinMs } from '../core/lease-policy.ts';
@@ -41,19 +41,19 @@ interface ThreadData {
   held: [string, string][];
 }
 
-/** The thread's program (CommonJS, run with `eval: true`); its input is ThreadData, its messages ToThread/FromThread. */
+/** The program on the side thread: its `data` is ThreadData, its messages on `port` ToThread/FromThread. */
 const THREAD_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const pg = require(workerData.pgPath);
-const { url, statement, owner, intervalMs, withinMs, stallLimitMs } = workerData;
+const pg = require(data.pgPath);
+const { url, statement, owner, intervalMs, withinMs, stallLimitMs } = data;
 // The main thread says it is alive every interval. A main thread blocked for good (a tool stuck in a
 // synchronous loop) must not hold its runs for ever: past the limit the leases are left to lapse, and
 // other workers take the runs over (the attempt is given back if this worker ever wakes up).
 let lastAlive = Date.now();
-const held = new Map(workerData.held); // run id -> lease token
+const held = new Map(data.held); // run id -> lease token
 const cancelReported = new Set();
 const followReported = new Set();
 let client = null;
+let connecting = null;
 let timer = null;
 let closing = false;
 
@@ -63,13 +63,31 @@ function disconnect() {
   if (c) c.end().catch(() => {});
 }
 
-async function connection() {
-  if (client) return client;
+// One connection: a round that starts while the first connect is under way waits for that one.
+function connection() {
+  if (client) return Promise.resolve(client);
+  return (connecting ??= connect().finally(() => (connecting = null)));
+}
+
+async function connect() {
   const c = new pg.Client({ connectionString: url, application_name: 'durable-agent-lease-keeper', query_timeout: Math.max(intervalMs, 1000) });
   c.on('error', () => { if (client === c) disconnect(); });
   await c.connect();
+  if (closing) {
+    c.end().catch(() => {});
+    throw new Error('closed');
+  }
   client = c;
   return c;
+}
+
+// Ends the program: the thread may go on serving others, so nothing of this one may be left running.
+function stop() {
+  closing = true;
+  if (timer) clearTimeout(timer);
+  const c = client;
+  client = null;
+  return Promise.resolve(c && c.end()).catch(() => {});
 }
 
 // Rounds start every intervalMs (a slow round shortens the wait for the next, it does not push it
@@ -88,27 +106,27 @@ async function round() {
         const token = tokens[i];
         if (renewed.has(runId + ' ' + token) || held.get(runId) !== token) return;
         held.delete(runId);
-        parentPort.postMessage({ type: 'lost', runId, token });
+        port.postMessage({ type: 'lost', runId, token });
       });
       for (const r of rows) {
         if (r.followed && !followReported.has(r.id)) {
           followReported.add(r.id);
-          parentPort.postMessage({ type: 'followed', runId: r.id });
+          port.postMessage({ type: 'followed', runId: r.id });
         }
         if (r.cancel_requested && !cancelReported.has(r.id)) {
           cancelReported.add(r.id);
-          parentPort.postMessage({ type: 'cancel', runId: r.id });
+          port.postMessage({ type: 'cancel', runId: r.id });
         }
       }
     } catch (e) {
       disconnect();
-      parentPort.postMessage({ type: 'failed', message: e && e.message ? e.message : String(e) });
+      port.postMessage({ type: 'failed', message: e && e.message ? e.message : String(e) });
     }
   }
   if (!closing) timer = setTimeout(round, Math.max(0, intervalMs - (Date.now() - started)));
 }
 
-parentPort.on('message', (m) => {
+port.on('message', (m) => {
   if (m.type === 'alive') lastAlive = Date.now();
   else if (m.type === 'changes') {
     for (const runId of m.drop) {
@@ -125,25 +143,26 @@ parentPort.on('message', (m) => {
       held.set(runId, token);
     }
   } else if (m.type === 'close') {
-    closing = true;
-    if (timer) clearTimeout(timer);
-    const c = client;
-    client = null;
-    Promise.resolve(c && c.end()).catch(() => {}).finally(() => parentPort.close());
+    stop().finally(() => port.close());
   }
+});
+port.on('close', () => {
+  if (!closing) stop();
 });
 // Connected before the first claim's lease needs renewing: a connection made at the first round
 // (under load, with the main thread busy) could come too late for it.
 connection().then(
-  () => parentPort.postMessage({ type: 'ready' }),
-  (e) => parentPort.postMessage({ type: 'failed', message: e && e.message ? e.message : String(e) }),
+  () => port.postMessage({ type: 'ready' }),
+  (e) => port.postMessage({ type: 'failed', message: e && e.message ? e.message : String(e) }),
 );
-timer = setTimeout(round, intervalMs);
+// A program started again after its thread died (an interval later) holds leases already: as little
+// as a third of a lease may be left of them, which another interval's wait could use up; it renews at once.
+timer = setTimeout(round, held.size > 0 ? 0 : intervalMs);
 `;
 
 const pgPath = createRequire(import.meta.url).resolve('pg');
 
-/** How long close() waits for the thread to hang up its connection before terminating it. */
+/** How long close() waits for the program to hang up its connection before letting go of it. */
 const CLOSE_TIMEOUT_MS = 2_000;
 
 /**
@@ -161,7 +180,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
   /** Changes the thread has not been told of yet: run id → its token, or null when let go. */
   private readonly changes = new Map<string, string | null>();
   private flushing: NodeJS.Timeout | undefined;
-  private thread: Thread | null = null;
+  private program: SideProgram | null = null;
   private restart: NodeJS.Timeout | undefined;
   private readonly alive: NodeJS.Timeout;
   private closed = false;
@@ -197,22 +216,22 @@ class ThreadLeaseKeeper implements LeaseKeeper {
       stallLimitMs: this.stallLimitMs,
       held: [...this.held],
     };
-    const thread = new Thread(THREAD_SOURCE, { eval: true, workerData: data });
-    // The process's life is the main thread's business; the keeper only serves it.
-    thread.unref();
-    thread.on('message', (m: FromThread) => this.receive(m));
-    thread.on('error', (e) => {
-      this.markReady();
-      this.listener.failed(e);
-    });
-    thread.on('exit', () => {
-      if (this.thread !== thread || this.closed) return;
-      this.thread = null;
-      // Died unexpectedly: start another after an interval (not in a tight loop), with the same leases.
+    const program = runOnSideThread(THREAD_SOURCE, data);
+    program.port.on('message', (m: FromThread) => this.receive(m));
+    program.port.unref();
+    void program.exited.then((error) => {
+      if (this.program !== program || this.closed) return;
+      this.program = null;
+      program.release();
+      if (error) {
+        this.markReady();
+        this.listener.failed(error);
+      }
+      // The thread died: start again after an interval (not in a tight loop), with the same leases.
       this.restart = setTimeout(() => this.spawn(), this.intervalMs);
       this.restart.unref();
     });
-    this.thread = thread;
+    this.program = program;
   }
 
   private receive(m: FromThread): void {
@@ -237,7 +256,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
   }
 
   private send(m: ToThread): void {
-    this.thread?.postMessage(m);
+    this.program?.port.postMessage(m);
   }
 
   hold(lease: { runId: RunId; token: string }): void {
@@ -273,14 +292,20 @@ class ThreadLeaseKeeper implements LeaseKeeper {
     clearTimeout(this.flushing);
     clearTimeout(this.restart);
     clearInterval(this.alive);
-    const thread = this.thread;
-    this.thread = null;
-    if (!thread) return;
-    const exited = new Promise<void>((resolve) => thread.once('exit', () => resolve()));
-    thread.postMessage({ type: 'close' } satisfies ToThread);
-    const timer = setTimeout(() => void thread.terminate(), CLOSE_TIMEOUT_MS);
-    await exited;
+    const program = this.program;
+    this.program = null;
+    if (!program) return;
+    // The program hangs up its connection, then its port; a thread that does not answer is not waited for.
+    let timer: NodeJS.Timeout | undefined;
+    const hungUp = new Promise<unknown>((resolve) => {
+      program.port.once('close', resolve);
+      timer = setTimeout(resolve, CLOSE_TIMEOUT_MS);
+    });
+    program.port.postMessage({ type: 'close' } satisfies ToThread);
+    await Promise.race([hungUp, program.exited]);
     clearTimeout(timer);
+    program.port.close();
+    program.release();
   }
 }
 
@@ -295,7 +320,7 @@ export interface LeaseKeeperThreadOptions extends SchemaOption {
   prepared?: boolean;
 }
 
-/** A lease keeper on its own thread and connection to the database at `url`. */
+/** A lease keeper on the side thread, with its own connection to the database at `url`. */
 export function leaseKeeperThread(url: string, opts: LeaseKeeperThreadOptions = {}): LeaseKeeperFactory {
   const { RENEW_LEASES } = leaseRenewalSql(schemaSql(opts.schema));
   const statement = opts.prepared === false ? { text: RENEW_LEASES.text } : RENEW_LEASES;

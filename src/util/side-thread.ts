@@ -1,0 +1,82 @@
+/**
+ * One thread for the process's helpers that must go on while the main event loop is blocked: the
+ * lease keepers and the stall sampler. Every thread is an isolate of its own (~11 MB resident) and
+ * these helpers do little, so they share one. Each program runs in it with a message port of its own
+ * and ends itself when told (or when its port closes); the thread ends with the last program's release.
+ *
+ * Programs are plain JavaScript given as source text, run as `function (require, port, data)`: worker
+ * threads do not go through the loaders that compile TypeScript, so a program loads what it needs by
+ * resolved path. A program must not throw asynchronously: that ends the thread, and every program in
+ * it (each is told by `exited` and starts again if it should).
+ */
+import { MessageChannel, type MessagePort, type TransferListItem, Worker as Thread } from 'node:worker_threads';
+
+/** The thread's own program: it runs each program it is sent, with the port that came with it. */
+const DISPATCHER = `
+const { parentPort } = require('node:worker_threads');
+parentPort.on('message', ({ source, data, port }) => {
+  try {
+    new Function('require', 'port', 'data', source)(require, port, data);
+  } catch (e) {
+    port.postMessage({ type: 'failed', message: e && e.message ? e.message : String(e) });
+    port.close();
+  }
+});
+`;
+
+export interface SideProgram {
+  /** The main thread's end of the program's channel (a listener on it keeps the process alive until its `unref()`). */
+  readonly port: MessagePort;
+  /** Settles when the thread has ended: with the error it failed with, or null when it was terminated. */
+  readonly exited: Promise<Error | null>;
+  /** Lets go of the thread (once; closing the port is the program's business): the last one out terminates it. */
+  release(): void;
+}
+
+interface Side {
+  thread: Thread;
+  users: number;
+  exited: Promise<Error | null>;
+}
+
+let current: Side | null = null;
+
+function start(): Side {
+  const thread = new Thread(DISPATCHER, { eval: true });
+  // The process's life is the main thread's business; the helpers only serve it.
+  thread.unref();
+  let failure: Error | null = null;
+  // Without a listener, a program's uncaught error would be thrown on the main thread.
+  thread.on('error', (e) => (failure = e));
+  const side: Side = {
+    thread,
+    users: 0,
+    exited: new Promise((resolve) =>
+      thread.once('exit', () => {
+        if (current === side) current = null;
+        resolve(failure);
+      }),
+    ),
+  };
+  return side;
+}
+
+/** Runs `source` on the side thread with `data` (and `transfer`, ports or buffers moved with it). */
+export function runOnSideThread(source: string, data: unknown, transfer: readonly TransferListItem[] = []): SideProgram {
+  const side = (current ??= start());
+  side.users++;
+  const { port1, port2 } = new MessageChannel();
+  side.thread.postMessage({ source, data, port: port2 }, [port2, ...transfer]);
+  let released = false;
+  return {
+    port: port1,
+    exited: side.exited,
+    release() {
+      if (released) return;
+      released = true;
+      if (--side.users > 0) return;
+      if (current === side) current = null;
+      void side.thread.terminate();
+    },
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * The lease keeper runs on the side thread it shares with the stall sampler. When that thread dies
+ * (here: a program's uncaught error), the keeper starts again on a new one with the leases it held and
+ * renews them before they run out, so a live worker's run is not taken over.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { defineTool } from '../../src/tools/types.ts';
+import { runOnSideThread } from '../../src/util/side-thread.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { newRun, testWorker, waitFor } from '../support/engine.ts';
+import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await testDatabase();
+});
+afterAll(async () => {
+  await db.close();
+});
+
+const LEASE_MS = 3_000;
+
+it('starts again on a new thread when the side thread dies, and the run it holds is not taken over', async () => {
+  let release!: () => void;
+  const toolMayEnd = new Promise<void>((r) => (release = r));
+  let toolStarted = false;
+  const work = defineTool({
+    name: 'work',
+    description: 'works until the test lets it end',
+    inputSchema: { type: 'object' },
+    async execute() {
+      toolStarted = true;
+      await toolMayEnd;
+      return 'worked';
+    },
+  });
+  const script = () =>
+    new ScriptedLlm()
+      .then(() => response([{ type: 'tool_use', id: 'toolu_keep', name: 'work', input: {} }], 'tool_use', usage(100, 20)))
+      .then(() => response([{ type: 'text', text: 'done' }], 'end_turn', usage(150, 5)));
+  const run = await newRun(db.records, 'keep the lease through the side thread dying');
+  const a = testWorker(db.store, script(), [work], {
+    name: 'keeper-A',
+    databaseUrl: db.url,
+    liveness: false,
+    leaseMs: LEASE_MS,
+  });
+  await a.start();
+  // Another worker, ready to take the run over the moment its lease lapses.
+  const b = testWorker(db.store, script(), [work], { name: 'keeper-B', databaseUrl: db.url, liveness: false, leaseMs: LEASE_MS });
+  try {
+    await waitFor('the tool to start', async () => toolStarted, 10_000);
+    await b.start();
+    const leaseEnd = async () =>
+      (await db.pool.query<{ t: Date }>('SELECT locked_until AS t FROM durable_agent.run WHERE id = $1', [run.id])).rows[0]!.t.getTime();
+    const before = await leaseEnd();
+
+    const killer = runOnSideThread(`setTimeout(() => { throw new Error('the side thread fails'); }, 0);`, null);
+    expect((await killer.exited)?.message).toBe('the side thread fails');
+    killer.release();
+
+    // Two leases' time with no step written: only the keeper, started again, keeps the lease.
+    await new Promise((r) => setTimeout(r, 2 * LEASE_MS));
+    expect(await leaseEnd()).toBeGreaterThan(before + LEASE_MS);
+    release();
+    await waitFor('the run to finish', async () => (await db.records.state(run.id)).status === 'SUCCEEDED', 15_000);
+    const steps = await db.store.steps(run.id);
+    expect(steps.map((s) => s.worker)).toEqual(['keeper-A', 'keeper-A', 'keeper-A']);
+    expect(await db.records.state(run.id)).toMatchObject({ attempts: 1 });
+  } finally {
+    release();
+    await Promise.all([a.stop(), b.stop()]);
+  }
+}, 60_000);
