@@ -1,8 +1,8 @@
 /**
  * The lease keeper on the main thread: every lease the worker holds, renewed in one statement per
- * interval. A step that blocks the event loop stops it too, so the runtime uses the keeper thread
- * (src/store/lease-keeper-thread.ts) instead; this one serves embedders and tests that give the
- * worker a store but no database URL.
+ * interval. A step that blocks the event loop stops it too, so the runtime uses the keeper off the
+ * main thread (src/leases/lease-keeper-thread.ts) instead; this one serves embedders and tests that
+ * give the worker a store but no database URL.
  */
 import type { RunId } from '../domain/types.ts';
 import type { HeldLease, LeaseKeeper, LeaseKeeperFactory, LeaseOwner, RenewedLease } from '../ports/engine-store.ts';

@@ -1,8 +1,8 @@
 /**
- * What the main thread was running while its event loop stalled, seen from a thread of its own: a
+ * What the main thread was running while its event loop stalled, seen from another thread: a
  * stalled loop runs nothing else, so only another thread can look, and only the inspector can read
  * another thread's stack. Nothing is instrumented while the loop is well: the main thread writes a
- * heartbeat into shared memory; only when it is late does the sampling thread connect an inspector
+ * heartbeat into shared memory; only when it is late does the sampler connect an inspector
  * session (`Session.connectToMainThread`) and have the main thread evaluate, at its next interrupt
  * check and without pausing, an expression that returns the stack it was running. The debugger is
  * never enabled (with it on, every promise costs several times more).
@@ -71,8 +71,10 @@ const HEARTBEAT_MS = 50;
 const BEAT = 0;
 const AFTER = 1;
 const EVERY = 2;
-/** @unit milliseconds — how often the sampling thread looks at the heartbeat. */
+/** @unit milliseconds — how often the sampler looks at the heartbeat. */
 const POLL_MS = 20;
+/** @unit milliseconds — how long after its thread died the sampler starts again. */
+const RESTART_MS = 500;
 /** Samples kept for the watches to read: the last stalls' worth. */
 const KEPT = 64;
 
@@ -141,7 +143,6 @@ async function check() {
   sampledAt = now;
   await sample(beat);
 }
-// An interval, not a timeout set after each check: a session's pending answer keeps no thread alive.
 let checking = false;
 const poll = setInterval(() => {
   if (checking) return;
@@ -157,22 +158,38 @@ port.postMessage('ready');
 
 class Sampler {
   private readonly shared = new Float64Array(new SharedArrayBuffer(3 * Float64Array.BYTES_PER_ELEMENT));
-  private readonly port: MessagePort;
-  private readonly program: SideProgram;
+  /** Where the program's samples arrive (a new port with each start). */
+  private port!: MessagePort;
+  private program!: SideProgram;
+  private restart: NodeJS.Timeout | undefined;
+  private closed = false;
   private readonly beat: NodeJS.Timeout;
   private readonly kept: StallSample[] = [];
   private readonly holders = new Map<object, StallSamplingOptions>();
+  /** Settles when the first program can take samples (or never will). */
   readonly ready: Promise<void>;
 
   constructor() {
-    const { port1, port2 } = new MessageChannel();
-    this.port = port1;
     this.shared[BEAT] = Date.now();
     this.beat = setInterval(() => (this.shared[BEAT] = Date.now()), HEARTBEAT_MS);
     this.beat.unref();
+    this.ready = this.start();
+  }
+
+  /** Starts the program; again, a moment later, when its thread dies (another program's error ends it too). */
+  private start(): Promise<void> {
+    const { port1, port2 } = new MessageChannel();
     const program = runOnSideThread(THREAD_SOURCE, { shared: this.shared.buffer, samples: port2, mark: MARK }, [port2]);
+    this.port = port1;
     this.program = program;
-    this.ready = new Promise((resolve) => {
+    void program.exited.then(() => {
+      if (this.closed || this.program !== program) return;
+      program.release();
+      port1.close();
+      this.restart = setTimeout(() => void this.start(), RESTART_MS);
+      this.restart.unref();
+    });
+    return new Promise((resolve) => {
       program.port.once('message', () => resolve());
       program.port.unref();
       void program.exited.then(() => resolve());
@@ -206,9 +223,10 @@ class Sampler {
   }
 
   close(): void {
+    this.closed = true;
+    clearTimeout(this.restart);
     clearInterval(this.beat);
     this.port.close();
-    this.program.port.close();
     this.program.release();
   }
 }

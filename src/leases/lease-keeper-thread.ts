@@ -57,10 +57,17 @@ let connecting = null;
 let timer = null;
 let closing = false;
 
+// A server that does not answer the goodbye must not keep the socket (and a connection slot) open
+// while the thread serves other programs: past a second it is destroyed.
+function hangUp(c) {
+  const cut = setTimeout(() => c.connection.stream.destroy(), 1000);
+  return c.end().catch(() => {}).finally(() => clearTimeout(cut));
+}
+
 function disconnect() {
   const c = client;
   client = null;
-  if (c) c.end().catch(() => {});
+  if (c) hangUp(c);
 }
 
 // One connection: a round that starts while the first connect is under way waits for that one.
@@ -74,7 +81,7 @@ async function connect() {
   c.on('error', () => { if (client === c) disconnect(); });
   await c.connect();
   if (closing) {
-    c.end().catch(() => {});
+    hangUp(c);
     throw new Error('closed');
   }
   client = c;
@@ -87,7 +94,7 @@ function stop() {
   if (timer) clearTimeout(timer);
   const c = client;
   client = null;
-  return Promise.resolve(c && c.end()).catch(() => {});
+  return c ? hangUp(c) : Promise.resolve();
 }
 
 // Rounds start every intervalMs (a slow round shortens the wait for the next, it does not push it
@@ -219,7 +226,10 @@ class ThreadLeaseKeeper implements LeaseKeeper {
     const program = runOnSideThread(THREAD_SOURCE, data);
     program.port.on('message', (m: FromThread) => this.receive(m));
     program.port.unref();
-    void program.exited.then((error) => {
+    // The thread died (its error comes first: 'exit' precedes the port's 'close'), or the program
+    // ended without being told (it failed as it started): start again after an interval (not in a
+    // tight loop), with the same leases.
+    const ended = (error: Error | null) => {
       if (this.program !== program || this.closed) return;
       this.program = null;
       program.release();
@@ -227,10 +237,11 @@ class ThreadLeaseKeeper implements LeaseKeeper {
         this.markReady();
         this.listener.failed(error);
       }
-      // The thread died: start again after an interval (not in a tight loop), with the same leases.
       this.restart = setTimeout(() => this.spawn(), this.intervalMs);
       this.restart.unref();
-    });
+    };
+    void program.exited.then(ended);
+    program.port.once('close', () => ended(null));
     this.program = program;
   }
 
@@ -295,7 +306,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
     const program = this.program;
     this.program = null;
     if (!program) return;
-    // The program hangs up its connection, then its port; a thread that does not answer is not waited for.
+    // The program hangs up its connection, then its port; one that has not within CLOSE_TIMEOUT_MS is let go of.
     let timer: NodeJS.Timeout | undefined;
     const hungUp = new Promise<unknown>((resolve) => {
       program.port.once('close', resolve);
@@ -304,7 +315,6 @@ class ThreadLeaseKeeper implements LeaseKeeper {
     program.port.postMessage({ type: 'close' } satisfies ToThread);
     await Promise.race([hungUp, program.exited]);
     clearTimeout(timer);
-    program.port.close();
     program.release();
   }
 }

@@ -1,7 +1,7 @@
 /**
  * How many connections a process may open, told at start so a fleet can be sized against the server's
  * `max_connections` (or a pooler's pool): its pool through DATABASE_URL, a worker's few connections for
- * its step writes and claims, one connection for the lease keeper's thread, and the sessions (a LISTEN
+ * its step writes and claims, one connection for its lease keeper, and the sessions (a LISTEN
  * each for the worker, the event hub, the scheduler and waits on runs, and the worker's liveness lock),
  * which go to the session URL and need none there is.
  */

@@ -1,7 +1,8 @@
 /**
  * The renewal of every lease one worker holds, in ONE statement: liveness costs a statement per worker
  * per interval, whatever the number of runs in flight. Shared by the in-process keeper (through
- * RunStore) and the keeper thread, which runs the same text on its own connection.
+ * RunStore) and the keeper off the main thread (lease-keeper-thread.ts), which runs the same text on
+ * its own connection.
  */
 import type pg from 'pg';
 import type { RunId } from '../domain/types.ts';

@@ -2,12 +2,13 @@
  * One thread for the process's helpers that must go on while the main event loop is blocked: the
  * lease keepers and the stall sampler. Every thread is an isolate of its own (~11 MB resident) and
  * these helpers do little, so they share one. Each program runs in it with a message port of its own
- * and ends itself when told (or when its port closes); the thread ends with the last program's release.
+ * and must end itself (its timers, its connections) when that port closes: the thread serves others
+ * still. It ends with the last program's release.
  *
  * Programs are plain JavaScript given as source text, run as `function (require, port, data)`: worker
  * threads do not go through the loaders that compile TypeScript, so a program loads what it needs by
- * resolved path. A program must not throw asynchronously: that ends the thread, and every program in
- * it (each is told by `exited` and starts again if it should).
+ * resolved path. An error a program throws later (or a rejection it leaves unhandled) ends the thread
+ * and every program on it: each owner hears it by `exited`, and starts its program again if it should.
  */
 import { MessageChannel, type MessagePort, type TransferListItem, Worker as Thread } from 'node:worker_threads';
 
@@ -29,7 +30,7 @@ export interface SideProgram {
   readonly port: MessagePort;
   /** Settles when the thread has ended: with the error it failed with, or null when it was terminated. */
   readonly exited: Promise<Error | null>;
-  /** Lets go of the thread (once; closing the port is the program's business): the last one out terminates it. */
+  /** Closes the port, which ends the program, and lets go of the thread (once): the last one out terminates it. */
   release(): void;
 }
 
@@ -47,7 +48,11 @@ function start(): Side {
   thread.unref();
   let failure: Error | null = null;
   // Without a listener, a program's uncaught error would be thrown on the main thread.
-  thread.on('error', (e) => (failure = e));
+  thread.on('error', (e) => {
+    failure = e;
+    // The thread is going: a program started from now on gets a new one.
+    if (current === side) current = null;
+  });
   const side: Side = {
     thread,
     users: 0,
@@ -74,6 +79,7 @@ export function runOnSideThread(source: string, data: unknown, transfer: readonl
     release() {
       if (released) return;
       released = true;
+      port1.close();
       if (--side.users > 0) return;
       if (current === side) current = null;
       void side.thread.terminate();
