@@ -19,7 +19,7 @@ it('samples the stalls of the main thread again once the side thread died under 
 
   // Stalls until one is sampled: the sampler comes back a moment after its thread died.
   let samples: StallSample[] = [];
-  for (const deadline = Date.now() + 10_000; samples.length === 0 && Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 10_000; samples.length === 0 && Date.now() < deadline;) {
     const from = Date.now();
     blockTheLoop(200);
     await new Promise((r) => setTimeout(r, 30));
