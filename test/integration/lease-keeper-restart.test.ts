@@ -4,10 +4,9 @@
  * renews them before they run out, so a live worker's run is not taken over.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { defineTool } from '../../src/tools/types.ts';
 import { runOnSideThread } from '../../src/util/side-thread.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
-import { newRun, testWorker, waitFor } from '../support/engine.ts';
+import { heldTool, newRun, testWorker, waitFor } from '../support/engine.ts';
 import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
 
 let db: TestDatabase;
@@ -21,19 +20,7 @@ afterAll(async () => {
 const LEASE_MS = 3_000;
 
 it('starts again on a new thread when the side thread dies, and the run it holds is not taken over', async () => {
-  let release!: () => void;
-  const toolMayEnd = new Promise<void>((r) => (release = r));
-  let toolStarted = false;
-  const work = defineTool({
-    name: 'work',
-    description: 'works until the test lets it end',
-    inputSchema: { type: 'object' },
-    async execute() {
-      toolStarted = true;
-      await toolMayEnd;
-      return 'worked';
-    },
-  });
+  const { tool: work, started, release } = heldTool();
   const script = () =>
     new ScriptedLlm()
       .then(() => response([{ type: 'tool_use', id: 'toolu_keep', name: 'work', input: {} }], 'tool_use', usage(100, 20)))
@@ -49,7 +36,7 @@ it('starts again on a new thread when the side thread dies, and the run it holds
   // Another worker, ready to take the run over the moment its lease lapses.
   const b = testWorker(db.store, script(), [work], { name: 'keeper-B', databaseUrl: db.url, liveness: false, leaseMs: LEASE_MS });
   try {
-    await waitFor('the tool to start', async () => toolStarted, 10_000);
+    await waitFor('the tool to start', async () => started(), 10_000);
     await b.start();
     const leaseEnd = async () =>
       (await db.pool.query<{ t: Date }>('SELECT locked_until AS t FROM durable_agent.run WHERE id = $1', [run.id])).rows[0]!.t.getTime();

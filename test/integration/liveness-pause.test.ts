@@ -3,9 +3,8 @@
  * the same lock. The step in flight finishes (its writes are fenced as ever); the next one waits.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { defineTool } from '../../src/tools/types.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
-import { newRun, testWorker, waitFor } from '../support/engine.ts';
+import { heldTool, newRun, testWorker, waitFor } from '../support/engine.ts';
 import { livenessSession } from '../../src/leases/liveness-session.ts';
 import { response, ScriptedLlm, usage } from '../support/scripted-llm.ts';
 
@@ -20,19 +19,7 @@ afterAll(async () => {
 const LIVENESS_LOCK = `hashtext('durable_agent.worker_liveness')`;
 
 it('starts no step while its liveness session is down, and goes on with the same run once it is back under the same lock', async () => {
-  let release!: () => void;
-  const toolMayEnd = new Promise<void>((r) => (release = r));
-  let toolStarted = false;
-  const work = defineTool({
-    name: 'work',
-    description: 'works until the test lets it end',
-    inputSchema: { type: 'object' },
-    async execute() {
-      toolStarted = true;
-      await toolMayEnd;
-      return 'worked';
-    },
-  });
+  const { tool: work, started, release } = heldTool();
   const calls: number[] = [];
   const llm = new ScriptedLlm()
     .then(() => {
@@ -53,7 +40,7 @@ it('starts no step while its liveness session is down, and goes on with the same
   await w.start();
   const holder = await db.pool.connect();
   try {
-    await waitFor('the tool to start', async () => toolStarted, 10_000);
+    await waitFor('the tool to start', async () => started(), 10_000);
     const { rows } = await db.pool.query<{ owner_lock: number }>('SELECT owner_lock FROM durable_agent.run WHERE id = $1', [run.id]);
     const key = rows[0]!.owner_lock;
     // Cut the worker's liveness session and keep its lock from it for a while (less than the grace it

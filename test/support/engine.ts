@@ -9,7 +9,7 @@ import { livenessSession } from '../../src/leases/liveness-session.ts';
 import type { EngineStore, LeaseKeeperFactory, ModelCheckpoint, OwnerLivenessFactory } from '../../src/ports/engine-store.ts';
 import type { RunRecords } from '../../src/store/run-records.ts';
 import { ToolExecutor } from '../../src/tools/executor.ts';
-import type { Tool } from '../../src/tools/types.ts';
+import { defineTool, type Tool } from '../../src/tools/types.ts';
 import type { EngineEvents } from '../../src/ports/engine-events.ts';
 import type { ContentBlock, Usage } from '../../src/domain/types.ts';
 
@@ -123,4 +123,22 @@ export function modelCheckpoint(seq: number, content: ContentBlock[], more: Part
     latencyMs: 0,
     ...more,
   };
+}
+
+/** A tool whose calls work until the test lets them end (`release`); `started()` says whether one began. */
+export function heldTool(name = 'work'): { tool: Tool; started: () => boolean; release: () => void } {
+  let release!: () => void;
+  const mayEnd = new Promise<void>((r) => (release = r));
+  let started = false;
+  const tool = defineTool({
+    name,
+    description: 'works until the test lets it end',
+    inputSchema: { type: 'object' },
+    async execute() {
+      started = true;
+      await mayEnd;
+      return 'worked';
+    },
+  });
+  return { tool, started: () => started, release };
 }
