@@ -149,14 +149,14 @@ function foldModel(c: Conversation, step: FoldableStep): void {
   }
   c.turn = content.filter(isToolUse);
   c.reusedToolUseId = null;
-  const pending = c.turn.length > 0 ? new Map<string, PendingTool>() : NONE;
+  const pending = new Map<string, PendingTool>();
   for (const use of c.turn) {
     const firstSeq = c.toolUseIds.get(use.id);
     if (firstSeq !== undefined) c.reusedToolUseId ??= { id: use.id, firstSeq, seq: step.seq };
     else c.toolUseIds.set(use.id, step.seq);
-    owned(pending).set(use.id, { use, startedSeq: null });
+    pending.set(use.id, { use, startedSeq: null });
   }
-  c.pending = pending;
+  c.pending = pending.size > 0 ? pending : NONE;
   c.stopReason = step.stopReason;
   c.lastContent = turnContent;
   const tokens =

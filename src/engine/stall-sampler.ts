@@ -176,13 +176,13 @@ class Sampler {
     this.ready = this.start();
   }
 
-  /** Starts the program; again, a moment later, when its thread dies (another program's error ends it too). */
+  /** Starts the program; again, a moment later, when it ends unasked (another program's error ends its thread too). */
   private start(): Promise<void> {
     const { port1, port2 } = new MessageChannel();
     const program = runOnSideThread(THREAD_SOURCE, { shared: this.shared.buffer, samples: port2, mark: MARK }, [port2]);
     this.port = port1;
     this.program = program;
-    void program.exited.then(() => {
+    void program.ended.then(() => {
       if (this.closed || this.program !== program) return;
       program.release();
       port1.close();
@@ -192,7 +192,7 @@ class Sampler {
     return new Promise((resolve) => {
       program.port.once('message', () => resolve());
       program.port.unref();
-      void program.exited.then(() => resolve());
+      void program.ended.then(() => resolve());
     });
   }
 

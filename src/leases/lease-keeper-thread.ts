@@ -226,10 +226,9 @@ class ThreadLeaseKeeper implements LeaseKeeper {
     const program = runOnSideThread(THREAD_SOURCE, data);
     program.port.on('message', (m: FromThread) => this.receive(m));
     program.port.unref();
-    // The thread died (its error comes first: 'exit' precedes the port's 'close'), or the program
-    // ended without being told (it failed as it started): start again after an interval (not in a
-    // tight loop), with the same leases.
-    const ended = (error: Error | null) => {
+    // Its thread died, or it ended without being told (it failed as it started): start again after an
+    // interval (not in a tight loop), with the same leases.
+    void program.ended.then((error) => {
       if (this.program !== program || this.closed) return;
       this.program = null;
       program.release();
@@ -239,9 +238,7 @@ class ThreadLeaseKeeper implements LeaseKeeper {
       }
       this.restart = setTimeout(() => this.spawn(), this.intervalMs);
       this.restart.unref();
-    };
-    void program.exited.then(ended);
-    program.port.once('close', () => ended(null));
+    });
     this.program = program;
   }
 
@@ -308,12 +305,8 @@ class ThreadLeaseKeeper implements LeaseKeeper {
     if (!program) return;
     // The program hangs up its connection, then its port; one that has not within CLOSE_TIMEOUT_MS is let go of.
     let timer: NodeJS.Timeout | undefined;
-    const hungUp = new Promise<unknown>((resolve) => {
-      program.port.once('close', resolve);
-      timer = setTimeout(resolve, CLOSE_TIMEOUT_MS);
-    });
     program.port.postMessage({ type: 'close' } satisfies ToThread);
-    await Promise.race([hungUp, program.exited]);
+    await Promise.race([program.ended, new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_TIMEOUT_MS)))]);
     clearTimeout(timer);
     program.release();
   }

@@ -8,7 +8,7 @@
  * Programs are plain JavaScript given as source text, run as `function (require, port, data)`: worker
  * threads do not go through the loaders that compile TypeScript, so a program loads what it needs by
  * resolved path. An error a program throws later (or a rejection it leaves unhandled) ends the thread
- * and every program on it: each owner hears it by `exited`, and starts its program again if it should.
+ * and every program on it: each owner hears it by `ended`, and starts its program again if it should.
  */
 import { MessageChannel, type MessagePort, type TransferListItem, Worker as Thread } from 'node:worker_threads';
 
@@ -28,8 +28,11 @@ parentPort.on('message', ({ source, data, port }) => {
 export interface SideProgram {
   /** The main thread's end of the program's channel (a listener on it keeps the process alive until its `unref()`). */
   readonly port: MessagePort;
-  /** Settles when the thread has ended: with the error it failed with, or null when it was terminated. */
-  readonly exited: Promise<Error | null>;
+  /**
+   * Settles when the program is over: its port closed (by the program, or by `release`), or its thread
+   * ended; with the thread's error when that is what ended it, otherwise null.
+   */
+  readonly ended: Promise<Error | null>;
   /** Closes the port, which ends the program, and lets go of the thread (once): the last one out terminates it. */
   release(): void;
 }
@@ -37,7 +40,9 @@ export interface SideProgram {
 interface Side {
   thread: Thread;
   users: number;
-  exited: Promise<Error | null>;
+  /** The error the thread failed with: told before its exit, and before its ports close. */
+  failure: Error | null;
+  exited: Promise<void>;
 }
 
 let current: Side | null = null;
@@ -46,20 +51,20 @@ function start(): Side {
   const thread = new Thread(DISPATCHER, { eval: true });
   // The process's life is the main thread's business; the helpers only serve it.
   thread.unref();
-  let failure: Error | null = null;
   // Without a listener, a program's uncaught error would be thrown on the main thread.
   thread.on('error', (e) => {
-    failure = e;
+    side.failure = e;
     // The thread is going: a program started from now on gets a new one.
     if (current === side) current = null;
   });
   const side: Side = {
     thread,
     users: 0,
+    failure: null,
     exited: new Promise((resolve) =>
       thread.once('exit', () => {
         if (current === side) current = null;
-        resolve(failure);
+        resolve();
       }),
     ),
   };
@@ -75,7 +80,11 @@ export function runOnSideThread(source: string, data: unknown, transfer: readonl
   let released = false;
   return {
     port: port1,
-    exited: side.exited,
+    // A thread's ports close as it exits, sooner or later than its 'exit': either way its error is known.
+    ended: new Promise((resolve) => {
+      port1.once('close', () => resolve(side.failure));
+      void side.exited.then(() => resolve(side.failure));
+    }),
     release() {
       if (released) return;
       released = true;

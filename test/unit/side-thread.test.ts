@@ -1,7 +1,12 @@
 import { once } from 'node:events';
+import fs from 'node:fs';
 import type { MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runOnSideThread, type SideProgram } from '../../src/util/side-thread.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+/** The process's threads (Linux), the side thread among them while it runs. */
+const threads = () => fs.readdirSync('/proc/self/task').length;
 
 /** Answers each message with the thread's id; ends when its port closes. */
 const ECHO = `
@@ -45,31 +50,35 @@ describe('the side thread', () => {
     const a = run(ECHO);
     const b = run(ECHO);
     const first = (await ask(a.port)).threadId;
-    let ended = false;
-    void a.exited.then(() => (ended = true));
+    const threadsWithIt = threads();
+    let bEnded = false;
+    void b.ended.then(() => (bEnded = true));
     a.release();
+    expect(await a.ended).toBeNull();
     // Still there for b.
     expect((await ask(b.port)).threadId).toBe(first);
-    expect(ended).toBe(false);
+    expect(bEnded).toBe(false);
     b.release();
-    expect(await b.exited).toBeNull();
+    expect(await b.ended).toBeNull();
+    await waitFor('the side thread to end', () => threads() < threadsWithIt, 5_000);
     const c = run(ECHO);
     expect((await ask(c.port)).threadId).not.toBe(first);
   });
 
-  it("tells a program's synchronous throw on its port, and the thread goes on", async () => {
+  it("tells a program's synchronous throw on its port, ends the program, and the thread goes on", async () => {
     const bad = run(`throw new Error('no good');`);
     const [m] = await once(bad.port, 'message');
     expect(m).toEqual({ type: 'failed', message: 'no good' });
+    expect(await bad.ended).toBeNull();
     const good = run(ECHO, 1);
     expect((await ask(good.port)).data).toBe(1);
   });
 
-  it("settles every program's exited with the error that ended the thread", async () => {
+  it("settles every program's ended with the error that ended the thread", async () => {
     const bystander = run(ECHO);
     const first = (await ask(bystander.port)).threadId;
     run(`setTimeout(() => { throw new Error('late failure'); }, 10);`);
-    const error = await bystander.exited;
+    const error = await bystander.ended;
     expect(error?.message).toBe('late failure');
     const next = run(ECHO);
     expect((await ask(next.port)).threadId).not.toBe(first);

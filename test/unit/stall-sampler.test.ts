@@ -14,7 +14,7 @@ it('samples the stalls of the main thread again once the side thread died under 
   sampling = sampleStalls({ sampleAfterMs: 40, sampleEveryMs: 40 });
   await sampling.ready;
   const killer = runOnSideThread(`setTimeout(() => { throw new Error('the side thread fails'); }, 0);`, null);
-  expect((await killer.exited)?.message).toBe('the side thread fails');
+  expect((await killer.ended)?.message).toBe('the side thread fails');
   killer.release();
 
   // Stalls until one is sampled: the sampler comes back a moment after its thread died.
