@@ -159,7 +159,12 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       const gen = generation++;
       const name = `chaos-w${gen}`;
       const point = gen % 4 === 3 || opts.crashPoints === false ? null : CRASH_POINTS[gen % CRASH_POINTS.length]!;
-      const crashAt = point ? `${point}:${1 + Math.floor(Math.random() * 3 * opts.concurrency)}` : null;
+      // The hit it fires at is within what a worker sees: a point is reached ~3 times a run or more, and
+      // a worker takes about its share of the runs. Drawn up to 3 × the concurrency instead, the short
+      // suite's workers (~10 runs each, up to 90) often never reached theirs, and a round could end
+      // with no crash at all.
+      const hits = Math.min(3 * opts.concurrency, Math.ceil(opts.runs / opts.workers));
+      const crashAt = point ? `${point}:${1 + Math.floor(Math.random() * hits)}` : null;
       const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'worker.ts')], {
         env: {
           ...process.env,
