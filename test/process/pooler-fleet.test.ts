@@ -62,7 +62,10 @@ function problems(fleet: Fleet): string[] {
 describe('behind PgBouncer in transaction mode, without a direct URL', () => {
   let fleet: Fleet;
   beforeAll(async () => {
-    fleet = await startFleet({ DEMO_LATENCY_MS: '20' }, 3);
+    // Model calls slow enough, and slots few enough, that runs still wait in the queue when every worker
+    // polls (once a second: nothing is announced through the pooler); at 20 ms and 32 slots two workers
+    // drained it between the third's polls.
+    fleet = await startFleet({ DEMO_LATENCY_MS: '250', WORKER_CONCURRENCY: '20' }, 3);
   }, 120_000);
   afterAll(async () => {
     await fleet?.procs.killAll();
