@@ -129,6 +129,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   let backendsTerminated = 0;
   let serverRestarts = 0;
   let generation = 0;
+  let spawned = 0;
   let stopping = false;
   const started = Date.now();
 
@@ -154,10 +155,15 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       );
     }
 
-    /** A new worker process; most are armed at a crash point (in turn), a few are not, so runs make progress. */
-    const spawnWorker = () => {
-      const gen = generation++;
-      const name = `chaos-w${gen}`;
+    /**
+     * A new worker process; most are armed at a crash point (in turn), a few are not, so runs make
+     * progress. `again`: the generation of a worker that died before it was ready (a backend of its start-up
+     * terminated, on a loaded machine); its successor keeps its crash point, or the armed points the
+     * first workers hold could all be skipped for ones a short suite never reaches.
+     */
+    const spawnWorker = (again?: number) => {
+      const gen = again ?? generation++;
+      const name = `chaos-w${spawned++}`;
       const point = gen % 4 === 3 || opts.crashPoints === false ? null : CRASH_POINTS[gen % CRASH_POINTS.length]!;
       // The hit it fires at is within what a worker sees: a point is reached ~3 times a run or more, and
       // a worker takes about its share of the runs. Drawn up to 3 × the concurrency instead, the short
@@ -209,7 +215,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
           const why = p.killed ? 'random SIGKILL' : (p.crashAt?.split(':')[0] ?? 'unknown');
           kills[why] = (kills[why] ?? 0) + 1;
         }
-        if (!stopping) setTimeout(spawnWorker, 200);
+        if (!stopping) setTimeout(() => spawnWorker(p.ready ? undefined : gen), 200);
       });
     };
     for (let i = 0; i < opts.workers; i++) spawnWorker();
