@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { Config } from '../config/environment.ts';
 import { ConfigError } from '../domain/errors.ts';
 import { PG_TYPES } from './pg-types.ts';
+import { PoolClient } from './pool-client.ts';
 import { behindTransactionPooler, UnpreparedClient } from './transaction-pooler.ts';
 
 export const APPLICATION_NAME = 'durable-agent';
@@ -142,7 +143,7 @@ export function createPool(url: string, max = 10, opts: PoolOptions = {}): pg.Po
     max,
     application_name: APPLICATION_NAME,
     types: PG_TYPES,
-    ...(opts.prepared === false ? { Client: UnpreparedClient } : {}),
+    Client: opts.prepared === false ? UnpreparedClient : PoolClient,
     // Before the connection is first handed out; should it fail, the connection is closed and the query fails.
     ...(opts.genericPlans && opts.prepared !== false ? { onConnect: setGenericPlans } : {}),
   });

@@ -7,18 +7,19 @@
  * nothing by name and sessions go to a direct connection, or nowhere (pool.ts).
  */
 import pg from 'pg';
+import { PoolClient } from './pool-client.ts';
 
 /**
  * A client that never prepares a statement by name: each is sent as the unnamed statement, which
  * lives for one exchange only. The statements keep their names for a direct connection, where a plan
  * kept per connection saves the parse of every checkpoint.
  */
-export class UnpreparedClient extends pg.Client {}
-const query = pg.Client.prototype.query as (this: pg.Client, config: unknown, ...rest: unknown[]) => unknown;
-UnpreparedClient.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
+export class UnpreparedClient extends PoolClient {}
+const query = PoolClient.prototype.query as (this: PoolClient, config: unknown, ...rest: unknown[]) => unknown;
+UnpreparedClient.prototype.query = function (this: PoolClient, config: unknown, ...rest: unknown[]) {
   const named = typeof config === 'object' && config !== null && 'name' in config && !('submit' in config);
   return query.call(this, named ? { ...config, name: undefined } : config, ...rest);
-} as typeof pg.Client.prototype.query;
+} as typeof PoolClient.prototype.query;
 
 /** @unit milliseconds — an answer to A this late means it was queued for a server: a pooler. */
 const QUEUED_MS = 5000;

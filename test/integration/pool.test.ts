@@ -1,4 +1,6 @@
 /** The project's connections and an embedding application's connections, side by side in one process. */
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createPool } from '../../src/db/pool.ts';
@@ -70,5 +72,34 @@ it('with genericPlans, plans a named statement once for every execution; without
     } finally {
       await ours.end();
     }
+  }
+});
+
+/** A full collection, from V8 itself (the test process is not started with --expose-gc). */
+const collect: () => void = (() => {
+  v8.setFlagsFromString('--expose-gc');
+  return vm.runInNewContext('gc') as () => void;
+})();
+
+/** Whether the rows of the query that made `pool` open its connection are still reachable once it is idle. */
+async function keepsFirstResult(pool: pg.Pool): Promise<boolean> {
+  const rows = await (async () => new WeakRef((await pool.query(`SELECT repeat('x', 1000) AS text FROM generate_series(1, 100)`)).rows))();
+  await pool.query('SELECT 1'); // the same connection, still open and idle
+  await new Promise((r) => setImmediate(r));
+  collect();
+  return rows.deref() !== undefined;
+}
+
+it("lets go of the result of the query a connection was opened for, while plain pg's pool keeps it as long as the connection lives", async () => {
+  const ours = createPool(db.url, 1);
+  const unprepared = createPool(db.url, 1, { prepared: false });
+  const plain = new pg.Pool({ connectionString: db.url, max: 1 });
+  try {
+    expect(await keepsFirstResult(ours)).toBe(false);
+    expect(await keepsFirstResult(unprepared)).toBe(false);
+    // What the pool's client works around: should this ever be false, pg no longer keeps it either.
+    expect(await keepsFirstResult(plain)).toBe(true);
+  } finally {
+    await Promise.all([ours.end(), unprepared.end(), plain.end()]);
   }
 });
