@@ -263,13 +263,19 @@ function openTunnel(proxy: Proxy, target: http.ClientRequestArgs, done: (error: 
  * Destroys `socket` if it is not open (and, for TLS, past its handshake) within CONNECT_TIMEOUT_MS:
  * Node sets no limit of its own, and an unreachable address would otherwise hold the call until the
  * caller's time limit. The message says "timed out", which is how the failure is classified.
+ *
+ * Once it is open, nothing of the limit stays on the socket: a `close` listener left for its life
+ * would keep the cleared timer and its closures for as long as the connection is pooled, with
+ * thousands of connections a few hundred kilobytes.
  */
 function limitConnect(socket: Socket, opened: 'connect' | 'secureConnect'): Socket {
   const timer = setTimeout(() => socket.destroy(new Error(`connect timed out after ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
   timer.unref();
-  const done = (): void => clearTimeout(timer);
-  socket.once(opened, done);
-  socket.once('close', done);
+  const done = (): void => {
+    clearTimeout(timer);
+    socket.off(opened, done).off('close', done);
+  };
+  socket.on(opened, done).on('close', done);
   return socket;
 }
 
