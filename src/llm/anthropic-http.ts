@@ -14,6 +14,7 @@ import { urlToHttpOptions } from 'node:url';
 import { ConfigError, type LlmError } from '../domain/errors.ts';
 import { aborted, connectionFailed, errorBodyFields, fromErrorResponse, isTimeout, proxyRefused, timedOut } from './anthropic-failures.ts';
 import { discard, forEachChunk, headerSource, readText } from './http-response.ts';
+import { stepTimeout } from './time-limited.ts';
 import { isStaleConnection, keepAliveAgent, ProxyRefusal } from './http-pool.ts';
 import { SseReader } from './sse.ts';
 
@@ -194,19 +195,26 @@ function abortError(): DOMException {
 
 /**
  * One call: the request, then its response's body. The caller's signal aborts it at any point; the
- * endpoint's time limit only until the response's headers arrive (a long stream is the decorators'
- * business, not a transport's). `abort` closes a response the client gives up on, `release` lets go
- * of the caller's signal: a long-lived signal must not collect one listener per call.
+ * endpoint's time limit only until the response's headers arrive. An attempt's limit (`limitMs`, the
+ * time-limited decorator's, see KeepsItsOwnTimeLimit) runs from the exchange's making to its release
+ * and cuts the call off wherever it is, its headers or its body. `abort` closes a response the client
+ * gives up on, `release` lets go of the caller's signal and the limit: a long-lived signal must not
+ * collect one listener per call.
  *
- * The exchange is itself the signal's listener (`handleEvent`), so a call allocates no closure for it.
+ * The exchange is itself the signal's listener (`handleEvent`) and its timers' argument, so a call
+ * allocates no closure for them.
  */
 export class MessagesExchange {
   /** The request being sent (after a retry on a stale connection, the latest). */
   private request: ClientRequest | null = null;
   /** The response, once its headers arrived. */
   private response: IncomingMessage | null = null;
-  /** Set by the time limit; read when the request fails. */
+  /** Set by the endpoint's limit on the wait for headers; read when the request fails. */
   private expired = false;
+  /** The attempt's limit, armed until `release`; null when the exchange keeps none. */
+  private limit: NodeJS.Timeout | null = null;
+  /** The attempt's limit ran out: whatever came of the call counts as none. */
+  private outOfTime = false;
 
   /** The endpoint's time limit ran out while the request waited for its response's headers. A function, not a closure per call. */
   private static expire(exchange: MessagesExchange): void {
@@ -214,16 +222,34 @@ export class MessagesExchange {
     exchange.request?.destroy();
   }
 
+  /** The attempt's limit ran out: the call is cut off where it is. */
+  private static runOut(exchange: MessagesExchange): void {
+    exchange.outOfTime = true;
+    exchange.abort();
+  }
+
+  /** @param limitMs the attempt's limit (at most MAX_TIMER_MS); null: none but the endpoint's on the headers */
   constructor(
     private readonly endpoint: MessagesEndpoint,
     private readonly signal: AbortSignal | undefined,
+    private readonly limitMs: number | null = null,
   ) {
     signal?.addEventListener('abort', this, { once: true });
+    if (limitMs !== null) this.limit = setTimeout(MessagesExchange.runOut, limitMs, this);
   }
 
   /** The caller's signal was aborted. */
   handleEvent(): void {
     this.abort();
+  }
+
+  /**
+   * What a call that was cut off fails with, its response counting as none: the caller's abort (the
+   * caller's decision, passed on as it is) or the attempt's limit; null when it was not cut off.
+   */
+  cut(): LlmError | null {
+    if (this.signal?.aborted) return aborted();
+    return this.outOfTime ? stepTimeout(null) : null;
   }
 
   /**
@@ -238,8 +264,13 @@ export class MessagesExchange {
    */
   async post(body: () => string): Promise<IncomingMessage> {
     this.endpoint.check();
-    if (this.signal?.aborted) throw aborted();
-    const timer = setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this);
+    const cut = this.cut();
+    if (cut) throw cut;
+    // The endpoint's limit only when it would end the wait before the attempt's does.
+    const timer =
+      this.limitMs === null || this.endpoint.timeoutMs < this.limitMs
+        ? setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this)
+        : undefined;
     let response: IncomingMessage;
     try {
       // When the request met a kept-alive connection the server had just closed, it is sent again on
@@ -254,7 +285,8 @@ export class MessagesExchange {
           response = await responding;
           break;
         } catch (error) {
-          if (this.signal?.aborted) throw aborted();
+          const cut = this.cut();
+          if (cut) throw cut;
           if (this.expired) throw timedOut();
           // Before the timeout's test, which reads the message: the host in a refusal's might say "timeout".
           if (error instanceof ProxyRefusal) throw proxyRefused(error);
@@ -297,6 +329,7 @@ export class MessagesExchange {
 
   release(): void {
     this.signal?.removeEventListener('abort', this);
+    if (this.limit) clearTimeout(this.limit);
   }
 }
 

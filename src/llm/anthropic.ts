@@ -1,10 +1,11 @@
 import type Anthropic from '@anthropic-ai/sdk';
-import { aborted, classifyFailure } from './anthropic-failures.ts';
+import { classifyFailure } from './anthropic-failures.ts';
 import { MessagesEndpoint, MessagesExchange, readBody, readEvents } from './anthropic-http.ts';
 import { header } from './http-response.ts';
 import { StreamAssembler } from './anthropic-stream.ts';
 import { anthropicRefusal, toLlmResponse, toMessageParams } from './anthropic-wire.ts';
 import { MAX_TIMER_MS } from '../util/sleep.ts';
+import type { KeepsItsOwnTimeLimit } from './time-limited.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ModelOptions } from './types.ts';
 import type { Call } from './failure.ts';
 
@@ -40,9 +41,10 @@ const MAX_SAID_UNKNOWN = 256;
  * The Anthropic Messages API, over node:http with kept-alive connections (anthropic-http.ts) rather
  * than the official SDK or fetch, whose per-call CPU was the largest single cost of a step outside
  * the database. One call, no retries: those are the decorator's. Through the proxy the environment
- * names (HTTPS_PROXY, NO_PROXY …, see http-pool.ts), read when the client is made.
+ * names (HTTPS_PROXY, NO_PROXY …, see http-pool.ts), read when the client is made. It keeps the
+ * time-limited decorator's limit on its own exchange (`sendWithin`).
  */
-export class AnthropicClient implements LlmClient {
+export class AnthropicClient implements LlmClient, KeepsItsOwnTimeLimit {
   readonly provider = 'anthropic';
   private readonly endpoint: MessagesEndpoint;
   private readonly apiKey: string;
@@ -65,8 +67,13 @@ export class AnthropicClient implements LlmClient {
   }
 
   send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
+    return this.sendWithin(request, options, null);
+  }
+
+  /** One attempt of at most `limitMs` (null: no limit but the transport's on the headers); see KeepsItsOwnTimeLimit. */
+  sendWithin(request: LlmRequest, options: LlmCallOptions, limitMs: number | null): Promise<LlmResponse> {
     const call: Call = { responded: false, requestId: null, usage: null, callbackError: undefined };
-    const exchange = new MessagesExchange(this.endpoint, options.signal);
+    const exchange = new MessagesExchange(this.endpoint, options.signal, limitMs);
     // Each of the two ends its exchange itself: no frame of this one waits above theirs.
     return this.streaming ? this.stream(request, options, call, exchange) : this.create(request, call, exchange);
   }
@@ -77,7 +84,8 @@ export class AnthropicClient implements LlmClient {
     exchange.abort();
     // The caller's own callback failed: not the provider's fault, so not classified as one.
     if (call.callbackError !== undefined && error === call.callbackError) return error;
-    return classifyFailure(error, { apiKey: this.apiKey, ...call });
+    // Cut off (the caller's abort, the attempt's limit): that, whatever it broke on the way.
+    return classifyFailure(exchange.cut() ?? error, { apiKey: this.apiKey, ...call });
   }
 
   private async create(request: LlmRequest, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
@@ -119,8 +127,9 @@ export class AnthropicClient implements LlmClient {
           throw error;
         }
       });
-      // An aborted response counts as none, however much of it came.
-      if (options.signal?.aborted) throw aborted();
+      // A response cut off counts as none, however much of it came.
+      const cut = exchange.cut();
+      if (cut) throw cut;
       const answer = assembler.finish(call.requestId);
       sayUnknown(answer, assembler.unknownTypes());
       return answer;

@@ -4,13 +4,35 @@ import { MAX_TIMER_MS } from '../util/sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ModelOptions } from './types.ts';
 import { withFields } from '../util/with-fields.ts';
 
+/** What an attempt that ran out of time fails with: transient, with the usage reported before (billed, no result). */
+export function stepTimeout(usage: Usage | null): LlmError {
+  return new LlmError(-1, 'step timeout', { type: 'timeout', usage });
+}
+
+/**
+ * A client that keeps the time limit of an attempt itself, on the timer its transport has anyway, so
+ * that the decorator adds nothing to a call: no AbortController, listener, timer and callbacks of its
+ * own per attempt, which with thousands of calls in flight are megabytes held and tens of megabytes
+ * a minute promoted. `sendWithin` does all the decorator promises: at `limitMs` the request is really
+ * cancelled and the call settles at once as `stepTimeout(usage so far)`; nothing streamed after it is
+ * passed on; the caller's abort is its own error, not a timeout.
+ */
+export interface KeepsItsOwnTimeLimit {
+  sendWithin(request: LlmRequest, options: LlmCallOptions, limitMs: number): Promise<LlmResponse>;
+}
+
+function keepsItsOwnTimeLimit(client: LlmClient): client is LlmClient & KeepsItsOwnTimeLimit {
+  return typeof (client as Partial<KeepsItsOwnTimeLimit>).sendWithin === 'function';
+}
+
 /**
  * Limits one attempt of the delegate. It sits inside the retry loop, so a hung connection costs one
  * attempt rather than the whole step. When time is up the delegate's signal is aborted (so the HTTP
  * request is really cancelled, not just abandoned) and the attempt fails as LlmError(-1, "step timeout"),
  * which the retry decorator treats as transient. The timeout carries the usage the delegate reported
  * before it (a stream that was cut short was still billed for its input), and nothing the delegate
- * streams after the attempt ended is passed on.
+ * streams after the attempt ended is passed on. A delegate that keeps the limit itself
+ * (KeepsItsOwnTimeLimit) is handed it instead.
  */
 export class TimeLimitedLlmClient implements LlmClient {
   private readonly limitMs: number;
@@ -33,6 +55,7 @@ export class TimeLimitedLlmClient implements LlmClient {
   }
 
   send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
+    if (keepsItsOwnTimeLimit(this.delegate)) return this.delegate.sendWithin(request, options, this.limitMs);
     const caller = options.signal;
     const controller = new AbortController();
     let settled = false;
@@ -46,7 +69,7 @@ export class TimeLimitedLlmClient implements LlmClient {
       };
       const timer = setTimeout(() => {
         cleanup();
-        const timeout = new LlmError(-1, 'step timeout', { type: 'timeout', usage });
+        const timeout = stepTimeout(usage);
         controller.abort(timeout);
         // Settle now rather than when the delegate reacts: a delegate that ignores its signal must
         // not be able to stretch the limit. Its late outcome is dropped by the settled promise.

@@ -7,8 +7,9 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
-import { ANTHROPIC_VERSION } from '../../src/llm/anthropic-http.ts';
+import { ANTHROPIC_VERSION, MessagesExchange } from '../../src/llm/anthropic-http.ts';
 import { toMessageParams } from '../../src/llm/anthropic-wire.ts';
+import { TimeLimitedLlmClient } from '../../src/llm/time-limited.ts';
 import type { LlmCallOptions, LlmRequest } from '../../src/llm/types.ts';
 import { fake, useFakeAnthropic } from '../support/fake-anthropic.ts';
 import { failure } from '../support/llm-failure.ts';
@@ -175,6 +176,41 @@ describe('the transport, streamed', () => {
     expect(error.usage).toMatchObject({ inputTokens: 321 });
     expect(seen).toEqual(textChunks(ANSWER).slice(0, 2));
     await vi.waitFor(() => expect(server.requests[0]!.aborted).toBe(true));
+  });
+
+  it("keeps the time-limited decorator's limit on its own exchange: a stream that outlasts it is cut off as a step timeout, with the usage so far, the text before it only, the stream closed", async () => {
+    server.enqueue({ ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 150 } });
+    const controller = new AbortController();
+    const seen: string[] = [];
+    const limited = new TimeLimitedLlmClient(client(true), 350);
+    const error = await failure(limited.send(ask, { signal: controller.signal, onText: (text) => seen.push(text) }));
+    expect(error).toMatchObject({ status: -1, type: 'timeout', message: 'step timeout', retryable: true });
+    expect(error.usage).toMatchObject({ inputTokens: 321 });
+    const chunks = textChunks(ANSWER);
+    expect(seen.length).toBeLessThan(chunks.length);
+    expect(seen).toEqual(chunks.slice(0, seen.length));
+    await vi.waitFor(() => expect(server.requests[0]!.aborted).toBe(true));
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  it("is handed the caller's own signal by the time-limited decorator, whose abort stays the caller's, not a timeout", async () => {
+    server.enqueue({ ...fake.text(ANSWER, usage), stream: { deltaDelayMs: 50 } });
+    const controller = new AbortController();
+    const listening: unknown[] = [];
+    const options: LlmCallOptions = {
+      signal: controller.signal,
+      onText: () => {
+        if (listening.length > 0) return;
+        listening.push(...getEventListeners(controller.signal, 'abort'));
+        controller.abort();
+      },
+    };
+    const error = await failure(new TimeLimitedLlmClient(client(true), 5_000).send(ask, options));
+    expect(error).toMatchObject({ status: -1, type: 'aborted', message: 'request aborted' });
+    expect(error.usage).toMatchObject({ inputTokens: 321 });
+    // The exchange itself listens: no AbortController of the decorator's stands between it and the caller.
+    expect(listening).toEqual([expect.any(MessagesExchange)]);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 
   it("classifies an error event of a type it does not know as a 500, with the answer's request id and the usage so far", async () => {
