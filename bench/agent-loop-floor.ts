@@ -11,11 +11,12 @@
  *
  * A child of bench/agent-loop.ts: argv `--url=postgres… --model-url=http://… --in-flight=N --runs=R
  * --transport=http|fetch`; reports an AgentLoopFigures over IPC. BENCH_AGENT_LOOP_SNAPSHOT takes heap
- * snapshots at the same step counts as the runtime's side (see stepCounter).
+ * snapshots at the same step counts as the runtime's side (see stepCounter); BENCH_AGENT_LOOP_TRACE prints
+ * its resident memory by mapping at the end, as the runtime's side does.
  */
 import http from 'node:http';
 import pg from 'pg';
-import { type AgentLoopFigures, allocationProfile, arg, measure, stepCounter } from './agent-loop-measure.ts';
+import { type AgentLoopFigures, allocationProfile, arg, measure, residentByMapping, stepCounter } from './agent-loop-measure.ts';
 
 const url = arg('url');
 const modelUrl = arg('model-url');
@@ -107,6 +108,7 @@ const figures: AgentLoopFigures = await measure(async (started) => {
   await Promise.all(Array.from({ length: inFlight }, loop));
   return counter.steps;
 });
+if (process.env.BENCH_AGENT_LOOP_TRACE) residentByMapping(name);
 await pool.end();
 await allocations?.();
 process.send!(figures, () => process.exit(0));

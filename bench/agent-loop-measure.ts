@@ -124,3 +124,31 @@ export async function allocationProfile(name: string): Promise<(() => Promise<vo
     fs.writeFileSync(new URL(`${name}.${kind}.heapprofile`, dir), JSON.stringify(profile));
   };
 }
+
+/**
+ * Resident memory by mapping at the end: a file's by its name, an anonymous one by its permissions and
+ * size. V8 maps its heap in pages of 256 KB (the `<1MB` ones), glibc's malloc its main arena as [heap]
+ * and each other arena in 64 MB reservations (`>=60MB`); thread stacks are the `1-60MB` ones.
+ */
+export function residentByMapping(side: string): void {
+  const kinds: Record<string, number> = {};
+  let kind = '';
+  for (const line of fs.readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      const size = (parseInt(head[2]!, 16) - parseInt(head[1]!, 16)) / 2 ** 20;
+      kind = head[4] ? head[4].replace(/.*\//, '') : `anon ${head[3]} ${size >= 60 ? '>=60MB' : size >= 1 ? '1-60MB' : '<1MB'}`;
+    } else if (line.startsWith('Rss:')) kinds[kind] = (kinds[kind] ?? 0) + Number(line.split(/\s+/)[1]);
+  }
+  const m = process.memoryUsage();
+  const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
+  process.stderr.write(
+    `trace ${side} memory at the end: rss ${mb(m.rss)} MB, heap total ${mb(m.heapTotal)} MB, external ${mb(m.external)} MB; resident by mapping (MB): ${Object.entries(
+      kinds,
+    )
+      .filter(([, kb]) => kb > 1024)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, kb]) => `${k} ${Math.round(kb / 1024)}`)
+      .join(', ')}\n`,
+  );
+}

@@ -12,11 +12,10 @@
  * floor's side does (see stepCounter). BENCH_AGENT_LOOP_TRACE=1 prints a line a
  * second (steps, event loop, memory, sockets) and, at the end, the resident memory by mapping.
  */
-import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import type { AgentRuntime } from '../src/index.ts';
-import { type AgentLoopFigures, allocationProfile, arg, measure, stepCounter } from './agent-loop-measure.ts';
+import { type AgentLoopFigures, allocationProfile, arg, measure, residentByMapping, stepCounter } from './agent-loop-measure.ts';
 
 // The package as it ships (dist/, which the bench builds first): not the sources compiled on the fly,
 // and run as `node` runs it. tsx, which loads this file, turns on source maps for the whole process, so
@@ -86,34 +85,7 @@ const figures: AgentLoopFigures = await measure(async (started) => {
   await done;
   return counter.steps;
 });
-if (process.env.BENCH_AGENT_LOOP_TRACE) mappings();
+if (process.env.BENCH_AGENT_LOOP_TRACE) residentByMapping(name);
 await rt!.close();
 await allocations?.();
 process.send!(figures, () => process.exit(0));
-
-/**
- * Resident memory by mapping at the end: a file's by its name, an anonymous one by its permissions and
- * size. V8 maps its heap in pages of 256 KB (the `<1MB` ones), glibc's malloc its main arena as [heap]
- * and each other arena in 64 MB reservations (`>=60MB`); thread stacks are the `1-60MB` ones.
- */
-function mappings(): void {
-  const kinds: Record<string, number> = {};
-  let kind = '';
-  for (const line of fs.readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
-    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
-    if (head) {
-      const size = (parseInt(head[2]!, 16) - parseInt(head[1]!, 16)) / 2 ** 20;
-      kind = head[4] ? head[4].replace(/.*\//, '') : `anon ${head[3]} ${size >= 60 ? '>=60MB' : size >= 1 ? '1-60MB' : '<1MB'}`;
-    } else if (line.startsWith('Rss:')) kinds[kind] = (kinds[kind] ?? 0) + Number(line.split(/\s+/)[1]);
-  }
-  const m = process.memoryUsage();
-  process.stderr.write(
-    `trace memory at the end: rss ${mb(m.rss)} MB, heap total ${mb(m.heapTotal)} MB, external ${mb(m.external)} MB; resident by mapping (MB): ${Object.entries(
-      kinds,
-    )
-      .filter(([, kb]) => kb > 1024)
-      .sort((a, b) => b[1] - a[1])
-      .map(([k, kb]) => `${k} ${Math.round(kb / 1024)}`)
-      .join(', ')}\n`,
-  );
-}
