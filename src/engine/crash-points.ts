@@ -75,14 +75,16 @@ export function crashPoint(point: CrashPointName, runId: RunId): void {
 
 /**
  * A crash point in the middle of a write: when armed for `point`, lets the write go out (one turn of
- * the event loop: a pooled connection is handed over and the statement sent), then fires. Unarmed, it
- * costs one comparison and no turn.
+ * the event loop: a pooled connection is handed over and the statement sent), then fires; the write's
+ * own outcome otherwise. Unarmed, it costs one comparison and no turn, and is the write itself.
  */
-export async function crashPointDuring(point: CrashPointName, runId: RunId, write: Promise<unknown>): Promise<void> {
-  if (armed === null || armed.point !== point) return;
+export function crashPointDuring<T>(point: CrashPointName, runId: RunId, write: Promise<T>): Promise<T> {
+  if (armed === null || armed.point !== point) return write;
   write.catch(() => {}); // a thrown crash leaves the write to settle unobserved
-  await new Promise((resolve) => setImmediate(resolve));
-  crashPoint(point, runId);
+  return new Promise((resolve) => setImmediate(resolve)).then(() => {
+    crashPoint(point, runId);
+    return write;
+  });
 }
 
 function fire(a: Armed, point: CrashPointName, runId: RunId): void {

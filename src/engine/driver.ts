@@ -338,31 +338,48 @@ class RunDriver {
     );
   }
 
-  /** Returns how the run ends (`written` when the checkpoint already recorded it), or undefined to go on. */
-  private async modelStep(seq: number): Promise<StepOutcome> {
+  /**
+   * Returns how the run ends (`written` when the checkpoint already recorded it), or undefined to go on.
+   * Not an async function, nor is what follows the reply while its checkpoint is written: a step waits
+   * on its model call or its write, so a suspended frame here would be one per run in flight.
+   */
+  private modelStep(seq: number): Promise<StepOutcome> {
     const { run, conversation, deps } = this;
     const { agent } = deps;
     const modelOptions = this.modelOptions();
     const clamp = this.callMaxTokens(modelOptions?.maxTokens ?? agent.maxTokens);
-    if ('stop' in clamp) return { end: { status: 'FAILED', error: clamp.stop, budget: 'cost' }, written: false };
+    if ('stop' in clamp) return Promise.resolve({ end: { status: 'FAILED', error: clamp.stop, budget: 'cost' }, written: false });
     const { maxTokens } = clamp;
     const options = callOptions(modelOptions, maxTokens);
     const started = performance.now();
     const stream = this.stepStream(seq);
     stream?.start();
-    const call = await this.callModel(
-      seq,
-      { model: run.model, maxTokens, system: agent.system, messages: conversation.messages, tools: agent.toolDefinitions, options },
-      stream,
-      started,
+    const request = {
+      model: run.model,
+      maxTokens,
+      system: agent.system,
+      messages: conversation.messages,
+      tools: agent.toolDefinitions,
+      options,
+    };
+    return this.callModel(seq, request, stream, started).then((call) =>
+      'failed' in call ? call.failed : this.recordReply(seq, call.reply, { maxTokens, options, stream, started }),
     );
-    if ('failed' in call) return call.failed;
-    const latencyMs = performance.now() - started;
+  }
+
+  /** The model's reply to step `seq`: folded, then checkpointed with what follows it (see modelStep). */
+  private async recordReply(
+    seq: number,
+    reply: LlmResponse,
+    sent: { maxTokens: number; options: CallOptions | undefined; stream: StepStream | null; started: number },
+  ): Promise<StepOutcome> {
+    const { run, conversation, deps } = this;
+    const latencyMs = performance.now() - sent.started;
     // The stream's last events go in with the checkpoint, ahead of its step.finished. Taken first, so
     // nothing of this step is written later if what follows throws.
-    const streamed = (await stream?.rest()) ?? [];
+    const streamed = (await sent.stream?.rest()) ?? [];
     crashPoint('after-model-response', run.id);
-    const { response, warnings } = acceptReply(call.reply);
+    const { response, warnings } = acceptReply(reply);
     for (const w of warnings) deps.events.stepWarning({ run, worker: deps.owner.worker, seq, ...w });
     const costUsd = storableCost(deps.costOf(run.model, response.usage));
     const tokens = budgetTokens(response.usage);
@@ -401,7 +418,7 @@ class RunDriver {
         : undefined;
     const checkpoint = {
       seq,
-      request: this.recordedRequest(maxTokens, options),
+      request: this.recordedRequest(sent.maxTokens, sent.options),
       content: response.content,
       stopReason: response.stopReason,
       usage: response.usage,
@@ -411,21 +428,19 @@ class RunDriver {
       latencyMs,
       streamed,
     };
-    let write: FencedWrite;
-    try {
-      const writing = deps.store.checkpointModel(run.id, deps.owner, checkpoint, { startNext, end, wait });
-      await crashPointDuring('mid-checkpoint', run.id, writing);
-      write = await writing;
-    } catch (e) {
+    const checkpointed = (write: FencedWrite): StepOutcome => {
+      crashPoint('after-checkpoint', run.id);
+      this.foldStarted(write, startNext);
+      deps.events.modelStep({ run, worker: deps.owner.worker, seq, response, latencyMs, costUsd });
+      if (wait) return this.waited(wait, write.waited ?? 'WAITING');
+      return end && { end, written: true };
+    };
+    const writing = deps.store.checkpointModel(run.id, deps.owner, checkpoint, { startNext, end, wait });
+    return crashPointDuring('mid-checkpoint', run.id, writing).then(checkpointed, (e: unknown) => {
       if (!(e instanceof PermanentDatabaseError)) throw e;
       // The reply is paid for and cannot be recorded: the run ends with the cause, counting what it cost.
       return { end: { status: 'FAILED', error: e.message, usage: response.usage, costUsd }, written: false };
-    }
-    crashPoint('after-checkpoint', run.id);
-    this.foldStarted(write, startNext);
-    deps.events.modelStep({ run, worker: deps.owner.worker, seq, response, latencyMs, costUsd });
-    if (wait) return this.waited(wait, write.waited ?? 'WAITING');
-    return end && { end, written: true };
+    });
   }
 
   /** A model call of step `seq` failed: the attempt ends (stopped, requeued) or the run does (the outcome). */
@@ -569,22 +584,17 @@ class RunDriver {
    * Runs the idempotent calls at the head of the turn together (tool-batch.ts); a database write that
    * can never succeed ends the run, as it does for a single step.
    */
-  private async toolBatch(preStarted: string | null): Promise<TerminalStatus | undefined> {
+  private toolBatch(preStarted: string | null): Promise<TerminalStatus | undefined> {
     const { run, conversation, deps } = this;
     const batch = idempotentBatch(conversation, (use) => deps.agent.tools.isIdempotent(use.name) && !this.hasDecisionOrTimer(use));
-    try {
-      await runToolBatch(batch, {
-        run,
-        conversation,
-        deps,
-        preStarted,
-        progress: (p) => (this.progress = { tokensUsed: p.tokensUsed, cancelRequested: p.cancelRequested }),
-      });
-    } catch (e) {
-      if (!(e instanceof PermanentDatabaseError)) throw e;
-      return this.finish({ status: 'FAILED', error: e.message });
-    }
-    return undefined;
+    const progress = (p: RunProgress) => (this.progress = { tokensUsed: p.tokensUsed, cancelRequested: p.cancelRequested });
+    return runToolBatch(batch, { run, conversation, deps, preStarted, progress }).then(
+      () => undefined,
+      (e: unknown) => {
+        if (!(e instanceof PermanentDatabaseError)) throw e;
+        return this.finish({ status: 'FAILED', error: e.message });
+      },
+    );
   }
 
   /**

@@ -53,61 +53,68 @@ export interface BatchScope {
  * Runs `batch` and records each result. Waits for every call to settle before it returns, so no call
  * is left writing after its driver moved on; then throws the first failure, if any (a crash, a lost
  * lease, the run being stopped): the attempt ends with the finished calls recorded.
+ *
+ * None of this is an async function: a run spends its tool steps waiting (on the tool, on the write of
+ * its result), and a suspended frame per call and per batch would be kept by every run doing so.
  */
-export async function runToolBatch(batch: readonly PendingTool[], s: BatchScope): Promise<void> {
+export function runToolBatch(batch: readonly PendingTool[], s: BatchScope): Promise<void> {
   const turn = new Semaphore(s.deps.agent.tools.concurrency);
   let lastSeq = s.conversation.lastSeq;
   // Seqs are taken in the order calls get their place; a number is never given twice.
   const nextSeq = () => (lastSeq = Math.max(lastSeq, s.conversation.lastSeq) + 1);
-  const settled = await Promise.allSettled(
-    batch.map(async (p) => {
-      const leaveTurn = await turn.acquire(s.deps.signal);
-      try {
-        const leaveTool = await s.deps.agent.tools.acquire(p.use.name, s.deps.signal);
-        try {
-          await runOne(p, nextSeq, s);
-        } finally {
-          leaveTool();
-        }
-      } finally {
-        leaveTurn();
-      }
-    }),
-  );
-  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
+  const { signal, agent } = s.deps;
+  const inTurn = (p: PendingTool) =>
+    turn.acquire(signal).then((leaveTurn) =>
+      agent.tools
+        .acquire(p.use.name, signal)
+        .then((leaveTool) => runOne(p, nextSeq, s).finally(leaveTool))
+        .finally(leaveTurn),
+    );
+  return Promise.allSettled(batch.map(inTurn)).then((settled) => {
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  });
 }
 
-async function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Promise<void> {
+function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Promise<void> {
   const { run, conversation, deps } = s;
   const { id: toolUseId, name: toolName } = p.use;
   const resumed = p.startedSeq !== null && toolUseId !== s.preStarted;
-  crashPoint('before-tool-start', run.id);
-  let seq = p.startedSeq;
-  if (seq === null) {
-    const started = await deps.store.startTool(run.id, deps.owner, { seq: nextSeq(), toolUseId, toolName, input: p.use.input });
-    s.progress(started);
-    seq = started.seq;
-    foldStep(conversation, { seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
+  try {
+    crashPoint('before-tool-start', run.id);
+  } catch (e) {
+    return Promise.reject(e); // as any failure of the call: its places are given back
   }
-  const at = seq;
-  deps.events.toolStarted({ run, worker: deps.owner.worker, seq: at, toolName, toolUseId, resumed });
-  const t0 = performance.now();
-  const { outcome, files } = await runCall(deps, p.use, { runId: run.id, signal: deps.signal, worker: deps.owner.worker, seq: at });
-  crashPoint('after-tool-effect', run.id);
-  const latencyMs = performance.now() - t0;
-  crashPoint('before-tool-finish', run.id);
-  const write = await deps.store.finishTool(run.id, deps.owner, {
-    toolUseId,
-    seq: at,
-    status: outcome.status,
-    result: outcome.result,
-    latencyMs,
-    ...(files && { files }),
-    ...(resumed && { rerun: true }),
+  const starting =
+    p.startedSeq !== null
+      ? Promise.resolve(p.startedSeq)
+      : deps.store.startTool(run.id, deps.owner, { seq: nextSeq(), toolUseId, toolName, input: p.use.input }).then((started) => {
+          s.progress(started);
+          foldStep(conversation, { seq: started.seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
+          return started.seq;
+        });
+  return starting.then((at) => {
+    deps.events.toolStarted({ run, worker: deps.owner.worker, seq: at, toolName, toolUseId, resumed });
+    const t0 = performance.now();
+    return runCall(deps, p.use, { runId: run.id, signal: deps.signal, worker: deps.owner.worker, seq: at }).then(({ outcome, files }) => {
+      crashPoint('after-tool-effect', run.id);
+      const latencyMs = performance.now() - t0;
+      crashPoint('before-tool-finish', run.id);
+      const finish = {
+        toolUseId,
+        seq: at,
+        status: outcome.status,
+        result: outcome.result,
+        latencyMs,
+        ...(files && { files }),
+        ...(resumed && { rerun: true }),
+      };
+      return deps.store.finishTool(run.id, deps.owner, finish).then((write) => {
+        deps.workspace?.saved();
+        foldStep(conversation, { seq: at, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
+        s.progress(write);
+        deps.events.toolStep({ run, worker: deps.owner.worker, seq: at, toolName, toolUseId, status: outcome.status, latencyMs });
+      });
+    });
   });
-  deps.workspace?.saved();
-  foldStep(conversation, { seq: at, kind: 'TOOL', status: outcome.status, toolUseId, response: outcome.result, stopReason: null });
-  s.progress(write);
-  deps.events.toolStep({ run, worker: deps.owner.worker, seq: at, toolName, toolUseId, status: outcome.status, latencyMs });
 }

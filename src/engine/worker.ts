@@ -128,6 +128,8 @@ export class Worker {
   private toolChanges = 0;
   private keeper: LeaseKeeper | null = null;
   private stopping = false;
+  /** Asked by each driver before each step (one function for all, not a closure a run). */
+  private readonly shouldYield = () => this.stopping;
   private loopDone: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
   /** Set by a wake that arrived while the loop was busy, so it is not lost. */
@@ -330,6 +332,11 @@ export class Worker {
     return { runId: run.id, status: await attempt };
   }
 
+  /** An attempt of the loop's ended: its slot is free for a run still queued. */
+  private readonly attemptEnded = () => {
+    if (this.queueMayHaveMore) this.wake();
+  };
+
   private wake(): void {
     this.woken = true;
     this.wakeUp?.();
@@ -363,8 +370,7 @@ export class Worker {
           this.queueMayHaveMore = runs.length === free || !this.subscription;
           for (const run of runs) {
             const h = this.track(run);
-            const next = () => this.queueMayHaveMore && this.wake();
-            h.done = this.attempt(h, false).then(next, next);
+            h.done = this.attempt(h, false).then(this.attemptEnded, this.attemptEnded);
           }
         } catch (e) {
           this.deps.logger.error({ err: e }, 'claim failed; retrying after the poll interval');
@@ -427,7 +433,7 @@ export class Worker {
   }
 
   /** Null while the liveness lock is held (or not used); else what a run waits on before its next step. */
-  private untilLive(): Promise<void> | null {
+  private readonly untilLive = (): Promise<void> | null => {
     if (this.liveness?.ownerLock() !== 'lost') return null;
     if (!this.liveAgain) {
       let resolve!: () => void;
@@ -435,7 +441,7 @@ export class Worker {
       this.liveAgain = { promise, resolve };
     }
     return this.liveAgain.promise;
-  }
+  };
 
   private resumeSteps(): void {
     this.liveAgain?.resolve();
@@ -479,29 +485,52 @@ export class Worker {
     }
   }
 
-  /** One attempt at one held run. Returns the terminal status, or null when the run went back to the queue. */
-  private async attempt(h: HeldRun, rethrow: boolean): Promise<TerminalStatus | null> {
-    const { run } = h;
+  /**
+   * One attempt at one held run. Returns the terminal status, or null when the run went back to the
+   * queue. Not an async function: while the run is driven, which is most of its life, only a reaction
+   * on its driver's promise waits here, not a suspended frame (one per run held, thousands of them).
+   */
+  private attempt(h: HeldRun, rethrow: boolean): Promise<TerminalStatus | null> {
+    let driving: Promise<TerminalStatus>;
     try {
-      if (run.attempts > this.opts.maxRunAttempts) return await this.ends.abandon(h);
-      // The claim took only runs of this worker's agents.
-      const agent = (await this.prepare()).get(run.agent);
-      if (!agent) throw new Error(`run ${run.id} is a run of agent "${run.agent}", which this worker does not serve`);
-      return await drive(run, {
-        store: this.deps.store,
-        llm: this.definitions.get(run.agent)!.llm ?? this.deps.llm,
-        agent,
-        owner: run.lease,
-        events: this.events,
-        costOf: this.deps.costOf,
-        now: this.now,
-        signal: h.signal,
-        shouldYield: () => this.stopping,
-        untilLive: () => this.untilLive(),
-        followers: h.followers,
-        onUnrecorded: (u) => (h.unrecorded = u),
-      });
+      if (h.run.attempts > this.opts.maxRunAttempts) driving = this.ends.abandon(h);
+      else if (this.prepared) driving = this.driveHeld(h, this.prepared);
+      else driving = this.prepare().then((agents) => this.driveHeld(h, agents));
     } catch (e) {
+      driving = Promise.reject(e);
+    }
+    return driving.then(
+      (status) => {
+        this.forget(h);
+        return status;
+      },
+      (e: unknown) => this.attemptFailed(h, e, rethrow),
+    );
+  }
+
+  private driveHeld(h: HeldRun, agents: ReadonlyMap<string, PreparedAgent>): Promise<TerminalStatus> {
+    const { run } = h;
+    // The claim took only runs of this worker's agents.
+    const agent = agents.get(run.agent);
+    if (!agent) throw new Error(`run ${run.id} is a run of agent "${run.agent}", which this worker does not serve`);
+    return drive(run, {
+      store: this.deps.store,
+      llm: this.definitions.get(run.agent)!.llm ?? this.deps.llm,
+      agent,
+      owner: run.lease,
+      events: this.events,
+      costOf: this.deps.costOf,
+      now: this.now,
+      signal: h.signal,
+      shouldYield: this.shouldYield,
+      untilLive: this.untilLive,
+      followers: h.followers,
+      onUnrecorded: (u) => (h.unrecorded = u),
+    });
+  }
+
+  private async attemptFailed(h: HeldRun, e: unknown, rethrow: boolean): Promise<TerminalStatus | null> {
+    try {
       if (h.cut) return null; // already handed back at the force limit
       return await this.ends.settle(h, e, rethrow);
     } finally {

@@ -17,6 +17,7 @@ import { discard, forEachChunk, headerSource, readText } from './http-response.t
 import { stepTimeout } from './time-limited.ts';
 import { isStaleConnection, keepAliveAgent, ProxyRefusal } from './http-pool.ts';
 import { SseReader } from './sse.ts';
+import { flattenInPlace } from '../util/flat-string.ts';
 
 /**
  * The API version the official SDK in package.json sends, so the responses' shape is the one the
@@ -180,16 +181,13 @@ function describeBeta(beta: unknown): string {
  * Given the headers as a list, Node builds the request's head as the request is made, one
  * concatenation per header line, and keeps it for the request's life: a rope of ~30 string pieces
  * (sending it joins a copy with the body, the rope stays) where one flat string does: ~1 KB less per
- * call in flight, megabytes with thousands in flight. V8 flattens a string in place when a regular
- * expression reads it, in optimized code too; a read whose result goes unused (charCodeAt, which this
- * was) is dropped once TurboFan optimizes the function, and the head then stays a rope. Only read: a
- * Node that keeps the head elsewhere is left as it is.
+ * call in flight, megabytes with thousands in flight. Only read: a Node that keeps the head elsewhere
+ * is left as it is.
  */
 export function flattenHead(request: ClientRequest): void {
   const head: unknown = (request as { _header?: unknown })._header;
-  if (typeof head === 'string') READ_WHOLE.test(head);
+  if (typeof head === 'string') flattenInPlace(head);
 }
-const READ_WHOLE = /^/;
 
 /** The error a call's request or response is destroyed with when it is aborted: an AbortError, as fetch's. */
 function abortError(): DOMException {
@@ -265,46 +263,61 @@ export class MessagesExchange {
    * the whole conversation, kilobytes a call, while what `body` needs to make it again (the request)
    * is the conversation's objects, which the run holds anyway.
    */
-  async post(body: () => string): Promise<IncomingMessage> {
-    this.endpoint.check();
+  post(body: () => string): Promise<IncomingMessage> {
+    try {
+      this.endpoint.check();
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const cut = this.cut();
-    if (cut) throw cut;
+    if (cut) return Promise.reject(cut);
     // The endpoint's limit only when it would end the wait before the attempt's does.
     const timer =
       this.limitMs === null || this.endpoint.timeoutMs < this.limitMs
         ? setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this)
         : undefined;
-    let response: IncomingMessage;
+    // Not an async function: a call waits for its answer nearly all its life, and a suspended frame
+    // here would be one per call in flight, thousands of them.
+    return this.responded(body).then(
+      (response) => {
+        clearTimeout(timer);
+        this.response = response;
+        const status = response.statusCode ?? 0;
+        if (status < 200 || status > 299) return errorOfResponse(response).then((error) => Promise.reject(error));
+        return response;
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        throw error;
+      },
+    );
+  }
+
+  /**
+   * The response's headers to the request `body` makes. When the request met a kept-alive connection
+   * the server had just closed, it is sent again on another (each stale socket is gone once it failed,
+   * so this ends; the time limit and the caller's abort still apply).
+   */
+  private responded(body: () => string): Promise<IncomingMessage> {
+    let responding: Promise<IncomingMessage>;
     try {
-      // When the request met a kept-alive connection the server had just closed, it is sent again on
-      // another (each stale socket is gone once it failed, so this ends; the time limit and the
-      // caller's abort still apply). In this frame rather than a helper's: a call waiting for its
-      // answer holds every frame above it, thousands of them with thousands of runs in flight.
-      for (;;) {
-        // What fails before anything is sent (the body's JSON, a header Node refuses) is thrown from
-        // here as it is: it is no connection's fault, and sending again would fail the same way.
-        const responding = this.sent(body());
-        try {
-          response = await responding;
-          break;
-        } catch (error) {
-          const cut = this.cut();
-          if (cut) throw cut;
-          if (this.expired) throw timedOut();
-          // Before the timeout's test, which reads the message: the host in a refusal's might say "timeout".
-          if (error instanceof ProxyRefusal) throw proxyRefused(error);
-          // The pool's limit on opening a connection (directly or through the proxy), or the system's.
-          if (isTimeout(error)) throw timedOut();
-          if (!isStaleConnection(this.request!, error)) throw connectionFailed(error);
-        }
-      }
-    } finally {
-      clearTimeout(timer);
+      // What fails before anything is sent (the body's JSON, a header Node refuses) is thrown from
+      // here as it is: it is no connection's fault, and sending again would fail the same way.
+      responding = this.sent(body());
+    } catch (error) {
+      return Promise.reject(error);
     }
-    this.response = response;
-    const status = response.statusCode ?? 0;
-    if (status < 200 || status > 299) throw await errorOfResponse(response);
-    return response;
+    return responding.catch((error: unknown) => {
+      const cut = this.cut();
+      if (cut) throw cut;
+      if (this.expired) throw timedOut();
+      // Before the timeout's test, which reads the message: the host in a refusal's might say "timeout".
+      if (error instanceof ProxyRefusal) throw proxyRefused(error);
+      // The pool's limit on opening a connection (directly or through the proxy), or the system's.
+      if (isTimeout(error)) throw timedOut();
+      if (!isStaleConnection(this.request!, error)) throw connectionFailed(error);
+      return this.responded(body);
+    });
   }
 
   /**

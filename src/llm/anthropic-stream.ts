@@ -4,6 +4,7 @@ import { LlmError } from '../domain/errors.ts';
 import { toLlmResponse } from './anthropic-wire.ts';
 import { normaliseUsage } from './normalise.ts';
 import type { LlmResponse } from './types.ts';
+import { flattenInPlace } from '../util/flat-string.ts';
 
 type Block = Record<string, unknown>;
 
@@ -134,6 +135,9 @@ export class StreamAssembler {
 
   private closeBlock(index: number): void {
     const block = this.block(index);
+    // Joined from its deltas, a rope of them all; the conversation keeps it for the rest of the run.
+    if (typeof block.text === 'string') flattenInPlace(block.text);
+    if (typeof block.thinking === 'string') flattenInPlace(block.thinking);
     const json = this.inputJson.get(index);
     this.inputJson.delete(index);
     // No delta at all, or an empty one: the input the block started with ({}) stands.

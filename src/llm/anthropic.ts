@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type Anthropic from '@anthropic-ai/sdk';
 import { classifyFailure } from './anthropic-failures.ts';
 import { MessagesEndpoint, MessagesExchange, readBody, readEvents } from './anthropic-http.ts';
@@ -88,56 +89,90 @@ export class AnthropicClient implements LlmClient, KeepsItsOwnTimeLimit {
     return classifyFailure(exchange.cut() ?? error, { apiKey: this.apiKey, ...call });
   }
 
-  private async create(request: LlmRequest, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
-    try {
-      const response = await exchange.post(() => JSON.stringify(toMessageParams(request)));
-      call.responded = true;
-      call.requestId = header(response.headers, 'request-id');
-      // An HTML page or an empty body comes back as a string or undefined, not a message.
-      return toLlmResponse(await readBody(response), call.requestId, request.model);
-    } catch (error) {
-      throw this.failure(error, call, exchange);
-    } finally {
-      exchange.release();
-    }
+  /**
+   * One exchange: the request `body` makes, then `read` of its response. What fails comes out as
+   * `failure` makes it, and the exchange is released whatever the outcome. Not an async function: a call
+   * waits for its answer nearly all its life, and a suspended frame here would be one per call in flight.
+   */
+  private exchanged<T>(
+    exchange: MessagesExchange,
+    call: Call,
+    body: () => string,
+    read: (response: IncomingMessage) => Promise<T>,
+  ): Promise<T> {
+    return exchange
+      .post(body)
+      .then((response) => {
+        call.responded = true;
+        call.requestId = header(response.headers, 'request-id');
+        return read(response);
+      })
+      .then(
+        (answer) => {
+          exchange.release();
+          return answer;
+        },
+        (error: unknown) => {
+          const failed = this.failure(error, call, exchange);
+          exchange.release();
+          throw failed;
+        },
+      );
   }
 
-  private async stream(request: LlmRequest, options: LlmCallOptions, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
-    try {
-      const response = await exchange.post(() => JSON.stringify(streamed(request)));
-      call.responded = true;
-      call.requestId = header(response.headers, 'request-id');
-      const assembler = new StreamAssembler(request.model);
-      const { onText, onThinking, onUsage } = options;
-      await readEvents(response, (data) => {
-        // Fed as the API sent it; the assembler checks what it relies on and skips kinds it does not know.
-        const event = data as Anthropic.RawMessageStreamEvent;
-        const streamed = assembler.add(event);
-        const usage = event.type === 'message_start' || event.type === 'message_delta' ? (call.usage = assembler.usage()) : null;
-        // As failure.ts's `report`, inline: no closure per event. What the caller's callbacks throw is
-        // remembered as theirs, so it is passed on unclassified.
-        try {
-          if (usage && onUsage) onUsage(usage);
-          if (streamed !== null) {
-            if (streamed.type === 'text_delta') onText?.(streamed.text, 1);
-            else onThinking?.(streamed.thinking, 1);
-          }
-        } catch (error) {
-          call.callbackError = error;
-          throw error;
+  private create(request: LlmRequest, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
+    return this.exchanged(
+      exchange,
+      call,
+      () => JSON.stringify(toMessageParams(request)),
+      // An HTML page or an empty body comes back as a string or undefined, not a message.
+      async (response) => toLlmResponse(await readBody(response), call.requestId, request.model),
+    );
+  }
+
+  private stream(request: LlmRequest, options: LlmCallOptions, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
+    return this.exchanged(
+      exchange,
+      call,
+      () => JSON.stringify(streamed(request)),
+      (response) => this.readStream(response, request.model, options, call, exchange),
+    );
+  }
+
+  /** A streamed answer, read to its end and assembled; its text and thinking passed on as they come. */
+  private async readStream(
+    response: IncomingMessage,
+    model: string,
+    options: LlmCallOptions,
+    call: Call,
+    exchange: MessagesExchange,
+  ): Promise<LlmResponse> {
+    const assembler = new StreamAssembler(model);
+    const { onText, onThinking, onUsage } = options;
+    await readEvents(response, (data) => {
+      // Fed as the API sent it; the assembler checks what it relies on and skips kinds it does not know.
+      const event = data as Anthropic.RawMessageStreamEvent;
+      const streamed = assembler.add(event);
+      const usage = event.type === 'message_start' || event.type === 'message_delta' ? (call.usage = assembler.usage()) : null;
+      // As failure.ts's `report`, inline: no closure per event. What the caller's callbacks throw is
+      // remembered as theirs, so it is passed on unclassified.
+      try {
+        if (usage && onUsage) onUsage(usage);
+        if (streamed !== null) {
+          if (streamed.type === 'text_delta') onText?.(streamed.text, 1);
+          else onThinking?.(streamed.thinking, 1);
         }
-      });
-      // A response cut off counts as none, however much of it came.
-      const cut = exchange.cut();
-      if (cut) throw cut;
-      const answer = assembler.finish(call.requestId);
-      sayUnknown(answer, assembler.unknownTypes());
-      return answer;
-    } catch (error) {
-      throw this.failure(error, call, exchange);
-    } finally {
-      exchange.release();
-    }
+      } catch (error) {
+        call.callbackError = error;
+        throw error;
+      }
+    });
+    // A response cut off counts as none, however much of it came.
+    const cut = exchange.cut();
+    if (cut) throw cut;
+    const answer = assembler.finish(call.requestId);
+    sayUnknown(answer, assembler.unknownTypes());
+    return answer;
   }
 }
 

@@ -4,6 +4,7 @@ import { LlmError } from '../domain/errors.ts';
 import { normaliseChatUsage } from './normalise.ts';
 import { toLlmResponse } from './openai-wire.ts';
 import type { LlmResponse } from './types.ts';
+import { flattenInPlace } from '../util/flat-string.ts';
 
 /** A tool call as streamed so far: its id and name come once, its arguments in pieces. */
 interface PartialCall {
@@ -74,6 +75,8 @@ export class ChatStreamAssembler {
     if (this.finishReason === null) {
       throw new LlmError(-1, 'the stream ended before its finish_reason', { type: 'incomplete_stream', requestId, usage: this.usage() });
     }
+    // Joined from its deltas, a rope of them all; the conversation keeps it for the rest of the run.
+    flattenInPlace(this.text);
     const calls = [...this.calls.entries()]
       .sort(([a], [b]) => a - b)
       .map(([, c]) => ({

@@ -144,48 +144,71 @@ export class RetryingLlmClient implements LlmClient {
     return this.delegate.checkOptions?.(options) ?? null;
   }
 
-  async send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
-    let failedUsage: Usage | null = null;
-    for (let attempt = 1; ; attempt++) {
-      // Text that arrives after its attempt has ended (a late chunk of an abandoned stream) is dropped.
-      let current = true;
-      const { onText, onThinking } = options;
-      const attemptOptions: LlmCallOptions = withFields(options, {
-        onText:
-          onText &&
-          ((text: string) => {
-            if (current) onText(text, attempt);
-          }),
-        onThinking:
-          onThinking &&
-          ((text: string) => {
-            if (current) onThinking(text, attempt);
-          }),
-      });
-      try {
-        const response = await this.delegate.send(request, attemptOptions);
+  send(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
+    return this.attempt(request, options, 1, null);
+  }
+
+  /**
+   * Attempt number `attempt`, then the next if it fails and may be retried. Not an async function: a
+   * call waits for its answer nearly all its life, and a suspended frame here would be one per call.
+   */
+  private attempt(request: LlmRequest, options: LlmCallOptions, attempt: number, failedUsage: Usage | null): Promise<LlmResponse> {
+    // Text that arrives after its attempt has ended (a late chunk of an abandoned stream) is dropped.
+    let current = true;
+    const { onText, onThinking } = options;
+    const attemptOptions: LlmCallOptions = withFields(options, {
+      onText:
+        onText &&
+        ((text: string) => {
+          if (current) onText(text, attempt);
+        }),
+      onThinking:
+        onThinking &&
+        ((text: string) => {
+          if (current) onThinking(text, attempt);
+        }),
+    });
+    let sending: Promise<LlmResponse>;
+    try {
+      sending = this.delegate.send(request, attemptOptions);
+    } catch (error) {
+      sending = Promise.reject(error);
+    }
+    return sending.then(
+      (response) => {
         current = false;
         const result: LlmResponse = withFields(response, { attempts: attempt });
         if (failedUsage) result.failedAttemptsUsage = failedUsage;
         return result;
-      } catch (error) {
+      },
+      (error: unknown) => {
         current = false;
-        if (!(error instanceof LlmError)) throw error;
-        if (error.usage) failedUsage = failedUsage ? addUsage(failedUsage, error.usage) : error.usage;
-        const waitMs = backoffMs(attempt - 1, this.policy, this.random, error.retryAfterMs);
-        // An abort by the caller surfaces as a network error (-1); it is a decision, not a fault.
-        const retry =
-          error.retryable &&
-          !options.signal?.aborted &&
-          giveUpReason(attempt, waitMs, this.policy, options.deadlineAt, this.now()) === null;
-        if (!retry) {
-          error.usage = failedUsage;
-          throw error;
-        }
-        options.onAttemptFailed?.(attempt, error);
-        this.onRetry?.(error, attempt, waitMs, options);
-        await this.sleeper.sleep(waitMs, options.signal);
-      }
+        return this.failed(error, request, options, attempt, failedUsage);
+      },
+    );
+  }
+
+  /** Attempt `attempt` failed with `error`: the next one after the backoff, or the error, with the usage of every attempt. */
+  private async failed(
+    error: unknown,
+    request: LlmRequest,
+    options: LlmCallOptions,
+    attempt: number,
+    failedUsage: Usage | null,
+  ): Promise<LlmResponse> {
+    if (!(error instanceof LlmError)) throw error;
+    if (error.usage) failedUsage = failedUsage ? addUsage(failedUsage, error.usage) : error.usage;
+    const waitMs = backoffMs(attempt - 1, this.policy, this.random, error.retryAfterMs);
+    // An abort by the caller surfaces as a network error (-1); it is a decision, not a fault.
+    const retry =
+      error.retryable && !options.signal?.aborted && giveUpReason(attempt, waitMs, this.policy, options.deadlineAt, this.now()) === null;
+    if (!retry) {
+      error.usage = failedUsage;
+      throw error;
     }
+    options.onAttemptFailed?.(attempt, error);
+    this.onRetry?.(error, attempt, waitMs, options);
+    await this.sleeper.sleep(waitMs, options.signal);
+    return this.attempt(request, options, attempt + 1, failedUsage);
   }
 }

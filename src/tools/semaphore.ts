@@ -10,7 +10,7 @@ export class Semaphore {
 
   /** Resolves with the function that gives the place back (call it once); rejects with the signal's reason. */
   acquire(signal?: AbortSignal): Promise<() => void> {
-    signal?.throwIfAborted();
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
     let given = false;
     const release = () => {
       if (given) return;

@@ -5,7 +5,6 @@
  * left as it was found.
  */
 import { getEventListeners } from 'node:events';
-import v8 from 'node:v8';
 import { describe, expect, it, vi } from 'vitest';
 import { AnthropicClient } from '../../src/llm/anthropic.ts';
 import { ANTHROPIC_VERSION, flattenHead, MessagesEndpoint, MessagesExchange } from '../../src/llm/anthropic-http.ts';
@@ -14,6 +13,7 @@ import { TimeLimitedLlmClient } from '../../src/llm/time-limited.ts';
 import type { LlmCallOptions, LlmRequest } from '../../src/llm/types.ts';
 import { fake, useFakeAnthropic } from '../support/fake-anthropic.ts';
 import { failure } from '../support/llm-failure.ts';
+import { optimizeNextCall, ropePieces } from '../support/heap-ropes.ts';
 import { textChunks } from '../support/fake-anthropic-sse.ts';
 
 const API_KEY = 'sk-ant-test-transport-0123456789';
@@ -154,71 +154,23 @@ describe.each([
   });
 });
 
-/**
- * The pieces of the rope each live request's head is, for every request whose head contains `marker`,
- * read from a heap snapshot of this process: 0 for a head made flat, 1 for a rope flattened in place
- * (one concatenation of the flat text and an empty string), one per line and more for a head as built.
- */
-async function headRopePieces(marker: string): Promise<number[]> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of v8.getHeapSnapshot()) chunks.push(chunk as Buffer);
-  const snapshot = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-    snapshot: { meta: { node_fields: string[]; node_types: [string[]]; edge_fields: string[]; edge_types: [string[]] } };
-    nodes: number[];
-    edges: number[];
-    strings: string[];
-  };
-  const { meta } = snapshot.snapshot;
-  const [NF, EF] = [meta.node_fields.length, meta.edge_fields.length];
-  const [TYPE, NAME, EDGES] = ['type', 'name', 'edge_count'].map((f) => meta.node_fields.indexOf(f)) as [number, number, number];
-  const [EDGE_NAME, TO] = ['name_or_index', 'to_node'].map((f) => meta.edge_fields.indexOf(f)) as [number, number];
-  const { nodes, edges, strings } = snapshot;
-  const firstEdge = new Map<number, number>();
-  for (let n = 0, e = 0; n < nodes.length; e += nodes[n + EDGES]! * EF, n += NF) firstEdge.set(n, e);
-  const typeOf = (n: number) => meta.node_types[0][nodes[n + TYPE]!];
-  const edgesOf = (n: number) =>
-    Array.from({ length: nodes[n + EDGES]! }, (_, i) => firstEdge.get(n)! + i * EF).map((e) => ({
-      name: strings[edges[e + EDGE_NAME]!],
-      to: edges[e + TO]!,
-    }));
-  const rope = (n: number) => edgesOf(n).filter((e) => e.name === 'first' || e.name === 'second');
-  const ropes = (n: number): number => (typeOf(n) === 'concatenated string' ? 1 + rope(n).reduce((sum, e) => sum + ropes(e.to), 0) : 0);
-  // A concatenation is named as such in the snapshot: its text is its pieces'.
-  const text = (n: number): string =>
-    typeOf(n) === 'concatenated string'
-      ? rope(n)
-          .map((e) => text(e.to))
-          .join('')
-      : strings[nodes[n + NAME]!]!;
-  const found: number[] = [];
-  for (let n = 0; n < nodes.length; n += NF) {
-    if (typeOf(n) !== 'object' || strings[nodes[n + NAME]!] !== 'ClientRequest') continue;
-    const head = edgesOf(n).find((e) => e.name === '_header');
-    if (head && text(head.to).includes(marker)) found.push(ropes(head.to));
-  }
-  return found;
-}
-
 describe('the transport, a request in flight', () => {
   it('keeps its head as one flat string, not the rope of its lines Node builds it as', async () => {
     const marker = `flat-head-${process.pid}`;
     const endpoint = (value: string) =>
       new MessagesEndpoint({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 10_000, headers: { 'x-marker': value } });
-    // With the code that flattens the head optimized (TurboFan), as in a busy process: there a read
-    // whose result goes unused, such as charCodeAt, flattens nothing, and the head stays a rope.
-    v8.setFlagsFromString('--allow-natives-syntax');
-    const natives = (code: string) => new Function('f', code) as (f: unknown) => void;
-    natives('%PrepareFunctionForOptimization(f)')(flattenHead);
+    // With the code that flattens the head optimized, as in a busy process: there a read whose result
+    // goes unused, such as charCodeAt, flattens nothing, and the head stays a rope.
     const warm = endpoint('warming up');
-    for (let i = 0; i < 2; i++)
+    optimizeNextCall(flattenHead, () =>
       warm
         .open(2)
         .on('error', () => {})
-        .destroy();
-    natives('%OptimizeFunctionOnNextCall(f)')(flattenHead);
+        .destroy(),
+    );
     const requests = [endpoint(marker).open(2), endpoint(marker).open(2)];
     try {
-      const pieces = await headRopePieces(marker);
+      const pieces = await ropePieces('ClientRequest', '_header', marker);
       expect(pieces).toHaveLength(2);
       for (const n of pieces) expect(n).toBeLessThanOrEqual(1);
     } finally {

@@ -3,6 +3,7 @@ import { LlmError } from '../../src/domain/errors.ts';
 import { StreamAssembler } from '../../src/llm/anthropic-stream.ts';
 import { toLlmResponse } from '../../src/llm/anthropic-wire.ts';
 import { messageEvents } from '../support/fake-anthropic-sse.ts';
+import { ropePieces } from '../support/heap-ropes.ts';
 
 /** A tool_use answer as the API streams it (the shape of the API reference's example, verbatim). */
 const toolUseStream: any[] = [
@@ -81,6 +82,32 @@ describe('StreamAssembler', () => {
       ],
       usage: { inputTokens: 472, outputTokens: 89, cacheCreationInputTokens: 0, cacheReadInputTokens: 1200 },
     });
+  });
+
+  it('keeps a text and a thinking block streamed in many deltas as flat strings, not ropes of their deltas (a run keeps them)', async () => {
+    const deltas = (type: 'text_delta' | 'thinking_delta', field: 'text' | 'thinking', head: string) =>
+      Array.from({ length: 60 }, (_, i) => ({
+        type: 'content_block_delta',
+        index: type === 'text_delta' ? 1 : 0,
+        delta: { type, [field]: i === 0 ? head : ` part ${i}` },
+      }));
+    const { assembler } = assemble([
+      start(),
+      { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } },
+      ...deltas('thinking_delta', 'thinking', 'thought-kept-flat'),
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
+      ...deltas('text_delta', 'text', 'answer-kept-flat'),
+      { type: 'content_block_stop', index: 1 },
+      { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 120 } },
+      { type: 'message_stop' },
+    ]);
+    const response = assembler.finish(null);
+    expect(response.content[1]).toMatchObject({ type: 'text', text: expect.stringContaining('part 59') });
+    const [thinking] = await ropePieces('Object', 'thinking', 'thought-kept-flat');
+    const [text] = await ropePieces('Object', 'text', 'answer-kept-flat');
+    expect([thinking, text]).toEqual([expect.any(Number), expect.any(Number)]);
+    expect(Math.max(thinking!, text!)).toBeLessThanOrEqual(1);
   });
 
   it('gives the same response as the non-streaming answer for every kind of block', () => {

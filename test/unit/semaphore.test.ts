@@ -30,4 +30,11 @@ describe('Semaphore', () => {
     held();
     await expect(next).resolves.toBeTypeOf('function');
   });
+
+  it("refuses a signal aborted already with a rejection (the signal's reason), not a throw", async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('stopped before'));
+    const refused = new Semaphore(1).acquire(controller.signal);
+    await expect(refused).rejects.toThrow('stopped before');
+  });
 });
