@@ -306,16 +306,17 @@ class RunDriver {
   }
 
   /**
-   * One model call of step `seq`: the reply, or how the attempt or the run ends (see callFailed). Not
-   * an async function: while the call is in flight, only its promise's reaction waits here, not a
-   * suspended frame (one per run in flight, thousands of them).
+   * One model call of step `seq`: what `replied` makes of the reply, or how the attempt or the run ends
+   * (see callFailed). Not an async function: while the call is in flight, only its promise's reaction
+   * waits here, not a suspended frame (one per run in flight, thousands of them).
    */
   private callModel(
     seq: number,
     request: LlmRequest,
     stream: StepStream | null,
     started: number,
-  ): Promise<{ reply: LlmResponse } | { failed: StepOutcome }> {
+    replied: (reply: LlmResponse) => Promise<StepOutcome>,
+  ): Promise<StepOutcome> {
     const { run, deps } = this;
     let sending: Promise<LlmResponse>;
     try {
@@ -332,10 +333,7 @@ class RunDriver {
     } catch (e) {
       sending = Promise.reject(e);
     }
-    return sending.then(
-      (reply) => ({ reply }),
-      async (e: unknown) => ({ failed: await this.callFailed(e, seq, started, stream) }),
-    );
+    return sending.then(replied, (e: unknown) => this.callFailed(e, seq, started, stream));
   }
 
   /**
@@ -362,9 +360,7 @@ class RunDriver {
       tools: agent.toolDefinitions,
       options,
     };
-    return this.callModel(seq, request, stream, started).then((call) =>
-      'failed' in call ? call.failed : this.recordReply(seq, call.reply, { maxTokens, options, stream, started }),
-    );
+    return this.callModel(seq, request, stream, started, (reply) => this.recordReply(seq, reply, { maxTokens, options, stream, started }));
   }
 
   /** The model's reply to step `seq`: folded, then checkpointed with what follows it (see modelStep). */
@@ -487,7 +483,7 @@ class RunDriver {
    * refused, a tool call instead, no text) is recorded too, as unusable: its cost stands, and the
    * conversation goes on uncompacted.
    */
-  private async compactionStep(seq: number, cut: number): Promise<StepOutcome> {
+  private compactionStep(seq: number, cut: number): Promise<StepOutcome> {
     const { run, conversation, deps } = this;
     const { agent } = deps;
     const modelOptions = this.modelOptions();
@@ -506,10 +502,21 @@ class RunDriver {
       tools: agent.toolDefinitions,
       options,
     };
-    const call = await this.callModel(seq, request, null, started);
-    if ('failed' in call) return call.failed;
-    const latencyMs = performance.now() - started;
-    const { response, warnings } = acceptReply(call.reply);
+    return this.callModel(seq, request, null, started, (reply) =>
+      this.recordSummary(seq, reply, { maxTokens, options, keptMessages, started }),
+    );
+  }
+
+  /** The model's summary for compaction step `seq`, usable or not, checkpointed (see compactionStep). */
+  private async recordSummary(
+    seq: number,
+    reply: LlmResponse,
+    sent: { maxTokens: number; options: CallOptions | undefined; keptMessages: number; started: number },
+  ): Promise<StepOutcome> {
+    const { run, conversation, deps } = this;
+    const { maxTokens, options, keptMessages } = sent;
+    const latencyMs = performance.now() - sent.started;
+    const { response, warnings } = acceptReply(reply);
     for (const w of warnings) deps.events.stepWarning({ run, worker: deps.owner.worker, seq, ...w });
     const summary = textOf(response.content);
     const unusable =

@@ -212,6 +212,8 @@ export class MessagesExchange {
   private response: IncomingMessage | null = null;
   /** Set by the endpoint's limit on the wait for headers; read when the request fails. */
   private expired = false;
+  /** The endpoint's limit on the wait for headers, armed by `post` until they arrive or the request fails. */
+  private headersLimit: NodeJS.Timeout | undefined = undefined;
   /** The attempt's limit, armed until `release`; null when the exchange keeps none. */
   private limit: NodeJS.Timeout | null = null;
   /** The attempt's limit ran out: whatever came of the call counts as none. */
@@ -272,31 +274,18 @@ export class MessagesExchange {
     const cut = this.cut();
     if (cut) return Promise.reject(cut);
     // The endpoint's limit only when it would end the wait before the attempt's does.
-    const timer =
-      this.limitMs === null || this.endpoint.timeoutMs < this.limitMs
-        ? setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this)
-        : undefined;
-    // Not an async function: a call waits for its answer nearly all its life, and a suspended frame
-    // here would be one per call in flight, thousands of them.
-    return this.responded(body).then(
-      (response) => {
-        clearTimeout(timer);
-        this.response = response;
-        const status = response.statusCode ?? 0;
-        if (status < 200 || status > 299) return errorOfResponse(response).then((error) => Promise.reject(error));
-        return response;
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        throw error;
-      },
-    );
+    if (this.limitMs === null || this.endpoint.timeoutMs < this.limitMs) {
+      this.headersLimit = setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this);
+    }
+    return this.responded(body);
   }
 
   /**
-   * The response's headers to the request `body` makes. When the request met a kept-alive connection
-   * the server had just closed, it is sent again on another (each stale socket is gone once it failed,
-   * so this ends; the time limit and the caller's abort still apply).
+   * The response's headers to the request `body` makes, as `post` promises them. When the request met a
+   * kept-alive connection the server had just closed, it is sent again on another (each stale socket is
+   * gone once it failed, so this ends; the time limit and the caller's abort still apply). Not an async
+   * function: a call waits for its answer nearly all its life, and a suspended frame here would be one
+   * per call in flight, thousands of them.
    */
   private responded(body: () => string): Promise<IncomingMessage> {
     let responding: Promise<IncomingMessage>;
@@ -305,19 +294,36 @@ export class MessagesExchange {
       // here as it is: it is no connection's fault, and sending again would fail the same way.
       responding = this.sent(body());
     } catch (error) {
+      clearTimeout(this.headersLimit);
       return Promise.reject(error);
     }
-    return responding.catch((error: unknown) => {
-      const cut = this.cut();
-      if (cut) throw cut;
-      if (this.expired) throw timedOut();
-      // Before the timeout's test, which reads the message: the host in a refusal's might say "timeout".
-      if (error instanceof ProxyRefusal) throw proxyRefused(error);
-      // The pool's limit on opening a connection (directly or through the proxy), or the system's.
-      if (isTimeout(error)) throw timedOut();
-      if (!isStaleConnection(this.request!, error)) throw connectionFailed(error);
-      return this.responded(body);
-    });
+    return responding.then(
+      (response) => {
+        clearTimeout(this.headersLimit);
+        this.response = response;
+        const status = response.statusCode ?? 0;
+        if (status < 200 || status > 299) return errorOfResponse(response).then((error) => Promise.reject(error));
+        return response;
+      },
+      (error: unknown) => {
+        const failure = this.unanswered(error);
+        if (failure === null) return this.responded(body);
+        clearTimeout(this.headersLimit);
+        throw failure;
+      },
+    );
+  }
+
+  /** What a request that got no response fails with; null when it met a stale connection, to be sent again. */
+  private unanswered(error: unknown): LlmError | null {
+    const cut = this.cut();
+    if (cut) return cut;
+    if (this.expired) return timedOut();
+    // Before the timeout's test, which reads the message: the host in a refusal's might say "timeout".
+    if (error instanceof ProxyRefusal) return proxyRefused(error);
+    // The pool's limit on opening a connection (directly or through the proxy), or the system's.
+    if (isTimeout(error)) return timedOut();
+    return isStaleConnection(this.request!, error) ? null : connectionFailed(error);
   }
 
   /**

@@ -100,24 +100,26 @@ export class AnthropicClient implements LlmClient, KeepsItsOwnTimeLimit {
     body: () => string,
     read: (response: IncomingMessage) => Promise<T>,
   ): Promise<T> {
-    return exchange
-      .post(body)
-      .then((response) => {
+    const failed = (error: unknown): never => {
+      const failure = this.failure(error, call, exchange);
+      exchange.release();
+      throw failure;
+    };
+    const answered = (answer: T) => {
+      exchange.release();
+      return answer;
+    };
+    // The reading is chained inside, once the headers are there: while they are awaited, which is most
+    // of a call, one reaction waits here, not two.
+    return exchange.post(body).then((response) => {
+      try {
         call.responded = true;
         call.requestId = header(response.headers, 'request-id');
-        return read(response);
-      })
-      .then(
-        (answer) => {
-          exchange.release();
-          return answer;
-        },
-        (error: unknown) => {
-          const failed = this.failure(error, call, exchange);
-          exchange.release();
-          throw failed;
-        },
-      );
+        return read(response).then(answered, failed);
+      } catch (error) {
+        return failed(error);
+      }
+    }, failed);
   }
 
   private create(request: LlmRequest, call: Call, exchange: MessagesExchange): Promise<LlmResponse> {
