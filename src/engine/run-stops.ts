@@ -11,6 +11,7 @@ import type { ClaimedRun } from '../ports/engine-store.ts';
 import type { EngineEvents } from '../ports/engine-events.ts';
 import type { Unrecorded } from './driver-types.ts';
 import { Followers } from './step-stream.ts';
+import type { Timed } from './deadlines.ts';
 
 /** A cancel was requested while the run was being driven: it ends CANCELLED now, not at its next guard. */
 export class CancelSignal extends Error {
@@ -35,12 +36,8 @@ export interface ToolInFlight {
   startedAt: number;
 }
 
-/** setTimeout's limit (a 32-bit signed delay); longer waits are re-armed when it fires. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-export class HeldRun {
+export class HeldRun implements Timed {
   private readonly controller = new AbortController();
-  private deadlineTimer: NodeJS.Timeout | undefined;
   /** Settles when the attempt is over (driven to its end, released, or given up). */
   done: Promise<unknown> = Promise.resolve();
   tool: ToolInFlight | null = null;
@@ -52,13 +49,12 @@ export class HeldRun {
   unrecorded: Unrecorded | null = null;
   /** Whether an event hub follows the run (see step-stream.ts). */
   readonly followers = new Followers();
+  /** Its place among the worker's deadlines (see deadlines.ts), which stop it with a DeadlineSignal. */
+  due = 0;
+  place = -1;
 
-  constructor(
-    readonly run: ClaimedRun,
-    now: () => Date,
-  ) {
+  constructor(readonly run: ClaimedRun) {
     this.tokensUsed = run.tokensUsed;
-    this.armDeadline(now);
   }
 
   get id(): RunId {
@@ -76,17 +72,9 @@ export class HeldRun {
     return true;
   }
 
-  dispose(): void {
-    clearTimeout(this.deadlineTimer);
-  }
-
-  private armDeadline(now: () => Date): void {
-    const ms = this.run.deadlineAt.getTime() - now().getTime();
-    this.deadlineTimer = setTimeout(
-      () => (ms > MAX_TIMER_MS ? this.armDeadline(now) : this.stop(new DeadlineSignal(this.run.deadlineAt))),
-      Math.min(Math.max(ms, 0), MAX_TIMER_MS),
-    );
-    this.deadlineTimer.unref();
+  /** Its deadline came: the run ends TIMED_OUT. */
+  static expire(this: void, h: HeldRun): void {
+    h.stop(new DeadlineSignal(h.run.deadlineAt));
   }
 }
 

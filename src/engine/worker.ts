@@ -30,6 +30,7 @@ import { EventLoopWatch } from './event-loop-watch.ts';
 import { combineEvents, type EngineEvents } from '../ports/engine-events.ts';
 import { inProcessLeaseKeeper } from './lease-keeper.ts';
 import { CancelSignal, followSteps, HeldRun } from './run-stops.ts';
+import { Deadlines } from './deadlines.ts';
 
 export interface WorkerOptions {
   name: string;
@@ -116,6 +117,8 @@ export class Worker {
   private readonly owner: LeaseOwner;
   private readonly events: Required<EngineEvents>;
   private readonly held = new Map<RunId, HeldRun>();
+  /** The held runs' deadlines, on one timer. */
+  private readonly deadlines = new Deadlines<HeldRun>(HeldRun.expire);
   private readonly now: () => Date;
   private readonly ends: AttemptEnds;
   private readonly definitions: ReadonlyMap<string, AgentDefinition>;
@@ -311,6 +314,7 @@ export class Worker {
       if (!(await this.settledWithin(this.opts.shutdownForceMs ?? 10_000))) await this.cutIgnoringSteps();
     }
     this.loopWatch.stop();
+    this.deadlines.close();
     // Cancels and lease renewals matter until the last run is settled, so these close last.
     await this.subscription?.close();
     await this.keeper?.close();
@@ -463,14 +467,15 @@ export class Worker {
   }
 
   private track(run: ClaimedRun): HeldRun {
-    const h = new HeldRun(run, this.now);
+    const h = new HeldRun(run);
     this.held.set(run.id, h);
+    this.deadlines.add(h, run.deadlineAt.getTime() - this.now().getTime());
     this.leases().hold({ runId: run.id, token: run.lease.token });
     return h;
   }
 
   private forget(h: HeldRun): void {
-    h.dispose();
+    this.deadlines.remove(h);
     if (this.held.get(h.id) !== h) return;
     this.held.delete(h.id);
     this.keeper?.drop(h.id);
