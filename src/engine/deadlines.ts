@@ -6,10 +6,7 @@
  * A binary heap by due time, on the monotonic clock as a timer's is. Each entry knows its place in it,
  * so a run that ends is taken out at once, not kept until its deadline.
  */
-import { performance } from 'node:perf_hooks';
-
-/** setTimeout's limit (a 32-bit signed delay); a later due time is looked at again when it fires. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+import { MAX_TIMER_MS } from '../util/sleep.ts';
 
 /** What the heap keeps on an entry: when it is due (the clock's milliseconds) and its place (-1: none). */
 export interface Timed {
@@ -27,6 +24,7 @@ export class Deadlines<T extends Timed> {
   constructor(
     /** Told of each entry whose time has come, once, after it left the heap. */
     private readonly expire: (entry: T) => void,
+    /** The global `performance`, looked up at each call (so a test's fake timers can stand in for it). */
     private readonly clock: () => number = () => performance.now(),
   ) {}
 
@@ -34,10 +32,14 @@ export class Deadlines<T extends Timed> {
     return this.heap.length;
   }
 
-  /** Expires `entry` in `ms` (at once when not positive), unless it is removed first. */
+  /**
+   * Expires `entry` in `ms` (at once when not positive, or not a number: an entry due at NaN would
+   * stand first for ever and keep every other from expiring), unless it is removed first. A due time
+   * past setTimeout's limit is looked at again each time the limit runs out.
+   */
   add(entry: T, ms: number): void {
     if (entry.place >= 0) this.remove(entry);
-    entry.due = this.clock() + Math.max(ms, 0);
+    entry.due = this.clock() + (Number.isNaN(ms) ? 0 : Math.max(ms, 0));
     entry.place = this.heap.length;
     this.heap.push(entry);
     this.up(entry.place);
@@ -46,16 +48,7 @@ export class Deadlines<T extends Timed> {
 
   /** Takes `entry` out; nothing when it is not in. */
   remove(entry: T): void {
-    const at = entry.place;
-    if (at < 0 || this.heap[at] !== entry) return;
-    entry.place = -1;
-    const last = this.heap.pop()!;
-    if (last !== entry) {
-      this.put(last, at);
-      this.down(at);
-      this.up(at);
-    }
-    this.arm();
+    if (this.detach(entry)) this.arm();
   }
 
   /** Stops the timer for good: the entries stay, and expire no more. */
@@ -72,10 +65,24 @@ export class Deadlines<T extends Timed> {
     const now = this.clock();
     while (this.heap.length > 0 && this.heap[0]!.due <= now) {
       const first = this.heap[0]!;
-      this.remove(first);
+      this.detach(first);
       this.expire(first);
     }
     this.arm();
+  }
+
+  /** Takes `entry` out of the heap, the timer left as it is; false when it was not in. */
+  private detach(entry: T): boolean {
+    const at = entry.place;
+    if (at < 0 || this.heap[at] !== entry) return false;
+    entry.place = -1;
+    const last = this.heap.pop()!;
+    if (last !== entry) {
+      this.put(last, at);
+      this.down(at);
+      this.up(at);
+    }
+    return true;
   }
 
   private arm(): void {

@@ -57,6 +57,7 @@ import { type Conversation, foldStep, type PendingTool } from '../core/replay.ts
 import { agentAsStarted } from './started-with.ts';
 import { withFields } from '../util/with-fields.ts';
 import { runCall } from './tool-call.ts';
+import { promised } from '../util/promised.ts';
 
 /** Waits for `p`, or until `signal` aborts (then returns too: the caller checks the signal). */
 function untilSettledOrAborted(p: Promise<void>, signal: AbortSignal): Promise<void> {
@@ -318,9 +319,8 @@ class RunDriver {
     replied: (reply: LlmResponse) => Promise<StepOutcome>,
   ): Promise<StepOutcome> {
     const { run, deps } = this;
-    let sending: Promise<LlmResponse>;
-    try {
-      sending = deps.llm.send(request, {
+    const sending = promised(() =>
+      deps.llm.send(request, {
         signal: deps.signal,
         deadlineAt: run.deadlineAt,
         logFields: { run_id: run.id, worker: deps.owner.worker, step_seq: seq },
@@ -329,10 +329,8 @@ class RunDriver {
           onThinking: (text: string, attempt: number) => stream.thinking(text, attempt),
           onAttemptFailed: (attempt: number, error: LlmError) => stream.abandon(attempt, 'retry', describeAttemptError(error)),
         }),
-      });
-    } catch (e) {
-      sending = Promise.reject(e);
-    }
+      }),
+    );
     return sending.then(replied, (e: unknown) => this.callFailed(e, seq, started, stream));
   }
 
@@ -431,7 +429,7 @@ class RunDriver {
       if (wait) return this.waited(wait, write.waited ?? 'WAITING');
       return end && { end, written: true };
     };
-    const writing = deps.store.checkpointModel(run.id, deps.owner, checkpoint, { startNext, end, wait });
+    const writing = promised(() => deps.store.checkpointModel(run.id, deps.owner, checkpoint, { startNext, end, wait }));
     return crashPointDuring('mid-checkpoint', run.id, writing).then(checkpointed, (e: unknown) => {
       if (!(e instanceof PermanentDatabaseError)) throw e;
       // The reply is paid for and cannot be recorded: the run ends with the cause, counting what it cost.

@@ -24,6 +24,7 @@ import { Semaphore } from '../tools/semaphore.ts';
 import { crashPoint } from './crash-points.ts';
 import type { DriverDeps } from './driver-types.ts';
 import { runCall } from './tool-call.ts';
+import { promised } from '../util/promised.ts';
 import { type Conversation, foldStep, type PendingTool } from '../core/replay.ts';
 
 /**
@@ -65,9 +66,9 @@ export function runToolBatch(batch: readonly PendingTool[], s: BatchScope): Prom
   const { signal, agent } = s.deps;
   const inTurn = (p: PendingTool) =>
     turn.acquire(signal).then((leaveTurn) =>
-      agent.tools
-        .acquire(p.use.name, signal)
-        .then((leaveTool) => runOne(p, nextSeq, s).finally(leaveTool))
+      // Each place taken is given back however the call ends, a throw included.
+      promised(() => agent.tools.acquire(p.use.name, signal))
+        .then((leaveTool) => promised(() => runOne(p, nextSeq, s)).finally(leaveTool))
         .finally(leaveTurn),
     );
   return Promise.allSettled(batch.map(inTurn)).then((settled) => {
@@ -80,11 +81,7 @@ function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Promise<v
   const { run, conversation, deps } = s;
   const { id: toolUseId, name: toolName } = p.use;
   const resumed = p.startedSeq !== null && toolUseId !== s.preStarted;
-  try {
-    crashPoint('before-tool-start', run.id);
-  } catch (e) {
-    return Promise.reject(e); // as any failure of the call: its places are given back
-  }
+  crashPoint('before-tool-start', run.id);
   const starting =
     p.startedSeq !== null
       ? Promise.resolve(p.startedSeq)

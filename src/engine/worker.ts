@@ -31,6 +31,7 @@ import { combineEvents, type EngineEvents } from '../ports/engine-events.ts';
 import { inProcessLeaseKeeper } from './lease-keeper.ts';
 import { CancelSignal, followSteps, HeldRun } from './run-stops.ts';
 import { Deadlines } from './deadlines.ts';
+import { promised } from '../util/promised.ts';
 
 export interface WorkerOptions {
   name: string;
@@ -496,14 +497,11 @@ export class Worker {
    * on its driver's promise waits here, not a suspended frame (one per run held, thousands of them).
    */
   private attempt(h: HeldRun, rethrow: boolean): Promise<TerminalStatus | null> {
-    let driving: Promise<TerminalStatus>;
-    try {
-      if (h.run.attempts > this.opts.maxRunAttempts) driving = this.ends.abandon(h);
-      else if (this.prepared) driving = this.driveHeld(h, this.prepared);
-      else driving = this.prepare().then((agents) => this.driveHeld(h, agents));
-    } catch (e) {
-      driving = Promise.reject(e);
-    }
+    const { prepared } = this;
+    const driving = promised(() => {
+      if (h.run.attempts > this.opts.maxRunAttempts) return this.ends.abandon(h);
+      return prepared ? this.driveHeld(h, prepared) : this.prepare().then((agents) => this.driveHeld(h, agents));
+    });
     return driving.then(
       (status) => {
         this.forget(h);

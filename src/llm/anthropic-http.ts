@@ -294,12 +294,12 @@ export class MessagesExchange {
       // here as it is: it is no connection's fault, and sending again would fail the same way.
       responding = this.sent(body());
     } catch (error) {
-      clearTimeout(this.headersLimit);
+      this.headersAnswered();
       return Promise.reject(error);
     }
     return responding.then(
       (response) => {
-        clearTimeout(this.headersLimit);
+        this.headersAnswered();
         this.response = response;
         const status = response.statusCode ?? 0;
         if (status < 200 || status > 299) return errorOfResponse(response).then((error) => Promise.reject(error));
@@ -308,10 +308,16 @@ export class MessagesExchange {
       (error: unknown) => {
         const failure = this.unanswered(error);
         if (failure === null) return this.responded(body);
-        clearTimeout(this.headersLimit);
+        this.headersAnswered();
         throw failure;
       },
     );
+  }
+
+  /** The wait for headers is over: its limit goes, not kept with the exchange while the body is read. */
+  private headersAnswered(): void {
+    clearTimeout(this.headersLimit);
+    this.headersLimit = undefined;
   }
 
   /** What a request that got no response fails with; null when it met a stale connection, to be sent again. */
@@ -394,11 +400,15 @@ export async function readBody(response: IncomingMessage): Promise<unknown> {
  * order and as they arrive; what `onEvent` throws stops the reading (the response is closed) and comes
  * out of here. `ping` and events without a name are skipped; an `error` event throws as the error its
  * type stands for. Data that is not JSON throws JSON's SyntaxError. When the call is aborted it
- * returns quietly, whatever was left unread: the client tells an aborted response by its signal.
+ * returns quietly, whatever was left unread: the client tells an aborted response by its signal. Not
+ * an async function: a streamed answer is read for as long as the model writes it, and a suspended
+ * frame here would be one per call in flight.
  */
-export async function readEvents(response: IncomingMessage, onEvent: (event: unknown) => void): Promise<void> {
+export function readEvents(response: IncomingMessage, onEvent: (event: unknown) => void): Promise<void> {
   // The statuses that have no body (as fetch treats them, whatever was sent).
-  if (response.statusCode === 204 || response.statusCode === 205) throw new Error('Attempted to iterate over a response with no body');
+  if (response.statusCode === 204 || response.statusCode === 205) {
+    return Promise.reject(new Error('Attempted to iterate over a response with no body'));
+  }
   const headers = response.headers;
   const sse = new SseReader((event, data) => {
     if (event === null || event === 'ping') return;
@@ -408,5 +418,7 @@ export async function readEvents(response: IncomingMessage, onEvent: (event: unk
     onEvent(JSON.parse(data));
   });
   // Buffers are Uint8Arrays: the reader decodes them as one UTF-8 stream, whatever their boundaries.
-  if (await forEachChunk(response, (chunk) => sse.push(chunk))) sse.end();
+  return forEachChunk(response, (chunk) => sse.push(chunk)).then((whole) => {
+    if (whole) sse.end();
+  });
 }

@@ -109,8 +109,8 @@ export class AnthropicClient implements LlmClient, KeepsItsOwnTimeLimit {
       exchange.release();
       return answer;
     };
-    // The reading is chained inside, once the headers are there: while they are awaited, which is most
-    // of a call, one reaction waits here, not two.
+    // The reading is chained inside, once the headers are there: while they are awaited (all of the
+    // model's time to its first token), one reaction waits here, not two.
     return exchange.post(body).then((response) => {
       try {
         call.responded = true;
@@ -141,8 +141,8 @@ export class AnthropicClient implements LlmClient, KeepsItsOwnTimeLimit {
     );
   }
 
-  /** A streamed answer, read to its end and assembled; its text and thinking passed on as they come. */
-  private async readStream(
+  /** A streamed answer, read to its end and assembled; its text and thinking passed on as they come (not an async function, as readEvents). */
+  private readStream(
     response: IncomingMessage,
     model: string,
     options: LlmCallOptions,
@@ -151,7 +151,7 @@ export class AnthropicClient implements LlmClient, KeepsItsOwnTimeLimit {
   ): Promise<LlmResponse> {
     const assembler = new StreamAssembler(model);
     const { onText, onThinking, onUsage } = options;
-    await readEvents(response, (data) => {
+    const reading = readEvents(response, (data) => {
       // Fed as the API sent it; the assembler checks what it relies on and skips kinds it does not know.
       const event = data as Anthropic.RawMessageStreamEvent;
       const streamed = assembler.add(event);
@@ -169,12 +169,14 @@ export class AnthropicClient implements LlmClient, KeepsItsOwnTimeLimit {
         throw error;
       }
     });
-    // A response cut off counts as none, however much of it came.
-    const cut = exchange.cut();
-    if (cut) throw cut;
-    const answer = assembler.finish(call.requestId);
-    sayUnknown(answer, assembler.unknownTypes());
-    return answer;
+    return reading.then(() => {
+      // A response cut off counts as none, however much of it came.
+      const cut = exchange.cut();
+      if (cut) throw cut;
+      const answer = assembler.finish(call.requestId);
+      sayUnknown(answer, assembler.unknownTypes());
+      return answer;
+    });
   }
 }
 

@@ -4,6 +4,7 @@ import { addUsage } from '../domain/types.ts';
 import { MAX_TIMER_MS, timerSleeper, type Sleeper } from '../util/sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ModelOptions } from './types.ts';
 import { withFields } from '../util/with-fields.ts';
+import { promised } from '../util/promised.ts';
 
 export type { Sleeper } from '../util/sleep.ts';
 
@@ -168,13 +169,7 @@ export class RetryingLlmClient implements LlmClient {
           if (current) onThinking(text, attempt);
         }),
     });
-    let sending: Promise<LlmResponse>;
-    try {
-      sending = this.delegate.send(request, attemptOptions);
-    } catch (error) {
-      sending = Promise.reject(error);
-    }
-    return sending.then(
+    return promised(() => this.delegate.send(request, attemptOptions)).then(
       (response) => {
         current = false;
         const result: LlmResponse = withFields(response, { attempts: attempt });

@@ -13,7 +13,7 @@ import { TimeLimitedLlmClient } from '../../src/llm/time-limited.ts';
 import type { LlmCallOptions, LlmRequest } from '../../src/llm/types.ts';
 import { fake, useFakeAnthropic } from '../support/fake-anthropic.ts';
 import { failure } from '../support/llm-failure.ts';
-import { optimizeNextCall, ropePieces } from '../support/heap-ropes.ts';
+import { optimized, optimizeNextCall, ropePieces } from '../support/heap-ropes.ts';
 import { textChunks } from '../support/fake-anthropic-sse.ts';
 
 const API_KEY = 'sk-ant-test-transport-0123456789';
@@ -170,6 +170,7 @@ describe('the transport, a request in flight', () => {
     );
     const requests = [endpoint(marker).open(2), endpoint(marker).open(2)];
     try {
+      expect(optimized(flattenHead)).toBe(true);
       const pieces = await ropePieces('ClientRequest', '_header', marker);
       expect(pieces).toHaveLength(2);
       for (const n of pieces) expect(n).toBeLessThanOrEqual(1);

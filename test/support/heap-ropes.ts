@@ -51,13 +51,23 @@ export async function ropePieces(holder: string, field: string, marker: string):
 
 /**
  * Has V8 optimize `f` with TurboFan at its next call, as it would in a busy process, after `warmUp`
- * called it: there a read whose result goes unused is dropped, which the interpreter would do.
+ * called it: there a read whose result goes unused is dropped, which the interpreter would do. Whether
+ * it was: `optimized(f)` after that call.
  */
 export function optimizeNextCall(f: (...args: never[]) => unknown, warmUp: () => void): void {
-  v8.setFlagsFromString('--allow-natives-syntax');
-  const natives = (code: string) => new Function('f', code) as (f: unknown) => void;
   natives('%PrepareFunctionForOptimization(f)')(f);
   warmUp();
   warmUp();
   natives('%OptimizeFunctionOnNextCall(f)')(f);
+}
+
+/** Whether V8 runs `f` optimized now (bit 4 of %GetOptimizationStatus). */
+export function optimized(f: (...args: never[]) => unknown): boolean {
+  return ((natives('return %GetOptimizationStatus(f)')(f) as number) & 16) !== 0;
+}
+
+/** A function of `f` in V8's own syntax (its natives); the flag that allows it stays set in this process. */
+function natives(code: string): (f: unknown) => unknown {
+  v8.setFlagsFromString('--allow-natives-syntax');
+  return new Function('f', code) as (f: unknown) => unknown;
 }

@@ -91,6 +91,15 @@ describe('Deadlines', () => {
     expect(at).toEqual(new Map([...live].map(([e, ms]) => [e.name, ms])));
   });
 
+  it('expires at once an entry whose time is not a number, and the others still at theirs', () => {
+    deadlines.add(entry('later'), 200);
+    deadlines.add(entry('unreadable'), Number.NaN);
+    vi.advanceTimersByTime(1);
+    expect(expired).toEqual(['unreadable']);
+    vi.advanceTimersByTime(199);
+    expect(expired).toEqual(['unreadable', 'later']);
+  });
+
   it('expires nothing once closed', () => {
     deadlines.add(entry('a'), 100);
     deadlines.close();

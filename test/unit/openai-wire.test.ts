@@ -6,6 +6,7 @@ import { ChatStreamAssembler } from '../../src/llm/openai-stream.ts';
 import { toChatParams, toLlmResponse } from '../../src/llm/openai-wire.ts';
 import type { LlmRequest } from '../../src/llm/types.ts';
 import { deepFreeze, thrown } from '../support/llm-failure.ts';
+import { ropePieces } from '../support/heap-ropes.ts';
 
 const request = (messages: Message[], extra: Partial<LlmRequest> = {}): LlmRequest => ({
   model: 'gpt-5.4-mini',
@@ -307,6 +308,19 @@ describe('a streamed completion, assembled', () => {
         { type: 'tool_use', id: 'call_b', name: 'weather', input: { city: 'Paris' } },
       ],
     });
+  });
+
+  it('keeps the answer streamed in many pieces as one flat string, not a rope of its pieces (a run keeps it)', async () => {
+    const a = new ChatStreamAssembler('gpt-requested');
+    a.add(chunk({ role: 'assistant', content: 'openai-answer-kept-flat' }));
+    for (let i = 1; i < 60; i++) a.add(chunk({ content: ` part ${i}` }));
+    a.add(chunk({}, 'stop'));
+    const response = a.finish(null);
+    // Read before anything looks at the text's characters, which would flatten it itself.
+    const pieces = await ropePieces('Object', 'text', 'openai-answer-kept-flat');
+    expect(pieces).toHaveLength(1);
+    expect(pieces[0]).toBeLessThanOrEqual(1);
+    expect(response.content).toEqual([{ type: 'text', text: expect.stringContaining('part 59') }]);
   });
 
   it('fails a stream that ended before its finish reason as no usable answer, retryable', () => {
