@@ -38,7 +38,7 @@ export class Deadlines<T extends Timed> {
    * past setTimeout's limit is looked at again each time the limit runs out.
    */
   add(entry: T, ms: number): void {
-    if (entry.place >= 0) this.remove(entry);
+    this.detach(entry);
     entry.due = this.clock() + (Number.isNaN(ms) ? 0 : Math.max(ms, 0));
     entry.place = this.heap.length;
     this.heap.push(entry);

@@ -18,6 +18,7 @@ import { stepTimeout } from './time-limited.ts';
 import { isStaleConnection, keepAliveAgent, ProxyRefusal } from './http-pool.ts';
 import { SseReader } from './sse.ts';
 import { flattenInPlace } from '../util/flat-string.ts';
+import { promised } from '../util/promised.ts';
 
 /**
  * The API version the official SDK in package.json sends, so the responses' shape is the one the
@@ -266,18 +267,16 @@ export class MessagesExchange {
    * is the conversation's objects, which the run holds anyway.
    */
   post(body: () => string): Promise<IncomingMessage> {
-    try {
+    return promised(() => {
       this.endpoint.check();
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const cut = this.cut();
-    if (cut) return Promise.reject(cut);
-    // The endpoint's limit only when it would end the wait before the attempt's does.
-    if (this.limitMs === null || this.endpoint.timeoutMs < this.limitMs) {
-      this.headersLimit = setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this);
-    }
-    return this.responded(body);
+      const cut = this.cut();
+      if (cut) throw cut;
+      // The endpoint's limit only when it would end the wait before the attempt's does.
+      if (this.limitMs === null || this.endpoint.timeoutMs < this.limitMs) {
+        this.headersLimit = setTimeout(MessagesExchange.expire, this.endpoint.timeoutMs, this);
+      }
+      return this.responded(body);
+    });
   }
 
   /**
