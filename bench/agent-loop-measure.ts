@@ -56,6 +56,7 @@ export function stepCounter(name: string, runs: number): { step: () => void; rea
     step() {
       if (!at.includes(++steps)) return;
       fs.mkdirSync(new URL('results/profiles/', import.meta.url), { recursive: true });
+      if (liveAt) return liveAt(steps);
       v8.writeHeapSnapshot(new URL(`results/profiles/${name}-${steps}.heapsnapshot`, import.meta.url).pathname);
     },
   };
@@ -98,19 +99,37 @@ export async function measure(work: (started: () => void) => Promise<number>): P
   };
 }
 
+/** With BENCH_AGENT_LOOP_PROFILE=live, what stepCounter does at its counts instead of a heap snapshot. */
+let liveAt: ((steps: number) => void) | undefined;
+
 /**
- * BENCH_AGENT_LOOP_PROFILE=alloc|promoted: starts V8's sampling heap profiler. `alloc` counts every
+ * BENCH_AGENT_LOOP_PROFILE=alloc|promoted|live: starts V8's sampling heap profiler. `alloc` counts every
  * allocation, the collected ones included (what a side allocates per step); `promoted` only what
  * outlived a young-generation collection: what a call keeps across its wait for the model, which fills
  * the old generation and sets how far the heap grows between full collections (the peak RSS). The
  * function it returns writes bench/results/profiles/<name>.<alloc|promoted>.heapprofile (`name` as
- * stepCounter's); undefined when not asked for.
+ * stepCounter's); undefined when not asked for. `live`: what is alive at the BENCH_AGENT_LOOP_SNAPSHOT
+ * counts instead of a snapshot there, by the stack that allocated it (sampled every 4 KB), to
+ * <name>-<steps>.live.heapprofile: where the live heap of one side comes from, next to the other's.
  */
 export async function allocationProfile(name: string): Promise<(() => Promise<void>) | undefined> {
   const kind = process.env.BENCH_AGENT_LOOP_PROFILE;
-  if (kind !== 'alloc' && kind !== 'promoted') return undefined;
+  if (kind !== 'alloc' && kind !== 'promoted' && kind !== 'live') return undefined;
   const session = new Session();
   session.connect();
+  const dir = new URL('results/profiles/', import.meta.url);
+  if (kind === 'live') {
+    await session.post('HeapProfiler.startSampling', { samplingInterval: 4_096 });
+    liveAt = (steps) =>
+      void session
+        .post('HeapProfiler.collectGarbage')
+        .then(() => session.post('HeapProfiler.getSamplingProfile'))
+        .then(({ profile }) => fs.writeFileSync(new URL(`${name}-${steps}.live.heapprofile`, dir), JSON.stringify(profile)));
+    return async () => {
+      await session.post('HeapProfiler.stopSampling');
+      session.disconnect();
+    };
+  }
   await session.post('HeapProfiler.startSampling', {
     samplingInterval: 32_768,
     includeObjectsCollectedByMajorGC: true,
@@ -119,7 +138,6 @@ export async function allocationProfile(name: string): Promise<(() => Promise<vo
   return async () => {
     const { profile } = await session.post('HeapProfiler.stopSampling');
     session.disconnect();
-    const dir = new URL('results/profiles/', import.meta.url);
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(new URL(`${name}.${kind}.heapprofile`, dir), JSON.stringify(profile));
   };

@@ -17,6 +17,7 @@
  * `alloc` a sampled profile of everything each process allocates, the collected objects included
  * (<name>.alloc.heapprofile, <name> being <floor|fetch-floor|runtime>-<in flight>-<L ms>-<round>);
  * `promoted` the same of what outlives a young-generation collection only (<name>.promoted.heapprofile);
+ * `live` what is alive at the BENCH_AGENT_LOOP_SNAPSHOT counts, by allocating stack (<name>-<steps>.live.heapprofile);
  * `gc` each process's stdout, with V8's line per collection, to <name>.gc.log.
  * BENCH_AGENT_LOOP_SNAPSHOT: heap snapshots of both sides (stepCounter in bench/agent-loop-measure.ts);
  * BENCH_AGENT_LOOP_TRACE: see bench/agent-loop-runtime.ts.

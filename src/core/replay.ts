@@ -27,6 +27,7 @@ import { type RunInput, withUserInput } from './user-turn.ts';
 export type { RunInput } from './user-turn.ts';
 import { type CompactionRecord, compacted } from './compaction.ts';
 import type { KnownInput } from './cost-clamp.ts';
+import { exact } from './exact-array.ts';
 
 export interface PendingTool {
   use: ToolUseBlock;
@@ -120,7 +121,7 @@ export function emptyConversation(input: RunInput, history: readonly Message[] =
 
 function flushResults(c: Conversation): void {
   if (c.results.size === 0) return;
-  const ordered = c.turn.map((u) => c.results.get(u.id)).filter((r): r is ToolResultBlock => r !== undefined);
+  const ordered = exact(c.turn.map((u) => c.results.get(u.id)).filter((r): r is ToolResultBlock => r !== undefined));
   c.messages.push({ role: 'user', content: ordered });
   c.results = NONE;
 }
@@ -131,7 +132,7 @@ const THINKING = new Set(['thinking', 'redacted_thinking']);
 function sendable(c: Conversation, step: FoldableStep, content: ContentBlock[]): ContentBlock[] {
   const model = step.request?.model;
   if (!c.model || !model || model === c.model || !content.some((b) => THINKING.has(b.type))) return content;
-  const kept = content.filter((b) => !THINKING.has(b.type));
+  const kept = exact(content.filter((b) => !THINKING.has(b.type)));
   return kept.length > 0 ? kept : content;
 }
 
@@ -147,7 +148,7 @@ function foldModel(c: Conversation, step: FoldableStep): void {
   } else {
     c.messages.push({ role: 'assistant', content });
   }
-  c.turn = content.filter(isToolUse);
+  c.turn = exact(content.filter(isToolUse));
   c.reusedToolUseId = null;
   const pending = new Map<string, PendingTool>();
   for (const use of c.turn) {

@@ -48,10 +48,11 @@ export interface DriverDeps {
    */
   untilLive?: () => Promise<void> | null;
   /**
-   * A model call cut off by the signal (cancel, deadline, lost lease, hand-back) had already reported
-   * usage: billed, and recorded in no step. The write that ends the attempt adds it to the run.
+   * Where a model call cut off by the signal (cancel, deadline, lost lease, hand-back) leaves the usage
+   * it had already reported: billed, and recorded in no step. The write that ends the attempt adds it
+   * to the run. (The worker's held run itself: a callback would be a closure more per run in flight.)
    */
-  onUnrecorded?: (u: Unrecorded) => void;
+  cutOff?: { unrecorded: Unrecorded | null };
   /** Whether somebody follows the run's live events (see step-stream.ts); nobody, when absent. */
   followers?: Followers;
   /** The run's workspace, opened by `drive` for an agent with `workspaces`. */

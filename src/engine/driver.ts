@@ -443,7 +443,7 @@ class RunDriver {
     await stream?.fail(e instanceof LlmError ? describeAttemptError(e) : undefined);
     if (deps.signal.aborted) {
       const cutOff = e instanceof LlmError ? this.unrecorded(e.usage) : null;
-      if (cutOff) deps.onUnrecorded?.(cutOff);
+      if (cutOff && deps.cutOff) deps.cutOff.unrecorded = cutOff;
       throw deps.signal.reason;
     }
     deps.events.modelFailed({ run, worker: deps.owner.worker, seq, error: e as Error, latencyMs: performance.now() - started });
@@ -730,8 +730,16 @@ class RunDriver {
  * while it holds the lease. A resumed run talks to the model with the prompt and tool definitions it
  * started with (started-with.ts), whatever the code that resumes it defines now.
  */
-export async function drive(run: Run & { hasSteps?: boolean }, given: DriverDeps): Promise<TerminalStatus> {
-  const deps: DriverDeps = withFields(given, { store: retryingWrites(given.store, given.signal) });
+export function drive(run: Run & { hasSteps?: boolean }, given: DriverDeps): Promise<TerminalStatus> {
+  return driveWithRetries(run, withFields(given, { store: retryingWrites(given.store, given.signal) }));
+}
+
+/**
+ * `drive`, for deps made for this one attempt whose store retries already (`retryingWrites` with the
+ * attempt's signal): the worker's, which makes them so (a second copy of them would be held for the
+ * run's whole life, one per run in flight). Their `agent` and `workspace` are set here.
+ */
+export async function driveWithRetries(run: Run & { hasSteps?: boolean }, deps: DriverDeps): Promise<TerminalStatus> {
   let conversation;
   try {
     // A fork with no steps of its own still has its source's: its log is read like any other. A run that

@@ -45,7 +45,7 @@ export class HeldRun implements Timed {
   tokensUsed: number;
   /** Given up at the forced-shutdown limit: whatever its driver does later is ignored. */
   cut = false;
-  /** Usage of a model call its stop cut off (see DriverDeps.onUnrecorded); added by the write that ends the attempt. */
+  /** Usage of a model call its stop cut off (see DriverDeps.cutOff); added by the write that ends the attempt. */
   unrecorded: Unrecorded | null = null;
   /** Whether an event hub follows the run (see step-stream.ts). */
   readonly followers = new Followers();

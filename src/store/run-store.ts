@@ -72,6 +72,7 @@ import { RunRecords, type RunStoreOptions, writePolicy } from './run-records.ts'
 export type { RunStoreOptions } from './run-records.ts';
 import { consumeDecision, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitingSql, waitParams } from './waiting-sql.ts';
 import { withFields } from '../util/with-fields.ts';
+import { Interned } from '../core/interned.ts';
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -170,6 +171,8 @@ export class RunStore implements EngineStore {
   private readonly toolResults: WriteBatches<ToolResultItem, FencedWrite>;
   /** Where the batched writes and the claim go (RunStoreOptions' `batches`): statements planned once, whatever their values. */
   private readonly batches: NamedStatements;
+  /** The names claimed runs repeat, one copy each: the runs are held for their whole attempt. */
+  private readonly interned = new Interned();
 
   constructor(
     private readonly db: pg.Pool,
@@ -266,8 +269,20 @@ export class RunStore implements EngineStore {
         await this.finish(r.id as RunId, lease, { status: 'FAILED', error: e.message }).catch(() => {});
         continue;
       }
+      const names = this.interned;
       // Fields added to the row's own object: a copy of ~30 fields would be a dictionary (see with-fields.ts).
-      claimed.push(Object.assign(run, { hasSteps: r.has_steps, lease }));
+      claimed.push(
+        Object.assign(run, {
+          agent: names.of(run.agent),
+          agentVersion: names.of(run.agentVersion),
+          tenant: names.of(run.tenant),
+          status: names.of(run.status),
+          model: names.of(run.model),
+          lockedBy: names.of(run.lockedBy),
+          hasSteps: r.has_steps,
+          lease,
+        }),
+      );
     }
     return claimed;
   }

@@ -15,7 +15,6 @@
  * others land and that one gets its own error. Any other failure (the connection, the server) is every
  * write's: each caller retries or gives up as it would have alone.
  */
-import { withFields } from './with-fields.ts';
 import { classifyDatabaseError } from '../core/database-errors.ts';
 
 export interface BatchedWrite {
@@ -46,11 +45,13 @@ interface Pending<I, O> {
 }
 
 /**
- * A write on its way out, with its JSON. Made when its batch is taken, not when it is handed in: a
- * write waiting for a slot holds only what its caller holds anyway (with thousands of runs in flight,
- * hundreds wait at any moment), and one that cannot be serialized fails alone.
+ * Writes on their way out and their JSON array, made when the batch is taken, not when each is handed
+ * in: a write waiting for a slot holds only what its caller holds anyway (with thousands of runs in
+ * flight, hundreds wait at any moment), and one that cannot be serialized fails alone. Only the array
+ * is kept while the statement is out, not each write's own JSON beside it.
  */
-interface Taken<I, O> extends Pending<I, O> {
+interface Batch<I, O> {
+  writes: Pending<I, O>[];
   json: string;
 }
 
@@ -80,60 +81,62 @@ export class WriteBatches<I extends BatchedWrite, O> {
   private pump(): void {
     while (this.inFlight < this.opts.maxInFlight && this.queue.length > 0) {
       const batch = this.take();
-      if (batch.length === 0) return;
+      if (!batch) return;
+      const { writes } = batch;
       this.inFlight++;
-      for (const p of batch) this.busy.add(p.item.run);
+      for (const p of writes) this.busy.add(p.item.run);
       void this.send(batch)
-        .catch((e: unknown) => batch.forEach((p) => p.reject(e)))
+        .catch((e: unknown) => writes.forEach((p) => p.reject(e)))
         .finally(() => {
           this.inFlight--;
-          for (const p of batch) this.busy.delete(p.item.run);
+          for (const p of writes) this.busy.delete(p.item.run);
           this.pump();
         });
     }
   }
 
-  /** The oldest writes, one per run and none of a busy run, up to maxItems; the rest stays queued in order. */
-  private take(): Taken<I, O>[] {
+  /** The oldest writes, one per run and none of a busy run, up to maxItems; the rest stays queued in order. Null: none. */
+  private take(): Batch<I, O> | null {
     const runs = new Set<string>();
-    const batch: Taken<I, O>[] = [];
+    const writes: Pending<I, O>[] = [];
+    const json: string[] = [];
     const rest: Pending<I, O>[] = [];
     for (const p of this.queue) {
-      if (batch.length < this.opts.maxItems && !runs.has(p.item.run) && !this.busy.has(p.item.run)) {
-        let json: string;
+      if (writes.length < this.opts.maxItems && !runs.has(p.item.run) && !this.busy.has(p.item.run)) {
         try {
-          json = JSON.stringify(p.item);
+          json.push(JSON.stringify(p.item));
         } catch (e) {
           p.reject(e);
           continue;
         }
         runs.add(p.item.run);
-        batch.push(withFields(p, { json }));
+        writes.push(p);
       } else rest.push(p);
     }
     this.queue = rest;
-    return batch;
+    return writes.length === 0 ? null : { writes, json: `[${json.join(',')}]` };
   }
 
   /** Settles every write of `batch` (a promise settled twice keeps its first outcome). */
-  private async send(batch: readonly Taken<I, O>[]): Promise<void> {
+  private async send({ writes, json }: Batch<I, O>): Promise<void> {
     let outcomes: readonly (O | Error)[];
     try {
       outcomes = await this.writeAll(
-        batch.map((p) => p.item),
-        `[${batch.map((p) => p.json).join(',')}]`,
+        writes.map((p) => p.item),
+        json,
       );
     } catch (e) {
-      if (batch.length > 1 && classifyDatabaseError(e) === 'permanent') {
-        // One after another, in this batch's slot: the others' retries must not flood the pool.
-        for (const p of batch) await this.send([p]);
+      if (writes.length > 1 && classifyDatabaseError(e) === 'permanent') {
+        // One after another, in this batch's slot: the others' retries must not flood the pool. Each
+        // serialized again: it was once, and a write does not change until it settles.
+        for (const p of writes) await this.send({ writes: [p], json: `[${JSON.stringify(p.item)}]` });
       } else {
-        for (const p of batch) p.reject(e);
+        for (const p of writes) p.reject(e);
       }
       return;
     }
-    if (outcomes.length !== batch.length) throw new Error(`a batch of ${batch.length} writes came back with ${outcomes.length} outcomes`);
-    batch.forEach((p, i) => {
+    if (outcomes.length !== writes.length) throw new Error(`a batch of ${writes.length} writes came back with ${outcomes.length} outcomes`);
+    writes.forEach((p, i) => {
       const o = outcomes[i]!;
       if (o instanceof Error) p.reject(o);
       else p.resolve(o);

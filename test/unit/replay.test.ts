@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decide } from '../../src/engine/decide.ts';
 import { type FoldableStep, replay } from '../../src/core/replay.ts';
+import { elementsCapacity } from '../support/heap-snapshot.ts';
 
 const model = (seq: number, content: object[], stopReason: string): FoldableStep => ({
   seq,
@@ -155,5 +156,19 @@ describe('decide', () => {
       type: 'finish',
       end: { status: 'FAILED', error: expect.stringMatching(/tool_use id "c" twice in step 1/) },
     });
+  });
+});
+
+describe('replay, as a run in flight holds it', () => {
+  it('keeps what it holds for the rest of the run in arrays of exactly their size', async () => {
+    const turn = [{ type: 'text', text: 'let me look' }, use('a'), use('b')];
+    const c = replay('q', [model(1, turn, 'tool_use')]);
+    // The turn's tool uses, filtered out of its content: a filter's array keeps room for 16 more.
+    expect(c.turn).toHaveLength(2);
+    expect(await elementsCapacity(c.turn)).toBe(2);
+    const done = replay('q', [model(1, turn, 'tool_use'), tool(2, 'b', 'DONE', 'B'), tool(3, 'a', 'DONE', 'A')]);
+    const results = done.messages[2]!.content as unknown[];
+    expect(results).toHaveLength(2);
+    expect(await elementsCapacity(results)).toBe(2);
   });
 });
