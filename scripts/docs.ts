@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { z } from 'zod';
 import { createServer, type ApiDeps } from '../src/api/server.ts';
-import { ClientEnvSchema, EnvSchema, PROJECT_ROOT } from '../src/config/environment.ts';
+import { clientEnvSchema, envSchema, PROJECT_ROOT } from '../src/config/environment.ts';
 
 type Json = Record<string, unknown>;
 
@@ -30,7 +30,7 @@ function defaultOf(field: z.ZodType): string {
 }
 
 export function configurationDoc(): string {
-  const rows = Object.entries({ ...EnvSchema.shape, ...ClientEnvSchema.shape }).map(([name, field]) => {
+  const rows = Object.entries({ ...envSchema().shape, ...clientEnvSchema().shape }).map(([name, field]) => {
     const meaning = (field as z.ZodType).description;
     if (!meaning) throw new Error(`${name} has no .describe() in src/config/environment.ts`);
     return `| \`${name}\` | ${cell(meaning)} | ${defaultOf(field as z.ZodType)} |`;

@@ -59,22 +59,28 @@ export interface BatchScope {
  * its result), and a suspended frame per call and per batch would be kept by every run doing so.
  */
 export function runToolBatch(batch: readonly PendingTool[], s: BatchScope): Promise<void> {
-  const turn = new Semaphore(s.deps.agent.tools.concurrency);
   let lastSeq = s.conversation.lastSeq;
   // Seqs are taken in the order calls get their place; a number is never given twice.
   const nextSeq = () => (lastSeq = Math.max(lastSeq, s.conversation.lastSeq) + 1);
-  const { signal, agent } = s.deps;
-  const inTurn = (p: PendingTool) =>
-    turn.acquire(signal).then((leaveTurn) =>
-      // Each place taken is given back however the call ends, a throw included.
-      promised(() => agent.tools.acquire(p.use.name, signal))
-        .then((leaveTool) => promised(() => runOne(p, nextSeq, s)).finally(leaveTool))
-        .finally(leaveTurn),
-    );
+  const { signal } = s.deps;
+  // Most turns ask for one call: it shares its turn with nobody, and its failure is the batch's.
+  if (batch.length === 1) return signal.aborted ? Promise.reject(signal.reason as Error) : underToolLimit(batch[0]!, nextSeq, s);
+  const turn = new Semaphore(s.deps.agent.tools.concurrency);
+  // Each place taken is given back however the call ends, a throw included.
+  const inTurn = (p: PendingTool) => turn.acquire(signal).then((leaveTurn) => underToolLimit(p, nextSeq, s).finally(leaveTurn));
   return Promise.allSettled(batch.map(inTurn)).then((settled) => {
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
   });
+}
+
+/** runOne, within the tool's own concurrency limit when it has one (its place given back however the call ends). */
+function underToolLimit(p: PendingTool, nextSeq: () => number, s: BatchScope): Promise<void> {
+  const { tools } = s.deps.agent;
+  if (!tools.hasLimit(p.use.name)) return promised(() => runOne(p, nextSeq, s));
+  return promised(() => tools.acquire(p.use.name, s.deps.signal)).then((leaveTool) =>
+    promised(() => runOne(p, nextSeq, s)).finally(leaveTool),
+  );
 }
 
 function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Promise<void> {
@@ -90,10 +96,18 @@ function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Promise<v
           foldStep(conversation, { seq: started.seq, kind: 'TOOL', status: 'STARTED', toolUseId, response: null, stopReason: null });
           return started.seq;
         });
-  return starting.then((at) => {
-    deps.events.toolStarted({ run, worker: deps.owner.worker, seq: at, toolName, toolUseId, resumed });
-    const t0 = performance.now();
-    return runCall(deps, p.use, { runId: run.id, signal: deps.signal, worker: deps.owner.worker, seq: at }).then(({ outcome, files }) => {
+  // One link after another, not one inside the other: while the result's write is out, the links
+  // before it are settled and let go, not kept waiting on it.
+  let t0 = 0;
+  let at = 0;
+  return starting
+    .then((seq) => {
+      at = seq;
+      deps.events.toolStarted({ run, worker: deps.owner.worker, seq, toolName, toolUseId, resumed });
+      t0 = performance.now();
+      return runCall(deps, p.use, { runId: run.id, signal: deps.signal, worker: deps.owner.worker, seq });
+    })
+    .then(({ outcome, files }) => {
       crashPoint('after-tool-effect', run.id);
       const latencyMs = performance.now() - t0;
       crashPoint('before-tool-finish', run.id);
@@ -113,5 +127,4 @@ function runOne(p: PendingTool, nextSeq: () => number, s: BatchScope): Promise<v
         deps.events.toolStep({ run, worker: deps.owner.worker, seq: at, toolName, toolUseId, status: outcome.status, latencyMs });
       });
     });
-  });
 }

@@ -73,6 +73,7 @@ export type { RunStoreOptions } from './run-records.ts';
 import { consumeDecision, nextDueInMs, readDecisions, startWaiting, WAIT_SET, waitingSql, waitParams } from './waiting-sql.ts';
 import { withFields } from '../util/with-fields.ts';
 import { Interned } from '../core/interned.ts';
+import { promised } from '../util/promised.ts';
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -287,7 +288,15 @@ export class RunStore implements EngineStore {
     return claimed;
   }
 
-  async checkpointModel(runId: RunId, owner: Lease, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {
+  /**
+   * Not async functions, this and finishTool: with thousands of runs in flight most of them wait on one
+   * of these writes at any moment, and an async function's promise would be one more link each held.
+   */
+  checkpointModel(runId: RunId, owner: Lease, cp: ModelCheckpoint, then: AfterCheckpoint = {}): Promise<FencedWrite> {
+    return promised(() => this.checkpointModelNow(runId, owner, cp, then));
+  }
+
+  private checkpointModelNow(runId: RunId, owner: Lease, cp: ModelCheckpoint, then: AfterCheckpoint): Promise<FencedWrite> {
     const u = cp.usage;
     const { end, wait } = then;
     // Its step.finished is read from the step row (run-events.ts); what streamed is written before it.
@@ -388,7 +397,11 @@ export class RunStore implements EngineStore {
     return progress(row, { seq: (row.inserted ?? row.existing)!, created: row.inserted !== null });
   }
 
-  async finishTool(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
+  finishTool(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
+    return promised(() => this.finishToolNow(runId, owner, f, startNext));
+  }
+
+  private finishToolNow(runId: RunId, owner: Lease, f: ToolFinish, startNext?: ToolStart): Promise<FencedWrite> {
     // A result of content blocks has its text redacted, not its images (base64 is not text to match).
     const stored = mapResultText(f.result, (text) => this.redact(storableText(text)));
     // Its tool.finished and step.finished are read from the step row (run-events.ts).

@@ -93,6 +93,11 @@ export class ToolExecutor {
     }
   }
 
+  /** Whether the tool has a concurrency limit of its own (calls of one without it need no place). */
+  hasLimit(name: string): boolean {
+    return this.toolLimits.has(name);
+  }
+
   /**
    * Waits for a place under the tool's own limit (a tool without one has no wait); call the returned
    * function when the call is over.

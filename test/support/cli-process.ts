@@ -6,7 +6,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ENV_VARIABLES } from '../../src/config/environment.ts';
+import { envVariables } from '../../src/config/environment.ts';
 import { freePort } from '../../src/db/embedded.ts';
 
 export { freePort };
@@ -34,7 +34,8 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The test runner's environment without any variable the project reads (CI's second pass sets DATABASE_URL), plus `extra`. */
 export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of Object.keys(env)) if (ENV_VARIABLES.includes(k) || k.startsWith('ANTHROPIC_')) delete env[k];
+  const variables = envVariables();
+  for (const k of Object.keys(env)) if (variables.includes(k) || k.startsWith('ANTHROPIC_')) delete env[k];
   return { ...env, ...extra };
 }
 
