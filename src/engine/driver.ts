@@ -166,63 +166,59 @@ class RunDriver {
   }
 
   async loop(): Promise<TerminalStatus> {
-    for (;;) {
-      // A turn's locals live in `turn`, not here: this frame is kept while the run waits (on its model
-      // call, on its write), one per run in flight, and holds nothing but the turn's promise.
-      const ended = await this.turn();
-      if (ended !== undefined) return ended;
-    }
-  }
-
-  /**
-   * One turn of the loop: the run's end, or undefined to go on. What it throws before its wait ends
-   * the loop as a rejection would.
-   */
-  private turn(): Promise<TerminalStatus | undefined> {
     const { conversation, deps } = this;
-    if (deps.shouldYield()) throw new AttemptHandedBack();
-    const paused = deps.untilLive?.();
-    if (paused) {
-      return untilSettledOrAborted(paused, deps.signal).then(() => {
+    for (;;) {
+      if (deps.shouldYield()) throw new AttemptHandedBack();
+      const paused = deps.untilLive?.();
+      if (paused) {
+        await untilSettledOrAborted(paused, deps.signal);
         deps.signal.throwIfAborted();
-        return undefined; // looked at again: a stop, still paused
-      });
-    }
-    deps.signal.throwIfAborted();
-    const preStarted = this.preStarted !== null ? conversation.pending.get(this.preStarted) : undefined;
-    this.preStarted = null;
-    // Finishing is not a step: a run whose last step answered ends with that answer, whatever it cost.
-    const action = preStarted ? ({ type: 'tool', pending: preStarted } as const) : decide(conversation);
-    if (action.type === 'finish') return this.finish(action.end);
-    if (!preStarted) {
-      const stop = this.guardAt(this.progress, conversation.lastSeq);
-      if (stop) return this.finish(stop);
-    }
-    // Idempotent calls with no decision and no timer run together; a call that waits for a person or a timer never joins them.
-    if (action.type === 'tool' && deps.agent.tools.isIdempotent(action.pending.use.name) && !this.hasDecisionOrTimer(action.pending.use)) {
-      return this.toolBatch(preStarted?.use.id ?? null);
-    }
-    const seq = action.type === 'tool' ? (action.pending.startedSeq ?? conversation.lastSeq + 1) : conversation.lastSeq + 1;
-    const verdict = action.type === 'tool' && !preStarted ? this.verdictOn(action.pending) : null;
-    const step =
-      action.type === 'model'
-        ? () => {
-            const cut = this.compactionCut();
-            return cut === null ? this.modelStep(seq) : this.compactionStep(seq, cut);
-          }
-        : verdict && verdict.type !== 'run'
-          ? () => this.stepWithoutRunning(action.pending, seq, verdict)
-          : async () => {
-              if (verdict?.consumeDecision) await this.consumeDecision(action.pending.use.id);
-              return this.toolStep(action.pending, seq, preStarted !== undefined);
-            };
-    return promised(step).then(
-      (outcome) => (outcome === undefined ? undefined : outcome.written ? this.finished(outcome.end) : this.finish(outcome.end)),
-      (e: unknown) => {
+        continue; // looked at again: a stop, still paused
+      }
+      deps.signal.throwIfAborted();
+      const preStarted = this.preStarted !== null ? conversation.pending.get(this.preStarted) : undefined;
+      this.preStarted = null;
+      // Finishing is not a step: a run whose last step answered ends with that answer, whatever it cost.
+      const action = preStarted ? ({ type: 'tool', pending: preStarted } as const) : decide(conversation);
+      if (action.type === 'finish') return this.finish(action.end);
+      if (!preStarted) {
+        const stop = this.guardAt(this.progress, conversation.lastSeq);
+        if (stop) return this.finish(stop);
+      }
+      // Idempotent calls with no decision and no timer run together; a call that waits for a person or a timer never joins them.
+      if (
+        action.type === 'tool' &&
+        deps.agent.tools.isIdempotent(action.pending.use.name) &&
+        !this.hasDecisionOrTimer(action.pending.use)
+      ) {
+        const ended = await this.toolBatch(preStarted?.use.id ?? null);
+        if (ended) return ended;
+        continue;
+      }
+      const seq = action.type === 'tool' ? (action.pending.startedSeq ?? conversation.lastSeq + 1) : conversation.lastSeq + 1;
+      const verdict = action.type === 'tool' && !preStarted ? this.verdictOn(action.pending) : null;
+      const step =
+        action.type === 'model'
+          ? () => {
+              const cut = this.compactionCut();
+              return cut === null ? this.modelStep(seq) : this.compactionStep(seq, cut);
+            }
+          : verdict && verdict.type !== 'run'
+            ? () => this.stepWithoutRunning(action.pending, seq, verdict)
+            : async () => {
+                if (verdict?.consumeDecision) await this.consumeDecision(action.pending.use.id);
+                return this.toolStep(action.pending, seq, preStarted !== undefined);
+              };
+      let outcome: StepOutcome;
+      try {
+        outcome = await step();
+      } catch (e) {
         if (!(e instanceof PermanentDatabaseError)) throw e;
         return this.finish({ status: 'FAILED', error: e.message });
-      },
-    );
+      }
+      if (outcome === undefined) continue;
+      return outcome.written ? this.finished(outcome.end) : this.finish(outcome.end);
+    }
   }
 
   private async finish(end: RunEnd): Promise<TerminalStatus> {
