@@ -124,7 +124,8 @@ export async function allocationProfile(name: string): Promise<(() => Promise<vo
       void session
         .post('HeapProfiler.collectGarbage')
         .then(() => session.post('HeapProfiler.getSamplingProfile'))
-        .then(({ profile }) => fs.writeFileSync(new URL(`${name}-${steps}.live.heapprofile`, dir), JSON.stringify(profile)));
+        .then(({ profile }) => fs.writeFileSync(new URL(`${name}-${steps}.live.heapprofile`, dir), JSON.stringify(profile)))
+        .catch((e: unknown) => process.stderr.write(`live profile at ${steps} steps: ${(e as Error).message}\n`));
     return async () => {
       await session.post('HeapProfiler.stopSampling');
       session.disconnect();

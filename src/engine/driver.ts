@@ -40,7 +40,6 @@ import {
   worthCompacting,
 } from '../core/compaction.ts';
 import { type FencedWrite, NO_ATTEMPTS, type RunEnd, type ToolStart, type WaitStart } from '../ports/engine-store.ts';
-import { retryingWrites } from './retrying-store.ts';
 import { AttemptHandedBack, AttemptRequeued, AttemptWaiting, type DriverDeps, type Unrecorded } from './driver-types.ts';
 import { storableCost, storableUsage } from '../core/storable.ts';
 import type { ToolOutcome } from '../tools/executor.ts';
@@ -729,17 +728,12 @@ class RunDriver {
  * runs of its conversation, if it continues one), then folds each new step onto the state it holds
  * while it holds the lease. A resumed run talks to the model with the prompt and tool definitions it
  * started with (started-with.ts), whatever the code that resumes it defines now.
+ *
+ * `deps` are made for this attempt (their `agent` and `workspace` are set here), their store retrying
+ * its writes already (`retryingWrites` with the attempt's signal): the worker makes them so, once; a
+ * copy made here would be held for the run's whole life too.
  */
-export function drive(run: Run & { hasSteps?: boolean }, given: DriverDeps): Promise<TerminalStatus> {
-  return driveWithRetries(run, withFields(given, { store: retryingWrites(given.store, given.signal) }));
-}
-
-/**
- * `drive`, for deps made for this one attempt whose store retries already (`retryingWrites` with the
- * attempt's signal): the worker's, which makes them so (a second copy of them would be held for the
- * run's whole life, one per run in flight). Their `agent` and `workspace` are set here.
- */
-export async function driveWithRetries(run: Run & { hasSteps?: boolean }, deps: DriverDeps): Promise<TerminalStatus> {
+export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps): Promise<TerminalStatus> {
   let conversation;
   try {
     // A fork with no steps of its own still has its source's: its log is read like any other. A run that

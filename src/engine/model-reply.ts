@@ -8,6 +8,7 @@ import { addUsage } from '../domain/types.ts';
 import { sameUsage, storableContent, storableCount, storableText, storableUsage } from '../core/storable.ts';
 import type { StepWarning } from '../ports/engine-events.ts';
 import { withFields } from '../util/with-fields.ts';
+import { exact } from '../core/exact-array.ts';
 
 export interface AcceptedReply {
   response: LlmResponse;
@@ -37,5 +38,10 @@ export function acceptReply(reply: LlmResponse): AcceptedReply {
     });
   }
   const usage = storableUsage(addUsage(own, failed));
-  return { response: withFields(reply, { content, stopReason, usage, attempts: Math.max(1, storableCount(reply.attempts)) }), warnings };
+  // The conversation keeps the blocks for the rest of the run: in an array of their size, whichever
+  // provider's parser made it (their pushes and filters leave room for 16 more).
+  return {
+    response: withFields(reply, { content: exact(content), stopReason, usage, attempts: Math.max(1, storableCount(reply.attempts)) }),
+    warnings,
+  };
 }

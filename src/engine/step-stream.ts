@@ -162,7 +162,10 @@ export class StepStream {
   }
 
   private queue(e: NewEvent): void {
-    this.queued.push(e);
+    // A new array of its size (concat makes one; a push, or a spread followed by more, keeps room for
+    // 16 more): a step's queue holds one to three events, kept while its call is in flight and then with
+    // its checkpoint.
+    this.queued = this.queued.concat(e);
   }
 
   /** Writes what gathered, if somebody follows the run (or `always`); else it waits for the checkpoint. */

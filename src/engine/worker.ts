@@ -23,7 +23,7 @@ import type {
 import type { ToolExecutor } from '../tools/executor.ts';
 import { type ToolSource, withSourceTools } from '../tools/tool-source.ts';
 import { AttemptEnds } from './attempt-end.ts';
-import { driveWithRetries } from './driver.ts';
+import { drive } from './driver.ts';
 import { retryingWrites } from './retrying-store.ts';
 import { AttemptHandedBack, type PreparedAgent } from './driver-types.ts';
 import type { Workspaces } from '../ports/workspace.ts';
@@ -517,7 +517,7 @@ export class Worker {
     // The claim took only runs of this worker's agents.
     const agent = agents.get(run.agent);
     if (!agent) throw new Error(`run ${run.id} is a run of agent "${run.agent}", which this worker does not serve`);
-    return driveWithRetries(run, {
+    return drive(run, {
       store: retryingWrites(this.deps.store, h.signal),
       llm: this.definitions.get(run.agent)!.llm ?? this.deps.llm,
       agent,

@@ -1,5 +1,4 @@
 import { type ContentBlock, MAX_TOKEN_COUNT, type Usage } from '../domain/types.ts';
-import { exact } from '../core/exact-array.ts';
 
 /**
  * The provider's numbers and content, made safe to count and store, in one place for the streamed and
@@ -75,8 +74,7 @@ export function normaliseContent(raw: unknown, warnings: string[]): ContentBlock
     );
     if (blocks.length !== raw.length)
       warnings.push(`content held ${raw.length - blocks.length} item(s) that are not content blocks: dropped`);
-    // The conversation keeps these blocks for the rest of the run.
-    return exact(blocks);
+    return blocks;
   }
   warnings.push(`content was ${describe(raw)}: taken as no content`);
   return [];

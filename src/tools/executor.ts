@@ -85,6 +85,9 @@ export class ToolExecutor {
     this.byName = new Map(tools.map((t) => [t.name, t]));
     if (this.byName.size !== tools.length) throw new Error('two tools share a name');
     this.concurrency = options.concurrency ?? DEFAULT_TOOL_CONCURRENCY;
+    // Said here, not when a turn first asks for two calls at once (a turn of one takes no place).
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
+      throw new ConfigError(`tool concurrency must be a whole number of at least 1, not ${this.concurrency}`);
     for (const t of tools) {
       if (t.concurrency === undefined) continue;
       if (!Number.isInteger(t.concurrency) || t.concurrency < 1)

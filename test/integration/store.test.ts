@@ -10,6 +10,7 @@ import { claimParams, claimSql } from '../../src/store/claim-sql.ts';
 import { RunStats } from '../../src/store/run-stats.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { expireLease, newRun } from '../support/engine.ts';
+import { distinctInHeap } from '../support/heap-snapshot.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -45,6 +46,16 @@ describe('store', () => {
     expect(claimed.map((r) => r.id)).toEqual([live.id]);
     expect(claimed[0]).toMatchObject({ status: 'RUNNING', lockedBy: 'W', attempts: 1, hasSteps: false });
     await db.pool.query(`DELETE FROM durable_agent.run WHERE agent = 'other' OR id = $1`, [live.id]);
+  });
+
+  it('keeps one copy of the names the runs it claims repeat: they are held for their whole attempt', async () => {
+    await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED' WHERE status IN ('QUEUED', 'RUNNING')`);
+    await Promise.all([newRun(db.records, 'first'), newRun(db.records, 'second')]);
+    const [a, b] = await db.store.claim({ worker: 'interning-worker', leaseMs: 10_000 }, 2);
+    const names = (r: typeof a) => [r!.agent, r!.tenant, r!.status, r!.model, r!.lockedBy];
+    expect(names(a)).toEqual(names(b));
+    expect(await distinctInHeap([...names(a), ...names(b)])).toBe(5);
+    await db.pool.query(`UPDATE durable_agent.run SET status = 'SUCCEEDED' WHERE id = ANY($1)`, [[a!.id, b!.id]]);
   });
 
   it('records a tool call once per tool_use id, whoever starts it again', async () => {

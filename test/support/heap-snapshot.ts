@@ -77,3 +77,26 @@ export async function elementsCapacity(array: unknown[]): Promise<number> {
     delete (globalThis as { capacityProbe?: unknown }).capacityProbe;
   }
 }
+
+/**
+ * How many distinct objects in the heap `values` are: strings equal in value may be one string or
+ * several, which no comparison in JavaScript can tell. Read from a snapshot taken while a probe holds them.
+ */
+export async function distinctInHeap(values: readonly unknown[]): Promise<number> {
+  // The one object with a property of this name.
+  const probe = { distinctInHeapProbe: [...values] };
+  (globalThis as { distinctProbe?: unknown }).distinctProbe = probe;
+  try {
+    const heap = await heapSnapshot();
+    for (const n of heap.nodes()) {
+      if (heap.typeOf(n) !== 'object') continue;
+      const held = heap.edgesOf(n).find((e) => e.name === 'distinctInHeapProbe');
+      if (!held) continue;
+      const elements = heap.edgesOf(held.to).find((e) => e.name === 'elements')!.to;
+      return new Set(heap.edgesOf(elements).map((e) => e.to)).size;
+    }
+    throw new Error('the probe is not in the snapshot');
+  } finally {
+    delete (globalThis as { distinctProbe?: unknown }).distinctProbe;
+  }
+}

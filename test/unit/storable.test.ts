@@ -3,6 +3,8 @@ import { acceptReply } from '../../src/engine/model-reply.ts';
 import { MAX_TOKEN_COUNT as INT4_MAX } from '../../src/domain/types.ts';
 import { storableContent, storableCost, storableText, storableUsage, storableValue } from '../../src/core/storable.ts';
 import { response, usage } from '../support/scripted-llm.ts';
+import type { ContentBlock } from '../../src/domain/types.ts';
+import { elementsCapacity } from '../support/heap-snapshot.ts';
 
 describe('storable text', () => {
   it('replaces U+0000 and lone surrogates with U+FFFD, and keeps surrogate pairs', () => {
@@ -76,6 +78,16 @@ describe('acceptReply', () => {
     expect(kept.usage).toEqual(usage(15, 5));
     expect(kept.attempts).toBe(2);
     expect(warnings.map((w) => w.warning)).toEqual(['unstorable-text-replaced', 'usage-out-of-range']);
+  });
+
+  it('keeps the blocks in an array of exactly their number: the conversation holds it for the rest of the run', async () => {
+    // As the providers' parsers leave them: grown by push (or made by filter), with room for 16 more.
+    const content: ContentBlock[] = [];
+    content.push({ type: 'text', text: 'looking' }, { type: 'tool_use', id: 'tu_1', name: 'lookup', input: {} });
+    expect(await elementsCapacity(content)).toBeGreaterThan(2);
+    const { response: kept } = acceptReply(response(content, 'tool_use', usage(10, 1)));
+    expect(kept.content).toEqual(content);
+    expect(await elementsCapacity(kept.content)).toBe(2);
   });
 
   it('passes a clean reply through with no warning', () => {

@@ -140,6 +140,27 @@ describe('capResult', () => {
   });
 });
 
+describe('ToolExecutor limits', () => {
+  it('refuses a turn concurrency that is not a whole number of at least 1 when made, not at the first turn of two calls', () => {
+    for (const concurrency of [0, -1, 1.5, Number.NaN])
+      expect(() => new ToolExecutor([], 100, undefined, { concurrency })).toThrow(/tool concurrency must be a whole number of at least 1/);
+    expect(new ToolExecutor([], 100, undefined, { concurrency: 1 }).concurrency).toBe(1);
+  });
+
+  it('says which tools have a limit of their own', () => {
+    const limited = defineTool({
+      name: 'one_at_a_time',
+      description: 'x',
+      inputSchema: { type: 'object' },
+      concurrency: 1,
+      execute: async () => 'ok',
+    });
+    const executor = new ToolExecutor([limited, tool('free', async () => 'ok')], 100);
+    expect(executor.hasLimit('one_at_a_time')).toBe(true);
+    expect(executor.hasLimit('free')).toBe(false);
+  });
+});
+
 describe('ToolExecutor.withTools', () => {
   it('keeps the options and shares each tool limit with the executor it extends', async () => {
     const limited = defineTool({
