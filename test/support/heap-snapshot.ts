@@ -55,48 +55,37 @@ export async function heapSnapshot(): Promise<HeapSnapshot> {
 }
 
 /**
- * The elements `array` has room for, as V8 keeps it: its length, or more when it grew by push (or was
- * made by filter) and kept the room it grew. Read from a snapshot taken while a probe holds it.
+ * What `read` finds in the backing store of `array`'s elements, in a snapshot taken while a probe (the
+ * one object with a property of its name) holds the array.
  */
-export async function elementsCapacity(array: unknown[]): Promise<number> {
-  // The one object with a property of this name.
-  const probe = { elementsCapacityProbe: array };
-  (globalThis as { capacityProbe?: unknown }).capacityProbe = probe;
+async function probeElements<T>(array: unknown[], read: (heap: HeapSnapshot, elements: number) => T): Promise<T> {
+  (globalThis as { heapProbe?: unknown }).heapProbe = { heapSnapshotProbe: array };
   try {
     const heap = await heapSnapshot();
     for (const n of heap.nodes()) {
       if (heap.typeOf(n) !== 'object') continue;
-      const held = heap.edgesOf(n).find((e) => e.name === 'elementsCapacityProbe');
-      if (!held) continue;
-      const elements = heap.edgesOf(held.to).find((e) => e.name === 'elements')!.to;
-      // A FixedArray: a map and a length, then one tagged slot per element.
-      return (heap.sizeOf(elements) - 16) / 8;
+      const held = heap.edgesOf(n).find((e) => e.name === 'heapSnapshotProbe');
+      if (held) return read(heap, heap.edgesOf(held.to).find((e) => e.name === 'elements')!.to);
     }
     throw new Error('the probe is not in the snapshot');
   } finally {
-    delete (globalThis as { capacityProbe?: unknown }).capacityProbe;
+    delete (globalThis as { heapProbe?: unknown }).heapProbe;
   }
 }
 
 /**
- * How many distinct objects in the heap `values` are: strings equal in value may be one string or
- * several, which no comparison in JavaScript can tell. Read from a snapshot taken while a probe holds them.
+ * The elements `array` has room for, as V8 keeps it: its length, or more when it grew by push (or was
+ * made by filter) and kept the room it grew.
  */
-export async function distinctInHeap(values: readonly unknown[]): Promise<number> {
-  // The one object with a property of this name.
-  const probe = { distinctInHeapProbe: [...values] };
-  (globalThis as { distinctProbe?: unknown }).distinctProbe = probe;
-  try {
-    const heap = await heapSnapshot();
-    for (const n of heap.nodes()) {
-      if (heap.typeOf(n) !== 'object') continue;
-      const held = heap.edgesOf(n).find((e) => e.name === 'distinctInHeapProbe');
-      if (!held) continue;
-      const elements = heap.edgesOf(held.to).find((e) => e.name === 'elements')!.to;
-      return new Set(heap.edgesOf(elements).map((e) => e.to)).size;
-    }
-    throw new Error('the probe is not in the snapshot');
-  } finally {
-    delete (globalThis as { distinctProbe?: unknown }).distinctProbe;
-  }
+export function elementsCapacity(array: unknown[]): Promise<number> {
+  // A FixedArray: a map and a length, then one tagged slot per element.
+  return probeElements(array, (heap, elements) => (heap.sizeOf(elements) - 16) / 8);
+}
+
+/**
+ * How many distinct objects in the heap `values` are: strings equal in value may be one string or
+ * several, which no comparison in JavaScript can tell.
+ */
+export function distinctInHeap(values: readonly unknown[]): Promise<number> {
+  return probeElements([...values], (heap, elements) => new Set(heap.edgesOf(elements).map((e) => e.to)).size);
 }

@@ -140,6 +140,14 @@ describe('capResult', () => {
   });
 });
 
+const limited = defineTool({
+  name: 'one_at_a_time',
+  description: 'x',
+  inputSchema: { type: 'object' },
+  concurrency: 1,
+  execute: async () => 'ok',
+});
+
 describe('ToolExecutor limits', () => {
   it('refuses a turn concurrency that is not a whole number of at least 1 when made, not at the first turn of two calls', () => {
     for (const concurrency of [0, -1, 1.5, Number.NaN])
@@ -148,13 +156,6 @@ describe('ToolExecutor limits', () => {
   });
 
   it('says which tools have a limit of their own', () => {
-    const limited = defineTool({
-      name: 'one_at_a_time',
-      description: 'x',
-      inputSchema: { type: 'object' },
-      concurrency: 1,
-      execute: async () => 'ok',
-    });
     const executor = new ToolExecutor([limited, tool('free', async () => 'ok')], 100);
     expect(executor.hasLimit('one_at_a_time')).toBe(true);
     expect(executor.hasLimit('free')).toBe(false);
@@ -163,13 +164,6 @@ describe('ToolExecutor limits', () => {
 
 describe('ToolExecutor.withTools', () => {
   it('keeps the options and shares each tool limit with the executor it extends', async () => {
-    const limited = defineTool({
-      name: 'one_at_a_time',
-      description: 'x',
-      inputSchema: { type: 'object' },
-      concurrency: 1,
-      execute: async () => 'ok',
-    });
     const own = new ToolExecutor([limited], 100, undefined, { concurrency: 2 });
     const combined = own.withTools([tool('extra', async () => 'more')]);
     expect(combined.concurrency).toBe(2);
