@@ -127,7 +127,8 @@ async function round() {
       }
     } catch (e) {
       disconnect();
-      port.postMessage({ type: 'failed', message: e && e.message ? e.message : String(e) });
+      // A round cut off by this program's own end (its connection hung up under the query) failed nothing.
+      if (!closing) port.postMessage({ type: 'failed', message: e && e.message ? e.message : String(e) });
     }
   }
   if (!closing) timer = setTimeout(round, Math.max(0, intervalMs - (Date.now() - started)));
@@ -258,7 +259,8 @@ class ThreadLeaseKeeper implements LeaseKeeper {
         break;
       case 'failed':
         this.markReady();
-        this.listener.failed(new Error(`lease renewal failed: ${m.message}`));
+        // Told after close (a round in flight as the program ended): nobody renews any more anyway.
+        if (!this.closed) this.listener.failed(new Error(`lease renewal failed: ${m.message}`));
         break;
     }
   }
