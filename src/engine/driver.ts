@@ -428,7 +428,8 @@ class RunDriver {
       if (wait) return this.waited(wait, write.waited ?? 'WAITING');
       return end && { end, written: true };
     };
-    const writing = promised(() => deps.store.checkpointModel(run.id, deps.owner, checkpoint, { startNext, end, wait }));
+    // A rejection, never a throw: the retrying store's first try is a plain promise (retryTransient).
+    const writing = deps.store.checkpointModel(run.id, deps.owner, checkpoint, { startNext, end, wait });
     return crashPointDuring('mid-checkpoint', run.id, writing).then(checkpointed, (e: unknown) => {
       if (!(e instanceof PermanentDatabaseError)) throw e;
       // The reply is paid for and cannot be recorded: the run ends with the cause, counting what it cost.

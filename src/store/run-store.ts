@@ -259,6 +259,7 @@ export class RunStore implements EngineStore {
       this.batches,
     );
     const claimed: ClaimedRun[] = [];
+    const names = this.interned;
     for (const r of rows) {
       const lease = withFields(owner, { token: r.lease_token });
       let run: Run;
@@ -270,7 +271,6 @@ export class RunStore implements EngineStore {
         await this.finish(r.id as RunId, lease, { status: 'FAILED', error: e.message }).catch(() => {});
         continue;
       }
-      const names = this.interned;
       // Fields added to the row's own object: a copy of ~30 fields would be a dictionary (see with-fields.ts).
       claimed.push(
         Object.assign(run, {
