@@ -12,7 +12,6 @@ import {
   budgetTokens,
   type DecisionRecord,
   type ModelRequestParams,
-  type Run,
   type RunProgress,
   isToolUse,
   type TerminalStatus,
@@ -39,6 +38,7 @@ import {
   summaryRequest,
   worthCompacting,
 } from '../core/compaction.ts';
+import type { DrivenRun } from '../ports/claimed-run.ts';
 import { type FencedWrite, NO_ATTEMPTS, type RunEnd, type ToolStart, type WaitStart } from '../ports/engine-store.ts';
 import { AttemptHandedBack, AttemptRequeued, AttemptWaiting, type DriverDeps, type Unrecorded } from './driver-types.ts';
 import { storableCost, storableUsage } from '../core/storable.ts';
@@ -104,7 +104,7 @@ class RunDriver {
   private readonly crashDecisions: Map<string, DecisionRecord> | undefined;
 
   constructor(
-    private readonly run: Run,
+    private readonly run: DrivenRun,
     private readonly conversation: Conversation,
     private readonly deps: DriverDeps,
     decisions: readonly DecisionRecord[] = [],
@@ -734,7 +734,7 @@ class RunDriver {
  * its writes already (`retryingWrites` with the attempt's signal): the worker makes them so, once; a
  * copy made here would be held for the run's whole life too.
  */
-export async function drive(run: Run & { hasSteps?: boolean }, deps: DriverDeps): Promise<TerminalStatus> {
+export async function drive(run: DrivenRun & { hasSteps?: boolean }, deps: DriverDeps): Promise<TerminalStatus> {
   let conversation;
   try {
     // A fork with no steps of its own still has its source's: its log is read like any other. A run that

@@ -19,7 +19,8 @@
  * An agent with a workspace runs its calls one at a time (its executor's concurrency is 1): a save after
  * a call must hold that call's changes only, so a crash re-runs each call on the workspace as it was.
  */
-import type { Run, RunProgress, ToolUseBlock } from '../domain/types.ts';
+import type { RunProgress, ToolUseBlock } from '../domain/types.ts';
+import type { DrivenRun } from '../ports/claimed-run.ts';
 import { Semaphore } from '../tools/semaphore.ts';
 import { crashPoint } from './crash-points.ts';
 import type { DriverDeps } from './driver-types.ts';
@@ -41,7 +42,7 @@ export function idempotentBatch(conversation: Conversation, joins: (use: ToolUse
 }
 
 export interface BatchScope {
-  run: Run;
+  run: DrivenRun;
   conversation: Conversation;
   deps: DriverDeps;
   /** The tool_use id whose STARTED row the previous checkpoint wrote (it is not a resumed call). */

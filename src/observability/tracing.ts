@@ -10,7 +10,8 @@
  * `latency` before now. No prompt or response text is put on spans: content capture is off.
  */
 import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
-import type { Run, TerminalStatus } from '../domain/types.ts';
+import type { TerminalStatus } from '../domain/types.ts';
+import type { DrivenRun } from '../ports/claimed-run.ts';
 import type { EngineEvents } from '../ports/engine-events.ts';
 import { LlmError } from '../domain/errors.ts';
 
@@ -49,7 +50,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
    * no SDK is registered, or the attempt was sampled out (under the SDK's default, parent-based
    * sampling, its steps are too). Then a step costs no span and no attributes.
    */
-  const parentOf = (run: Run): Span | undefined | typeof NOT_RECORDING => {
+  const parentOf = (run: DrivenRun): Span | undefined | typeof NOT_RECORDING => {
     // The claimed run's lockedBy is the worker driving it; step events carry the run, not the worker.
     const parent = attempts.get(key(run.id, run.lockedBy));
     return parent && !parent.isRecording() ? NOT_RECORDING : parent;
@@ -58,7 +59,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
   /** A child of the attempt span (`parent`) that began `latencyMs` ago and ends now; `finish` adds to it first. */
   function stepSpan(
     parent: Span | undefined,
-    run: Run,
+    run: DrivenRun,
     seq: number,
     name: string,
     kind: SpanKind,

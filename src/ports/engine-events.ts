@@ -4,8 +4,9 @@
  * step events): listeners run synchronously, must be cheap, and must not throw (a throwing listener
  * is ignored).
  */
-import type { BudgetKind, Run, RunId, StepStatus, TerminalStatus, Waiting } from '../domain/types.ts';
+import type { BudgetKind, RunId, StepStatus, TerminalStatus, Waiting } from '../domain/types.ts';
 import type { LlmResponse } from '../llm/types.ts';
+import type { DrivenRun } from './claimed-run.ts';
 
 /**
  * Something odd about a step that did not stop the run, worth an operator's look:
@@ -20,15 +21,23 @@ export type StepWarning =
   'tool-use-under-stop-reason' | 'unstorable-text-replaced' | 'usage-out-of-range' | 'provider-value-repaired' | 'summary-unusable';
 
 export interface EngineEvents {
-  runClaimed?(e: { run: Run; worker: string; resumedAtSeq: number }): void;
-  modelStep?(e: { run: Run; worker: string; seq: number; response: LlmResponse; latencyMs: number; costUsd: number }): void;
-  modelFailed?(e: { run: Run; worker: string; seq: number; error: Error; latencyMs: number }): void;
-  stepWarning?(e: { run: Run; worker: string; seq: number; warning: StepWarning; detail: string }): void;
-  toolStarted?(e: { run: Run; worker: string; seq: number; toolName: string; toolUseId: string; resumed: boolean }): void;
-  toolStep?(e: { run: Run; worker: string; seq: number; toolName: string; toolUseId: string; status: StepStatus; latencyMs: number }): void;
+  runClaimed?(e: { run: DrivenRun; worker: string; resumedAtSeq: number }): void;
+  modelStep?(e: { run: DrivenRun; worker: string; seq: number; response: LlmResponse; latencyMs: number; costUsd: number }): void;
+  modelFailed?(e: { run: DrivenRun; worker: string; seq: number; error: Error; latencyMs: number }): void;
+  stepWarning?(e: { run: DrivenRun; worker: string; seq: number; warning: StepWarning; detail: string }): void;
+  toolStarted?(e: { run: DrivenRun; worker: string; seq: number; toolName: string; toolUseId: string; resumed: boolean }): void;
+  toolStep?(e: {
+    run: DrivenRun;
+    worker: string;
+    seq: number;
+    toolName: string;
+    toolUseId: string;
+    status: StepStatus;
+    latencyMs: number;
+  }): void;
   /** `budget`: the kind of limit that stopped the run, when one did. */
   runFinished?(e: {
-    run: Run;
+    run: DrivenRun;
     worker: string;
     status: TerminalStatus;
     error: string | null;
@@ -36,7 +45,7 @@ export interface EngineEvents {
     budget?: BudgetKind;
   }): void;
   /** The run went WAITING (for approvals, a decision or a timer) and this attempt is over; `since` is the database's. */
-  runWaiting?(e: { run: Run; worker: string; waiting: Omit<Waiting, 'since'> }): void;
+  runWaiting?(e: { run: DrivenRun; worker: string; waiting: Omit<Waiting, 'since'> }): void;
   leaseLost?(e: { runId: RunId; worker: string }): void;
   /** The attempt ended without finishing the run: a crash, a database failure, a hand-back, a requeue. */
   attemptEnded?(e: { runId: RunId; worker: string; reason: 'crash' | 'handed-back' | 'requeued' | 'database'; error?: unknown }): void;

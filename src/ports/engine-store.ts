@@ -1,4 +1,5 @@
 import type { EarlierRun } from '../core/chain-replay.ts';
+import type { ClaimedRun } from './claimed-run.ts';
 import type { NewEvent } from './new-event.ts';
 import type { FileChange } from './workspace.ts';
 import type {
@@ -6,7 +7,6 @@ import type {
   ContentBlock,
   DecisionRecord,
   ModelRequestParams,
-  Run,
   RunId,
   RunProgress,
   RunStatus,
@@ -187,13 +187,6 @@ export interface RunEnd {
   costUsd?: number;
   /** The limit that ended the run, when one did: reported to the engine's events, not stored. */
   budget?: BudgetKind;
-}
-
-export interface ClaimedRun extends Run {
-  /** False when the run has no steps yet, so a fresh run needs no read of its (empty) log. */
-  hasSteps: boolean;
-  /** The lease this claim gave; every later write about the run presents it. */
-  lease: Lease;
 }
 
 export interface AfterCheckpoint {

@@ -6,6 +6,8 @@
 import { checkAgents, type Agent } from '../agents/define-agent.ts';
 import type { AuthenticateHook } from '../api/auth.ts';
 import { type Env, loadConfig } from '../config/environment.ts';
+import type { Run } from '../domain/types.ts';
+import { type DrivenRun, publicRun } from '../ports/claimed-run.ts';
 import type { EngineEvents } from '../ports/engine-events.ts';
 import type { LlmClient } from '../llm/types.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -16,8 +18,11 @@ import type { SchedulesApi } from '../runs/schedules.ts';
 
 /** One of the engine's events, tagged with its name: `{ type: 'modelStep', run, seq, response, … }`. */
 export type RuntimeEvent = {
-  [K in keyof EngineEvents]-?: { type: K } & Parameters<NonNullable<EngineEvents[K]>>[0];
+  [K in keyof EngineEvents]-?: { type: K } & PublicRunIn<Parameters<NonNullable<EngineEvents[K]>>[0]>;
 }[keyof EngineEvents];
+
+/** An engine event as it is handed out: the run it names is a Run (see publicRun). */
+type PublicRunIn<E> = E extends { run: DrivenRun } ? Omit<E, 'run'> & { run: Run } : E;
 
 export interface CreateRuntimeOptions {
   /**
@@ -82,7 +87,10 @@ const EVENT_TYPES = {
 
 function forwardEvents(onEvent: (event: RuntimeEvent) => void): EngineEvents {
   return Object.fromEntries(
-    Object.keys(EVENT_TYPES).map((type) => [type, (e: object) => onEvent({ type, ...e } as RuntimeEvent)]),
+    Object.keys(EVENT_TYPES).map((type) => [
+      type,
+      (e: { run?: DrivenRun }) => onEvent({ type, ...e, ...(e.run && { run: publicRun(e.run) }) } as RuntimeEvent),
+    ]),
   ) as EngineEvents;
 }
 

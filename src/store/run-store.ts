@@ -19,11 +19,11 @@ import {
 } from '../domain/types.ts';
 import { EncryptionError, LeaseLostError } from '../domain/errors.ts';
 import type { EarlierRun } from '../core/chain-replay.ts';
+import { type ClaimedRun, claimedRun } from '../ports/claimed-run.ts';
 import { claimParams, claimSql } from './claim-sql.ts';
 import { leaseRenewalSql, renewLeases } from './lease-renewal.ts';
 import type {
   AfterCheckpoint,
-  ClaimedRun,
   ClaimLiveness,
   EngineStore,
   EventsClaimed,
@@ -271,19 +271,7 @@ export class RunStore implements EngineStore {
         await this.finish(r.id as RunId, lease, { status: 'FAILED', error: e.message }).catch(() => {});
         continue;
       }
-      // Fields added to the row's own object: a copy of ~30 fields would be a dictionary (see with-fields.ts).
-      claimed.push(
-        Object.assign(run, {
-          agent: names.of(run.agent),
-          agentVersion: names.of(run.agentVersion),
-          tenant: names.of(run.tenant),
-          status: names.of(run.status),
-          model: names.of(run.model),
-          lockedBy: names.of(run.lockedBy),
-          hasSteps: r.has_steps,
-          lease,
-        }),
-      );
+      claimed.push(claimedRun(run, lease, r.has_steps, names));
     }
     return claimed;
   }

@@ -122,6 +122,13 @@ describe('an agent with a zod tool, end to end', () => {
       'runFinished',
     ]);
     expect(events.at(-1)).toMatchObject({ type: 'runFinished', status: 'SUCCEEDED', run: { id: run.id } });
+    // Each event's run is a whole Run, as the store reads it when claimed: its times as Dates, and
+    // nothing the engine keeps for itself (the lease's token is the right to write to the run).
+    const claimed = events[0]!.type === 'runClaimed' ? events[0]!.run : null;
+    expect(Object.keys(claimed!).sort()).toEqual(Object.keys(run).sort());
+    expect(claimed).toMatchObject({ id: run.id, status: 'RUNNING', createdAt: run.createdAt, deadlineAt: run.deadlineAt, attempts: 1 });
+    expect(claimed!.lockedUntil).toBeInstanceOf(Date);
+    expect(claimed).not.toHaveProperty('lease');
   });
 });
 
