@@ -36,7 +36,8 @@ export interface ToolInFlight {
   startedAt: number;
 }
 
-export class HeldRun implements Timed {
+/** Followers of its own (see step-stream.ts): whether an event hub follows the run, and the step it streams to. */
+export class HeldRun extends Followers implements Timed {
   private readonly controller = new AbortController();
   /** Settles when the attempt is over (driven to its end, released, or given up). */
   done: Promise<unknown> = Promise.resolve();
@@ -47,14 +48,18 @@ export class HeldRun implements Timed {
   cut = false;
   /** Usage of a model call its stop cut off (see DriverDeps.cutOff); added by the write that ends the attempt. */
   unrecorded: Unrecorded | null = null;
-  /** Whether an event hub follows the run (see step-stream.ts). */
-  readonly followers = new Followers();
   /** Its place among the worker's deadlines (see deadlines.ts), which stop it with a DeadlineSignal. */
   due = 0;
   place = -1;
 
   constructor(readonly run: ClaimedRun) {
+    super();
     this.tokensUsed = run.tokensUsed;
+  }
+
+  /** Itself: one object a run held, not two. */
+  get followers(): Followers {
+    return this;
   }
 
   get id(): RunId {

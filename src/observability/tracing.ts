@@ -42,8 +42,13 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
   const exception = (e: Error) => ({ name: e.name, message: clean(e.message), ...(e.stack ? { stack: clean(e.stack) } : {}) });
   // Open attempt spans, by run and worker: two workers of one process can hold attempts at the same
   // run at once (one whose lease lapsed, one that took over), and each attempt ends its own span.
-  const attempts = new Map<string, Span>();
-  const key = (runId: string, worker: string | null) => `${runId}\u0000${worker ?? ''}`;
+  // By worker, then by run: a key joining the two would be a string made a run held.
+  const byWorker = new Map<string, Map<string, Span>>();
+  const attempts = (worker: string | null): Map<string, Span> => {
+    let spans = byWorker.get(worker ?? '');
+    if (!spans) byWorker.set(worker ?? '', (spans = new Map()));
+    return spans;
+  };
 
   /**
    * The attempt span a step of `run` is a child of, or NOT_RECORDING when that span records nothing:
@@ -52,7 +57,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
    */
   const parentOf = (run: DrivenRun): Span | undefined | typeof NOT_RECORDING => {
     // The claimed run's lockedBy is the worker driving it; step events carry the run, not the worker.
-    const parent = attempts.get(key(run.id, run.lockedBy));
+    const parent = attempts(run.lockedBy).get(run.id);
     return parent && !parent.isRecording() ? NOT_RECORDING : parent;
   };
 
@@ -79,18 +84,20 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
   }
 
   function endAttempt(runId: string, worker: string, end: (span: Span) => void): void {
-    const span = attempts.get(key(runId, worker));
+    const spans = attempts(worker);
+    const span = spans.get(runId);
     if (!span) return;
-    attempts.delete(key(runId, worker));
+    spans.delete(runId);
     end(span);
     span.end();
   }
 
   return {
     runClaimed({ run, worker, resumedAtSeq }) {
-      attempts.get(key(run.id, worker))?.end(); // a leftover of an attempt whose end was never reported
-      attempts.set(
-        key(run.id, worker),
+      const spans = attempts(worker);
+      spans.get(run.id)?.end(); // a leftover of an attempt whose end was never reported
+      spans.set(
+        run.id,
         tracer.startSpan('invoke_agent', {
           kind: SpanKind.INTERNAL,
           attributes: {

@@ -3,7 +3,7 @@
  * times, but for the deadline, are kept as epoch milliseconds. A Date is ~110 bytes (its value and
  * V8's cache of its calendar fields) where a number is 16, and a running run carries four of them that
  * the engine never reads (run_at, locked_until, created_at, updated_at). The deadline stays a Date:
- * the driver's guard and every model call read it.
+ * the driver's guard and every model call read it. An empty metadata is one object for all.
  *
  * What leaves the engine as a Run (the events a library's `onEvent` sees) is made again by `publicRun`,
  * with its Dates, and without what only the engine keeps (the lease and its token).
@@ -26,6 +26,9 @@ export interface ClaimedRun extends DrivenRun {
   /** Its HeldTime fields, as epoch milliseconds (null where the Run's is null). */
   times: Record<HeldTime, number | null>;
 }
+
+/** The metadata of every claimed run that has none: most runs have none, and each read makes an object. */
+const NO_METADATA: Record<string, unknown> = Object.freeze({});
 
 const ms = (d: Date | null) => (d === null ? null : d.getTime());
 const date = (t: number | null) => (t === null ? null : new Date(t));
@@ -52,7 +55,7 @@ export function claimedRun(run: Run, lease: Lease, hasSteps: boolean, names: Int
     lockedBy: names.of(run.lockedBy),
     cancelRequested: run.cancelRequested,
     attempts: run.attempts,
-    metadata: run.metadata,
+    metadata: isEmpty(run.metadata) ? NO_METADATA : run.metadata,
     output: run.output,
     stopReason: run.stopReason,
     error: run.error,
@@ -101,7 +104,7 @@ export function publicRun(run: DrivenRun): Run {
     lockedUntil: date(t.lockedUntil),
     cancelRequested: run.cancelRequested,
     attempts: run.attempts,
-    metadata: run.metadata,
+    metadata: run.metadata === NO_METADATA ? {} : run.metadata,
     createdAt: new Date(t.createdAt!),
     updatedAt: new Date(t.updatedAt!),
     finishedAt: date(t.finishedAt),
@@ -116,6 +119,11 @@ export function publicRun(run: DrivenRun): Run {
     scheduleId: run.scheduleId,
     scheduledFor: date(t.scheduledFor),
   };
+}
+
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
 }
 
 function isClaimed(run: DrivenRun): run is ClaimedRun {

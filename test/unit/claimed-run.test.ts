@@ -59,6 +59,18 @@ describe('a claimed run', () => {
     expect(out.deadlineAt).not.toBe(run.deadlineAt);
   });
 
+  it('shares one empty metadata between runs, and hands each out a fresh one', () => {
+    const names = new Interned();
+    const [a, b] = [claimedRun({ ...run, metadata: {} }, lease, true, names), claimedRun({ ...run, metadata: {} }, lease, true, names)];
+    expect(a.metadata).toBe(b.metadata);
+    const [outA, outB] = [publicRun(a), publicRun(b)];
+    expect(outA.metadata).toEqual({});
+    expect(outA.metadata).not.toBe(outB.metadata);
+    outA.metadata.note = 'an observer may write here';
+    expect(b.metadata).toEqual({});
+    expect(claimedRun(run, lease, true, names).metadata).toBe(run.metadata);
+  });
+
   it('hands out a Run that is not a claimed one as it is', () => {
     expect(publicRun(run)).toBe(run);
   });
