@@ -28,6 +28,7 @@ export type { RunInput } from './user-turn.ts';
 import { type CompactionRecord, compacted } from './compaction.ts';
 import type { KnownInput } from './cost-clamp.ts';
 import { exact } from './exact-array.ts';
+import { ToolUseIds } from './tool-use-ids.ts';
 
 export interface PendingTool {
   use: ToolUseBlock;
@@ -58,7 +59,7 @@ export interface Conversation {
   /** Content of the latest assistant turn (a paused turn's parts together). */
   lastContent: ContentBlock[] | null;
   /** Every tool_use id of the run so far, with the model step that made it. */
-  readonly toolUseIds: Map<string, number>;
+  readonly toolUseIds: ToolUseIds;
   /** Set when the latest model step reused a tool_use id; the run cannot go on from such a turn. */
   reusedToolUseId: ReusedToolUseId | null;
   /**
@@ -114,7 +115,7 @@ export function emptyConversation(input: RunInput, history: readonly Message[] =
     lastContent: null,
     lastCall: null,
     unusableSummaries: 0,
-    toolUseIds: new Map(),
+    toolUseIds: new ToolUseIds(),
     reusedToolUseId: null,
   };
 }
@@ -152,9 +153,9 @@ function foldModel(c: Conversation, step: FoldableStep): void {
   c.reusedToolUseId = null;
   const pending = new Map<string, PendingTool>();
   for (const use of c.turn) {
-    const firstSeq = c.toolUseIds.get(use.id);
+    const firstSeq = c.toolUseIds.firstSeq(use.id);
     if (firstSeq !== undefined) c.reusedToolUseId ??= { id: use.id, firstSeq, seq: step.seq };
-    else c.toolUseIds.set(use.id, step.seq);
+    else c.toolUseIds.add(use.id, step.seq);
     pending.set(use.id, { use, startedSeq: null });
   }
   c.pending = pending.size > 0 ? pending : NONE;
