@@ -15,7 +15,16 @@ export { Worker, type AgentDefinition, type WorkerDeps, type WorkerNotifications
 export { ToolExecutor, type ToolExecutorOptions } from './tools/executor.ts';
 export type { ToolSource } from './tools/tool-source.ts';
 export { livenessSession, leaseOnlyLiveness, type LivenessSessionOptions } from './leases/liveness-session.ts';
-export type { EngineStore, LeaseKeeperFactory, OwnerLiveness, OwnerLivenessFactory, OwnerLivenessListener } from './ports/engine-store.ts';
+export type {
+  ClaimedRun,
+  DrivenRun,
+  EngineStore,
+  LeaseKeeperFactory,
+  OwnerLiveness,
+  OwnerLivenessFactory,
+  OwnerLivenessListener,
+} from './ports/engine-store.ts';
+export { claimedRun, publicRun } from './ports/claimed-run.ts';
 export { combineEvents, type EngineEvents, type StepWarning } from './ports/engine-events.ts';
 export type { Metrics } from './observability/metrics.ts';
 export { InconsistentLogError, PermanentDatabaseError, StepNotStartedError } from './domain/errors.ts';

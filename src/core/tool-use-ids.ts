@@ -7,9 +7,11 @@
  */
 const SMALL = 32;
 
+const NO_PAIRS: readonly (string | number)[] = [];
+
 export class ToolUseIds {
   /** id, seq, id, seq… while there are SMALL ids or fewer; empty after, when `map` holds them. */
-  private pairs: readonly (string | number)[] = [];
+  private pairs = NO_PAIRS;
   private map: Map<string, number> | null = null;
 
   /** The seq of the model step that first made `id`; undefined for an id not made yet. */
@@ -25,13 +27,12 @@ export class ToolUseIds {
     if (this.map) {
       this.map.set(id, seq);
     } else if (this.pairs.length < SMALL * 2) {
-      // concat makes the array to its size; a push would leave room for 16 more elements.
-      this.pairs = this.pairs.concat(id, seq);
+      this.pairs = this.pairs.concat(id, seq); // made to its size (see exact-array.ts)
     } else {
       this.map = new Map();
       for (let i = 0; i < this.pairs.length; i += 2) this.map.set(this.pairs[i] as string, this.pairs[i + 1] as number);
       this.map.set(id, seq);
-      this.pairs = [];
+      this.pairs = NO_PAIRS;
     }
   }
 }

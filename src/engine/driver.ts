@@ -38,8 +38,7 @@ import {
   summaryRequest,
   worthCompacting,
 } from '../core/compaction.ts';
-import type { DrivenRun } from '../ports/claimed-run.ts';
-import { type FencedWrite, NO_ATTEMPTS, type RunEnd, type ToolStart, type WaitStart } from '../ports/engine-store.ts';
+import { type DrivenRun, type FencedWrite, NO_ATTEMPTS, type RunEnd, type ToolStart, type WaitStart } from '../ports/engine-store.ts';
 import { AttemptHandedBack, AttemptRequeued, AttemptWaiting, type DriverDeps, type Unrecorded } from './driver-types.ts';
 import { storableCost, storableUsage } from '../core/storable.ts';
 import type { ToolOutcome } from '../tools/executor.ts';

@@ -7,7 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { budgetTokens, type RunId } from '../domain/types.ts';
-import type { ClaimedRun } from '../ports/claimed-run.ts';
+import type { ClaimedRun } from '../ports/engine-store.ts';
 import type { EngineEvents } from '../ports/engine-events.ts';
 import type { Unrecorded } from './driver-types.ts';
 import { Followers } from './step-stream.ts';

@@ -20,7 +20,7 @@
  * a call must hold that call's changes only, so a crash re-runs each call on the workspace as it was.
  */
 import type { RunProgress, ToolUseBlock } from '../domain/types.ts';
-import type { DrivenRun } from '../ports/claimed-run.ts';
+import type { DrivenRun } from '../ports/engine-store.ts';
 import { Semaphore } from '../tools/semaphore.ts';
 import { crashPoint } from './crash-points.ts';
 import type { DriverDeps } from './driver-types.ts';

@@ -11,8 +11,8 @@ import { LeaseLostError } from '../domain/errors.ts';
 import type { LlmClient, ModelOptions } from '../llm/types.ts';
 import type { CompactionOption } from '../core/compaction.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { ClaimedRun } from '../ports/claimed-run.ts';
 import type {
+  ClaimedRun,
   EngineStore,
   LeaseKeeper,
   LeaseKeeperFactory,

@@ -11,8 +11,8 @@
  */
 import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import type { TerminalStatus } from '../domain/types.ts';
-import type { DrivenRun } from '../ports/claimed-run.ts';
 import type { EngineEvents } from '../ports/engine-events.ts';
+import type { DrivenRun } from '../ports/engine-store.ts';
 import { LlmError } from '../domain/errors.ts';
 
 export interface TraceOptions {
@@ -44,11 +44,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
   // run at once (one whose lease lapsed, one that took over), and each attempt ends its own span.
   // By worker, then by run: a key joining the two would be a string made a run held.
   const byWorker = new Map<string, Map<string, Span>>();
-  const attempts = (worker: string | null): Map<string, Span> => {
-    let spans = byWorker.get(worker ?? '');
-    if (!spans) byWorker.set(worker ?? '', (spans = new Map()));
-    return spans;
-  };
+  const attempts = (worker: string | null): Map<string, Span> | undefined => byWorker.get(worker ?? '');
 
   /**
    * The attempt span a step of `run` is a child of, or NOT_RECORDING when that span records nothing:
@@ -57,7 +53,7 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
    */
   const parentOf = (run: DrivenRun): Span | undefined | typeof NOT_RECORDING => {
     // The claimed run's lockedBy is the worker driving it; step events carry the run, not the worker.
-    const parent = attempts(run.lockedBy).get(run.id);
+    const parent = attempts(run.lockedBy)?.get(run.id);
     return parent && !parent.isRecording() ? NOT_RECORDING : parent;
   };
 
@@ -85,8 +81,8 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
 
   function endAttempt(runId: string, worker: string, end: (span: Span) => void): void {
     const spans = attempts(worker);
-    const span = spans.get(runId);
-    if (!span) return;
+    const span = spans?.get(runId);
+    if (!spans || !span) return;
     spans.delete(runId);
     end(span);
     span.end();
@@ -94,7 +90,8 @@ export function traceEvents(opts: TraceOptions): EngineEvents {
 
   return {
     runClaimed({ run, worker, resumedAtSeq }) {
-      const spans = attempts(worker);
+      let spans = attempts(worker);
+      if (!spans) byWorker.set(worker, (spans = new Map()));
       spans.get(run.id)?.end(); // a leftover of an attempt whose end was never reported
       spans.set(
         run.id,

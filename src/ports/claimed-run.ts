@@ -1,36 +1,23 @@
 /**
- * A claimed run as a worker holds it for the whole attempt, with thousands held at once: a Run whose
- * times, but for the deadline, are kept as epoch milliseconds. A Date is ~110 bytes (its value and
- * V8's cache of its calendar fields) where a number is 16, and a running run carries four of them that
- * the engine never reads (run_at, locked_until, created_at, updated_at). The deadline stays a Date:
- * the driver's guard and every model call read it. An empty metadata is one object for all.
+ * A claimed run as a worker holds it for the whole attempt (ClaimedRun, in engine-store.ts), with
+ * thousands held at once: a Run whose times, but for the deadline, are kept as epoch milliseconds. A
+ * Date is 96 bytes and its value 16 more (V8 keeps a cache of its calendar fields) where a number is 16,
+ * and a running run carries four of them the engine never reads (run_at, locked_until, created_at,
+ * updated_at; a requeued or scheduled run up to six). The deadline stays a Date: the driver's guard and
+ * every model call read it. An empty metadata is one frozen object for all.
  *
  * What leaves the engine as a Run (the events a library's `onEvent` sees) is made again by `publicRun`,
- * with its Dates, and without what only the engine keeps (the lease and its token).
+ * with Dates of its own, and without what only the engine keeps (the lease and its token).
  */
 import type { Interned } from '../core/interned.ts';
 import type { Run } from '../domain/types.ts';
-import type { Lease } from './engine-store.ts';
-
-/** The times a claimed run keeps as numbers. */
-export type HeldTime = 'runAt' | 'lockedUntil' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'nextAttemptAt' | 'scheduledFor';
-
-/** A run as the engine drives it: a Run (which is one), or a claimed run, without the times it keeps apart. */
-export type DrivenRun = Omit<Run, HeldTime>;
-
-export interface ClaimedRun extends DrivenRun {
-  /** False when the run has no steps yet, so a fresh run needs no read of its (empty) log. */
-  hasSteps: boolean;
-  /** The lease this claim gave; every later write about the run presents it. */
-  lease: Lease;
-  /** Its HeldTime fields, as epoch milliseconds (null where the Run's is null). */
-  times: Record<HeldTime, number | null>;
-}
+import type { ClaimedRun, DrivenRun, Lease } from './engine-store.ts';
 
 /** The metadata of every claimed run that has none: most runs have none, and each read makes an object. */
-const NO_METADATA: Record<string, unknown> = Object.freeze({});
+const NO_METADATA: Readonly<Record<string, unknown>> = Object.freeze({});
 
 const ms = (d: Date | null) => (d === null ? null : d.getTime());
+const at = (d: Date) => d.getTime();
 const date = (t: number | null) => (t === null ? null : new Date(t));
 
 /** `run` as held from its claim; `names` gives the one copy of each of its repeated names. */
@@ -67,10 +54,10 @@ export function claimedRun(run: Run, lease: Lease, hasSteps: boolean, names: Int
     hasSteps,
     lease,
     times: {
-      runAt: ms(run.runAt),
+      runAt: at(run.runAt),
       lockedUntil: ms(run.lockedUntil),
-      createdAt: ms(run.createdAt),
-      updatedAt: ms(run.updatedAt),
+      createdAt: at(run.createdAt),
+      updatedAt: at(run.updatedAt),
       finishedAt: ms(run.finishedAt),
       nextAttemptAt: ms(run.nextAttemptAt),
       scheduledFor: ms(run.scheduledFor),
@@ -99,14 +86,14 @@ export function publicRun(run: DrivenRun): Run {
     costBudgetUsd: run.costBudgetUsd,
     maxSteps: run.maxSteps,
     deadlineAt: new Date(run.deadlineAt),
-    runAt: new Date(t.runAt!),
+    runAt: new Date(t.runAt),
     lockedBy: run.lockedBy,
     lockedUntil: date(t.lockedUntil),
     cancelRequested: run.cancelRequested,
     attempts: run.attempts,
-    metadata: run.metadata === NO_METADATA ? {} : run.metadata,
-    createdAt: new Date(t.createdAt!),
-    updatedAt: new Date(t.updatedAt!),
+    metadata: run.metadata === NO_METADATA ? {} : (run.metadata as Record<string, unknown>),
+    createdAt: new Date(t.createdAt),
+    updatedAt: new Date(t.updatedAt),
     finishedAt: date(t.finishedAt),
     output: run.output,
     stopReason: run.stopReason,

@@ -6,7 +6,7 @@
  */
 import type { BudgetKind, RunId, StepStatus, TerminalStatus, Waiting } from '../domain/types.ts';
 import type { LlmResponse } from '../llm/types.ts';
-import type { DrivenRun } from './claimed-run.ts';
+import type { DrivenRun } from './engine-store.ts';
 
 /**
  * Something odd about a step that did not stop the run, worth an operator's look:

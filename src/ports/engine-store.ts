@@ -1,5 +1,4 @@
 import type { EarlierRun } from '../core/chain-replay.ts';
-import type { ClaimedRun } from './claimed-run.ts';
 import type { NewEvent } from './new-event.ts';
 import type { FileChange } from './workspace.ts';
 import type {
@@ -7,6 +6,7 @@ import type {
   ContentBlock,
   DecisionRecord,
   ModelRequestParams,
+  Run,
   RunId,
   RunProgress,
   RunStatus,
@@ -26,6 +26,23 @@ export interface LeaseOwner {
 /** The right to write to one claimed run: the worker's name plus the token of that claim. */
 export interface Lease extends LeaseOwner {
   token: string;
+}
+
+/** The times a claimed run keeps as numbers. */
+export type HeldTime = 'runAt' | 'lockedUntil' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'nextAttemptAt' | 'scheduledFor';
+
+/** A run as the engine drives it: a Run (which is one), or a claimed run, without the times it keeps apart. */
+export type DrivenRun = Omit<Run, HeldTime>;
+
+export interface ClaimedRun extends DrivenRun {
+  /** False when the run has no steps yet, so a fresh run needs no read of its (empty) log. */
+  hasSteps: boolean;
+  /** The lease this claim gave; every later write about the run presents it. */
+  lease: Lease;
+  /** Not written: a claimed run without metadata shares one frozen object with the others. */
+  metadata: Readonly<Record<string, unknown>>;
+  /** Its HeldTime fields as epoch milliseconds, null where the Run's is null (see claimed-run.ts). */
+  times: { [K in HeldTime]: Run[K] extends Date ? number : number | null };
 }
 
 /** How a run goes back to the queue without finishing. */

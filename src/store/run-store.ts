@@ -19,11 +19,12 @@ import {
 } from '../domain/types.ts';
 import { EncryptionError, LeaseLostError } from '../domain/errors.ts';
 import type { EarlierRun } from '../core/chain-replay.ts';
-import { type ClaimedRun, claimedRun } from '../ports/claimed-run.ts';
+import { claimedRun } from '../ports/claimed-run.ts';
 import { claimParams, claimSql } from './claim-sql.ts';
 import { leaseRenewalSql, renewLeases } from './lease-renewal.ts';
 import type {
   AfterCheckpoint,
+  ClaimedRun,
   ClaimLiveness,
   EngineStore,
   EventsClaimed,

@@ -55,7 +55,7 @@ describe('a claimed run', () => {
     const out = publicRun(claimedRun(run, lease, false, new Interned()));
     expect(out).toStrictEqual(run);
     expect(Object.keys(out)).toEqual(Object.keys(run));
-    // Its own Dates: an observer that changes one changes nothing the engine holds.
+    // Dates of its own: an observer that changes one changes nothing the engine holds.
     expect(out.deadlineAt).not.toBe(run.deadlineAt);
   });
 

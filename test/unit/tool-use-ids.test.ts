@@ -20,6 +20,17 @@ describe('ToolUseIds', () => {
     expect(ids.firstSeq('toolu_1000')).toBeUndefined();
   });
 
+  it('finds every id across the change from the array to the map, the last in the array included', () => {
+    const ids = new ToolUseIds();
+    for (let i = 1; i <= 32; i++) ids.add(`toolu_${i}`, i);
+    expect(ids.firstSeq('toolu_32')).toBe(32);
+    expect((ids as unknown as { map: unknown }).map).toBeNull();
+    ids.add('toolu_33', 33);
+    expect((ids as unknown as { map: unknown }).map).not.toBeNull();
+    for (let i = 1; i <= 33; i++) expect(ids.firstSeq(`toolu_${i}`)).toBe(i);
+    expect(ids.firstSeq('toolu_34')).toBeUndefined();
+  });
+
   it('holds a few ids in an array made to their size', async () => {
     const ids = new ToolUseIds();
     for (let i = 0; i < 5; i++) ids.add(`toolu_${i}`, i);
