@@ -36,7 +36,10 @@ export interface ToolInFlight {
   startedAt: number;
 }
 
-/** Followers of its own (see step-stream.ts): whether an event hub follows the run, and the step it streams to. */
+/**
+ * Its own Followers (see step-stream.ts), whether an event hub follows the run and the step it streams
+ * to: one object a run held, not two.
+ */
 export class HeldRun extends Followers implements Timed {
   private readonly controller = new AbortController();
   /** Settles when the attempt is over (driven to its end, released, or given up). */
@@ -55,11 +58,6 @@ export class HeldRun extends Followers implements Timed {
   constructor(readonly run: ClaimedRun) {
     super();
     this.tokensUsed = run.tokensUsed;
-  }
-
-  /** Itself: one object a run held, not two. */
-  get followers(): Followers {
-    return this;
   }
 
   get id(): RunId {

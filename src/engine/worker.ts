@@ -294,7 +294,7 @@ export class Worker {
           this.wake();
         },
         cancelRequested: (runId) => this.deliverCancel(runId, 'notification'),
-        runFollowed: (runId) => this.held.get(runId as RunId)?.followers.follow(),
+        runFollowed: (runId) => this.held.get(runId as RunId)?.follow(),
         blobDeleted: (digest) => this.restoreTexts(digest),
       }) ?? null;
     this.loopWatch.start();
@@ -426,7 +426,7 @@ export class Worker {
           if (h?.run.lease.token === token) h.stop(new LeaseLostError(runId, this.owner.worker));
         },
         cancelRequested: (runId) => this.deliverCancel(runId, 'lease renewal'),
-        followed: (runId) => this.held.get(runId)?.followers.follow(),
+        followed: (runId) => this.held.get(runId)?.follow(),
         failed: (e) => this.deps.logger.warn({ err_message: e.message }, 'lease renewal failed; retrying at the next interval'),
       },
     ));
@@ -528,7 +528,7 @@ export class Worker {
       signal: h.signal,
       shouldYield: this.shouldYield,
       untilLive: this.untilLive,
-      followers: h.followers,
+      followers: h, // its own Followers
       cutOff: h,
     });
   }

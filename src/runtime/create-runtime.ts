@@ -46,7 +46,9 @@ export interface CreateRuntimeOptions {
   logger?: Logger;
   /**
    * Called with every engine event (each names its run and worker), synchronously: keep it cheap.
-   * What it throws is ignored, so an observer can never break the run it observes.
+   * What it throws is ignored, so an observer can never break the run it observes. An event's `run` is
+   * the run as it was claimed, made for the event: its fields and Dates are its own, its objects
+   * (`metadata`, `modelOptions`, `waiting`, …) the worker's, to read only.
    */
   onEvent?: (event: RuntimeEvent) => void;
   /**
