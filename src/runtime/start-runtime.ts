@@ -23,7 +23,7 @@ import type { LlmClient, ModelOptions } from '../llm/types.ts';
 import type { CompactionOption } from '../core/compaction.ts';
 import { logEvents } from '../observability/log-events.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
-import { createMetrics, type Metrics } from '../observability/metrics.ts';
+import type { Metrics } from '../observability/metrics.ts';
 import { noRedaction, redactor } from '../core/redact.ts';
 import { startRetention, type RetentionSweeper } from './retention-sweeper.ts';
 import { ApiKeys } from '../store/api-keys.ts';
@@ -118,7 +118,8 @@ export interface Runtime {
   records: RunRecords;
   llm: LlmClient;
   logger: Logger;
-  metrics: Metrics;
+  /** The Prometheus metrics, kept only where they are served: by the API, or on METRICS_PORT. */
+  metrics: Metrics | null;
   worker: Worker | null;
   server: FastifyInstance | null;
   /** Create, read, list, cancel and wait for runs, with the rules of the HTTP API. */
@@ -265,13 +266,21 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       now: async () => (await pool.query<{ now: Date }>('SELECT now() AS now')).rows[0]!.now,
     });
     if (opts.schedules) await syncDeclaredSchedules(schedules, scheduleStore, opts.schedules, names);
-    const metrics = createMetrics(new RunStats(pool, { schema }), { models: [...prices.models, config.defaultModel], agents: names });
+    // Nobody can read the metrics of a process that serves neither the API nor METRICS_PORT (a library's
+    // worker): it keeps none, so no listener counts every event and prom-client is not loaded.
+    const metrics =
+      opts.api || config.metricsPort !== null
+        ? (await import('../observability/metrics.ts')).createMetrics(new RunStats(pool, { schema }), {
+            models: [...prices.models, config.defaultModel],
+            agents: names,
+          })
+        : null;
     // The client of agents without their own (the first agent's own when every agent has one).
     const llm: LlmClient = !needsConfigured
       ? (opts.llm ?? agents[0]!.llm!)
       : createLlmClient(config, {
           onRetry: (error, attempt, waitMs, call) => {
-            metrics.onLlmRetry(retryReason(error));
+            metrics?.onLlmRetry(retryReason(error));
             logger.warn(
               {
                 ...call.logFields,
@@ -320,7 +329,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         checkDatabase: async () => {
           await pool.query('SELECT 1');
         },
-        metrics: () => metrics.render(),
+        metrics: () => metrics!.render(),
         overview: new RunOverview(pool, { schema }),
         deletion,
         dashboard,
@@ -337,7 +346,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         );
       });
     } else if (config.metricsPort !== null) {
-      plainMetrics = await metricsServer(metrics, auth, config.host, config.metricsPort);
+      plainMetrics = await metricsServer(metrics!, auth, config.host, config.metricsPort);
       const addr = plainMetrics.address() as { port: number };
       url = `http://${config.host}:${addr.port}`;
     }
@@ -377,7 +386,12 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           agents: definitions,
           costOf: (model, usage) => prices.costOf(model, usage),
           logger,
-          events: [logEvents(logger), metrics.events, traceEvents({ provider: llm.provider, redact }), ...(opts.events ?? [])],
+          events: [
+            logEvents(logger),
+            ...(metrics ? [metrics.events] : []),
+            traceEvents({ provider: llm.provider, redact }),
+            ...(opts.events ?? []),
+          ],
           subscribe: (on) =>
             listenForWorker(session, on, (e, retryInMs) =>
               logger.warn({ err_message: e.message, retry_in_ms: retryInMs }, 'LISTEN connection failed; reconnecting'),

@@ -332,4 +332,19 @@ describe("a worker's own /metrics (METRICS_PORT)", () => {
       await runtime.close();
     }
   });
+
+  it('without it (and without the API) nothing can read metrics, and none are kept', async () => {
+    const runtime = await startRuntime(loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', LLM_PROVIDER: 'demo' }), {
+      api: false,
+      worker: true,
+      llm: new ScriptedLlm(),
+      agent: { system: null, tools: [] },
+    });
+    try {
+      expect(runtime.url).toBeNull();
+      expect(runtime.metrics).toBeNull();
+    } finally {
+      await runtime.close();
+    }
+  });
 });

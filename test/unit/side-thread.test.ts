@@ -46,6 +46,17 @@ describe('the side thread', () => {
     expect(fromB.threadId).toBe(fromA.threadId);
   });
 
+  it("keeps the thread's heap small: its limits are the thread's own, not the process's", async () => {
+    const p = run(`
+const { resourceLimits } = require('node:worker_threads');
+port.on('message', () => port.postMessage({ threadId: 0, data: { limits: resourceLimits, heapLimitMb: require('node:v8').getHeapStatistics().heap_size_limit / 2 ** 20 } }));
+`);
+    const { data } = (await ask(p.port)) as { data: { limits: Record<string, number>; heapLimitMb: number } };
+    expect(data.limits).toMatchObject({ maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 256 });
+    // The main thread's limit is sized by the machine's memory (GBs here); the side thread's by its own.
+    expect(data.heapLimitMb).toBeLessThan(300);
+  });
+
   it('ends with the last release, not before; the next program gets a new thread', async () => {
     const a = run(ECHO);
     const b = run(ECHO);
