@@ -57,7 +57,7 @@ export interface AgentLoopResult extends AgentLoopCase {
   ratio: { stepsPerSecond: number; cpuMsPerStep: number; peakRss: number };
   /** Each side's median peak RSS over the repeats, in MB: floor, fetch floor, runtime. */
   medianPeakRssMb: { floor: number; fetchFloor: number; runtime: number };
-  /** runtime ÷ the fetch floor, steps/s. */
+  /** runtime ÷ the fetch floor: steps/s of the rows, peak RSS of the medians (as `ratio`). */
   fetchRatio: { stepsPerSecond: number; peakRss: number };
   /** Each repeat's steps/s (peak RSS): floor, fetch floor, runtime. */
   rounds: string;

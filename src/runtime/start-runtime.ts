@@ -266,15 +266,15 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       now: async () => (await pool.query<{ now: Date }>('SELECT now() AS now')).rows[0]!.now,
     });
     if (opts.schedules) await syncDeclaredSchedules(schedules, scheduleStore, opts.schedules, names);
-    // Nobody can read the metrics of a process that serves neither the API nor METRICS_PORT (a library's
-    // worker): it keeps none, so no listener counts every event and prom-client is not loaded.
-    const metrics =
-      opts.api || config.metricsPort !== null
-        ? (await import('../observability/metrics.ts')).createMetrics(new RunStats(pool, { schema }), {
-            models: [...prices.models, config.defaultModel],
-            agents: names,
-          })
-        : null;
+    // A process that serves neither the API nor METRICS_PORT (a library's worker) keeps no metrics: no
+    // listener counts every event, and prom-client is not loaded.
+    const servesMetrics = opts.api || config.metricsPort !== null;
+    const metrics = servesMetrics
+      ? (await import('../observability/metrics.ts')).createMetrics(new RunStats(pool, { schema }), {
+          models: [...prices.models, config.defaultModel],
+          agents: names,
+        })
+      : null;
     // The client of agents without their own (the first agent's own when every agent has one).
     const llm: LlmClient = !needsConfigured
       ? (opts.llm ?? agents[0]!.llm!)
@@ -305,7 +305,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
 
     let url: string | null = null;
     // Listen before the worker claims anything: a port already taken must fail before runs are held.
-    if ((opts.api || config.metricsPort !== null) && auth.mode === 'off') {
+    if (servesMetrics && auth.mode === 'off') {
       logger.warn(
         { host: config.host },
         `AUTH=off: authentication is OFF. Anyone who can reach ${config.host}:${config.port} reads, cancels and deletes every run of every tenant`,
@@ -329,7 +329,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
         checkDatabase: async () => {
           await pool.query('SELECT 1');
         },
-        metrics: () => metrics!.render(),
+        ...(metrics && { metrics: () => metrics.render() }),
         overview: new RunOverview(pool, { schema }),
         deletion,
         dashboard,
@@ -345,8 +345,8 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
           `cannot listen on ${config.host}:${config.port} (${e.code === 'EADDRINUSE' ? 'in use' : 'not allowed'}); set PORT or --port`,
         );
       });
-    } else if (config.metricsPort !== null) {
-      plainMetrics = await metricsServer(metrics!, auth, config.host, config.metricsPort);
+    } else if (config.metricsPort !== null && metrics) {
+      plainMetrics = await metricsServer(metrics, auth, config.host, config.metricsPort);
       const addr = plainMetrics.address() as { port: number };
       url = `http://${config.host}:${addr.port}`;
     }
