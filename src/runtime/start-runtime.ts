@@ -266,10 +266,10 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
       now: async () => (await pool.query<{ now: Date }>('SELECT now() AS now')).rows[0]!.now,
     });
     if (opts.schedules) await syncDeclaredSchedules(schedules, scheduleStore, opts.schedules, names);
-    // A process that serves neither the API nor METRICS_PORT (a library's worker) keeps no metrics: no
-    // listener counts every event, and prom-client is not loaded.
-    const servesMetrics = opts.api || config.metricsPort !== null;
-    const metrics = servesMetrics
+    // Whether the process listens (the API, or a worker's METRICS_PORT). One that does not, a library's
+    // worker, has nobody to read metrics: it keeps none, counts no event, and loads no prom-client.
+    const listens = opts.api || config.metricsPort !== null;
+    const metrics = listens
       ? (await import('../observability/metrics.ts')).createMetrics(new RunStats(pool, { schema }), {
           models: [...prices.models, config.defaultModel],
           agents: names,
@@ -305,7 +305,7 @@ export async function startRuntime(config: Readonly<Config>, opts: RuntimeOption
 
     let url: string | null = null;
     // Listen before the worker claims anything: a port already taken must fail before runs are held.
-    if (servesMetrics && auth.mode === 'off') {
+    if (listens && auth.mode === 'off') {
       logger.warn(
         { host: config.host },
         `AUTH=off: authentication is OFF. Anyone who can reach ${config.host}:${config.port} reads, cancels and deletes every run of every tenant`,

@@ -48,16 +48,12 @@ interface Side {
 let current: Side | null = null;
 
 /**
- * The thread's heap, sized for what its programs hold (a few MB: the held runs' ids and a connection).
- * With V8's defaults a thread's heap is sized as the process's: its young generation grows to tens of
- * MB, and its old generation grows up to 4× what it kept at each full collection. Below 256 MB of old
- * generation V8 grows it by at most 1.3×, and a 2 MB young generation is collected often, cheaply.
- * Measured in the agent-loop bench: the thread's heap stays under ~10 MB committed at 2,000 runs in
- * flight (without the limits it had reached 28 MB at 10,000), ~10 MB less peak resident memory for the
- * process. 64 MB of old generation would do as well; 256 leaves room many times over what 10,000 held
- * runs take (~1 MB kept, ~10 MB a renewal), because a thread at its limit is ended
- * (ERR_WORKER_OUT_OF_MEMORY): every program hears `ended`, the lease keeper starts again after its
- * interval and renews the leases it holds, which lapse if that took longer than what was left of them.
+ * The thread's heap, sized for what its programs hold (a few MB: the held runs' ids and a connection)
+ * rather than like the process's: a young generation allowed hundreds of MB, and an old one grown up to
+ * 4× what each full collection kept. At or below 256 MB of old generation V8 grows it by at most 1.3×;
+ * a 2 MB young generation is collected often, cheaply (figures in docs/performance.md). 256 is far above
+ * what 10,000 held runs take, because a thread at its limit is ended (ERR_WORKER_OUT_OF_MEMORY): its
+ * programs hear `ended` and the lease keeper starts again, but leases may lapse in between.
  */
 const SIDE_HEAP = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 256 } as const;
 
