@@ -21,11 +21,14 @@ export function toolUseUnderOtherStopReason(c: Conversation): boolean {
   return c.turn.length > 0 && c.stopReason !== null && RUNS_TOOLS_ANYWAY.has(c.stopReason);
 }
 
+/** Call the model: one object for every run (a run's loop holds its action while the step is under way). */
+const CALL_MODEL: NextAction = Object.freeze({ type: 'model' });
+
 export function decide(c: Conversation): NextAction {
   const next = c.pending.values().next();
   // Whether a call may run now (an approval, a call a crash left unfinished, a timer) is judged in
   // tool-call-verdict.ts: it needs the decisions recorded for the run, which the log does not hold.
-  const runTools = (): NextAction => (next.done ? { type: 'model' } : { type: 'tool', pending: next.value });
+  const runTools = (): NextAction => (next.done ? CALL_MODEL : { type: 'tool', pending: next.value });
   const output = () => textOf(c.lastContent ?? []);
 
   const reused = c.reusedToolUseId;

@@ -43,19 +43,23 @@ import { AttemptHandedBack, AttemptRequeued, AttemptWaiting, type DriverDeps, ty
 import { storableCost, storableUsage } from '../core/storable.ts';
 import type { ToolOutcome } from '../tools/executor.ts';
 import { crashPoint, crashPointDuring } from './crash-points.ts';
-import { decide, toolUseUnderOtherStopReason } from './decide.ts';
+import { decide, type NextAction, toolUseUnderOtherStopReason } from './decide.ts';
 import { judgeToolCall, type ToolCallVerdict } from './tool-call-verdict.ts';
 import { acceptReply } from './model-reply.ts';
 import { guard } from '../core/guard.ts';
 import { idempotentBatch, runToolBatch } from './tool-batch.ts';
 import { clampToCost, estimateInputTokens, ratesOf } from '../core/cost-clamp.ts';
 import { replayRun } from '../core/chain-replay.ts';
-import { describeAttemptError, Followers, StepStream } from './step-stream.ts';
+import { describeAttemptError, type EventAppender, Followers, StepStream } from './step-stream.ts';
 import { type Conversation, foldStep, type PendingTool } from '../core/replay.ts';
 import { agentAsStarted } from './started-with.ts';
 import { withFields } from '../util/with-fields.ts';
 import { runCall } from './tool-call.ts';
 import { promised } from '../util/promised.ts';
+
+/** A store that keeps the runs' events (`appendEvents` is optional in EngineStore). */
+const hasEvents = <S extends object>(store: S): store is S & EventAppender =>
+  typeof (store as Partial<EventAppender>).appendEvents === 'function';
 
 /** Waits for `p`, or until `signal` aborts (then returns too: the caller checks the signal). */
 function untilSettledOrAborted(p: Promise<void>, signal: AbortSignal): Promise<void> {
@@ -138,9 +142,9 @@ class RunDriver {
 
   /** The live events of model step `seq`, when the store keeps events. */
   private stepStream(seq: number): StepStream | null {
-    const append = this.deps.store.appendEvents?.bind(this.deps.store);
-    return append
-      ? new StepStream(append, this.run.id, this.deps.owner, seq, this.attemptsBefore.get(seq) ?? 0, this.deps.followers ?? new Followers())
+    const { store } = this.deps;
+    return hasEvents(store)
+      ? new StepStream(store, this.run.id, this.deps.owner, seq, this.attemptsBefore.get(seq) ?? 0, this.deps.followers ?? new Followers())
       : null;
   }
 
@@ -193,23 +197,9 @@ class RunDriver {
         if (ended) return ended;
         continue;
       }
-      const seq = action.type === 'tool' ? (action.pending.startedSeq ?? conversation.lastSeq + 1) : conversation.lastSeq + 1;
-      const verdict = action.type === 'tool' && !preStarted ? this.verdictOn(action.pending) : null;
-      const step =
-        action.type === 'model'
-          ? () => {
-              const cut = this.compactionCut();
-              return cut === null ? this.modelStep(seq) : this.compactionStep(seq, cut);
-            }
-          : verdict && verdict.type !== 'run'
-            ? () => this.stepWithoutRunning(action.pending, seq, verdict)
-            : async () => {
-                if (verdict?.consumeDecision) await this.consumeDecision(action.pending.use.id);
-                return this.toolStep(action.pending, seq, preStarted !== undefined);
-              };
       let outcome: StepOutcome;
       try {
-        outcome = await step();
+        outcome = await this.step(action, preStarted !== undefined);
       } catch (e) {
         if (!(e instanceof PermanentDatabaseError)) throw e;
         return this.finish({ status: 'FAILED', error: e.message });
@@ -217,6 +207,27 @@ class RunDriver {
       if (outcome === undefined) continue;
       return outcome.written ? this.finished(outcome.end) : this.finish(outcome.end);
     }
+  }
+
+  /**
+   * The step `action` takes (a model call, a compaction, a tool call, or a result recorded without
+   * running it); `preStarted` when its tool call's STARTED row was written with the previous step.
+   * A method, not an async one, rather than a closure made for each step: the loop waits on what it
+   * returns, with thousands of runs in flight.
+   */
+  private step(action: Exclude<NextAction, { type: 'finish' }>, preStarted: boolean): Promise<StepOutcome> {
+    const { conversation } = this;
+    if (action.type === 'model') {
+      const seq = conversation.lastSeq + 1;
+      const cut = this.compactionCut();
+      return cut === null ? this.modelStep(seq) : this.compactionStep(seq, cut);
+    }
+    const { pending } = action;
+    const seq = pending.startedSeq ?? conversation.lastSeq + 1;
+    const verdict = preStarted ? null : this.verdictOn(pending);
+    if (verdict && verdict.type !== 'run') return this.stepWithoutRunning(pending, seq, verdict);
+    if (!verdict?.consumeDecision) return this.toolStep(pending, seq, preStarted);
+    return this.consumeDecision(pending.use.id).then(() => this.toolStep(pending, seq, preStarted));
   }
 
   private async finish(end: RunEnd): Promise<TerminalStatus> {

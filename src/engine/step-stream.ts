@@ -21,7 +21,10 @@ import { newEvent, type NewEvent } from '../ports/new-event.ts';
 import type { Lease } from '../ports/engine-store.ts';
 import { crashPoint } from './crash-points.ts';
 
-export type AppendEvents = (runId: RunId, owner: Lease, events: readonly NewEvent[]) => Promise<void>;
+/** Where a step's events are written: the store (its method called on it, not a function bound to it for each step). */
+export interface EventAppender {
+  appendEvents(runId: RunId, owner: Lease, events: readonly NewEvent[]): Promise<void>;
+}
 
 /** How an LlmError reads in attempt.abandoned: "overloaded_error (529)", "timeout" … */
 export function describeAttemptError(e: LlmError): string {
@@ -63,13 +66,19 @@ export class StepStream {
   private pending: { attempt: number; kind: 'text' | 'thinking'; text: string } | null = null;
   private queued: NewEvent[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private writing: Promise<void> = Promise.resolve();
+  /** The last write in flight, or null before the first: most steps write nothing themselves (see above). */
+  private writing: Promise<void> | null = null;
   private failure: unknown = undefined;
   /** The call's attempt (1, 2, … as the model client counts) whose text has not been finished or abandoned. */
   private open: number | null = null;
+  /**
+   * step.started is due and not yet taken: made when it is taken (first, before `queued`), not held as
+   * an event for the whole call, which is all it is for a run nobody follows.
+   */
+  private started = false;
 
   constructor(
-    private readonly append: AppendEvents,
+    private readonly store: EventAppender,
     private readonly runId: RunId,
     private readonly owner: Lease,
     private readonly seq: number,
@@ -91,8 +100,8 @@ export class StepStream {
 
   start(): void {
     this.open = 1;
+    this.started = true;
     this.followers.attach(this);
-    this.queue(newEvent('step.started', { seq: this.seq, kind: 'MODEL', attempt: this.attemptNumber(1) }));
     if (this.followers.followed) this.timer ??= setTimeout(() => this.flush(), this.batch.maxMs);
   }
 
@@ -134,7 +143,7 @@ export class StepStream {
     if (this.open !== null) this.abandon(this.open, 'failed', error);
     this.open = null;
     this.flush(true);
-    await this.writing.catch(() => {});
+    await this.writing?.catch(() => {});
   }
 
   /**
@@ -148,9 +157,17 @@ export class StepStream {
     await this.writing;
     if (this.failure !== undefined) throw this.failure;
     this.takePending();
-    const rest = this.queued;
+    return this.take();
+  }
+
+  /** The events gathered, in order (step.started first, when it is due), and none left. */
+  private take(): NewEvent[] {
+    const events = this.started
+      ? [newEvent('step.started', { seq: this.seq, kind: 'MODEL', attempt: this.attemptNumber(1) })].concat(this.queued)
+      : this.queued;
+    this.started = false;
     this.queued = [];
-    return rest;
+    return events;
   }
 
   private takePending(): void {
@@ -173,14 +190,13 @@ export class StepStream {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.takePending();
-    if (this.queued.length === 0 || this.failure !== undefined) return;
+    if ((this.queued.length === 0 && !this.started) || this.failure !== undefined) return;
     if (!always && !this.followers.followed) return;
-    const events = this.queued;
-    this.queued = [];
-    this.writing = this.writing.then(async () => {
+    const events = this.take();
+    this.writing = (this.writing ?? Promise.resolve()).then(async () => {
       if (this.failure !== undefined) return;
       try {
-        await this.append(this.runId, this.owner, events);
+        await this.store.appendEvents(this.runId, this.owner, events);
       } catch (e) {
         this.failure = e;
         return;

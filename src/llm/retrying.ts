@@ -3,6 +3,7 @@ import { LlmError } from '../domain/errors.ts';
 import { addUsage } from '../domain/types.ts';
 import { MAX_TIMER_MS, timerSleeper, type Sleeper } from '../util/sleep.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse, ModelOptions } from './types.ts';
+import { settlesQuietly } from './time-limited.ts';
 import { withFields } from '../util/with-fields.ts';
 import { promised } from '../util/promised.ts';
 
@@ -109,6 +110,9 @@ function readRetryAfterMs(headers: HeaderSource | null | undefined, now: number)
   return Number.isNaN(date) ? null : Math.max(0, date - now);
 }
 
+/** A first attempt's response: nothing failed before it. */
+const firstAttempt = (response: LlmResponse): LlmResponse => withFields(response, { attempts: 1 });
+
 /**
  * Retries transient failures of the delegate (see `LlmError.retryable`); everything else, including
  * errors that are not `LlmError`s, passes straight through. Sits outside the per-attempt time limit.
@@ -154,6 +158,13 @@ export class RetryingLlmClient implements LlmClient {
    * call waits for its answer nearly all its life, and a suspended frame here would be one per call.
    */
   private attempt(request: LlmRequest, options: LlmCallOptions, attempt: number, failedUsage: Usage | null): Promise<LlmResponse> {
+    // The first attempt of a delegate that settles quietly numbers its text 1 and streams none after it
+    // settled: it takes the caller's options as they are, with nothing allocated for them.
+    if (attempt === 1 && settlesQuietly(this.delegate)) {
+      return promised(() => this.delegate.send(request, options)).then(firstAttempt, (error: unknown) =>
+        this.failed(error, request, options, 1, null),
+      );
+    }
     // Text that arrives after its attempt has ended (a late chunk of an abandoned stream) is dropped.
     let current = true;
     const { onText, onThinking } = options;

@@ -14,11 +14,26 @@ export function stepTimeout(usage: Usage | null): LlmError {
  * that the decorator adds nothing to a call: no AbortController, listener, timer and callbacks of its
  * own per attempt, which with thousands of calls in flight are megabytes held and tens of megabytes
  * a minute promoted. `sendWithin` does all the decorator promises: at `limitMs` the request is really
- * cancelled and the call settles at once as `stepTimeout(usage so far)`; nothing streamed after it is
- * passed on; the caller's abort is its own error, not a timeout.
+ * cancelled and the call settles at once as `stepTimeout(usage so far)`; nothing streamed after the
+ * call settled, however it settled, is passed on; the caller's abort is its own error, not a timeout.
  */
 export interface KeepsItsOwnTimeLimit {
   sendWithin(request: LlmRequest, options: LlmCallOptions, limitMs: number): Promise<LlmResponse>;
+}
+
+/**
+ * A client that calls none of a call's callbacks once the call has settled, however it settled:
+ * TimeLimitedLlmClient, whatever its delegate. The retry decorator hands it the caller's options as
+ * they are on a first attempt (the attempt is numbered 1 anyway), rather than wrappers that drop what
+ * an ended attempt streams late: with thousands of calls in flight, a copy of the options, two
+ * closures and their context per call.
+ */
+export interface SettlesQuietly {
+  readonly settlesQuietly: true;
+}
+
+export function settlesQuietly(client: LlmClient): client is LlmClient & SettlesQuietly {
+  return (client as Partial<SettlesQuietly>).settlesQuietly === true;
 }
 
 function keepsItsOwnTimeLimit(client: LlmClient): client is LlmClient & KeepsItsOwnTimeLimit {
@@ -34,7 +49,8 @@ function keepsItsOwnTimeLimit(client: LlmClient): client is LlmClient & KeepsIts
  * streams after the attempt ended is passed on. A delegate that keeps the limit itself
  * (KeepsItsOwnTimeLimit) is handed it instead.
  */
-export class TimeLimitedLlmClient implements LlmClient {
+export class TimeLimitedLlmClient implements LlmClient, SettlesQuietly {
+  readonly settlesQuietly = true;
   private readonly limitMs: number;
 
   /** @param limitMs milliseconds one attempt may take (at most MAX_TIMER_MS, which is 24.8 days) */

@@ -3,6 +3,7 @@ import type { Usage } from '../../src/domain/types.ts';
 import { LlmError } from '../../src/domain/errors.ts';
 import { RetryingLlmClient, backoffMs, giveUpReason, parseRetryAfterMs, retryReason, type Sleeper } from '../../src/llm/retrying.ts';
 import type { LlmCallOptions, LlmClient, LlmRequest, LlmResponse } from '../../src/llm/types.ts';
+import { settlesQuietly, TimeLimitedLlmClient } from '../../src/llm/time-limited.ts';
 
 const request: LlmRequest = { model: 'm', maxTokens: 10, system: null, messages: [{ role: 'user', content: 'hi' }], tools: [] };
 const ok: LlmResponse = {
@@ -232,6 +233,25 @@ describe('RetryingLlmClient: streamed text and the usage of failed attempts', ()
     provider.lateText!();
     expect(seen).toEqual(['text 1: 1a ', 'text 1: 1b ', 'failed 1: 529', 'text 2: 2a ', 'text 2: 2b ']);
     expect(response.attempts).toBe(2);
+  });
+
+  it("hands a delegate that settles quietly the caller's options as they are on the first attempt, and numbered wrappers after", async () => {
+    const overloaded = new LlmError(529, 'overloaded');
+    const provider = Object.assign(streaming(overloaded), { settlesQuietly: true as const, given: [] as LlmCallOptions[] });
+    const send = provider.send;
+    provider.send = (req, options = {}) => (provider.given.push(options), send(req, options));
+    const seen: string[] = [];
+    const options: LlmCallOptions = { onText: (text, attempt) => seen.push(`text ${attempt}: ${text}`) };
+    const response = await new RetryingLlmClient(provider, policy, recordingSleeper()).send(request, options);
+    expect(provider.given[0]).toBe(options);
+    expect(provider.given[1]).not.toBe(options);
+    expect(seen).toEqual(['text 1: 1a ', 'text 1: 1b ', 'text 2: 2a ', 'text 2: 2b ']);
+    expect(response.attempts).toBe(2);
+  });
+
+  it('counts a time-limited client as settling quietly, whatever it wraps', () => {
+    expect(settlesQuietly(new TimeLimitedLlmClient(scripted(), 1000))).toBe(true);
+    expect(settlesQuietly(scripted())).toBe(false);
   });
 
   it('sums the usage failed attempts reported into failedAttemptsUsage; none reported, none there', async () => {

@@ -10,7 +10,7 @@ describe('StepStream of a run nobody follows', () => {
   it('writes nothing itself and hands its events to the checkpoint, in an array of exactly their number', async () => {
     const appended: NewEvent[][] = [];
     const stream = new StepStream(
-      async (_run, _owner, events) => void appended.push([...events]),
+      { appendEvents: async (_run, _owner, events) => void appended.push([...events]) },
       'r1' as RunId,
       owner,
       3,
