@@ -24,7 +24,7 @@ import { ConfigError } from '../domain/errors.ts';
  * @unit milliseconds — how long a socket may stay idle in the pool. Servers close idle connections
  * on their own clock (Node's HTTP server after 5 s, proxies and load balancers usually later); closing
  * ours first means a call is rarely sent on a connection the server is closing. A server that says
- * `Keep-Alive: timeout=N` shortens it further: Node's Agent then closes the socket a second before N.
+ * `Keep-Alive: timeout=N` shortens it further: the socket is closed a second before N (IdleSockets).
  */
 export const IDLE_SOCKET_MS = 4_000;
 
@@ -44,12 +44,68 @@ const AGENT_OPTIONS: http.AgentOptions = {
   // Runs in flight call in waves: each waits for its checkpoint between calls, then calls again. With
   // thousands in flight, a cap made every wave open most of its connections anew.
   maxFreeSockets: Infinity,
-  // The idle limit: the Agent destroys a pooled socket that saw no traffic this long.
-  timeout: IDLE_SOCKET_MS,
+  // No `timeout`: the idle limit is kept by IdleSockets below. Node's would put a timer on every socket
+  // for its whole life, the ones carrying a call included (a socket keeps its timer once it had one).
   // The most recently used socket first: the least likely to have been closed by the server, and
   // under light traffic the others stay idle and are closed.
   scheduling: 'lifo',
 };
+
+/** @unit milliseconds — how often the free sockets are looked at: one closes between IDLE_SOCKET_MS − this and IDLE_SOCKET_MS idle. */
+const IDLE_SWEEP_MS = 500;
+
+/**
+ * The idle limit of a pool's free sockets, kept by one timer for the pool (running only while some
+ * socket is free) rather than one per socket: a socket that comes free is stamped with the sweep's
+ * count, and a sweep destroys the free ones stamped long enough ago. A server's `Keep-Alive:
+ * timeout=N` shortens the limit as Node's own Agent does: closed a second before N, not kept at all
+ * when N is a second or less (Node's `keepSocketAlive` refuses those).
+ */
+class IdleSockets {
+  /** Free sockets, with the sweep count after which each is closed. */
+  private readonly free = new Map<Duplex, number>();
+  private sweeps = 0;
+  private timer: NodeJS.Timeout | null = null;
+
+  /**
+   * `socket` came free, after a response whose Keep-Alive header was `keepAliveHint`; `kept`: what the
+   * Agent's own `keepSocketAlive` returned (typed void, but whether the socket is kept), returned.
+   */
+  freed(socket: Duplex, keepAliveHint: string | undefined, kept: unknown): boolean {
+    if (!kept) return false;
+    const hintSeconds = keepAliveHint === undefined ? NaN : Number(/^timeout=(\d+)/.exec(keepAliveHint)?.[1]);
+    const limitMs = hintSeconds > 0 ? Math.min(IDLE_SOCKET_MS, hintSeconds * 1000 - 1000) : IDLE_SOCKET_MS;
+    this.free.set(socket, this.sweeps + Math.max(1, Math.floor(limitMs / IDLE_SWEEP_MS)));
+    this.timer ??= setInterval(() => this.sweep(), IDLE_SWEEP_MS).unref();
+    return true;
+  }
+
+  /** `socket` carries a call again. */
+  taken(socket: Duplex): void {
+    this.free.delete(socket);
+  }
+
+  private sweep(): void {
+    const now = ++this.sweeps;
+    for (const [socket, closeAt] of this.free) {
+      if (socket.destroyed) this.free.delete(socket);
+      else if (closeAt <= now) {
+        this.free.delete(socket);
+        socket.destroy();
+      }
+    }
+    if (this.free.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
+  }
+}
+
+/** The Keep-Alive header of the response `socket` just carried, read where Node's Agent reads it. */
+function keepAliveHint(socket: Duplex): string | undefined {
+  const hint = (socket as { _httpMessage?: { res?: http.IncomingMessage } | null })._httpMessage?.res?.headers['keep-alive'];
+  return typeof hint === 'string' ? hint : undefined;
+}
 
 /** A proxy to tunnel through, from the environment. Its URL is not kept: it may hold a password. */
 export interface Proxy {
@@ -65,8 +121,19 @@ export interface Proxy {
 type Callback = (error: Error | null, socket: Duplex) => void;
 
 class HttpPool extends http.Agent {
+  private readonly idle = new IdleSockets();
+
   constructor(private readonly tunnelVia: Proxy | null) {
     super(AGENT_OPTIONS);
+  }
+
+  override keepSocketAlive(socket: Duplex): boolean {
+    return this.idle.freed(socket, keepAliveHint(socket), super.keepSocketAlive(socket));
+  }
+
+  override reuseSocket(socket: Duplex, request: http.ClientRequest): void {
+    this.idle.taken(socket);
+    super.reuseSocket(socket, request);
   }
 
   override createConnection(options: http.ClientRequestArgs, callback?: Callback): Duplex | null | undefined {
@@ -78,8 +145,19 @@ class HttpPool extends http.Agent {
 }
 
 class HttpsPool extends https.Agent {
+  private readonly idle = new IdleSockets();
+
   constructor(private readonly tunnelVia: Proxy | null) {
     super(AGENT_OPTIONS);
+  }
+
+  override keepSocketAlive(socket: Duplex): boolean {
+    return this.idle.freed(socket, keepAliveHint(socket), super.keepSocketAlive(socket));
+  }
+
+  override reuseSocket(socket: Duplex, request: http.ClientRequest): void {
+    this.idle.taken(socket);
+    super.reuseSocket(socket, request);
   }
 
   override createConnection(options: https.RequestOptions, callback?: Callback): Duplex | null | undefined {
