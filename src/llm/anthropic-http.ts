@@ -19,6 +19,7 @@ import { isStaleConnection, keepAliveAgent, ProxyRefusal } from './http-pool.ts'
 import { SseReader } from './sse.ts';
 import { flattenInPlace } from '../util/flat-string.ts';
 import { promised } from '../util/promised.ts';
+import { DeadlineList } from '../util/deadline-list.ts';
 
 /**
  * The API version the official SDK in package.json sends, so the responses' shape is the one the
@@ -70,6 +71,8 @@ export class MessagesEndpoint {
   private readonly headers: readonly string[] = [];
   private readonly send: typeof http.request;
   readonly timeoutMs: number;
+  /** The attempts' time limits in flight, by length (one length per time-limited decorator: one, as a rule). */
+  private readonly limits = new Map<number, DeadlineList<MessagesExchange>>();
 
   constructor(options: MessagesEndpointOptions) {
     const base = options.baseUrl || DEFAULT_BASE_URL;
@@ -120,6 +123,13 @@ export class MessagesEndpoint {
   /** What to send a body of `length` bytes with; only after `check` passed. */
   requestOptions(length: number): RequestOptions {
     return { ...this.options!, headers: [...this.headers, 'content-length', String(length)] };
+  }
+
+  /** Where the exchanges with a time limit of `ms` keep it. */
+  deadlines(ms: number): DeadlineList<MessagesExchange> {
+    let list = this.limits.get(ms);
+    if (!list) this.limits.set(ms, (list = new DeadlineList(ms, MessagesExchange.runOut)));
+    return list;
   }
 
   /** Opens a request for a body of `length` bytes on a pooled connection; nothing is sent before its `end`. */
@@ -203,8 +213,8 @@ function abortError(): DOMException {
  * gives up on, `release` lets go of the caller's signal and the limit: a long-lived signal must not
  * collect one listener per call.
  *
- * The exchange is itself the signal's listener (`handleEvent`) and its timers' argument, so a call
- * allocates no closure for them.
+ * The exchange is itself the signal's listener (`handleEvent`) and its headers timer's argument, and
+ * its attempt's limit is an entry in the endpoint's DeadlineList, not a timer of its own.
  */
 export class MessagesExchange {
   /** The request being sent (after a retry on a stale connection, the latest). */
@@ -215,8 +225,8 @@ export class MessagesExchange {
   private expired = false;
   /** The endpoint's limit on the wait for headers, armed by `post` until they arrive or the request fails. */
   private headersLimit: NodeJS.Timeout | undefined = undefined;
-  /** The attempt's limit, armed until `release`; null when the exchange keeps none. */
-  private limit: NodeJS.Timeout | null = null;
+  /** Where the attempt's limit is kept until `release` (the endpoint's, for its length); null when the exchange keeps none. */
+  private readonly limit: DeadlineList<MessagesExchange> | null;
   /** The attempt's limit ran out: whatever came of the call counts as none. */
   private outOfTime = false;
 
@@ -227,7 +237,7 @@ export class MessagesExchange {
   }
 
   /** The attempt's limit ran out: the call is cut off where it is. */
-  private static runOut(exchange: MessagesExchange): void {
+  static runOut(exchange: MessagesExchange): void {
     exchange.outOfTime = true;
     exchange.abort();
   }
@@ -239,7 +249,8 @@ export class MessagesExchange {
     private readonly limitMs: number | null = null,
   ) {
     signal?.addEventListener('abort', this, { once: true });
-    if (limitMs !== null) this.limit = setTimeout(MessagesExchange.runOut, limitMs, this);
+    this.limit = limitMs === null ? null : endpoint.deadlines(limitMs);
+    this.limit?.add(this);
   }
 
   /** The caller's signal was aborted. */
@@ -356,7 +367,7 @@ export class MessagesExchange {
 
   release(): void {
     this.signal?.removeEventListener('abort', this);
-    if (this.limit) clearTimeout(this.limit);
+    this.limit?.delete(this);
   }
 }
 
