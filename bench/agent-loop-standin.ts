@@ -12,6 +12,9 @@ import { encode, messageEvents } from '../test/support/fake-anthropic-sse.ts';
 import { TURNS } from './agent-loop-measure.ts';
 
 const latencyMs = Number(process.argv.find((a) => a.startsWith('--latency-ms='))?.split('=')[1] ?? 0);
+/** `--hold` (bench/held-calls.ts): no answer until the parent says `release`; `{ held }` told after each call taken. */
+const hold = process.argv.includes('--hold');
+let held: (() => void)[] = [];
 
 /** The answer to a conversation that holds `assistantTurns` answers already, streamed or whole, computed once. */
 function answer(assistantTurns: number): { events: string[]; json: string } {
@@ -61,7 +64,10 @@ const server = http.createServer((req, res) => {
       for (const e of events) res.write(e);
       res.end();
     };
-    if (latencyMs > 0) setTimeout(reply, latencyMs);
+    if (hold) {
+      held.push(reply);
+      process.send?.({ held: held.length });
+    } else if (latencyMs > 0) setTimeout(reply, latencyMs);
     else reply();
   });
 });
@@ -73,3 +79,9 @@ server.listen(0, '127.0.0.1', () => {
   process.send?.({ port: (server.address() as { port: number }).port });
 });
 process.on('disconnect', () => process.exit(0));
+process.on('message', (m) => {
+  if (m !== 'release') return;
+  const replies = held;
+  held = [];
+  for (const reply of replies) reply();
+});

@@ -174,7 +174,8 @@ function medianOf(all: AgentLoopFigures[]): AgentLoopFigures {
   return all.find((f) => f.stepsPerSecond === m)!;
 }
 
-async function queueRuns(records: RunRecords, n: number): Promise<void> {
+/** `n` runs of the bench's agent, queued in batches of 200. */
+export async function queueRuns(records: RunRecords, n: number): Promise<void> {
   const batch = 200;
   for (let i = 0; i < n; i += batch) {
     await Promise.all(

@@ -1,8 +1,8 @@
 /**
  * `tsx --expose-gc bench/held-calls.ts [N] [snapshot prefix]`: the live heap each run keeps while its
  * model call is in flight, to the byte, in a minute: N runs (default 2,000) driven by the runtime as a
- * library (dist/, as the agent-loop bench loads it) against a stand-in that holds every call
- * (bench/held-calls-server.ts), measured after two full collections with all N calls held, at each
+ * library (dist/, as the agent-loop bench loads it) against the bench's stand-in holding every call
+ * (bench/agent-loop-standin.ts --hold), measured after two full collections with all N calls held, at each
  * run's first call and again at its third (two answers and tool steps later), less the idle runtime's
  * heap. Where the agent-loop bench's peak moves by 10% from round to round, this moves by a few bytes,
  * so it tells what a change to what a run keeps is worth. With a prefix, heap snapshots of both moments
@@ -15,6 +15,7 @@ import v8 from 'node:v8';
 import pg from 'pg';
 import { z } from 'zod';
 import { RunRecords } from '../src/store/run-records.ts';
+import { queueRuns } from './agent-loop.ts';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with --expose-gc: tsx --expose-gc bench/held-calls.ts');
@@ -24,7 +25,7 @@ process.setSourceMapsEnabled(false); // as bench/agent-loop-runtime.ts: tsx's ma
 const n = Number(process.argv[2] ?? 2_000);
 const snapshots = process.argv[3];
 
-const stand = fork(new URL('./held-calls-server.ts', import.meta.url).pathname, [], { execArgv: ['--import', 'tsx'] });
+const stand = fork(new URL('./agent-loop-standin.ts', import.meta.url).pathname, ['--hold'], { execArgv: ['--import', 'tsx'] });
 let port = 0;
 let held = 0;
 stand.on('message', (m: { port?: number; held?: number }) => {
@@ -67,21 +68,7 @@ const live = async (snapshot?: string) => {
   return process.memoryUsage().heapUsed;
 };
 const idle = await live();
-const records = new RunRecords(pool);
-for (let i = 0; i < n; i += 200) {
-  await Promise.all(
-    Array.from({ length: Math.min(200, n - i) }, (_, j) =>
-      records.create({
-        agent: 'bench',
-        input: `bench run ${i + j}`,
-        model: 'claude-sonnet-4-6',
-        tokenBudget: 1_000_000,
-        timeoutSeconds: 3600,
-        maxSteps: 50,
-      }),
-    ),
-  );
-}
+await queueRuns(new RunRecords(pool), n);
 await until(() => held >= n);
 const first = await live(snapshots && `${snapshots}-1.heapsnapshot`);
 for (let call = 2; call <= 3; call++) {

@@ -22,7 +22,7 @@ export class DeadlineList<T> {
   add(item: T): void {
     this.due.delete(item);
     this.due.set(item, Math.ceil(performance.now() + this.ms));
-    this.timer ??= setTimeout(() => this.fire(), this.ms);
+    if (!this.timer) this.arm(this.ms);
   }
 
   /** `item` will not expire (nothing happens when it was not there). */
@@ -32,18 +32,15 @@ export class DeadlineList<T> {
     this.timer = null;
   }
 
-  get size(): number {
-    return this.due.size;
+  private arm(ms: number): void {
+    this.timer = setTimeout(() => this.fire(), ms);
   }
 
   private fire(): void {
     this.timer = null;
     const now = performance.now();
     for (const [item, at] of this.due) {
-      if (at > now) {
-        this.timer = setTimeout(() => this.fire(), at - now);
-        return;
-      }
+      if (at > now) return this.arm(at - now);
       this.due.delete(item);
       this.expire(item);
     }
